@@ -1,0 +1,12 @@
+//! The phux protocol as pure state machines.
+//!
+//! No I/O, no clocks, no randomness: events go in (with `now`), actions come out, and
+//! `poll_timeout` says when to call back. Drivers (the mio server, the conformance runner,
+//! the fuzzers, the tests) carry out the actions.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod modes;
+pub mod time;
+
+pub use time::Instant;

@@ -1,0 +1,15 @@
+//! The phux 0.8 wire codec: frames, fields, ids and input atoms.
+//!
+//! This crate knows bytes and types, nothing else: no I/O, no state, no clocks.
+//! Decoding is strict (see `spec/` and the digest's section 0 rules) and never
+//! allocates from an unchecked length; encoding is canonical.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error_code;
+pub mod event;
+pub mod ids;
+pub mod input;
+
+pub use error_code::ErrorCode;
+pub use ids::{ClientId, GroupId, OperationId, TerminalId};
