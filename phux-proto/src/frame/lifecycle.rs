@@ -1,0 +1,54 @@
+//! PING / PONG / DETACH / DETACHED.
+
+use crate::macros::open_enum;
+
+/// PING (0x7f, C→S): field 1 nonce u64.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Ping {
+    /// Echoed back in PONG.
+    pub nonce: u64,
+}
+
+/// PONG (0xff, S→C): field 1 nonce u64, the PING's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Pong {
+    /// The PING's nonce.
+    pub nonce: u64,
+}
+
+open_enum! {
+    /// Why a connection ends (u8). Open (our rule R5): an unknown value decodes, is kept and
+    /// re-encodes exactly; a reader treats it as unstated.
+    pub struct DetachReason(u8);
+    /// The client sent DETACH.
+    REQUESTED = 0,
+    /// The server is stopping.
+    SERVER_SHUTDOWN = 1,
+    /// The session was killed.
+    SESSION_KILLED = 2,
+    /// Another connection replaced this one.
+    REPLACED = 3,
+    /// The peer broke the protocol (after an ERROR).
+    PROTOCOL_ERROR = 4,
+    /// The server failed internally.
+    INTERNAL_ERROR = 255,
+}
+
+/// DETACHED (0x82, S→C): field 1 reason (optional), field 2 message (omitted when empty).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Detached {
+    /// The reason, if stated (unknown values kept as they are).
+    pub reason: Option<DetachReason>,
+    /// Human-readable text; empty when absent.
+    pub message: String,
+}
+
+impl Detached {
+    /// The reason if it is one phux 0.8 names; an unknown value counts as unstated.
+    pub fn known_reason(&self) -> Option<DetachReason> {
+        self.reason.filter(|r| r.is_known())
+    }
+}
