@@ -735,7 +735,7 @@ mod tests {
             2 => (t.clone(), c.clone()).prop_map(|(t, c)| Step::Release(t, c)),
             1 => c.clone().prop_map(Step::Disconnect),
             1 => t.clone().prop_map(Step::RemoveTerminal),
-            3 => (0u64..20_000).prop_map(Step::Advance),
+            3 => (0u64..20).prop_map(|ms| Step::Advance(ms * 1000)),
             2 => Just(Step::HandleTimeout),
             2 => (t, c).prop_map(|(t, c)| Step::Check(t, c)),
         ]
