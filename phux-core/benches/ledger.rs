@@ -96,7 +96,9 @@ fn bench_ledger(c: &mut Criterion) {
     let stream = ids(4 * CAPACITY);
     let mut t = 0u64;
     for &id in &stream[..CAPACITY] {
-        churn.admit(Instant::from_micros(t), id, digest(id)).unwrap();
+        churn
+            .admit(Instant::from_micros(t), id, digest(id))
+            .unwrap();
         t += 1;
     }
     let mut k = CAPACITY;
