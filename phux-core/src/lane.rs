@@ -190,6 +190,7 @@ impl AckLane {
     /// The writer reported `op` on `terminal` complete: returns the pending entry it resolves
     /// and frees the lane, or `None` if `op` is not the terminal's pending operation — a late
     /// completion after the deadline fired (or after `remove_terminal`), which changes nothing.
+    /// The pending operation resolves whether or not `handed_off` was called for it.
     pub fn complete(&mut self, terminal: &TerminalId, op: OperationId) -> Option<PendingOp> {
         // [INPUT.LANE.4] a late completion must not resolve (or free) a newer operation.
         if self.slots.get(terminal)?.op != op {
