@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod encoder;
 pub mod modes;
 pub mod time;
 
