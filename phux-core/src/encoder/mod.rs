@@ -521,7 +521,8 @@ mod tests {
         #[test]
         fn printable_text_is_written_verbatim(
             text in "[^\\p{Cc}\\p{Co}]{1,4}",
-            key in 0u32..=PhysicalKey::MAX_KNOWN,
+            key in prop_oneof![0u32..=PhysicalKey::MAX_KNOWN, any::<u32>()]
+                .prop_filter("a text-producing key", |k| key::is_text_key(PhysicalKey(*k))),
         ) {
             let ev = KeyEvent {
                 text: Some(text.clone()),

@@ -176,7 +176,8 @@ fn position(px: f64, per: u16) -> Option<u32> {
         return None;
     }
     let cell = (px.max(0.0) / f64::from(per.max(1))).floor();
-    // `as` saturates for values past u32::MAX, which no encoding can use anyway.
+    // Non-negative by construction; `as` saturates past u32::MAX, which no encoding can use.
+    #[allow(clippy::cast_sign_loss)]
     Some(cell as u32)
 }
 
