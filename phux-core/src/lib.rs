@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod modes;
+pub mod terminal;
 pub mod time;
 
 pub use time::Instant;
