@@ -26,7 +26,10 @@ pub(crate) struct History {
 
 impl History {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { rows: VecDeque::new(), capacity }
+        Self {
+            rows: VecDeque::new(),
+            capacity,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -55,7 +58,10 @@ impl History {
         // A fresh capture state starts with no newline pending, so the first write is the row
         // itself; the text sink drops the SGR sequences and keeps the characters.
         let mut state = BasicFormattedCaptureState::new();
-        let mut sink = PlainText { out: &mut slot.text, in_escape: false };
+        let mut sink = PlainText {
+            out: &mut slot.text,
+            in_escape: false,
+        };
         // Writing to a String cannot fail.
         let _ = row.write_formatted_basic(&mut sink, &mut state);
         let trimmed = slot.text.trim_end_matches(' ').len();
@@ -80,25 +86,16 @@ impl fmt::Write for PlainText<'_> {
         let mut rest = s;
         while !rest.is_empty() {
             if self.in_escape {
-                match rest.find('m') {
-                    Some(end) => {
-                        self.in_escape = false;
-                        rest = &rest[end + 1..];
-                    }
-                    None => return Ok(()),
-                }
+                let Some(end) = rest.find('m') else { return Ok(()) };
+                self.in_escape = false;
+                rest = &rest[end + 1..];
+            } else if let Some(start) = rest.find('\x1b') {
+                self.out.push_str(&rest[..start]);
+                self.in_escape = true;
+                rest = &rest[start + 1..];
             } else {
-                match rest.find('\x1b') {
-                    Some(start) => {
-                        self.out.push_str(&rest[..start]);
-                        self.in_escape = true;
-                        rest = &rest[start + 1..];
-                    }
-                    None => {
-                        self.out.push_str(rest);
-                        return Ok(());
-                    }
-                }
+                self.out.push_str(rest);
+                return Ok(());
             }
         }
         Ok(())
@@ -169,13 +166,18 @@ mod tests {
     use super::*;
 
     fn parser(cap: usize) -> vt100::Parser<Observer> {
-        let observer = Observer { history: History::new(cap), ..Observer::default() };
+        let observer = Observer {
+            history: History::new(cap),
+            ..Observer::default()
+        };
         let n = |v| std::num::NonZeroU16::new(v).unwrap();
         vt100::Parser::new_with_callbacks(n(3), n(5), 0, observer)
     }
 
     fn texts(h: &History) -> Vec<(String, bool)> {
-        h.newest(usize::MAX).map(|r| (r.text.clone(), r.wrapped)).collect()
+        h.newest(usize::MAX)
+            .map(|r| (r.text.clone(), r.wrapped))
+            .collect()
     }
 
     #[test]
@@ -185,7 +187,11 @@ mod tests {
         let h = &p.callbacks().history;
         assert_eq!(
             texts(h),
-            [("ab".into(), false), ("abcde".into(), true), ("fg".into(), false)]
+            [
+                ("ab".into(), false),
+                ("abcde".into(), true),
+                ("fg".into(), false)
+            ]
         );
     }
 
@@ -193,7 +199,10 @@ mod tests {
     fn the_ring_is_bounded_and_reuses_rows() {
         let mut p = parser(2);
         p.process(b"1\r\n2\r\n3\r\n4\r\n5\r\n6");
-        assert_eq!(texts(&p.callbacks().history), [("2".into(), false), ("3".into(), false)]);
+        assert_eq!(
+            texts(&p.callbacks().history),
+            [("2".into(), false), ("3".into(), false)]
+        );
         assert_eq!(p.callbacks().history.newest(1).count(), 1);
     }
 

@@ -7,7 +7,7 @@ use crate::modes::KittyFlags;
 pub(crate) const KITTY_STACK_DEPTH: usize = 16;
 
 /// One screen's flag stack: the flags in force plus up to [`KITTY_STACK_DEPTH`] saved entries.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct KittyStack {
     current: u8,
     /// Saved entries, oldest first; only `saved[..len]` is meaningful.
@@ -63,6 +63,15 @@ impl KittyStack {
         }
     }
 }
+
+impl PartialEq for KittyStack {
+    /// Entries past `len` are stale and do not count.
+    fn eq(&self, other: &Self) -> bool {
+        self.current == other.current && self.saved() == other.saved()
+    }
+}
+
+impl Eq for KittyStack {}
 
 #[cfg(test)]
 mod tests {

@@ -50,11 +50,19 @@ impl TerminalState {
     /// A blank terminal of `cols` x `rows` (0 is clamped to 1) that retains up to
     /// `scrollback_lines` rows of history.
     pub fn new(cols: u16, rows: u16, scrollback_lines: usize) -> Self {
-        let observer = Observer { history: History::new(scrollback_lines), ..Observer::default() };
+        let observer = Observer {
+            history: History::new(scrollback_lines),
+            ..Observer::default()
+        };
         // vt100 keeps no scrollback of its own: `History` captures rows as they scroll off.
         let parser =
             vt100::Parser::new_with_callbacks(clamp_dim(rows), clamp_dim(cols), 0, observer);
-        Self { parser, tracker: ModeTracker::default(), seq: 0, main_snapshot: None }
+        Self {
+            parser,
+            tracker: ModeTracker::default(),
+            seq: 0,
+            main_snapshot: None,
+        }
     }
 
     /// Feeds one chunk of program output and returns the sequence number stamped on it: the
@@ -80,8 +88,7 @@ impl TerminalState {
                 Some(Hit::AltScreen) => {
                     let (before, last) = done.split_at(done.len().saturating_sub(1));
                     self.parser.process(before);
-                    if self.tracker.alternate_screen() && !self.parser.screen().alternate_screen()
-                    {
+                    if self.tracker.alternate_screen() && !self.parser.screen().alternate_screen() {
                         self.main_snapshot = Some(self.parser.screen().contents_formatted());
                     }
                     self.parser.process(last);
@@ -98,7 +105,8 @@ impl TerminalState {
     fn sync_alternate_screen(&mut self) {
         let want = self.tracker.alternate_screen();
         if self.parser.screen().alternate_screen() != want {
-            self.parser.process(if want { b"\x1b[?47h" } else { b"\x1b[?47l" });
+            self.parser
+                .process(if want { b"\x1b[?47h" } else { b"\x1b[?47l" });
         }
         if !want {
             self.main_snapshot = None;
@@ -172,3 +180,5 @@ fn clamp_dim(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
 }
 
+#[cfg(test)]
+mod tests;

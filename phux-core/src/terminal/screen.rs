@@ -10,7 +10,8 @@ pub const SCREEN_SCHEMA_VERSION: u32 = 3;
 impl TerminalState {
     /// The GET_SCREEN reply as JSON text; see [`screen_value`](Self::screen_value).
     pub fn screen_json(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> String {
-        self.screen_value(pane, request_scrollback, cells).to_string()
+        self.screen_value(pane, request_scrollback, cells)
+            .to_string()
     }
 
     /// The GET_SCREEN reply as a JSON value, so GET_TERMINAL_STATE can add its keys.
@@ -27,8 +28,10 @@ impl TerminalState {
             .rows(0, cols)
             .map(|row| Value::String(trim_right(row)))
             .collect();
-        let wrapped_lines: Vec<Value> =
-            (0..rows).filter(|&r| screen.row_wrapped(r)).map(Value::from).collect();
+        let wrapped_lines: Vec<Value> = (0..rows)
+            .filter(|&r| screen.row_wrapped(r))
+            .map(Value::from)
+            .collect();
 
         // [SCREEN.SCROLLBACK.1] absent = none, 0 = all retained, n = the n newest.
         let history = &self.parser.callbacks().history;
@@ -83,7 +86,9 @@ impl TerminalState {
         let mut out = Vec::new();
         for row in 0..rows {
             for col in 0..cols {
-                let Some(cell) = screen.cell(row, col) else { continue };
+                let Some(cell) = screen.cell(row, col) else {
+                    continue;
+                };
                 if cell.is_wide_continuation() || !styled(cell) {
                     continue;
                 }

@@ -99,17 +99,28 @@ impl ModeTracker {
                         i += at + 1;
                         self.enter_escape();
                     }
-                    None => return Advance { consumed: bytes.len(), hit: None },
+                    None => {
+                        return Advance {
+                            consumed: bytes.len(),
+                            hit: None,
+                        };
+                    }
                 }
                 continue;
             }
             let byte = bytes[i];
             i += 1;
             if let Some(hit) = self.step(byte) {
-                return Advance { consumed: i, hit: Some(hit) };
+                return Advance {
+                    consumed: i,
+                    hit: Some(hit),
+                };
             }
         }
-        Advance { consumed: bytes.len(), hit: None }
+        Advance {
+            consumed: bytes.len(),
+            hit: None,
+        }
     }
 
     fn enter_escape(&mut self) {
@@ -244,7 +255,10 @@ impl ModeTracker {
 
     fn digit(&mut self, byte: u8) {
         if self.total < MAX_PARAMS {
-            self.value = self.value.saturating_mul(10).saturating_add(u16::from(byte - b'0'));
+            self.value = self
+                .value
+                .saturating_mul(10)
+                .saturating_add(u16::from(byte - b'0'));
         }
     }
 
@@ -317,7 +331,11 @@ impl ModeTracker {
         } else if self.open_len > 0 {
             self.close_group();
         }
-        let marker = if self.intermediates == 0 { None } else { Some(self.first_intermediate) };
+        let marker = if self.intermediates == 0 {
+            None
+        } else {
+            Some(self.first_intermediate)
+        };
         match (marker, byte) {
             (Some(b'?'), b'h' | b'l') => self.dec_modes(byte == b'h'),
             (None, b'h' | b'l') => {
@@ -327,7 +345,9 @@ impl ModeTracker {
                 None
             }
             // ED 3 (also as DECSED) erases the saved lines; the alternate screen has none.
-            (None | Some(b'?'), b'J') if self.first_param() == 3 && !self.modes.alternate_screen => {
+            (None | Some(b'?'), b'J')
+                if self.first_param() == 3 && !self.modes.alternate_screen =>
+            {
                 Some(Hit::ClearHistory)
             }
             (Some(marker @ (b'>' | b'<' | b'=')), b'u') => {
@@ -380,8 +400,16 @@ impl ModeTracker {
     }
 
     fn kitty_op(&mut self, marker: u8) {
-        let first = if self.groups > 0 { self.group_first[0] } else { 0 };
-        let second = if self.groups > 1 { Some(self.group_first[1]) } else { None };
+        let first = if self.groups > 0 {
+            self.group_first[0]
+        } else {
+            0
+        };
+        let second = if self.groups > 1 {
+            Some(self.group_first[1])
+        } else {
+            None
+        };
         let stack = &mut self.kitty[usize::from(self.modes.alternate_screen)];
         // Flags above the defined bits are dropped by `KittyStack`; truncation first is fine
         // because no defined bit lies above bit 4.
@@ -414,10 +442,20 @@ mod tests {
     fn hits_are_reported_at_the_final_byte() {
         let mut t = ModeTracker::default();
         let a = t.advance(b"ab\x1b[?1049hcd");
-        assert_eq!(a, Advance { consumed: 10, hit: Some(Hit::AltScreen) });
+        assert_eq!(
+            a,
+            Advance {
+                consumed: 10,
+                hit: Some(Hit::AltScreen)
+            }
+        );
         assert!(t.alternate_screen());
         let (_, hits) = scan(b"x\x1b[3Jy\x1b[?1049h\x1b[3J");
-        assert_eq!(hits, [Hit::ClearHistory, Hit::AltScreen], "no ClearHistory on the alternate");
+        assert_eq!(
+            hits,
+            [Hit::ClearHistory, Hit::AltScreen],
+            "no ClearHistory on the alternate"
+        );
     }
 
     #[test]
@@ -433,6 +471,11 @@ mod tests {
         assert!(!scan(b"\x1b[?1?004h").0.modes().focus_reporting);
         // A string body cannot hide a mode change that follows its terminator.
         assert!(!scan(b"\x1b]2;a[?1004h\x07").0.modes().focus_reporting);
-        assert!(scan(b"\x1b]2;a[?1004h\x07\x1b[?1004h").0.modes().focus_reporting);
+        assert!(
+            scan(b"\x1b]2;a[?1004h\x07\x1b[?1004h")
+                .0
+                .modes()
+                .focus_reporting
+        );
     }
 }
