@@ -5,14 +5,12 @@ use phux_proto::command::{ApplyInput, Command};
 use phux_proto::frame::CommandFrame;
 use sha2::{Digest, Sha256};
 
-/// SHA-256 of the canonical APPLY_INPUT payload (phux 0.8 section 8.4).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct PayloadDigest(pub [u8; 32]);
+pub use crate::ledger::PayloadDigest;
 
 impl PayloadDigest {
-    /// [INPUT.DEDUPE.4] The digest of `COMMAND{request_id = 0, APPLY_INPUT{...}}` as our
-    /// canonical encoder writes it, so request ids, field order and non-canonical encodings
-    /// of a retry do not matter.
+    /// [INPUT.DEDUPE.4] SHA-256 of `COMMAND{request_id = 0, APPLY_INPUT{...}}` as our
+    /// canonical encoder writes it (phux 0.8 section 8.4), so request ids, field order and
+    /// non-canonical encodings of a retry do not matter.
     pub fn of(apply: &ApplyInput) -> Self {
         let frame = Frame::Command(CommandFrame { request_id: 0, command: Command::ApplyInput(apply.clone()) });
         let mut bytes = Vec::with_capacity(64);

@@ -32,15 +32,8 @@ use phux_proto::{ClientId, ErrorCode, TerminalId};
 
 use crate::time::Instant;
 
-/// How ACQUIRE_INPUT treats a lease held by someone else (wire u8: 0 cooperative, 1 seize).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub enum AcquireMode {
-    /// Succeed only if the terminal is open or already held by the caller.
-    Cooperative,
-    /// Always succeed, preempting any other holder.
-    Seize,
-}
+/// How ACQUIRE_INPUT treats a lease held by someone else: the wire type, one definition.
+pub use phux_proto::command::AcquireMode;
 
 /// A terminal's lease as the table records it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -12,6 +12,7 @@ use phux_proto::frame::{
     TerminalSpawned, TombstoneReason,
 };
 use phux_proto::ids::{BootstrapId, StreamId};
+use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::conn::Phase;
@@ -80,16 +81,16 @@ impl ServerEngine {
                 }
             }
             (_, Frame::InputKey(f)) => {
-                self.on_fire_and_forget(id, &f.terminal, phux_proto::input::InputEvent::Key(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Key(f.event));
             }
             (_, Frame::InputPaste(f)) => {
-                self.on_fire_and_forget(id, &f.terminal, phux_proto::input::InputEvent::Paste(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Paste(f.event));
             }
             (_, Frame::InputMouse(f)) => {
-                self.on_fire_and_forget(id, &f.terminal, phux_proto::input::InputEvent::Mouse(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Mouse(f.event));
             }
             (_, Frame::InputFocus(f)) => {
-                self.on_fire_and_forget(id, &f.terminal, phux_proto::input::InputEvent::Focus(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Focus(f.event));
             }
             (_, server_frame) => {
                 // [HELLO.DIRECTION.1] A server-direction frame from a client is a protocol error.
@@ -190,7 +191,7 @@ impl ServerEngine {
                 }
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
-            Command::RouteInput { terminal, event } => self.cmd_route_input(id, rid, &terminal, event),
+            Command::RouteInput { terminal, event } => self.cmd_route_input(now, id, rid, &terminal, event),
             Command::ApplyInput(apply) => self.cmd_apply_input(now, id, rid, apply),
             Command::AcquireInput { terminal, mode, ttl_ms } => {
                 self.cmd_acquire(now, id, rid, &terminal, mode, ttl_ms);
@@ -611,13 +612,11 @@ impl ServerEngine {
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
         let client = self.conns[&id].client;
-        match self.leases.acquire(now, &TerminalId::Local(t), client, mode, ttl_ms) {
+        match self.leases.acquire(now, TerminalId::Local(t), client, mode, ttl_ms) {
             Ok(change) => {
-                // [LEASE.ACQUIRE.3] OK is plain; the change is broadcast to every subscriber.
+                // [LEASE.ACQUIRE.3] OK is plain; the grant is broadcast to every subscriber.
                 self.send_result(id, rid, CommandResult::Ok);
-                if let Some(change) = change {
-                    self.broadcast_lease_change(&change);
-                }
+                self.broadcast_lease_change(&change);
             }
             Err(held) => {
                 // [LEASE.ACQUIRE.2] Cooperative acquire of a lease held by another is 204.

@@ -65,7 +65,7 @@ impl FinalResult {
 
 impl ServerEngine {
     /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS: no reply in any case.
-    pub(super) fn on_fire_and_forget(&mut self, id: ConnId, terminal: &TerminalId, event: InputEvent) {
+    pub(super) fn on_fire_and_forget(&mut self, now: Instant, id: ConnId, terminal: &TerminalId, event: InputEvent) {
         let Ok(t) = self.lookup(terminal) else { return };
         let Some(conn) = self.conns.get(&id) else { return };
         let (client, cells) = (conn.client, conn.cells);
@@ -75,7 +75,7 @@ impl ServerEngine {
             return;
         }
         // [LEASE.GATE.1] Under another client's lease INPUT_* is dropped.
-        if self.leases.check_input(&TerminalId::Local(t), client).is_err() {
+        if self.leases.check_input(now, &TerminalId::Local(t), client).is_err() {
             return;
         }
         let modes = term.state.modes();
@@ -86,7 +86,7 @@ impl ServerEngine {
         self.queue_job(t, bytes, JobKind::Unacknowledged);
     }
 
-    pub(super) fn cmd_route_input(&mut self, id: ConnId, rid: u32, terminal: &TerminalId, event: InputEvent) {
+    pub(super) fn cmd_route_input(&mut self, now: Instant, id: ConnId, rid: u32, terminal: &TerminalId, event: InputEvent) {
         let t = match self.lookup(terminal) {
             Ok(t) => t,
             Err(e) => return self.send_lookup_error(id, rid, &e),
@@ -94,7 +94,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else { return };
         let (client, cells) = (conn.client, conn.cells);
         // [LEASE.GATE.2] ROUTE_INPUT under another client's lease is refused with 204 (R10).
-        if let Err(held) = self.leases.check_input(&TerminalId::Local(t), client) {
+        if let Err(held) = self.leases.check_input(now, &TerminalId::Local(t), client) {
             return self.send_error_result(
                 id,
                 rid,
@@ -120,7 +120,7 @@ impl ServerEngine {
         let wire_terminal = apply.terminal.clone();
         // [INPUT.LANE.1] One unresolved acknowledged operation per terminal, server-wide,
         // checked before dedupe: a same-id retry while the original is pending is 202 too.
-        if self.lane.admit(&wire_terminal, op).is_err() {
+        if self.lane.admit(wire_terminal.clone(), op).is_err() {
             return self.send_error_result(
                 id,
                 rid,
@@ -169,25 +169,26 @@ impl ServerEngine {
             }
         }
         // Steps 5-8 refuse before handoff: the binding stays, the operation may be retried.
-        let outcome = self.prepare_job(id, apply);
+        let outcome = self.prepare_job(now, id, apply);
         match outcome {
             Ok((t, bytes)) => {
                 // [INPUT.APPLY.10] The whole batch is one job, handed off in order.
-                self.ledger.handed_off(op);
-                self.lane.handed_off(now, &apply.terminal);
+                // Both records were created above by this call; neither can be missing.
+                let _ = self.ledger.handed_off(op);
+                let _ = self.lane.handed_off(now, &apply.terminal);
                 self.queue_job(t, bytes, JobKind::Acknowledged { op, conn: id, request_id });
                 Ok(())
             }
             Err(reply) => {
                 // [INPUT.DEDUPE.6] A refusal before handoff keeps only the id→digest binding.
-                self.ledger.release(op);
+                let _ = self.ledger.release(op);
                 Err(reply)
             }
         }
     }
 
     /// Steps 5-8: destination, lease, paste safety, encoding. Returns the terminal and bytes.
-    fn prepare_job(&self, id: ConnId, apply: &ApplyInput) -> Result<(u32, Vec<u8>), CommandResult> {
+    fn prepare_job(&self, now: Instant, id: ConnId, apply: &ApplyInput) -> Result<(u32, Vec<u8>), CommandResult> {
         let refuse = |code: ErrorCode, message: String| CommandResult::Error { code, message };
         let t = self.lookup(&apply.terminal).map_err(|e| {
             let (code, message) = e.code();
@@ -195,7 +196,7 @@ impl ServerEngine {
         })?;
         let conn = self.conns.get(&id).ok_or_else(|| refuse(ErrorCode::INTERNAL_ERROR, "connection gone".into()))?;
         // [LEASE.GATE.3] APPLY_INPUT under another client's lease is 204; no subscription needed.
-        if let Err(held) = self.leases.check_input(&apply.terminal, conn.client) {
+        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client) {
             return Err(refuse(ErrorCode::INPUT_LEASE_HELD, format!("input lease held by client {}", held.holder)));
         }
         let term = &self.terminals[&t];
@@ -248,7 +249,7 @@ impl ServerEngine {
         if self.lane.complete(&tid, op).is_none() {
             return;
         }
-        self.ledger.complete(op, result);
+        let _ = self.ledger.complete(op, result);
         self.send_result(conn, request_id, result.to_result());
     }
 
@@ -263,7 +264,7 @@ impl ServerEngine {
             return;
         };
         // [INPUT.LANE.2] No completion within 5 s of handoff: INPUT_DELIVERY_UNKNOWN, cached.
-        self.ledger.complete(op, FinalResult::DeliveryUnknown);
+        let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
         self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
         // The job stays queued: its bytes may still be written; its completion is ignored.
         if let Some(term) = self.terminals.get_mut(&t) {
@@ -283,7 +284,7 @@ impl ServerEngine {
             if let JobKind::Acknowledged { op, conn, request_id } = kind {
                 let tid = TerminalId::Local(t);
                 if self.lane.complete(&tid, op).is_some() {
-                    self.ledger.complete(op, FinalResult::DeliveryUnknown);
+                    let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
                     self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
                 }
             }

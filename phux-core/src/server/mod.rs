@@ -336,6 +336,12 @@ impl ServerEngine {
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
     pub fn handle(&mut self, now: Instant, event: ServerEvent<'_>) {
+        // A lease that lapsed is released (and broadcast) before anything else sees it.
+        if self.leases.poll_timeout().is_some_and(|at| at <= now) {
+            for change in self.leases.handle_timeout(now) {
+                self.broadcast_lease_change(&change);
+            }
+        }
         match event {
             ServerEvent::Connected { conn, peer } => self.on_connected(conn, peer),
             ServerEvent::Received { conn, bytes } => self.on_received(now, conn, bytes),
@@ -368,9 +374,6 @@ impl ServerEngine {
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        for change in self.leases.handle_timeout(now) {
-            self.broadcast_lease_change(&change);
-        }
         for (terminal, op) in self.lane.handle_timeout(now) {
             self.resolve_expired_job(terminal, op);
         }
