@@ -12,7 +12,10 @@ impl PayloadDigest {
     /// canonical encoder writes it (phux 0.8 section 8.4), so request ids, field order and
     /// non-canonical encodings of a retry do not matter.
     pub fn of(apply: &ApplyInput) -> Self {
-        let frame = Frame::Command(CommandFrame { request_id: 0, command: Command::ApplyInput(apply.clone()) });
+        let frame = Frame::Command(CommandFrame {
+            request_id: 0,
+            command: Command::ApplyInput(apply.clone()),
+        });
         let mut bytes = Vec::with_capacity(64);
         frame.encode(&mut bytes);
         Self(Sha256::digest(&bytes).into())

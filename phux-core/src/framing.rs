@@ -9,7 +9,7 @@
 use bytes::{Buf, BytesMut};
 use phux_proto::Frame;
 use phux_proto::decode_error::DecodeError;
-use phux_proto::framing::{self, HEADER_LEN};
+use phux_proto::framing;
 
 /// Splits a byte stream into decoded frames.
 #[derive(Debug, Default)]
@@ -48,7 +48,7 @@ impl FrameDecoder {
                 return Err(err);
             }
         };
-        let total = HEADER_LEN - 1 + header.len();
+        let total = header.frame_len();
         if self.buf.len() < total {
             return Ok(None);
         }

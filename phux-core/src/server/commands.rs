@@ -1,17 +1,17 @@
 //! Frame dispatch: the handshake gate, commands, subscriptions and terminal lifecycle.
 
 use phux_proto::command::{
-    Command, CommandResult, CommandValue, SessionSnapshot, Signal, TerminalEventType, TerminalInfo,
+    Command, CommandResult, CommandValue, SessionSnapshot, Signal, TerminalInfo,
 };
 use phux_proto::decode_error::DecodeError;
 use phux_proto::event::{AgentEvent, ControlAction, Lifecycle, TerminalControl};
 use phux_proto::frame::{
-    Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
-    BootstrapProfiles, ByteLimit, CommandFrame, ErrorFrame, EventFrame, Hello, OutputMode, Pong,
+    Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapProfiles, BootstrapReady,
+    BootstrapTombstone, ByteLimit, CommandFrame, ErrorFrame, EventFrame, Hello, OutputMode, Pong,
     SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize,
     TerminalSpawned, TombstoneReason,
 };
-use phux_proto::ids::{BootstrapId, StreamId};
+use phux_proto::ids::StreamId;
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
@@ -49,7 +49,9 @@ impl Lookup {
 
 impl ServerEngine {
     pub(super) fn on_frame(&mut self, now: Instant, id: ConnId, frame: Frame) {
-        let Some(conn) = self.conns.get(&id) else { return };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
         let phase = conn.phase;
         match (phase, frame) {
             (_, Frame::Ping(ping)) => {
@@ -59,11 +61,19 @@ impl ServerEngine {
             (Phase::AwaitHello, Frame::Hello(hello)) => self.on_hello(id, &hello),
             (Phase::AwaitHello, _) => {
                 // [HELLO.GATE.1] Nothing but HELLO and PING before HELLO.
-                self.fail(id, ErrorCode::VERSION_INCOMPATIBLE, "HELLO required before any stateful frame");
+                self.fail(
+                    id,
+                    ErrorCode::VERSION_INCOMPATIBLE,
+                    "HELLO required before any stateful frame",
+                );
             }
             (_, Frame::Hello(_)) => {
                 // [HELLO.ONCE.1] A second HELLO is a protocol error.
-                self.fail(id, ErrorCode::INVALID_COMMAND, "HELLO already completed on this connection");
+                self.fail(
+                    id,
+                    ErrorCode::INVALID_COMMAND,
+                    "HELLO already completed on this connection",
+                );
             }
             (_, Frame::Detach) => {
                 // [DETACH.1] DETACHED{REQUESTED}, then the server closes (our rule R12).
@@ -95,23 +105,36 @@ impl ServerEngine {
             (_, server_frame) => {
                 // [HELLO.DIRECTION.1] A server-direction frame from a client is a protocol error.
                 let name = server_frame.frame_type();
-                self.fail(id, ErrorCode::INVALID_COMMAND, &format!("{name:?} is a server-to-client frame"));
+                self.fail(
+                    id,
+                    ErrorCode::INVALID_COMMAND,
+                    &format!("{name:?} is a server-to-client frame"),
+                );
             }
         }
     }
 
     pub(super) fn on_decode_error(&mut self, id: ConnId, err: &DecodeError) {
-        let Some(conn) = self.conns.get(&id) else { return };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
         let ready = conn.phase == Phase::Ready;
         let message = err.to_string();
         let is_command = err.frame() == Some(phux_proto::frame::FrameType::COMMAND);
-        if ready && !err.is_framing() && (is_command || err.code() == ErrorCode::UNKNOWN_MESSAGE_TYPE) {
+        if ready
+            && !err.is_framing()
+            && (is_command || err.code() == ErrorCode::UNKNOWN_MESSAGE_TYPE)
+        {
             // [ERROR.COMMAND.1] A COMMAND body that does not decode, with framing intact, is
             // answered with ERROR{request_id, code} and the connection stays up (our rule R7).
             // [FRAME.TYPE.2] So is a frame type we do not speak: it was skipped by length.
             self.send(
                 id,
-                &Frame::Error(ErrorFrame { request_id: err.request_id(), code: err.code(), message }),
+                &Frame::Error(ErrorFrame {
+                    request_id: err.request_id(),
+                    code: err.code(),
+                    message,
+                }),
             );
             return;
         }
@@ -132,14 +155,25 @@ impl ServerEngine {
         }
         let caps = &hello.capabilities;
         // [HELLO.PROFILE.1] We serve SynthesizedVtRaw only; a client without it cannot attach.
-        if !caps.bootstrap_profiles.contains(BootstrapProfiles::SYNTHESIZED_VT_RAW) {
-            self.fail(id, ErrorCode::CODEC_UNAVAILABLE, "no common bootstrap profile (need synthesized_vt_raw)");
+        if !caps
+            .bootstrap_profiles
+            .contains(BootstrapProfiles::SYNTHESIZED_VT_RAW)
+        {
+            self.fail(
+                id,
+                ErrorCode::CODEC_UNAVAILABLE,
+                "no common bootstrap profile (need synthesized_vt_raw)",
+            );
             return;
         }
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         // [HELLO.OK.3] Limits are the per-axis minimum of the client's and ours.
         conn.max_chunk = caps.max_chunk_bytes.min(limit(super::SERVER_MAX_CHUNK));
-        conn.max_history_page = caps.max_history_page_bytes.min(limit(super::SERVER_MAX_HISTORY_PAGE));
+        conn.max_history_page = caps
+            .max_history_page_bytes
+            .min(limit(super::SERVER_MAX_HISTORY_PAGE));
         conn.phase = Phase::Ready;
         let conn = &self.conns[&id];
         let ok = Frame::HelloOk(self.hello_ok(conn));
@@ -161,39 +195,64 @@ impl ServerEngine {
             Command::KillTerminals { terminals } => self.cmd_kill(id, rid, &terminals),
             Command::GetState { .. } => {
                 let snapshot = self.snapshot();
-                self.send_result(id, rid, CommandResult::OkWith(CommandValue::State(snapshot)));
+                self.send_result(
+                    id,
+                    rid,
+                    CommandResult::OkWith(CommandValue::State(snapshot)),
+                );
             }
-            Command::GetScreen { terminal, request_scrollback, cells } => {
-                match self.lookup(&terminal) {
-                    Ok(t) => {
-                        let json = self.terminals[&t].state.screen_json(t, request_scrollback, cells);
-                        self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
-                    }
-                    Err(e) => self.send_lookup_error(id, rid, &e),
+            Command::GetScreen {
+                terminal,
+                request_scrollback,
+                cells,
+            } => match self.lookup(&terminal) {
+                Ok(t) => {
+                    let json = self.terminals[&t]
+                        .state
+                        .screen_json(t, request_scrollback, cells);
+                    self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
                 }
-            }
-            Command::GetTerminalState { terminal, include_scrollback, max_scrollback_lines } => {
-                match self.lookup(&terminal) {
-                    Ok(t) => {
-                        let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
-                        let json = self.terminal_state_json(now, t, scrollback);
-                        self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
-                    }
-                    Err(e) => self.send_lookup_error(id, rid, &e),
+                Err(e) => self.send_lookup_error(id, rid, &e),
+            },
+            Command::GetTerminalState {
+                terminal,
+                include_scrollback,
+                max_scrollback_lines,
+            } => match self.lookup(&terminal) {
+                Ok(t) => {
+                    let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
+                    let json = self.terminal_state_json(now, t, scrollback);
+                    self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
                 }
-            }
-            Command::SubscribeTerminalEvents { terminal, event_types } => match self.lookup(&terminal) {
+                Err(e) => self.send_lookup_error(id, rid, &e),
+            },
+            Command::SubscribeTerminalEvents {
+                terminal,
+                event_types,
+            } => match self.lookup(&terminal) {
                 Ok(t) => {
                     if let Some(term) = self.terminals.get_mut(&t) {
-                        term.subscribers.insert(id, EventFilter { types: event_types });
+                        // A later SUBSCRIBE_EVENTS for the terminal widens the subscription again.
+                        let entry = term.subscribers.entry(id).or_insert(EventFilter {
+                            types: Some(Vec::new()),
+                        });
+                        if entry.types.is_some() {
+                            entry.types = Some(event_types);
+                        }
                     }
                     self.send_result(id, rid, CommandResult::Ok);
                 }
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
-            Command::RouteInput { terminal, event } => self.cmd_route_input(now, id, rid, &terminal, event),
+            Command::RouteInput { terminal, event } => {
+                self.cmd_route_input(now, id, rid, &terminal, event)
+            }
             Command::ApplyInput(apply) => self.cmd_apply_input(now, id, rid, apply),
-            Command::AcquireInput { terminal, mode, ttl_ms } => {
+            Command::AcquireInput {
+                terminal,
+                mode,
+                ttl_ms,
+            } => {
                 self.cmd_acquire(now, id, rid, &terminal, mode, ttl_ms);
             }
             Command::ReleaseInput { terminal } => match self.lookup(&terminal) {
@@ -207,7 +266,9 @@ impl ServerEngine {
                 }
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
-            Command::SignalTerminal { terminal, signal } => self.cmd_signal(id, rid, &terminal, signal),
+            Command::SignalTerminal { terminal, signal } => {
+                self.cmd_signal(id, rid, &terminal, signal)
+            }
             Command::Shutdown => {
                 let local = self.conns.get(&id).is_some_and(|c| c.peer.local_socket);
                 if local {
@@ -229,7 +290,12 @@ impl ServerEngine {
             | Command::PutFile(_)
             | Command::ReportAgentState { .. } => {
                 // [COMMAND.UNSUPPORTED.1] Commands outside our subset are refused, typed.
-                self.send_error_result(id, rid, ErrorCode::INVALID_COMMAND, "command not supported by this server");
+                self.send_error_result(
+                    id,
+                    rid,
+                    ErrorCode::INVALID_COMMAND,
+                    "command not supported by this server",
+                );
             }
         }
     }
@@ -251,7 +317,13 @@ impl ServerEngine {
     fn on_spawn(&mut self, id: ConnId, spawn: SpawnTerminal) {
         let rid = spawn.request_id;
         let refuse = |engine: &mut Self, error: SpawnError| {
-            engine.send(id, &Frame::TerminalSpawned(TerminalSpawned { request_id: rid, result: SpawnResult::Err(error) }));
+            engine.send(
+                id,
+                &Frame::TerminalSpawned(TerminalSpawned {
+                    request_id: rid,
+                    result: SpawnResult::Err(error),
+                }),
+            );
         };
         if spawn.satellite.is_some() {
             refuse(self, SpawnError::UnsupportedSatelliteRoute);
@@ -262,12 +334,22 @@ impl ServerEngine {
             refuse(self, SpawnError::GroupNotFound);
             return;
         }
-        if spawn.agent_session.as_ref().is_some_and(|s| s.is_empty() || s.len() > MAX_AGENT_SESSION_LEN) {
-            refuse(self, SpawnError::SpawnFailed("agent_session must be 1..=4096 bytes".to_owned()));
+        if spawn
+            .agent_session
+            .as_ref()
+            .is_some_and(|s| s.is_empty() || s.len() > MAX_AGENT_SESSION_LEN)
+        {
+            refuse(
+                self,
+                SpawnError::SpawnFailed("agent_session must be 1..=4096 bytes".to_owned()),
+            );
             return;
         }
         if self.terminals.len() >= self.config.max_terminals {
-            refuse(self, SpawnError::SpawnFailed("terminal limit reached".to_owned()));
+            refuse(
+                self,
+                SpawnError::SpawnFailed("terminal limit reached".to_owned()),
+            );
             return;
         }
         let command = match spawn.command {
@@ -282,7 +364,13 @@ impl ServerEngine {
         let terminal = self.allocate_terminal_id();
         self.terminals.insert(
             terminal,
-            Terminal::new(terminal, cols, rows, self.config.scrollback_lines, (id, rid)),
+            Terminal::new(
+                terminal,
+                cols,
+                rows,
+                self.config.scrollback_lines,
+                (id, rid),
+            ),
         );
         let spec = SpawnSpec {
             command,
@@ -292,7 +380,8 @@ impl ServerEngine {
             cols,
             rows,
         };
-        self.actions.push_back(ServerAction::Spawn { terminal, spec });
+        self.actions
+            .push_back(ServerAction::Spawn { terminal, spec });
     }
 
     fn allocate_terminal_id(&mut self) -> u32 {
@@ -306,7 +395,9 @@ impl ServerEngine {
     }
 
     pub(super) fn on_spawned(&mut self, terminal: u32, pid: u32) {
-        let Some(t) = self.terminals.get_mut(&terminal) else { return };
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
         if t.pid.is_some() {
             return;
         }
@@ -323,14 +414,19 @@ impl ServerEngine {
             );
         }
         // [SUBSCRIBE.SERVER.2] Server-scoped subscribers hear of every new terminal.
-        let event = Frame::Event(EventFrame { terminal: Some(TerminalId::Local(terminal)), event: AgentEvent::PaneSpawned });
+        let event = Frame::Event(EventFrame {
+            terminal: Some(TerminalId::Local(terminal)),
+            event: AgentEvent::PaneSpawned,
+        });
         for conn in self.server_subscribers() {
             self.send(conn, &event);
         }
     }
 
     pub(super) fn on_spawn_failed(&mut self, terminal: u32, message: &str) {
-        let Some(t) = self.terminals.remove(&terminal) else { return };
+        let Some(t) = self.terminals.remove(&terminal) else {
+            return;
+        };
         if let Some((conn, rid)) = t.spawner {
             self.send(
                 conn,
@@ -344,12 +440,22 @@ impl ServerEngine {
 
     fn on_resize(&mut self, resize: &TerminalResize) {
         // [TERMINAL.RESIZE.1] Unknown terminals are ignored; 0 clamps to 1.
-        let Some(t) = resize.terminal.local().and_then(|t| self.terminals.get_mut(&t)) else { return };
+        let Some(t) = resize
+            .terminal
+            .local()
+            .and_then(|t| self.terminals.get_mut(&t))
+        else {
+            return;
+        };
         let cols = resize.size.cols.max(1);
         let rows = resize.size.rows.max(1);
         t.state.resize(cols, rows);
         if t.is_running() {
-            self.actions.push_back(ServerAction::Resize { terminal: t.id, cols, rows });
+            self.actions.push_back(ServerAction::Resize {
+                terminal: t.id,
+                cols,
+                rows,
+            });
         }
     }
 
@@ -363,13 +469,20 @@ impl ServerEngine {
             Some(terminal) => match self.lookup(terminal) {
                 Ok(t) => {
                     if let Some(term) = self.terminals.get_mut(&t) {
-                        term.subscribers.entry(id).or_default();
+                        term.subscribers.insert(id, EventFilter { types: None });
                     }
                 }
                 Err(e) => {
                     // [SUBSCRIBE.EVENTS.3] No reply frame exists; a bad scope gets an ERROR.
                     let (code, message) = e.code();
-                    self.send(id, &Frame::Error(ErrorFrame { request_id: None, code, message: message.to_owned() }));
+                    self.send(
+                        id,
+                        &Frame::Error(ErrorFrame {
+                            request_id: None,
+                            code,
+                            message: message.to_owned(),
+                        }),
+                    );
                 }
             },
         }
@@ -381,7 +494,11 @@ impl ServerEngine {
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
         // [OUTPUT.ATTACH.2] Re-attaching ends the old stream and starts a fresh bootstrap.
-        if let Some(old) = self.terminals.get_mut(&t).and_then(|term| term.viewers.remove(&id)) {
+        if let Some(old) = self
+            .terminals
+            .get_mut(&t)
+            .and_then(|term| term.viewers.remove(&id))
+        {
             let last = self.terminals[&t].state.seq();
             self.send(
                 id,
@@ -394,21 +511,32 @@ impl ServerEngine {
                 }),
             );
         }
-        let stream = StreamId::new(self.allocate_stream()).unwrap_or(StreamId::MIN);
+        let stream = self.allocate_stream();
         self.start_bootstrap(id, t, stream);
         self.send_result(id, rid, CommandResult::Ok);
     }
 
     /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows.
     pub(super) fn start_bootstrap(&mut self, id: ConnId, t: u32, stream: StreamId) {
-        let bootstrap = BootstrapId::new(self.allocate_stream()).unwrap_or(BootstrapId::MIN);
-        let Some(conn) = self.conns.get(&id) else { return };
+        let bootstrap = self.allocate_bootstrap();
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
         let chunk_limit = conn.max_chunk.get() as usize;
-        let Some(term) = self.terminals.get_mut(&t) else { return };
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
         let (cols, rows) = term.state.size();
         let base_seq = term.state.seq();
         let payload = term.state.bootstrap();
-        term.viewers.insert(id, Viewer { stream, bootstrap, paused_at: None });
+        term.viewers.insert(
+            id,
+            Viewer {
+                stream,
+                bootstrap,
+                paused_at: None,
+            },
+        );
         let tid = TerminalId::Local(t);
         self.send(
             id,
@@ -438,7 +566,12 @@ impl ServerEngine {
         }
         self.send(
             id,
-            &Frame::BootstrapReady(BootstrapReady { terminal: tid, stream, bootstrap, history_cursor: None }),
+            &Frame::BootstrapReady(BootstrapReady {
+                terminal: tid,
+                stream,
+                bootstrap,
+                history_cursor: None,
+            }),
         );
     }
 
@@ -447,7 +580,12 @@ impl ServerEngine {
         let paused: Vec<(u32, StreamId)> = self
             .terminals
             .values()
-            .filter_map(|t| t.viewers.get(&id).filter(|v| v.paused_at.is_some()).map(|v| (t.id, v.stream)))
+            .filter_map(|t| {
+                t.viewers
+                    .get(&id)
+                    .filter(|v| v.paused_at.is_some())
+                    .map(|v| (t.id, v.stream))
+            })
             .collect();
         for (t, stream) in paused {
             // [QUEUE.TOMBSTONE.2] A new bootstrap generation replaces the tombstoned one.
@@ -456,7 +594,9 @@ impl ServerEngine {
     }
 
     pub(super) fn on_pty_output(&mut self, terminal: u32, bytes: &[u8]) {
-        let Some(t) = self.terminals.get_mut(&terminal) else { return };
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
         let Ok(seq) = t.state.ingest(bytes) else {
             // A u64 of output chunks cannot run out in practice; stop streaming if it does.
             return;
@@ -472,7 +612,11 @@ impl ServerEngine {
             if queued + bytes.len() > self.config.output_high_water {
                 // [QUEUE.TOMBSTONE.1] A reader that falls too far behind loses this generation
                 // of its stream: TOMBSTONE with the last seq it was sent, no silent gap.
-                if let Some(v) = self.terminals.get_mut(&terminal).and_then(|t| t.viewers.get_mut(&conn)) {
+                if let Some(v) = self
+                    .terminals
+                    .get_mut(&terminal)
+                    .and_then(|t| t.viewers.get_mut(&conn))
+                {
                     v.paused_at = Some(seq - 1);
                 }
                 self.send(
@@ -505,26 +649,51 @@ impl ServerEngine {
     }
 
     fn ring_bell(&mut self, terminal: u32) {
-        let Some(t) = self.terminals.get(&terminal) else { return };
+        let Some(t) = self.terminals.get(&terminal) else {
+            return;
+        };
         let tid = TerminalId::Local(terminal);
         let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
-        let subs: Vec<ConnId> = t.audience(self.server_subscribers().into_iter());
+        let listeners = self.agent_event_listeners(terminal);
+        // [EVENT.BELL.1] BELL to viewers, EVENT bell to event subscribers.
         for conn in viewers {
-            self.send(conn, &Frame::Bell(Bell { terminal: tid.clone() }));
+            self.send(
+                conn,
+                &Frame::Bell(Bell {
+                    terminal: tid.clone(),
+                }),
+            );
         }
-        let event = Frame::Event(EventFrame { terminal: Some(tid), event: AgentEvent::Bell });
-        for conn in subs {
-            let wants = self.terminals.get(&terminal).is_some_and(|t| {
-                t.subscribers.get(&conn).is_none_or(|f| f.types.is_empty())
-            });
-            if wants && (self.terminals[&terminal].subscribers.contains_key(&conn) || self.conns.get(&conn).is_some_and(|c| c.server_events)) {
-                self.send(conn, &event);
-            }
+        let event = Frame::Event(EventFrame {
+            terminal: Some(tid),
+            event: AgentEvent::Bell,
+        });
+        for conn in listeners {
+            self.send(conn, &event);
         }
     }
 
+    /// Who hears agent events about a terminal: server-scoped subscribers and those
+    /// subscribed to it with SUBSCRIBE_EVENTS, each once.
+    fn agent_event_listeners(&self, terminal: u32) -> Vec<ConnId> {
+        let mut all = self.server_subscribers();
+        if let Some(t) = self.terminals.get(&terminal) {
+            all.extend(
+                t.subscribers
+                    .iter()
+                    .filter(|(_, f)| f.agent_events())
+                    .map(|(c, _)| *c),
+            );
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     pub(super) fn on_child_exited(&mut self, terminal: u32, exit_status: Option<i32>) {
-        let Some(t) = self.terminals.get_mut(&terminal) else { return };
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
         if t.lifecycle == Lifecycle::Exited {
             return;
         }
@@ -534,7 +703,9 @@ impl ServerEngine {
         // Jobs the driver never reported: their bytes may or may not have reached the child.
         self.resolve_orphaned_jobs(terminal);
         let tid = TerminalId::Local(terminal);
-        let Some(t) = self.terminals.get(&terminal) else { return };
+        let Some(t) = self.terminals.get(&terminal) else {
+            return;
+        };
         let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
         let audience = t.audience(self.server_subscribers().into_iter());
         let holder = self.leases.holder(&tid);
@@ -546,17 +717,26 @@ impl ServerEngine {
             action: ControlAction::Exited,
             actor: None,
         };
-        let event = Frame::Event(EventFrame { terminal: Some(tid.clone()), event: AgentEvent::TerminalControl(control) });
+        let event = Frame::Event(EventFrame {
+            terminal: Some(tid.clone()),
+            event: AgentEvent::TerminalControl(control),
+        });
         for conn in &audience {
             self.send(*conn, &event);
         }
         // [TERMINAL.CLOSED.1] TERMINAL_CLOSED once to every viewer, then pane_closed.
-        let closed = Frame::TerminalClosed(TerminalClosed { terminal: tid.clone(), exit_status });
+        let closed = Frame::TerminalClosed(TerminalClosed {
+            terminal: tid.clone(),
+            exit_status,
+        });
         for conn in viewers {
             self.send(conn, &closed);
         }
-        let pane_closed = Frame::Event(EventFrame { terminal: Some(tid.clone()), event: AgentEvent::PaneClosed { exit_status } });
-        for conn in audience {
+        let pane_closed = Frame::Event(EventFrame {
+            terminal: Some(tid.clone()),
+            event: AgentEvent::PaneClosed { exit_status },
+        });
+        for conn in self.agent_event_listeners(terminal) {
             self.send(conn, &pane_closed);
         }
         if killing {
@@ -582,7 +762,9 @@ impl ServerEngine {
             }
         }
         for t in locals {
-            let Some(term) = self.terminals.get_mut(&t) else { continue };
+            let Some(term) = self.terminals.get_mut(&t) else {
+                continue;
+            };
             if term.lifecycle == Lifecycle::Exited || term.pid.is_none() {
                 // Already gone (its TERMINAL_CLOSED was sent) or never started: drop it now.
                 let never_started = term.pid.is_none();
@@ -612,7 +794,10 @@ impl ServerEngine {
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
         let client = self.conns[&id].client;
-        match self.leases.acquire(now, TerminalId::Local(t), client, mode, ttl_ms) {
+        match self
+            .leases
+            .acquire(now, TerminalId::Local(t), client, mode, ttl_ms)
+        {
             Ok(change) => {
                 // [LEASE.ACQUIRE.3] OK is plain; the grant is broadcast to every subscriber.
                 self.send_result(id, rid, CommandResult::Ok);
@@ -636,10 +821,17 @@ impl ServerEngine {
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
         let client = self.conns[&id].client;
-        let Some(term) = self.terminals.get_mut(&t) else { return };
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
         if !term.is_running() {
             // [SIGNAL.TARGET.2] A terminal without a live child has no process group to signal.
-            return self.send_error_result(id, rid, ErrorCode::INTERNAL_ERROR, "the terminal has no running child");
+            return self.send_error_result(
+                id,
+                rid,
+                ErrorCode::INTERNAL_ERROR,
+                "the terminal has no running child",
+            );
         }
         let action = match signal {
             Signal::Interrupt => ControlAction::Interrupted,
@@ -656,7 +848,10 @@ impl ServerEngine {
         };
         let lifecycle = term.lifecycle;
         // [SIGNAL.GROUP.1] The signal goes to the terminal's process group; the terminal stays.
-        self.actions.push_back(ServerAction::Signal { terminal: t, signal });
+        self.actions.push_back(ServerAction::Signal {
+            terminal: t,
+            signal,
+        });
         self.send_result(id, rid, CommandResult::Ok);
         let tid = TerminalId::Local(t);
         let control = TerminalControl {
@@ -670,8 +865,12 @@ impl ServerEngine {
     }
 
     pub(super) fn broadcast_lease_change(&mut self, change: &LeaseChange) {
-        let Some(t) = change.terminal.local() else { return };
-        let Some(term) = self.terminals.get(&t) else { return };
+        let Some(t) = change.terminal.local() else {
+            return;
+        };
+        let Some(term) = self.terminals.get(&t) else {
+            return;
+        };
         let control = change.to_control(term.lifecycle, term.exit_status);
         self.broadcast_control(t, control);
     }
@@ -679,7 +878,9 @@ impl ServerEngine {
     /// [EVENT.CONTROL.1] terminal_control goes to every client subscribed to the terminal —
     /// attached, terminal-scoped or server-scoped — exactly once each (our rule R11).
     fn broadcast_control(&mut self, t: u32, control: TerminalControl) {
-        let Some(term) = self.terminals.get(&t) else { return };
+        let Some(term) = self.terminals.get(&t) else {
+            return;
+        };
         let audience = term.audience(self.server_subscribers().into_iter());
         let event = Frame::Event(EventFrame {
             terminal: Some(TerminalId::Local(t)),
@@ -691,7 +892,11 @@ impl ServerEngine {
     }
 
     pub(super) fn server_subscribers(&self) -> Vec<ConnId> {
-        self.conns.values().filter(|c| c.server_events && c.phase == Phase::Ready).map(|c| c.id).collect()
+        self.conns
+            .values()
+            .filter(|c| c.server_events && c.phase == Phase::Ready)
+            .map(|c| c.id)
+            .collect()
     }
 
     fn snapshot(&self) -> SessionSnapshot {
@@ -731,15 +936,17 @@ impl ServerEngine {
             Lifecycle::Frozen => "frozen",
             Lifecycle::Exited => "exited",
         };
-        let lease_ms = self
-            .leases
-            .expires_at(&tid)
-            .map(|at| u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX));
+        let lease_ms = self.leases.expires_at(&tid).map(|at| {
+            u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
+        });
         if let Some(obj) = value.as_object_mut() {
             // [SCREEN.STATE.2] GET_TERMINAL_STATE = ScreenState plus lifecycle, lease and modes (R20).
             obj.insert("lifecycle".into(), lifecycle.into());
             obj.insert("exit_status".into(), term.exit_status.into());
-            obj.insert("input_holder".into(), self.leases.holder(&tid).map(|c| c.0).into());
+            obj.insert(
+                "input_holder".into(),
+                self.leases.holder(&tid).map(|c| c.0).into(),
+            );
             obj.insert("lease_expires_ms".into(), lease_ms.into());
             obj.insert("pid".into(), term.pid.into());
             obj.insert("canonical".into(), term.canonical.into());
@@ -781,17 +988,4 @@ fn modes_json(modes: &crate::modes::TerminalModes) -> serde_json::Value {
         "kitty_keyboard_flags": modes.kitty_flags.0,
         "alternate_screen": modes.alternate_screen,
     })
-}
-
-/// Maps an agent event to the per-terminal filter's type, if it has one.
-#[allow(dead_code)]
-fn event_type(event: &AgentEvent) -> Option<TerminalEventType> {
-    match event {
-        AgentEvent::CommandStarted => Some(TerminalEventType::COMMAND_STARTED),
-        AgentEvent::CommandFinished { .. } => Some(TerminalEventType::COMMAND_ENDED),
-        AgentEvent::Dirty => Some(TerminalEventType::GRID_CHANGED),
-        AgentEvent::Idle => Some(TerminalEventType::OUTPUT_RECEIVED),
-        AgentEvent::CwdChanged { .. } => Some(TerminalEventType::CWD_CHANGED),
-        _ => None,
-    }
 }

@@ -55,7 +55,7 @@ impl Conn {
 }
 
 /// Placeholder limits until HELLO negotiates real ones (checked at compile time).
-const SMALLEST_LIMIT: ByteLimit = match ByteLimit::new(ByteLimit::MIN) {
+pub(super) const SMALLEST_LIMIT: ByteLimit = match ByteLimit::new(ByteLimit::MIN) {
     Some(limit) => limit,
     None => panic!("ByteLimit::MIN is a valid limit"),
 };

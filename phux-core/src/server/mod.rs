@@ -44,9 +44,10 @@ use std::time::Duration;
 
 use phux_proto::command::{CommandResult, Signal};
 use phux_proto::frame::{
-    BootstrapProfile, ByteLimit, Detached, DetachReason, ErrorFrame, HelloOk, LayerSet,
-    ProtocolVersion, ServerCapabilities, ServerFeatures,
+    BootstrapProfile, DetachReason, Detached, ErrorFrame, HelloOk, LayerSet, ProtocolVersion,
+    ServerCapabilities, ServerFeatures,
 };
+use phux_proto::ids::{BootstrapId, StreamId};
 use phux_proto::{ClientId, ErrorCode, Frame};
 
 use crate::lane::AckLane;
@@ -79,7 +80,9 @@ impl PeerInfo {
 
     /// A peer on any other transport (stdio over SSH, say).
     pub fn remote() -> Self {
-        Self { local_socket: false }
+        Self {
+            local_socket: false,
+        }
     }
 }
 
@@ -352,10 +355,17 @@ impl ServerEngine {
                 self.on_spawn_failed(terminal, &message);
             }
             ServerEvent::PtyOutput { terminal, bytes } => self.on_pty_output(terminal, bytes),
-            ServerEvent::WriteDone { terminal, job, outcome } => {
+            ServerEvent::WriteDone {
+                terminal,
+                job,
+                outcome,
+            } => {
                 self.on_write_done(terminal, job, outcome);
             }
-            ServerEvent::ChildExited { terminal, exit_status } => {
+            ServerEvent::ChildExited {
+                terminal,
+                exit_status,
+            } => {
                 self.on_child_exited(terminal, exit_status);
             }
             ServerEvent::ShutdownRequested => self.shutdown("server is shutting down"),
@@ -370,7 +380,10 @@ impl ServerEngine {
 
     /// When to call `handle(now, Timeout)` next, if ever.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.leases.poll_timeout(), self.lane.poll_timeout()].into_iter().flatten().min()
+        [self.leases.poll_timeout(), self.lane.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn on_timeout(&mut self, now: Instant) {
@@ -390,14 +403,18 @@ impl ServerEngine {
     }
 
     fn on_received(&mut self, now: Instant, id: ConnId, bytes: &[u8]) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         if conn.phase == Phase::Closed {
             // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
             return;
         }
         conn.decoder.push(bytes);
         loop {
-            let Some(conn) = self.conns.get_mut(&id) else { return };
+            let Some(conn) = self.conns.get_mut(&id) else {
+                return;
+            };
             if conn.phase == Phase::Closed {
                 return;
             }
@@ -410,7 +427,9 @@ impl ServerEngine {
     }
 
     fn on_sent(&mut self, id: ConnId, bytes: usize) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         conn.queued = conn.queued.saturating_sub(bytes);
         if conn.queued <= self.config.output_low_water {
             self.resume_paused_streams(id);
@@ -418,7 +437,9 @@ impl ServerEngine {
     }
 
     fn on_disconnected(&mut self, now: Instant, id: ConnId) {
-        let Some(conn) = self.conns.remove(&id) else { return };
+        let Some(conn) = self.conns.remove(&id) else {
+            return;
+        };
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
         for change in self.leases.disconnect(conn.client) {
             self.broadcast_lease_change(&change);
@@ -431,14 +452,19 @@ impl ServerEngine {
 
     /// Queues one frame for a connection, coalescing with an adjacent send to it.
     fn send(&mut self, id: ConnId, frame: &Frame) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
         if conn.phase == Phase::Closed {
             return;
         }
         let start = match self.actions.back_mut() {
             Some(ServerAction::Send { conn: last, bytes }) if *last == id => bytes,
             _ => {
-                self.actions.push_back(ServerAction::Send { conn: id, bytes: Vec::new() });
+                self.actions.push_back(ServerAction::Send {
+                    conn: id,
+                    bytes: Vec::new(),
+                });
                 match self.actions.back_mut() {
                     Some(ServerAction::Send { bytes, .. }) => bytes,
                     _ => return,
@@ -451,7 +477,11 @@ impl ServerEngine {
         // [QUEUE.BOUND.2] A connection whose queue passes the hard limit is detached, never
         // allowed to grow server memory without bound.
         if conn.queued > self.config.connection_queue_limit {
-            self.detach(id, DetachReason::INTERNAL_ERROR, "outbound queue overflow: the client is not reading");
+            self.detach(
+                id,
+                DetachReason::INTERNAL_ERROR,
+                "outbound queue overflow: the client is not reading",
+            );
         }
     }
 
@@ -462,25 +492,44 @@ impl ServerEngine {
         );
     }
 
-    fn send_error_result(&mut self, id: ConnId, request_id: u32, code: ErrorCode, message: impl Into<String>) {
-        self.send_result(id, request_id, CommandResult::Error { code, message: message.into() });
+    fn send_error_result(
+        &mut self,
+        id: ConnId,
+        request_id: u32,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) {
+        self.send_result(
+            id,
+            request_id,
+            CommandResult::Error {
+                code,
+                message: message.into(),
+            },
+        );
     }
 
     /// Sends DETACHED and closes, without an ERROR.
     fn detach(&mut self, id: ConnId, reason: DetachReason, message: &str) {
-        let Some(conn) = self.conns.get(&id) else { return };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
         if conn.phase == Phase::Closed {
             return;
         }
         // Send before marking closed, so the frame is queued; then nothing more is.
-        let frame = Frame::Detached(Detached { reason: Some(reason), message: message.to_owned() });
+        let frame = Frame::Detached(Detached {
+            reason: Some(reason),
+            message: message.to_owned(),
+        });
         let mut bytes = Vec::new();
         frame.encode(&mut bytes);
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.phase = Phase::Closed;
             conn.queued += bytes.len();
         }
-        self.actions.push_back(ServerAction::Send { conn: id, bytes });
+        self.actions
+            .push_back(ServerAction::Send { conn: id, bytes });
         self.actions.push_back(ServerAction::Close { conn: id });
     }
 
@@ -488,7 +537,11 @@ impl ServerEngine {
     fn fail(&mut self, id: ConnId, code: ErrorCode, message: &str) {
         self.send(
             id,
-            &Frame::Error(ErrorFrame { request_id: None, code, message: message.to_owned() }),
+            &Frame::Error(ErrorFrame {
+                request_id: None,
+                code,
+                message: message.to_owned(),
+            }),
         );
         self.detach(id, DetachReason::PROTOCOL_ERROR, message);
     }
@@ -523,17 +576,38 @@ impl ServerEngine {
         }
         let terminals: Vec<u32> = self.terminals.keys().copied().collect();
         for terminal in terminals {
-            if self.terminals.get(&terminal).is_some_and(|t| t.is_running()) {
+            if self
+                .terminals
+                .get(&terminal)
+                .is_some_and(|t| t.is_running())
+            {
                 self.actions.push_back(ServerAction::Kill { terminal });
             }
         }
         self.actions.push_back(ServerAction::Shutdown);
     }
 
-    fn allocate_stream(&mut self) -> u64 {
-        let id = self.next_stream;
-        self.next_stream = self.next_stream.wrapping_add(1).max(1);
+    /// The next stream or bootstrap id value (never zero; ids are never reused in practice).
+    fn allocate_id(&mut self) -> u64 {
+        let id = self.next_stream.max(1);
+        self.next_stream = id.wrapping_add(1);
         id
+    }
+
+    fn allocate_stream(&mut self) -> StreamId {
+        loop {
+            if let Some(id) = StreamId::new(self.allocate_id()) {
+                return id;
+            }
+        }
+    }
+
+    fn allocate_bootstrap(&mut self) -> BootstrapId {
+        loop {
+            if let Some(id) = BootstrapId::new(self.allocate_id()) {
+                return id;
+            }
+        }
     }
 }
 

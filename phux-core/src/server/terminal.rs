@@ -20,15 +20,19 @@ pub(super) struct Viewer {
     pub(super) paused_at: Option<u64>,
 }
 
-/// A terminal-scoped event subscription: which event types, empty = all.
+/// A terminal-scoped event subscription.
 #[derive(Clone, Debug, Default)]
 pub(super) struct EventFilter {
-    pub(super) types: Vec<TerminalEventType>,
+    /// `None`: SUBSCRIBE_EVENTS scoped to the terminal (every agent event about it).
+    /// `Some(types)`: SUBSCRIBE_TERMINAL_EVENTS, the per-terminal path, which carries only
+    /// the listed shell-integration types (empty = all of them) and terminal_control.
+    pub(super) types: Option<Vec<TerminalEventType>>,
 }
 
 impl EventFilter {
-    pub(super) fn wants(&self, kind: TerminalEventType) -> bool {
-        self.types.is_empty() || self.types.contains(&kind)
+    /// Whether agent events (bell, pane_closed, ...) reach this subscriber.
+    pub(super) fn agent_events(&self) -> bool {
+        self.types.is_none()
     }
 }
 
@@ -53,7 +57,13 @@ pub(super) struct Terminal {
 }
 
 impl Terminal {
-    pub(super) fn new(id: u32, cols: u16, rows: u16, scrollback: usize, spawner: (ConnId, u32)) -> Self {
+    pub(super) fn new(
+        id: u32,
+        cols: u16,
+        rows: u16,
+        scrollback: usize,
+        spawner: (ConnId, u32),
+    ) -> Self {
         Self {
             id,
             state: TerminalState::new(cols, rows, scrollback),

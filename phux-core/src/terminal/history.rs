@@ -86,7 +86,9 @@ impl fmt::Write for PlainText<'_> {
         let mut rest = s;
         while !rest.is_empty() {
             if self.in_escape {
-                let Some(end) = rest.find('m') else { return Ok(()) };
+                let Some(end) = rest.find('m') else {
+                    return Ok(());
+                };
                 self.in_escape = false;
                 rest = &rest[end + 1..];
             } else if let Some(start) = rest.find('\x1b') {
