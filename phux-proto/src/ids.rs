@@ -118,6 +118,9 @@ macro_rules! nonzero_u64_id {
         pub struct $name(u64);
 
         impl $name {
+            /// The smallest valid id.
+            pub const MIN: Self = Self(1);
+
             /// Wraps a value; `None` for zero, which the wire forbids.
             pub const fn new(value: u64) -> Option<Self> {
                 if value == 0 { None } else { Some(Self(value)) }

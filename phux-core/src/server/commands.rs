@@ -5,13 +5,14 @@ use phux_proto::command::{
 };
 use phux_proto::decode_error::DecodeError;
 use phux_proto::event::{AgentEvent, ControlAction, Lifecycle, TerminalControl};
+use phux_proto::frame::FrameType;
 use phux_proto::frame::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapProfiles, BootstrapReady,
     BootstrapTombstone, ByteLimit, CommandFrame, ErrorFrame, EventFrame, Hello, OutputMode, Pong,
     SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize,
     TerminalSpawned, TombstoneReason,
 };
-use phux_proto::ids::StreamId;
+use phux_proto::ids::{BootstrapId, StreamId};
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
@@ -120,14 +121,10 @@ impl ServerEngine {
         };
         let ready = conn.phase == Phase::Ready;
         let message = err.to_string();
-        let is_command = err.frame() == Some(phux_proto::frame::FrameType::COMMAND);
-        if ready
-            && !err.is_framing()
-            && (is_command || err.code() == ErrorCode::UNKNOWN_MESSAGE_TYPE)
-        {
-            // [ERROR.COMMAND.1] A COMMAND body that does not decode, with framing intact, is
-            // answered with ERROR{request_id, code} and the connection stays up (our rule R7).
-            // [FRAME.TYPE.2] So is a frame type we do not speak: it was skipped by length.
+        let frame = err.frame();
+        if ready && !err.is_framing() && frame == Some(FrameType::COMMAND) {
+            // [ERROR.COMMAND.1] [ERROR.COMMAND.2] A COMMAND body that does not decode, with
+            // framing intact, gets ERROR{request_id, code}; the connection stays up (R7).
             self.send(
                 id,
                 &Frame::Error(ErrorFrame {
@@ -138,7 +135,22 @@ impl ServerEngine {
             );
             return;
         }
-        // [ERROR.FATAL.1] Framing errors, a bad HELLO and other malformed frames are fatal.
+        let known_before_hello = matches!(frame, Some(FrameType::HELLO | FrameType::PING));
+        if !ready
+            && !err.is_framing()
+            && !known_before_hello
+            && err.code() != ErrorCode::UNKNOWN_MESSAGE_TYPE
+        {
+            // [HELLO.ORDER.2] Anything but HELLO and PING before HELLO.
+            self.fail(
+                id,
+                ErrorCode::VERSION_INCOMPATIBLE,
+                "HELLO required before any stateful frame",
+            );
+            return;
+        }
+        // [FRAME.VIOLATION.1] [FRAME.TYPE.3] [FRAME.DECODE.1] [HELLO.DECODE.1] Framing errors,
+        // unknown frame types, a bad HELLO and other malformed frames are fatal.
         self.fail(id, err.code(), &message);
     }
 
@@ -493,25 +505,32 @@ impl ServerEngine {
             Ok(t) => t,
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
-        // [OUTPUT.ATTACH.2] Re-attaching ends the old stream and starts a fresh bootstrap.
-        if let Some(old) = self
+        // [TERMINAL.ATTACH.3] Re-attaching ends the current bootstrap and starts a new one
+        // on the same stream.
+        let old = self
             .terminals
             .get_mut(&t)
-            .and_then(|term| term.viewers.remove(&id))
-        {
-            let last = self.terminals[&t].state.seq();
-            self.send(
-                id,
-                &Frame::BootstrapTombstone(BootstrapTombstone {
-                    terminal: TerminalId::Local(t),
-                    stream: old.stream,
-                    bootstrap: old.bootstrap,
-                    reason: TombstoneReason::ExplicitReattach,
-                    last_valid_seq: old.paused_at.unwrap_or(last),
-                }),
-            );
-        }
-        let stream = self.allocate_stream();
+            .and_then(|term| term.viewers.remove(&id));
+        let stream = match old {
+            Some(old) => {
+                // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
+                if old.paused_at.is_none() {
+                    let last = self.terminals[&t].state.seq();
+                    self.send(
+                        id,
+                        &Frame::BootstrapTombstone(BootstrapTombstone {
+                            terminal: TerminalId::Local(t),
+                            stream: old.stream,
+                            bootstrap: old.bootstrap,
+                            reason: TombstoneReason::ExplicitReattach,
+                            last_valid_seq: last,
+                        }),
+                    );
+                }
+                old.stream
+            }
+            None => self.allocate_stream(),
+        };
         self.start_bootstrap(id, t, stream);
         self.send_result(id, rid, CommandResult::Ok);
     }
@@ -598,26 +617,43 @@ impl ServerEngine {
             return;
         };
         let Ok(seq) = t.state.ingest(bytes) else {
-            // A u64 of output chunks cannot run out in practice; stop streaming if it does.
+            // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
             return;
         };
         let bells = t.state.take_bells();
+        let title = t.state.title().map(str::to_owned);
+        let title_changed = title != t.last_title;
+        if title_changed {
+            t.last_title.clone_from(&title);
+        }
         let viewers: Vec<(ConnId, Viewer)> = t.viewers.iter().map(|(c, v)| (*c, *v)).collect();
         let tid = TerminalId::Local(terminal);
+        let frame_len = bytes.len() + 64;
+        // One owned copy of the bytes, re-stamped per viewer.
+        let mut frame = Frame::TerminalOutput(TerminalOutput {
+            terminal: tid.clone(),
+            seq,
+            bytes: bytes.to_vec(),
+            stream: viewers.first().map_or(StreamId::MIN, |(_, v)| v.stream),
+            bootstrap: viewers
+                .first()
+                .map_or(BootstrapId::MIN, |(_, v)| v.bootstrap),
+        });
         for (conn, viewer) in viewers {
             if viewer.paused_at.is_some() {
                 continue;
             }
-            let queued = self.conns.get(&conn).map_or(0, |c| c.queued);
-            if queued + bytes.len() > self.config.output_high_water {
-                // [QUEUE.TOMBSTONE.1] A reader that falls too far behind loses this generation
-                // of its stream: TOMBSTONE with the last seq it was sent, no silent gap.
+            let queued = self.conns.get(&conn).map_or(0, |c| c.outbound.output);
+            if queued + frame_len > self.config.output_budget {
+                // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
+                // its stream: a TOMBSTONE with the last seq it was sent, never a silent gap.
+                let last_valid_seq = seq - 1;
                 if let Some(v) = self
                     .terminals
                     .get_mut(&terminal)
                     .and_then(|t| t.viewers.get_mut(&conn))
                 {
-                    v.paused_at = Some(seq - 1);
+                    v.paused_at = Some(last_valid_seq);
                 }
                 self.send(
                     conn,
@@ -626,25 +662,32 @@ impl ServerEngine {
                         stream: viewer.stream,
                         bootstrap: viewer.bootstrap,
                         reason: TombstoneReason::OutboundGap,
-                        last_valid_seq: seq - 1,
+                        last_valid_seq,
                     }),
                 );
                 continue;
             }
-            // [OUTPUT.SEQ.1] Live output carries contiguous seq numbers per stream generation.
-            self.send(
-                conn,
-                &Frame::TerminalOutput(TerminalOutput {
-                    terminal: tid.clone(),
-                    seq,
-                    bytes: bytes.to_vec(),
-                    stream: viewer.stream,
-                    bootstrap: viewer.bootstrap,
-                }),
-            );
+            if let Frame::TerminalOutput(out) = &mut frame {
+                out.stream = viewer.stream;
+                out.bootstrap = viewer.bootstrap;
+            }
+            // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap.
+            self.send(conn, &frame);
         }
-        for _ in 0..bells.min(1) {
+        if bells > 0 {
             self.ring_bell(terminal);
+        }
+        if title_changed {
+            // [EVENT.KIND.2] A new OSC 0/2 title is announced to event subscribers.
+            let event = Frame::Event(EventFrame {
+                terminal: Some(tid),
+                event: AgentEvent::TitleChanged {
+                    title: title.unwrap_or_default(),
+                },
+            });
+            for conn in self.agent_event_listeners(terminal) {
+                self.send(conn, &event);
+            }
         }
     }
 
@@ -694,26 +737,25 @@ impl ServerEngine {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        if t.lifecycle == Lifecycle::Exited {
-            return;
-        }
         t.lifecycle = Lifecycle::Exited;
         t.exit_status = exit_status;
-        let killing = t.killing;
         // Jobs the driver never reported: their bytes may or may not have reached the child.
         self.resolve_orphaned_jobs(terminal);
         let tid = TerminalId::Local(terminal);
+        // [LEASE.EXIT.1] The lease ends with the child, without a RELEASED event.
+        self.leases.remove_terminal(&tid);
         let Some(t) = self.terminals.get(&terminal) else {
             return;
         };
         let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
         let audience = t.audience(self.server_subscribers().into_iter());
-        let holder = self.leases.holder(&tid);
-        // [SIGNAL.EXIT.1] Lifecycle EXITED with the exit status, to every subscriber (R11).
+        let listeners = self.agent_event_listeners(terminal);
+        // [SIGNAL.EVENT.2] terminal_control EXITED with the status to every subscriber (R11),
+        // then TERMINAL_CLOSED once to every viewer, then pane_closed to event subscribers.
         let control = TerminalControl {
             lifecycle: Lifecycle::Exited,
             exit_status,
-            input_holder: holder,
+            input_holder: None,
             action: ControlAction::Exited,
             actor: None,
         };
@@ -721,10 +763,10 @@ impl ServerEngine {
             terminal: Some(tid.clone()),
             event: AgentEvent::TerminalControl(control),
         });
-        for conn in &audience {
-            self.send(*conn, &event);
+        for conn in audience {
+            self.send(conn, &event);
         }
-        // [TERMINAL.CLOSED.1] TERMINAL_CLOSED once to every viewer, then pane_closed.
+        // [TERMINAL.CLOSED.1] Exactly once per attached connection.
         let closed = Frame::TerminalClosed(TerminalClosed {
             terminal: tid.clone(),
             exit_status,
@@ -732,16 +774,16 @@ impl ServerEngine {
         for conn in viewers {
             self.send(conn, &closed);
         }
+        // [TERMINAL.CLOSED.3]
         let pane_closed = Frame::Event(EventFrame {
-            terminal: Some(tid.clone()),
+            terminal: Some(tid),
             event: AgentEvent::PaneClosed { exit_status },
         });
-        for conn in self.agent_event_listeners(terminal) {
+        for conn in listeners {
             self.send(conn, &pane_closed);
         }
-        if killing {
-            self.remove_terminal(terminal);
-        }
+        // [TERMINAL.CLOSED.4] From here on the id is unknown.
+        self.remove_terminal(terminal);
     }
 
     pub(super) fn remove_terminal(&mut self, terminal: u32) {

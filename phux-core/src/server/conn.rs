@@ -32,8 +32,64 @@ pub(super) struct Conn {
     pub(super) cells: CellGeometry,
     /// SUBSCRIBE_EVENTS without a terminal: server-scoped events.
     pub(super) server_events: bool,
-    /// Bytes handed to the driver and not yet reported sent.
-    pub(super) queued: usize,
+    /// Bytes handed to the driver and not yet reported sent, by budget.
+    pub(super) outbound: Outbound,
+}
+
+/// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Budget {
+    /// TERMINAL_OUTPUT and BOOTSTRAP_BEGIN / CHUNK / READY: may be tombstoned.
+    Output,
+    /// Everything else: never dropped; overflow detaches the client.
+    Control,
+}
+
+/// Unsent bytes in queue order, so the driver's `Sent{n}` reports (which know nothing of
+/// frames) can be charged back to the right budget.
+#[derive(Debug, Default)]
+pub(super) struct Outbound {
+    segments: std::collections::VecDeque<(Budget, usize)>,
+    pub(super) output: usize,
+    pub(super) control: usize,
+}
+
+impl Outbound {
+    pub(super) fn push(&mut self, budget: Budget, len: usize) {
+        match self.segments.back_mut() {
+            Some((b, n)) if *b == budget => *n += len,
+            _ => self.segments.push_back((budget, len)),
+        }
+        *self.counter(budget) += len;
+    }
+
+    pub(super) fn sent(&mut self, mut bytes: usize) {
+        while bytes > 0 {
+            let Some((budget, len)) = self.segments.front_mut() else {
+                return;
+            };
+            let take = bytes.min(*len);
+            *len -= take;
+            bytes -= take;
+            let budget = *budget;
+            if *len == 0 {
+                self.segments.pop_front();
+            }
+            let counter = self.counter(budget);
+            *counter = counter.saturating_sub(take);
+        }
+    }
+
+    pub(super) fn total(&self) -> usize {
+        self.output + self.control
+    }
+
+    fn counter(&mut self, budget: Budget) -> &mut usize {
+        match budget {
+            Budget::Output => &mut self.output,
+            Budget::Control => &mut self.control,
+        }
+    }
 }
 
 impl Conn {
@@ -49,7 +105,7 @@ impl Conn {
             max_history_page: limit,
             cells: CellGeometry::default(),
             server_events: false,
-            queued: 0,
+            outbound: Outbound::default(),
         }
     }
 }

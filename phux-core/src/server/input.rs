@@ -271,6 +271,13 @@ impl ServerEngine {
             ));
         }
         let term = &self.terminals[&t];
+        if term.jobs.len() >= self.config.max_jobs_per_terminal {
+            // [INPUT.APPLY.8] The terminal's pending input queue is full.
+            return Err(refuse(
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the terminal's input queue is full".into(),
+            ));
+        }
         if !term.accepts_input() {
             // [INPUT.APPLY.11] No live child: nothing can be written; the client may resubmit.
             return Err(refuse(
@@ -295,13 +302,19 @@ impl ServerEngine {
         Ok((t, bytes))
     }
 
-    /// Hands a job to the driver, behind every earlier job for the terminal (R8).
+    /// Hands a job to the driver, behind every earlier job for the terminal (R8). A terminal
+    /// whose queue is full drops fire-and-forget input ([INPUT.FRAME.3]); APPLY_INPUT checks
+    /// first and refuses ([INPUT.APPLY.8]).
     fn queue_job(&mut self, t: u32, bytes: Vec<u8>, kind: JobKind) {
-        let job = JobId(self.next_job);
-        self.next_job += 1;
+        let limit = self.config.max_jobs_per_terminal;
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
+        if term.jobs.len() >= limit {
+            return;
+        }
+        let job = JobId(self.next_job);
+        self.next_job += 1;
         term.jobs.push_back((job, kind));
         // [INPUT.CANON.1] Every job is subject to the canonical-line guard at the writer.
         self.actions.push_back(ServerAction::Write {

@@ -55,7 +55,7 @@ use crate::lease::LeaseTable;
 use crate::ledger::OperationLedger;
 use crate::time::Instant;
 
-use conn::{Conn, Phase};
+use conn::{Budget, Conn, Phase};
 use terminal::Terminal;
 
 pub use input::{JobId, WriteOutcome};
@@ -70,18 +70,32 @@ pub struct ConnId(pub u64);
 pub struct PeerInfo {
     /// Whether the peer is on the server's local Unix socket (SHUTDOWN is accepted only there).
     pub local_socket: bool,
+    /// Whether the peer's credentials passed the driver's check (same uid as the server).
+    pub authorized: bool,
 }
 
 impl PeerInfo {
-    /// A peer on the local socket.
+    /// An authorized peer on the local socket.
     pub fn local() -> Self {
-        Self { local_socket: true }
+        Self {
+            local_socket: true,
+            authorized: true,
+        }
     }
 
-    /// A peer on any other transport (stdio over SSH, say).
+    /// An authorized peer on any other transport (stdio over SSH, say).
     pub fn remote() -> Self {
         Self {
             local_socket: false,
+            authorized: true,
+        }
+    }
+
+    /// A peer on the local socket whose uid differs from the server's.
+    pub fn foreign() -> Self {
+        Self {
+            local_socket: true,
+            authorized: false,
         }
     }
 }
@@ -95,12 +109,14 @@ pub struct ServerConfig {
     pub default_size: (u16, u16),
     /// History rows each terminal retains for GET_SCREEN and scrollback.
     pub scrollback_lines: usize,
-    /// Unsent bytes a connection may have queued before its terminal output is tombstoned.
-    pub output_high_water: usize,
-    /// Unsent bytes below which a tombstoned stream is bootstrapped again.
-    pub output_low_water: usize,
-    /// Unsent bytes beyond which the connection is detached (control frames included).
-    pub connection_queue_limit: usize,
+    /// Unsent output bytes (TERMINAL_OUTPUT, bootstrap) a connection may have queued; past
+    /// it the stream is tombstoned, and bootstrapped again once below half of it.
+    pub output_budget: usize,
+    /// Unsent control bytes (results, events, ...) a connection may have queued; past it the
+    /// connection is detached.
+    pub control_budget: usize,
+    /// Write jobs queued for one terminal's PTY and not yet completed.
+    pub max_jobs_per_terminal: usize,
     /// The most terminals alive at once.
     pub max_terminals: usize,
     /// The program a SPAWN_TERMINAL without a command runs.
@@ -114,9 +130,9 @@ impl ServerConfig {
             server_id,
             default_size: (80, 24),
             scrollback_lines: 2000,
-            output_high_water: 4 * 1024 * 1024,
-            output_low_water: 1024 * 1024,
-            connection_queue_limit: 32 * 1024 * 1024,
+            output_budget: 4 * 1024 * 1024,
+            control_budget: 1024 * 1024,
+            max_jobs_per_terminal: 1024,
             max_terminals: 4096,
             default_command: vec!["/bin/sh".to_owned()],
         }
@@ -334,7 +350,7 @@ impl ServerEngine {
 
     /// Bytes queued for a connection and not yet reported `Sent`.
     pub fn queued_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.queued)
+        self.conns.get(&conn).map(|c| c.outbound.total())
     }
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
@@ -397,7 +413,14 @@ impl ServerEngine {
         let client = ClientId(self.next_client);
         self.next_client = self.next_client.wrapping_add(1).max(1);
         self.conns.insert(id, Conn::new(id, client, peer));
-        if self.shutting_down {
+        if !peer.authorized {
+            // [SERVER.PEER.1] A peer with another uid is refused before any of its frames.
+            self.fail(
+                id,
+                ErrorCode::PERMISSION_DENIED,
+                "peer credentials do not match the server's user",
+            );
+        } else if self.shutting_down {
             self.detach(id, DetachReason::SERVER_SHUTDOWN, "server is shutting down");
         }
     }
@@ -430,8 +453,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        conn.queued = conn.queued.saturating_sub(bytes);
-        if conn.queued <= self.config.output_low_water {
+        conn.outbound.sent(bytes);
+        // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
+        if conn.phase == Phase::Ready && conn.outbound.output <= self.config.output_budget / 2 {
             self.resume_paused_streams(id);
         }
     }
@@ -452,35 +476,42 @@ impl ServerEngine {
 
     /// Queues one frame for a connection, coalescing with an adjacent send to it.
     fn send(&mut self, id: ConnId, frame: &Frame) {
+        let budget = match frame {
+            Frame::TerminalOutput(_)
+            | Frame::BootstrapBegin(_)
+            | Frame::BootstrapChunk(_)
+            | Frame::BootstrapReady(_) => Budget::Output,
+            _ => Budget::Control,
+        };
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
         if conn.phase == Phase::Closed {
             return;
         }
-        let start = match self.actions.back_mut() {
+        let bytes = match self.actions.back_mut() {
             Some(ServerAction::Send { conn: last, bytes }) if *last == id => bytes,
             _ => {
                 self.actions.push_back(ServerAction::Send {
                     conn: id,
                     bytes: Vec::new(),
                 });
-                match self.actions.back_mut() {
-                    Some(ServerAction::Send { bytes, .. }) => bytes,
-                    _ => return,
-                }
+                let Some(ServerAction::Send { bytes, .. }) = self.actions.back_mut() else {
+                    return;
+                };
+                bytes
             }
         };
-        let before = start.len();
-        frame.encode(start);
-        conn.queued += start.len() - before;
-        // [QUEUE.BOUND.2] A connection whose queue passes the hard limit is detached, never
-        // allowed to grow server memory without bound.
-        if conn.queued > self.config.connection_queue_limit {
+        let before = bytes.len();
+        frame.encode(bytes);
+        conn.outbound.push(budget, bytes.len() - before);
+        // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
+        // up past the budget is detached instead of growing server memory.
+        if conn.outbound.control > self.config.control_budget {
             self.detach(
                 id,
-                DetachReason::INTERNAL_ERROR,
-                "outbound queue overflow: the client is not reading",
+                DetachReason::PROTOCOL_ERROR,
+                "outbound control queue overflow: the client is not reading",
             );
         }
     }
@@ -526,7 +557,7 @@ impl ServerEngine {
         frame.encode(&mut bytes);
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.phase = Phase::Closed;
-            conn.queued += bytes.len();
+            conn.outbound.push(Budget::Control, bytes.len());
         }
         self.actions
             .push_back(ServerAction::Send { conn: id, bytes });

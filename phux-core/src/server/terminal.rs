@@ -54,6 +54,8 @@ pub(super) struct Terminal {
     pub(super) jobs: VecDeque<(JobId, JobKind)>,
     /// A KILL was requested; TERMINAL_CLOSED follows the driver's ChildExited.
     pub(super) killing: bool,
+    /// The title last announced with title_changed.
+    pub(super) last_title: Option<String>,
 }
 
 impl Terminal {
@@ -76,6 +78,7 @@ impl Terminal {
             subscribers: BTreeMap::new(),
             jobs: VecDeque::new(),
             killing: false,
+            last_title: None,
         }
     }
 
