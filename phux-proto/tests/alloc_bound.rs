@@ -48,7 +48,7 @@ fn peak_during_decode(bytes: &[u8]) -> usize {
 /// densest structure a byte can become (a 2-byte focus event in an APPLY_INPUT list is one
 /// `InputEvent`, whose size is the factor).
 fn bound(len: usize) -> usize {
-    let per_byte = std::mem::size_of::<phux_proto::input::InputEvent>().div_ceil(2);
+    let per_byte = size_of::<phux_proto::input::InputEvent>().div_ceil(2);
     1024 + per_byte * len
 }
 
