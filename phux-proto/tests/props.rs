@@ -10,11 +10,11 @@ mod strategies {
     use proptest::prelude::*;
 
     /// How many frame kinds `frame_of_kind` builds.
-    pub const KINDS: usize = 26;
+    pub(crate) const KINDS: usize = 26;
 
     /// A frame of kind `kind` (`0..KINDS`) built from `seed` through the `arbitrary` impls,
     /// which keep every wire invariant (non-zero ids, bounds, legal pairs).
-    pub fn frame_of_kind(kind: usize, seed: &[u8]) -> Frame {
+    pub(crate) fn frame_of_kind(kind: usize, seed: &[u8]) -> Frame {
         let u = &mut Unstructured::new(seed);
         fn a<'a, T: Arbitrary<'a>>(u: &mut Unstructured<'a>) -> T {
             T::arbitrary(u).expect("arbitrary never fails on short input")
@@ -50,13 +50,13 @@ mod strategies {
     }
 
     /// Any frame, every kind equally likely.
-    pub fn frame() -> impl Strategy<Value = Frame> {
+    pub(crate) fn frame() -> impl Strategy<Value = Frame> {
         (0..KINDS, proptest::collection::vec(any::<u8>(), 0..512))
             .prop_map(|(kind, seed)| frame_of_kind(kind, &seed))
     }
 
     /// Every vector's bytes, from the committed vector file.
-    pub fn vector_bytes() -> Vec<Vec<u8>> {
+    pub(crate) fn vector_bytes() -> Vec<Vec<u8>> {
         let text = include_str!("../testdata/vectors.md");
         let mut out = Vec::new();
         let mut lines = text.lines();
