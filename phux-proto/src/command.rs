@@ -460,9 +460,9 @@ pub enum LayoutNode {
         /// The left/top share.
         ratio: f32,
         /// Left or top.
-        left: Box<LayoutNode>,
+        left: Box<Self>,
         /// Right or bottom.
-        right: Box<LayoutNode>,
+        right: Box<Self>,
     },
 }
 
@@ -888,7 +888,7 @@ impl PutFile {
                 data.len(),
             ));
         }
-        let end = offset.checked_add(data.len() as u64).unwrap_or(u64::MAX);
+        let end = offset.saturating_add(data.len() as u64);
         if end > MAX_PUT_FILE_LEN {
             return Err(DecodeError::new(DecodeErrorKind::LimitExceeded {
                 what: "PUT_FILE end offset",

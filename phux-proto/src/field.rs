@@ -267,6 +267,7 @@ pub(crate) trait Put {
 }
 
 /// The length of `v` as a varint.
+#[cfg(test)]
 fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
@@ -336,10 +337,17 @@ impl Put for Vec<u8> {
         if len < 0x80 {
             self[len_at] = len as u8;
         } else {
-            let extra = varint_len(len as u64) - 1;
-            let mut header = Vec::with_capacity(extra + 1);
-            header.put_varint(len as u64);
-            self.splice(len_at..=len_at, header);
+            // A frame is at most 16 MiB, so a length is at most 4 varint bytes.
+            let mut header = [0u8; MAX_VARINT_LEN];
+            let mut n = 0;
+            let mut v = len as u64;
+            while v >= 0x80 {
+                header[n] = (v as u8) | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            header[n] = v as u8;
+            self.splice(len_at..=len_at, header[..=n].iter().copied());
         }
     }
 }
