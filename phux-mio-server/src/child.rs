@@ -300,18 +300,23 @@ impl PtyChild {
         self.master = None;
     }
 
-    /// KILL_TERMINAL: closes the master, SIGKILLs the process group unless the child was
-    /// already reaped, and reaps it. Blocks only while a SIGKILLed child finishes dying.
+    /// KILL_TERMINAL: SIGKILLs the process group unless the child was already reaped, closes
+    /// the master and reaps the child. Blocks only while a SIGKILLed child finishes dying.
+    ///
+    /// SIGKILL goes first so a live child reliably reports `Signaled(9)`; closing the master
+    /// first would race a SIGHUP against it.
     pub fn kill_and_reap(mut self) -> io::Result<ChildExit> {
-        self.close_master();
         self.kill_and_reap_in_place()
     }
 
     fn kill_and_reap_in_place(&mut self) -> io::Result<ChildExit> {
         if let Some(exit) = self.exit {
+            self.close_master();
             return Ok(exit);
         }
-        match rustix::process::kill_process_group(self.pid, Signal::KILL) {
+        let killed = rustix::process::kill_process_group(self.pid, Signal::KILL);
+        self.close_master();
+        match killed {
             // ESRCH: the group is empty but the leader may still be an unreaped zombie.
             Ok(()) | Err(Errno::SRCH) => {}
             Err(e) => return Err(e.into()),
@@ -329,7 +334,6 @@ impl PtyChild {
 
 impl Drop for PtyChild {
     fn drop(&mut self) {
-        self.master = None;
         // Best effort: errors here have nobody to go to.
         let _ = self.kill_and_reap_in_place();
     }
