@@ -161,3 +161,12 @@ pub(crate) fn proc_state(pid: u32) -> Option<char> {
 pub(crate) fn is_dead(pid: u32) -> bool {
     matches!(proc_state(pid), None | Some('Z' | 'X'))
 }
+
+/// A scratch directory created 0700 (tempfile's default follows the umask, usually 0755).
+pub(crate) fn private_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .expect("tempdir")
+}
