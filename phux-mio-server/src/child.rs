@@ -92,7 +92,6 @@ pub enum SpawnError {
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ChildExit {
     /// It called `_exit(code)`.
     Exited(i32),
@@ -113,7 +112,6 @@ impl ChildExit {
 
 /// The signals SIGNAL_TERMINAL can send to a terminal's process group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum GroupSignal {
     /// SIGINT.
     Interrupt,
@@ -387,7 +385,7 @@ mod tests {
     #[test]
     fn child_is_a_session_and_group_leader() {
         let child = spawn(&SpawnSpec::new("sleep").args(["100"])).expect("spawn");
-        let pid = Pid::from_raw(child.pid() as i32).expect("pid");
+        let pid = Pid::from_raw(child.pid().cast_signed()).expect("pid");
         assert_eq!(rustix::process::getsid(Some(pid)).expect("getsid"), pid);
         assert_eq!(rustix::process::getpgid(Some(pid)).expect("getpgid"), pid);
         // The slave is its controlling terminal: the terminal's session is the child.

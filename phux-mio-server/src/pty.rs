@@ -20,7 +20,6 @@ pub struct PtyMaster {
 
 /// What one non-blocking read of the master produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PtyRead {
     /// This many bytes were read into the buffer (never 0 for a non-empty buffer).
     Data(usize),
@@ -33,7 +32,6 @@ pub enum PtyRead {
 
 /// What one non-blocking write to the master did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PtyWrite {
     /// The kernel accepted this many bytes (a prefix of the buffer).
     Written(usize),

@@ -89,6 +89,9 @@ pub enum PeerError {
 
 /// Where the server listens: `explicit` (from `--socket`) if given, else
 /// `$XDG_RUNTIME_DIR/phux-mio/<name>.sock`, else `/tmp/phux-mio-<euid>/<name>.sock`.
+///
+/// An explicit path gets the same checks in [`ServerSocket::bind`] as the default: its
+/// directory must be private (so `--socket /tmp/x.sock` is refused; use a 0700 directory).
 pub fn socket_path(explicit: Option<PathBuf>, name: &str) -> Result<PathBuf, SocketError> {
     if let Some(path) = explicit {
         return Ok(path);
@@ -178,10 +181,11 @@ impl ServerSocket {
 impl Drop for ServerSocket {
     fn drop(&mut self) {
         // Only unlink our own socket: a successor may have replaced it.
-        if let Ok(meta) = fs::symlink_metadata(&self.path) {
-            if meta.file_type().is_socket() && (meta.dev(), meta.ino()) == self.dev_ino {
-                let _ = fs::remove_file(&self.path);
-            }
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && meta.file_type().is_socket()
+            && (meta.dev(), meta.ino()) == self.dev_ino
+        {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }
@@ -194,7 +198,7 @@ pub fn peer_uid(stream: impl AsFd) -> io::Result<u32> {
 }
 
 /// Accepts the peer only if it runs as our effective uid.
-pub fn check_peer(stream: &UnixStream) -> Result<(), PeerError> {
+pub fn check_peer(stream: impl AsFd) -> Result<(), PeerError> {
     let uid = peer_uid(stream)?;
     let expected = euid();
     if uid == expected {

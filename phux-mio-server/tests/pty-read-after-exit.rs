@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::fmt::Write;
+
 use common::{Output, wait_exit};
 use phux_mio_server::{ChildExit, PtyRead, SpawnSpec, spawn};
 
@@ -19,7 +21,10 @@ fn output_is_drained_then_eof() {
         "no EOF after exit; got {} bytes",
         out.bytes.len()
     );
-    let want: String = (0..100).map(|i| format!("{i:028}\r\n")).collect();
+    let want = (0..100).fold(String::new(), |mut s, i| {
+        writeln!(s, "{i:028}\r").expect("format");
+        s
+    });
     assert_eq!(out.text(), want);
     // EOF is sticky, never WouldBlock.
     let mut buf = [0u8; 16];
