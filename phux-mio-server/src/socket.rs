@@ -1,0 +1,323 @@
+//! The server's Unix socket: where it lives, who may reach it, and stale-socket recovery.
+//!
+//! Access control is layered: the directory is 0700 and ours, the socket 0600 and ours, and
+//! every accepted peer's uid (SO_PEERCRED) must equal the server's effective uid.
+
+use std::ffi::OsStr;
+use std::fs::{self, DirBuilder, Permissions};
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use mio::net::{UnixListener, UnixStream};
+use rustix::io::Errno;
+
+/// Mode of the socket's directory: owner only.
+pub const DIR_MODE: u32 = 0o700;
+/// Mode of the socket: owner read/write only.
+pub const SOCKET_MODE: u32 = 0o600;
+/// Permission bits that must be clear on the directory and on an existing socket.
+const GROUP_OTHER_BITS: u32 = 0o077;
+
+/// Why the server refuses to listen.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SocketError {
+    /// The server name would escape the socket directory or is empty.
+    #[error("invalid server name {0:?}: it must be non-empty and contain no '/'")]
+    InvalidName(String),
+    /// The socket path has no parent directory or no file name.
+    #[error("invalid socket path {0}")]
+    InvalidPath(PathBuf),
+    /// The directory (or an existing socket) belongs to another user.
+    #[error("{path} is owned by uid {owner}, not by us (uid {uid})")]
+    WrongOwner {
+        /// The offending path.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Our effective uid.
+        uid: u32,
+    },
+    /// The directory (or an existing socket) grants access to group or others.
+    #[error("{path} has mode {mode:04o}; it must grant nothing to group or others")]
+    TooOpen {
+        /// The offending path.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The directory path names something that is not a directory (a symlink included).
+    #[error("{0} is not a directory")]
+    NotADirectory(PathBuf),
+    /// Something that is not a socket sits at the socket path; it is never removed.
+    #[error("{0} exists and is not a socket; refusing to remove it")]
+    NotASocket(PathBuf),
+    /// A server answers on the socket path.
+    #[error("a server is already listening on {0}")]
+    AddressInUse(PathBuf),
+    /// Any other OS failure while preparing, probing or binding.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What we were doing.
+        op: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An accepted peer whose credentials do not match ours.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerError {
+    /// The peer runs as another user.
+    #[error("peer uid {uid} is not the server's uid {expected}")]
+    Refused {
+        /// The peer's uid.
+        uid: u32,
+        /// Ours.
+        expected: u32,
+    },
+    /// SO_PEERCRED could not be read.
+    #[error("cannot read peer credentials: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Where the server listens: `explicit` (from `--socket`) if given, else
+/// `$XDG_RUNTIME_DIR/phux-mio/<name>.sock`, else `/tmp/phux-mio-<euid>/<name>.sock`.
+///
+/// An explicit path gets the same checks in [`ServerSocket::bind`] as the default: its
+/// directory must be private (so `--socket /tmp/x.sock` is refused; use a 0700 directory).
+pub fn socket_path(explicit: Option<PathBuf>, name: &str) -> Result<PathBuf, SocketError> {
+    if let Some(path) = explicit {
+        return Ok(path);
+    }
+    let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+    default_socket_path(xdg.as_deref(), euid(), name)
+}
+
+/// The default path for `name`, given `$XDG_RUNTIME_DIR` (ignored unless absolute) and the uid.
+pub fn default_socket_path(
+    xdg_runtime_dir: Option<&OsStr>,
+    uid: u32,
+    name: &str,
+) -> Result<PathBuf, SocketError> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(SocketError::InvalidName(name.to_owned()));
+    }
+    let file = format!("{name}.sock");
+    // The XDG base-directory spec says relative values are invalid and must be ignored.
+    match xdg_runtime_dir.map(Path::new).filter(|p| p.is_absolute()) {
+        Some(dir) => Ok(dir.join("phux-mio").join(file)),
+        None => Ok(PathBuf::from(format!("/tmp/phux-mio-{uid}")).join(file)),
+    }
+}
+
+/// A bound, non-blocking listening socket. Dropping it removes the socket file, but only if
+/// the file at the path is still the one we bound.
+#[derive(Debug)]
+pub struct ServerSocket {
+    listener: UnixListener,
+    path: PathBuf,
+    dev_ino: (u64, u64),
+}
+
+impl ServerSocket {
+    /// Prepares the directory, recovers a stale socket, binds `path` and sets it to 0600.
+    ///
+    /// The parent directory is created 0700 if missing (its own parent must exist), and must
+    /// be a real directory owned by us that grants nothing to group or others. An existing
+    /// socket must be ours, 0600 or stricter, and dead (connecting is refused) before it is
+    /// removed; anything else at the path is left alone and refused.
+    pub fn bind(path: &Path) -> Result<Self, SocketError> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .ok_or_else(|| SocketError::InvalidPath(path.to_owned()))?;
+        if path.file_name().is_none() {
+            return Err(SocketError::InvalidPath(path.to_owned()));
+        }
+        prepare_dir(dir)?;
+        clear_stale(path)?;
+        let listener = UnixListener::bind(path).map_err(|source| {
+            if source.kind() == io::ErrorKind::AddrInUse {
+                // Someone bound it between our probe and our bind.
+                SocketError::AddressInUse(path.to_owned())
+            } else {
+                io_err("bind", path, source)
+            }
+        })?;
+        // The 0700 directory already keeps others out; this is the second wall.
+        fs::set_permissions(path, Permissions::from_mode(SOCKET_MODE))
+            .map_err(|e| io_err("chmod", path, e))?;
+        let meta = fs::symlink_metadata(path).map_err(|e| io_err("stat", path, e))?;
+        Ok(Self {
+            listener,
+            path: path.to_owned(),
+            dev_ino: (meta.dev(), meta.ino()),
+        })
+    }
+
+    /// The listener, to register with mio and to `accept` from.
+    pub fn listener(&self) -> &UnixListener {
+        &self.listener
+    }
+
+    /// The listener, mutably (mio's `Registry::register` wants `&mut`).
+    pub fn listener_mut(&mut self) -> &mut UnixListener {
+        &mut self.listener
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ServerSocket {
+    fn drop(&mut self) {
+        // Only unlink our own socket: a successor may have replaced it.
+        if let Ok(meta) = fs::symlink_metadata(&self.path)
+            && meta.file_type().is_socket()
+            && (meta.dev(), meta.ino()) == self.dev_ino
+        {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The uid of the process at the other end of a connected Unix socket (SO_PEERCRED: the
+/// credentials at `connect` time, which the peer cannot forge).
+pub fn peer_uid(stream: impl AsFd) -> io::Result<u32> {
+    let cred = rustix::net::sockopt::socket_peercred(stream)?;
+    Ok(cred.uid.as_raw())
+}
+
+/// Accepts the peer only if it runs as our effective uid.
+pub fn check_peer(stream: impl AsFd) -> Result<(), PeerError> {
+    let uid = peer_uid(stream)?;
+    let expected = euid();
+    if uid == expected {
+        Ok(())
+    } else {
+        Err(PeerError::Refused { uid, expected })
+    }
+}
+
+/// The server's effective uid.
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn prepare_dir(dir: &Path) -> Result<(), SocketError> {
+    match DirBuilder::new().mode(DIR_MODE).create(dir) {
+        // We made it: make sure a restrictive umask did not leave us without access either.
+        Ok(()) => fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+            .map_err(|e| io_err("chmod", dir, e))?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_err("mkdir", dir, e)),
+    }
+    // symlink_metadata: a symlink planted in /tmp must not redirect us.
+    let meta = fs::symlink_metadata(dir).map_err(|e| io_err("stat", dir, e))?;
+    if !meta.file_type().is_dir() {
+        return Err(SocketError::NotADirectory(dir.to_owned()));
+    }
+    check_private(dir, &meta)
+}
+
+/// Removes a dead socket at `path`; refuses a live one or a non-socket.
+fn clear_stale(path: &Path) -> Result<(), SocketError> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("stat", path, e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(SocketError::NotASocket(path.to_owned()));
+    }
+    check_private(path, &meta)?;
+    // mio's connect is non-blocking: a live server with a full backlog answers EAGAIN
+    // instead of stalling our start-up.
+    match UnixStream::connect(path) {
+        Ok(_) => Err(SocketError::AddressInUse(path.to_owned())),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            Err(SocketError::AddressInUse(path.to_owned()))
+        }
+        Err(e) if e.raw_os_error() == Some(Errno::CONNREFUSED.raw_os_error()) => {
+            match fs::remove_file(path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io_err("remove stale socket", path, e)),
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err("probe", path, e)),
+    }
+}
+
+fn check_private(path: &Path, meta: &fs::Metadata) -> Result<(), SocketError> {
+    let uid = euid();
+    if meta.uid() != uid {
+        return Err(SocketError::WrongOwner {
+            path: path.to_owned(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & GROUP_OTHER_BITS != 0 {
+        return Err(SocketError::TooOpen {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+fn io_err(op: &'static str, path: &Path, source: io::Error) -> SocketError {
+    SocketError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_path_prefers_an_absolute_xdg_runtime_dir() {
+        let p = default_socket_path(Some(OsStr::new("/run/user/1000")), 1000, "main").unwrap();
+        assert_eq!(p, Path::new("/run/user/1000/phux-mio/main.sock"));
+    }
+
+    #[test]
+    fn default_path_falls_back_to_tmp_per_uid() {
+        let p = default_socket_path(None, 1000, "main").unwrap();
+        assert_eq!(p, Path::new("/tmp/phux-mio-1000/main.sock"));
+        // A relative XDG_RUNTIME_DIR is invalid by the XDG spec and ignored.
+        let p = default_socket_path(Some(OsStr::new("run")), 7, "x").unwrap();
+        assert_eq!(p, Path::new("/tmp/phux-mio-7/x.sock"));
+    }
+
+    #[test]
+    fn names_cannot_escape_the_directory() {
+        for bad in ["", "a/b", "..", "."] {
+            assert!(matches!(
+                default_socket_path(None, 0, bad),
+                Err(SocketError::InvalidName(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn explicit_path_wins() {
+        let p = socket_path(Some(PathBuf::from("/x/y.sock")), "ignored").unwrap();
+        assert_eq!(p, Path::new("/x/y.sock"));
+    }
+}
