@@ -199,8 +199,12 @@ pub fn encode_batch(
                 return Err(BatchError::TooLarge { len });
             }
         }
-        encode_event(event, modes, cells, &mut out)
-            .map_err(|source| BatchError::Encode { index, source })?;
+        match event {
+            // Step 7 already vetted every paste.
+            InputEvent::Paste(p) => paste::encode_checked(p, modes, &mut out),
+            other => encode_event(other, modes, cells, &mut out)
+                .map_err(|source| BatchError::Encode { index, source })?,
+        }
         // [INPUT.APPLY.8] The running total of encoded bytes must stay within 64 KiB.
         if out.len() > MAX_ENCODED_BATCH {
             return Err(BatchError::TooLarge { len: out.len() });

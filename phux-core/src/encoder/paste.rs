@@ -19,9 +19,21 @@ pub fn paste_is_unsafe(paste: &PasteEvent) -> bool {
     let data = &paste.data;
     // [INPUT.PASTE.SAFE.2] Invalid UTF-8, a line feed (it would submit a command line), or
     // the end marker (it would break out of bracketed paste) is unsafe.
-    std::str::from_utf8(data).is_err()
-        || data.contains(&b'\n')
-        || data.windows(BRACKET_END.len()).any(|w| w == BRACKET_END)
+    data.contains(&b'\n') || contains_end_marker(data) || std::str::from_utf8(data).is_err()
+}
+
+/// Whether `ESC [ 2 0 1 ~` occurs in `data`; jumps from ESC to ESC, which is much faster than
+/// comparing every 6-byte window of a long paste.
+fn contains_end_marker(data: &[u8]) -> bool {
+    let mut rest = data;
+    while let Some(i) = rest.iter().position(|&b| b == 0x1b) {
+        let (_, tail) = rest.split_at(i);
+        if tail.starts_with(BRACKET_END) {
+            return true;
+        }
+        rest = tail.get(1..).unwrap_or_default();
+    }
+    false
 }
 
 /// Whether `b` is one of the controls an accepted untrusted paste may not carry (R15,
@@ -70,6 +82,13 @@ pub fn encode_paste(
     if paste_is_unsafe(paste) {
         return Err(EncodeError::UnsafePaste);
     }
+    encode_checked(paste, modes, out);
+    Ok(())
+}
+
+/// [`encode_paste`] for a paste already known to pass [`paste_is_unsafe`] (APPLY_INPUT step 7
+/// checked the whole batch), so a long paste is not scanned twice.
+pub(super) fn encode_checked(paste: &PasteEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
     let untrusted = paste.trust == PasteTrust::Untrusted;
     out.reserve(encoded_len(paste, modes));
     // [INPUT.ENCODE.PASTE.1] Bracketed paste wraps the data in the 200/201 markers.
@@ -96,7 +115,6 @@ pub fn encode_paste(
     if modes.bracketed_paste {
         out.extend_from_slice(BRACKET_END);
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -132,6 +150,10 @@ mod tests {
             (Untrusted, b"\xff\xfe", true), // invalid UTF-8
             (Untrusted, b"x\x1b[201~y", true), // end marker
             (Untrusted, b"x\x1b[201", false), // an incomplete marker is not the marker
+            (Untrusted, b"\x1b\x1b[201~", true), // marker right after another ESC
+            (Untrusted, b"\x1b[201~", true), // marker alone
+            (Untrusted, b"abc\x1b", false), // ESC as the last byte
+            (Untrusted, b"\x1b[200~", false), // the start marker is not refused
             (Untrusted, "héllo".as_bytes(), false),
             (Trusted, b"two\nlines\xff\x1b[201~", false), // trusted is never checked
             (Untrusted, b"", false),
