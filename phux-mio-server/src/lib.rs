@@ -6,13 +6,19 @@
 //! to make the slave the child's controlling terminal.
 
 pub mod child;
+pub mod clock;
+pub mod config;
+pub mod conn;
 pub mod pty;
 pub mod rand;
 pub mod signals;
 pub mod socket;
+pub mod writer;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite, TermiosFlags};
 pub use rand::server_id;
 pub use signals::{ShutdownSignal, Signals};
-pub use socket::{PeerError, ServerSocket, SocketError, check_peer, peer_uid, socket_path};
+pub use socket::{
+    DirPolicy, PeerError, ServerSocket, SocketError, check_peer, peer_uid, socket_path,
+};
