@@ -6,7 +6,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod digest;
+pub mod encoder;
+pub mod framing;
+pub mod lane;
+pub mod lease;
+pub mod ledger;
 pub mod modes;
+pub mod server;
+pub mod terminal;
 pub mod time;
 
 pub use time::Instant;

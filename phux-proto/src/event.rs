@@ -56,7 +56,6 @@ pub struct TerminalControl {
 
 /// An EVENT payload: `tag u8 ‖ body_len u32 ‖ body`. Unknown tags are kept byte-exact.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum AgentEvent {
     /// 0x00.
     CommandStarted,
@@ -99,6 +98,43 @@ pub enum AgentEvent {
         /// The body bytes.
         body: Vec<u8>,
     },
+}
+
+impl AgentEvent {
+    /// The largest tag phux 0.8 names (`cwd_changed`); `Unknown` holds only larger tags.
+    pub const MAX_KNOWN_TAG: u8 = 0x0a;
+}
+
+/// By hand so `Unknown` never carries a known tag (which would re-decode as that event).
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for AgentEvent {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(match u.int_in_range(0u8..=11)? {
+            0 => Self::CommandStarted,
+            1 => Self::CommandFinished {
+                exit_code: u.arbitrary()?,
+            },
+            2 => Self::TitleChanged {
+                title: u.arbitrary()?,
+            },
+            3 => Self::Bell,
+            4 => Self::PaneSpawned,
+            5 => Self::PaneClosed {
+                exit_status: u.arbitrary()?,
+            },
+            6 => Self::Dirty,
+            7 => Self::Idle,
+            8 => Self::TerminalControl(u.arbitrary()?),
+            9 => Self::Asked(u.arbitrary()?),
+            10 => Self::CwdChanged {
+                cwd: u.arbitrary()?,
+            },
+            _ => Self::Unknown {
+                tag: u.int_in_range(Self::MAX_KNOWN_TAG + 1..=u8::MAX)?,
+                body: u.arbitrary()?,
+            },
+        })
+    }
 }
 
 /// The `asked` event body: TLV fields inside the event body.

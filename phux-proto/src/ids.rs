@@ -111,6 +111,50 @@ impl<'a> arbitrary::Arbitrary<'a> for OperationId {
     }
 }
 
+macro_rules! nonzero_u64_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+        pub struct $name(u64);
+
+        impl $name {
+            /// Wraps a value; `None` for zero, which the wire forbids.
+            pub const fn new(value: u64) -> Option<Self> {
+                if value == 0 { None } else { Some(Self(value)) }
+            }
+
+            /// The wire value (never zero).
+            pub const fn get(self) -> u64 {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        #[cfg(feature = "arbitrary")]
+        impl<'a> arbitrary::Arbitrary<'a> for $name {
+            fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                let value: u64 = u.arbitrary()?;
+                Ok(Self(value.max(1)))
+            }
+        }
+    };
+}
+
+nonzero_u64_id! {
+    /// A terminal output stream's id (u64, non-zero): one per subscription incarnation.
+    StreamId
+}
+
+nonzero_u64_id! {
+    /// A bootstrap's id (u64, non-zero) within a stream.
+    BootstrapId
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +176,12 @@ mod tests {
             id: 2,
         };
         assert_eq!(sat.to_string(), "satellite:\"h\":2");
+    }
+
+    #[test]
+    fn zero_stream_and_bootstrap_ids_are_refused() {
+        assert_eq!(StreamId::new(0), None);
+        assert_eq!(BootstrapId::new(0), None);
+        assert_eq!(StreamId::new(7).map(StreamId::get), Some(7));
     }
 }

@@ -6,10 +6,21 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod atoms;
+mod macros;
+
+pub mod command;
+pub mod decode_error;
 pub mod error_code;
 pub mod event;
+pub mod field;
+pub mod frame;
+pub mod framing;
 pub mod ids;
 pub mod input;
 
+pub use command::{Command, CommandResult, CommandValue};
+pub use decode_error::{DecodeError, DecodeErrorKind};
 pub use error_code::ErrorCode;
-pub use ids::{ClientId, GroupId, OperationId, TerminalId};
+pub use frame::{Frame, FrameType};
+pub use ids::{BootstrapId, ClientId, GroupId, OperationId, StreamId, TerminalId};

@@ -1,0 +1,405 @@
+//! Input: INPUT_* frames, ROUTE_INPUT, and APPLY_INPUT with its full acknowledged contract.
+
+use phux_proto::command::{ApplyInput, CommandResult, MAX_APPLY_INPUT_EVENTS};
+use phux_proto::input::InputEvent;
+use phux_proto::{ErrorCode, OperationId, TerminalId};
+
+use super::{ConnId, ServerAction, ServerEngine};
+use crate::digest::PayloadDigest;
+use crate::encoder::{self, BatchError};
+use crate::ledger::{Admission, FinalResult, LedgerRefusal};
+use crate::time::Instant;
+
+/// Names one PTY write job, echoed back by the driver in `WriteDone`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct JobId(pub u64);
+
+/// What happened to a job's bytes, as the driver observed it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum WriteOutcome {
+    /// Every byte was accepted by the PTY master.
+    Written,
+    /// No byte was written (the child was gone before the first byte, say).
+    NotWritten,
+    /// Some bytes may have been written: the write failed part way.
+    Unknown,
+    /// The canonical-line guard refused the job; no byte was written.
+    CanonicalRefused {
+        /// The line limit the guard applied.
+        limit: u32,
+    },
+}
+
+/// Why a job exists: who is owed an answer when it completes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum JobKind {
+    /// Fire-and-forget input (INPUT_*, ROUTE_INPUT): nobody is owed a reply.
+    Unacknowledged,
+    /// APPLY_INPUT: the operation and the request to answer.
+    Acknowledged {
+        op: OperationId,
+        conn: ConnId,
+        request_id: u32,
+    },
+}
+
+impl FinalResult {
+    /// The COMMAND_RESULT a cached or fresh final result is reported as.
+    pub(super) fn to_result(self) -> CommandResult {
+        match self {
+            Self::Ok => CommandResult::Ok,
+            Self::DeliveryUnknown => CommandResult::Error {
+                code: ErrorCode::INPUT_DELIVERY_UNKNOWN,
+                message: "PTY input delivery could not be confirmed".to_owned(),
+            },
+            Self::CanonicalLimitExceeded { limit } => CommandResult::Error {
+                code: ErrorCode::CANONICAL_LIMIT_EXCEEDED,
+                message: format!(
+                    "the terminal is in canonical (cooked) mode and this batch's encoded PTY bytes \
+                     contain a line longer than {limit} bytes with no line terminator; split it"
+                ),
+            },
+            Self::NotWritten => CommandResult::Error {
+                code: ErrorCode::INPUT_NOT_WRITTEN,
+                message: "PTY input was not written; the terminal's writer never received it"
+                    .to_owned(),
+            },
+        }
+    }
+}
+
+impl ServerEngine {
+    /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS: no reply in any case.
+    pub(super) fn on_fire_and_forget(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        terminal: &TerminalId,
+        event: InputEvent,
+    ) {
+        let Ok(t) = self.lookup(terminal) else { return };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let (client, cells) = (conn.client, conn.cells);
+        let Some(term) = self.terminals.get(&t) else {
+            return;
+        };
+        // [INPUT.FRAME.2] Only a client attached to the terminal may send it INPUT_* frames.
+        if !term.viewers.contains_key(&id) || !term.accepts_input() {
+            return;
+        }
+        // [LEASE.GATE.1] Under another client's lease INPUT_* is dropped.
+        if self
+            .leases
+            .check_input(now, &TerminalId::Local(t), client)
+            .is_err()
+        {
+            return;
+        }
+        let modes = term.state.modes();
+        // [INPUT.PASTE.SAFE.3] An unsafe untrusted paste on INPUT_PASTE is dropped.
+        let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(&event), &modes, cells) else {
+            return;
+        };
+        self.queue_job(t, bytes, JobKind::Unacknowledged);
+    }
+
+    pub(super) fn cmd_route_input(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        rid: u32,
+        terminal: &TerminalId,
+        event: InputEvent,
+    ) {
+        let t = match self.lookup(terminal) {
+            Ok(t) => t,
+            Err(e) => return self.send_lookup_error(id, rid, &e),
+        };
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let (client, cells) = (conn.client, conn.cells);
+        // [LEASE.GATE.2] ROUTE_INPUT under another client's lease is refused with 204 (R10).
+        if let Err(held) = self.leases.check_input(now, &TerminalId::Local(t), client) {
+            return self.send_error_result(
+                id,
+                rid,
+                ErrorCode::INPUT_LEASE_HELD,
+                format!("input lease held by client {}", held.holder),
+            );
+        }
+        let Some(term) = self.terminals.get(&t) else {
+            return;
+        };
+        let accepts = term.accepts_input();
+        let modes = term.state.modes();
+        // [INPUT.ROUTE.2] Encode failures and unsafe pastes write nothing but still reply OK.
+        if accepts {
+            if let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(&event), &modes, cells) {
+                self.queue_job(t, bytes, JobKind::Unacknowledged);
+            }
+        }
+        self.send_result(id, rid, CommandResult::Ok);
+    }
+
+    /// APPLY_INPUT, in the order of phux 0.8 section 8.2: the first failing step decides.
+    pub(super) fn cmd_apply_input(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        rid: u32,
+        apply: ApplyInput,
+    ) {
+        let op = apply.operation_id;
+        let wire_terminal = apply.terminal.clone();
+        // [INPUT.LANE.1] One unresolved acknowledged operation per terminal, server-wide,
+        // checked before dedupe: a same-id retry while the original is pending is 202 too.
+        if self.lane.admit(wire_terminal.clone(), op).is_err() {
+            return self.send_error_result(
+                id,
+                rid,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "another APPLY_INPUT operation is in flight for this terminal",
+            );
+        }
+        // From here on every refusal must free the lane slot.
+        if let Err(reply) = self.apply_admitted(now, id, rid, &apply) {
+            // The slot was admitted just above, so it is there to free.
+            let _ = self.lane.abandon(&wire_terminal);
+            self.send_result(id, rid, reply);
+        }
+    }
+
+    /// Steps 3-10 of APPLY_INPUT. `Ok` = handed off (the reply comes with the completion).
+    fn apply_admitted(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        request_id: u32,
+        apply: &ApplyInput,
+    ) -> Result<(), CommandResult> {
+        let refuse = |code: ErrorCode, message: &str| CommandResult::Error {
+            code,
+            message: message.to_owned(),
+        };
+        let op = apply.operation_id;
+        // [INPUT.APPLY.3] 1..=256 events; no dedupe binding is made for a bad count.
+        if apply.events.is_empty() || apply.events.len() > MAX_APPLY_INPUT_EVENTS {
+            return Err(refuse(
+                ErrorCode::INVALID_COMMAND,
+                "APPLY_INPUT requires 1..=256 events",
+            ));
+        }
+        let digest = PayloadDigest::of(apply);
+        // [INPUT.DEDUPE.1] Bind the id to the payload digest; a known result is returned as is.
+        match self.ledger.admit(now, op, digest) {
+            Ok(Admission::Cached(result)) => return Err(result.to_result()),
+            Ok(Admission::InFlight) => {
+                // The lane admitted it, so the original's lane slot was freed by the 5 s bound
+                // while its job is still queued: its fate is not known yet.
+                return Err(refuse(
+                    ErrorCode::RESOURCE_EXHAUSTED,
+                    "this APPLY_INPUT operation is still in flight",
+                ));
+            }
+            Ok(Admission::Fresh | Admission::Rebound) => {}
+            Err(LedgerRefusal::DigestMismatch) => {
+                // [INPUT.DEDUPE.3] Same id, different payload: refused, nothing written.
+                return Err(refuse(
+                    ErrorCode::INVALID_COMMAND,
+                    "APPLY_INPUT operation id reused with a different payload",
+                ));
+            }
+            Err(LedgerRefusal::Full) => {
+                // [INPUT.DEDUPE.5] A full ledger refuses unseen ids; nothing is evicted.
+                return Err(refuse(
+                    ErrorCode::RESOURCE_EXHAUSTED,
+                    "acknowledged-input dedupe cache is full",
+                ));
+            }
+        }
+        // Steps 5-8 refuse before handoff: the binding stays, the operation may be retried.
+        let outcome = self.prepare_job(now, id, apply);
+        match outcome {
+            Ok((t, bytes)) => {
+                // [INPUT.APPLY.10] The whole batch is one job, handed off in order.
+                // Both records were created above by this call; neither can be missing.
+                let _ = self.ledger.handed_off(op);
+                let _ = self.lane.handed_off(now, &apply.terminal);
+                self.queue_job(
+                    t,
+                    bytes,
+                    JobKind::Acknowledged {
+                        op,
+                        conn: id,
+                        request_id,
+                    },
+                );
+                Ok(())
+            }
+            Err(reply) => {
+                // [INPUT.DEDUPE.6] A refusal before handoff keeps only the id→digest binding.
+                let _ = self.ledger.release(op);
+                Err(reply)
+            }
+        }
+    }
+
+    /// Steps 5-8: destination, lease, paste safety, encoding. Returns the terminal and bytes.
+    fn prepare_job(
+        &self,
+        now: Instant,
+        id: ConnId,
+        apply: &ApplyInput,
+    ) -> Result<(u32, Vec<u8>), CommandResult> {
+        let refuse = |code: ErrorCode, message: String| CommandResult::Error { code, message };
+        let t = self.lookup(&apply.terminal).map_err(|e| {
+            let (code, message) = e.code();
+            refuse(code, message.to_owned())
+        })?;
+        let conn = self
+            .conns
+            .get(&id)
+            .ok_or_else(|| refuse(ErrorCode::INTERNAL_ERROR, "connection gone".into()))?;
+        // [LEASE.GATE.3] APPLY_INPUT under another client's lease is 204; no subscription needed.
+        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client) {
+            return Err(refuse(
+                ErrorCode::INPUT_LEASE_HELD,
+                format!("input lease held by client {}", held.holder),
+            ));
+        }
+        let term = &self.terminals[&t];
+        if !term.accepts_input() {
+            // [INPUT.APPLY.11] No live child: nothing can be written; the client may resubmit.
+            return Err(refuse(
+                ErrorCode::INPUT_NOT_WRITTEN,
+                "the terminal has no running child".into(),
+            ));
+        }
+        // [INPUT.APPLY.7] [INPUT.APPLY.8] Unsafe paste, then encode against ONE snapshot.
+        let bytes =
+            encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells).map_err(|e| {
+                let message = match &e {
+                    BatchError::UnsafePaste { .. } => {
+                        "APPLY_INPUT batch contains an unsafe paste".to_owned()
+                    }
+                    BatchError::TooLarge { .. } => {
+                        "APPLY_INPUT encoded PTY bytes exceed 64 KiB".to_owned()
+                    }
+                    _ => format!("APPLY_INPUT event encoding failed: {e}"),
+                };
+                refuse(e.code(), message)
+            })?;
+        Ok((t, bytes))
+    }
+
+    /// Hands a job to the driver, behind every earlier job for the terminal (R8).
+    fn queue_job(&mut self, t: u32, bytes: Vec<u8>, kind: JobKind) {
+        let job = JobId(self.next_job);
+        self.next_job += 1;
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        term.jobs.push_back((job, kind));
+        // [INPUT.CANON.1] Every job is subject to the canonical-line guard at the writer.
+        self.actions.push_back(ServerAction::Write {
+            terminal: t,
+            job,
+            bytes,
+            canonical_check: true,
+        });
+    }
+
+    pub(super) fn on_write_done(&mut self, t: u32, job: JobId, outcome: WriteOutcome) {
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        let Some(pos) = term.jobs.iter().position(|(j, _)| *j == job) else {
+            return; // Unknown or duplicate completion: a driver bug, ignored.
+        };
+        let Some((_, kind)) = term.jobs.remove(pos) else {
+            return;
+        };
+        if let WriteOutcome::CanonicalRefused { .. } = outcome {
+            term.canonical = Some(true);
+        }
+        let JobKind::Acknowledged {
+            op,
+            conn,
+            request_id,
+        } = kind
+        else {
+            return;
+        };
+        let result = match outcome {
+            // [INPUT.APPLY.13] OK only after every byte was written.
+            WriteOutcome::Written => FinalResult::Ok,
+            WriteOutcome::NotWritten => FinalResult::NotWritten,
+            // [INPUT.APPLY.14] An uncertain write is reported as such, never guessed.
+            WriteOutcome::Unknown => FinalResult::DeliveryUnknown,
+            WriteOutcome::CanonicalRefused { limit } => {
+                FinalResult::CanonicalLimitExceeded { limit }
+            }
+        };
+        let tid = TerminalId::Local(t);
+        // [INPUT.LANE.3] A completion after the 5 s bound changes nothing.
+        if self.lane.complete(&tid, op).is_none() {
+            return;
+        }
+        let _ = self.ledger.complete(op, result);
+        self.send_result(conn, request_id, result.to_result());
+    }
+
+    /// The lane's 5 s bound passed with no completion: the write is in doubt.
+    pub(super) fn resolve_expired_job(&mut self, terminal: TerminalId, op: OperationId) {
+        let Some(t) = terminal.local() else { return };
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        let Some((conn, request_id)) = term.jobs.iter_mut().find_map(|(_, kind)| match kind {
+            JobKind::Acknowledged {
+                op: o,
+                conn,
+                request_id,
+            } if *o == op => Some((*conn, *request_id)),
+            _ => None,
+        }) else {
+            return;
+        };
+        // [INPUT.LANE.2] No completion within 5 s of handoff: INPUT_DELIVERY_UNKNOWN, cached.
+        let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
+        self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
+        // The job stays queued: its bytes may still be written; its completion is ignored.
+        if let Some(term) = self.terminals.get_mut(&t) {
+            for (_, kind) in &mut term.jobs {
+                if matches!(kind, JobKind::Acknowledged { op: o, .. } if *o == op) {
+                    *kind = JobKind::Unacknowledged;
+                }
+            }
+        }
+    }
+
+    /// A terminal went away with jobs the driver never reported: their fate is unknown.
+    pub(super) fn resolve_orphaned_jobs(&mut self, t: u32) {
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        let jobs: Vec<_> = term.jobs.drain(..).collect();
+        for (_, kind) in jobs {
+            if let JobKind::Acknowledged {
+                op,
+                conn,
+                request_id,
+            } = kind
+            {
+                let tid = TerminalId::Local(t);
+                if self.lane.complete(&tid, op).is_some() {
+                    let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
+                    self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
+                }
+            }
+        }
+    }
+}
