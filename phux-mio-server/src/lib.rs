@@ -1,6 +1,6 @@
-//! The operating-system layer of the phux reference server: pseudo-terminals and their
-//! children, the Unix socket, shutdown signals and the server id. The mio event loop and the
-//! protocol driver build on these; nothing here knows the protocol.
+//! The phux reference server: the operating-system layer (pseudo-terminals and their
+//! children, the Unix socket, shutdown signals, the server id) and the mio [`driver`] that
+//! runs a `phux_core::server::ServerEngine` on it. Only the engine knows the protocol.
 //!
 //! `unsafe` appears once, in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
 //! to make the slave the child's controlling terminal.
@@ -9,6 +9,7 @@ pub mod child;
 pub mod clock;
 pub mod config;
 pub mod conn;
+pub mod driver;
 pub mod pty;
 pub mod rand;
 pub mod signals;

@@ -135,17 +135,17 @@ impl<J: Copy> JobQueue<J> {
     ) -> Option<JobOutcome> {
         if job.written == 0 && job.canonical_check {
             // [INPUT.CANON.1] The mode is read right before the first byte, not when the job
-            // was admitted: the child may have switched modes since.
-            match pty.termios_flags() {
-                Ok(flags) => {
-                    if let Some(limit) = refuse(&job.bytes, flags) {
-                        return Some(JobOutcome::CanonicalRefused { limit });
-                    }
-                }
-                // The master is gone or unusable: nothing was written.
-                Err(_) => return Some(JobOutcome::NotWritten),
+            // was admitted: the child may have switched modes since. [INPUT.CANON.6] When
+            // the termios cannot be read the job is written unguarded.
+            if let Ok(flags) = pty.termios_flags()
+                && let Some(limit) = refuse(&job.bytes, flags)
+            {
+                // [INPUT.CANON.4] Refused: not one byte is written.
+                return Some(JobOutcome::CanonicalRefused { limit });
             }
         }
+        // [SERVER.PTY.1] In order; WouldBlock waits for writability (EINTR is retried below
+        // us). [SERVER.PTY.2] A failure is NotWritten before the first byte, Unknown after.
         loop {
             let Some(rest) = job.bytes.get(job.written..).filter(|r| !r.is_empty()) else {
                 return Some(JobOutcome::Written);
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn canonical_refusal_writes_nothing_and_the_next_job_proceeds() {
-        // [INPUT.CANON.3] A refused job leaves the terminal untouched.
+        // [INPUT.CANON.4] A refused job leaves the terminal untouched.
         let pty = Scripted::new(vec![Ok(PtyWrite::Written(100))]);
         let mut q = JobQueue::new();
         q.push(1, vec![b'x'; 5000], true);
