@@ -222,7 +222,11 @@ impl Driver {
             .conns
             .values()
             .filter_map(|c| c.closing)
-            .chain(self.terminals.values().filter_map(|t| t.exited.map(|e| e.1)))
+            .chain(
+                self.terminals
+                    .values()
+                    .filter_map(|t| t.exited.map(|e| e.1)),
+            )
             .chain(self.shutdown);
         let next = ours.chain(self.engine.poll_timeout()).min()?;
         Some(self.clock.until(next))
@@ -280,6 +284,16 @@ impl Driver {
     }
 
     fn perform(&mut self, action: ServerAction) {
+        match &action {
+            ServerAction::Send { conn, bytes } => trace!(conn = conn.0, len = bytes.len(), "send"),
+            ServerAction::Write {
+                terminal,
+                job,
+                bytes,
+                ..
+            } => debug!(terminal, job = job.0, len = bytes.len(), "write"),
+            other => debug!(action = ?other, "perform"),
+        }
         match action {
             ServerAction::Send { conn, bytes } => self.send(conn, bytes),
             ServerAction::Close { conn } => self.close(conn),
@@ -356,10 +370,10 @@ impl Driver {
             read_token
         };
         let fd = transport.read_fd().as_raw_fd();
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut SourceFd(&fd), read_token, Interest::READABLE)
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut SourceFd(&fd), read_token, Interest::READABLE)
         {
             self.sources.remove(&read_token);
             self.sources.remove(&write_token);
@@ -405,14 +419,14 @@ impl Driver {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.peer_gone(id, Some(e)),
+                Err(e) => return self.peer_gone(id, Some(&e)),
             }
         }
         self.again.push(token);
     }
 
     /// The peer ended its stream or the transport failed.
-    fn peer_gone(&mut self, id: ConnId, err: Option<io::Error>) {
+    fn peer_gone(&mut self, id: ConnId, err: Option<&io::Error>) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
@@ -423,7 +437,7 @@ impl Driver {
             // That was the socket's only registration, write interest included.
             conn.writable = false;
         }
-        match &err {
+        match err {
             None => debug!(conn = id.0, "peer closed its stream"),
             Some(e) => debug!(conn = id.0, error = %e, "read failed"),
         }
@@ -555,10 +569,8 @@ impl Driver {
         drop(conn);
         info!(conn = id.0, "connection closed");
         if !was_reported {
-            self.engine.handle(
-                self.clock.now(),
-                ServerEvent::Disconnected { conn: id },
-            );
+            self.engine
+                .handle(self.clock.now(), ServerEvent::Disconnected { conn: id });
         }
         if stdio && self.stdio {
             self.done = true;
@@ -603,7 +615,9 @@ impl Driver {
         let registered = master_fd
             .ok_or_else(|| io::Error::other("no master"))
             .and_then(|fd| registry.register(&mut SourceFd(&fd), master_token, Interest::READABLE))
-            .and_then(|()| registry.register(&mut SourceFd(&pidfd), pidfd_token, Interest::READABLE));
+            .and_then(|()| {
+                registry.register(&mut SourceFd(&pidfd), pidfd_token, Interest::READABLE)
+            });
         if let Err(e) = registered {
             error!(terminal, error = %e, "cannot register a terminal");
             if let Some(fd) = master_fd {
@@ -828,7 +842,10 @@ impl Driver {
             .map(|(id, _)| *id)
             .collect();
         for id in overdue {
-            warn!(conn = id.0, "peer did not read its last bytes in time; closing");
+            warn!(
+                conn = id.0,
+                "peer did not read its last bytes in time; closing"
+            );
             self.close_now(id);
         }
         let drained: Vec<u32> = self
@@ -838,7 +855,10 @@ impl Driver {
             .map(|(id, _)| *id)
             .collect();
         for terminal in drained {
-            debug!(terminal, "terminal output still open after the child's exit");
+            debug!(
+                terminal,
+                "terminal output still open after the child's exit"
+            );
             self.finish_exit(terminal);
         }
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {

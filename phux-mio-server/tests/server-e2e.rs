@@ -123,7 +123,10 @@ fn sigterm_detaches_every_client_kills_children_and_removes_the_socket() {
             _ => None,
         });
         assert_eq!(reason, Some(DetachReason::SERVER_SHUTDOWN));
-        assert!(client.wait_eof(), "the server closes the connection after DETACHED");
+        assert!(
+            client.wait_eof(),
+            "the server closes the connection after DETACHED"
+        );
     }
     assert_eq!(server.wait_exit(), Some(0));
     assert!(!server.socket.exists(), "socket file left behind");

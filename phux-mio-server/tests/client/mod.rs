@@ -48,7 +48,9 @@ impl Server {
             let _ = BufReader::new(stdout).read_line(&mut line);
             let _ = tx.send(line);
         });
-        let line = rx.recv_timeout(DEADLINE).expect("server never printed its ready line");
+        let line = rx
+            .recv_timeout(DEADLINE)
+            .expect("server never printed its ready line");
         assert_eq!(
             line.trim_end(),
             format!("phux-mio-server listening on {}", socket.display())
@@ -173,7 +175,11 @@ impl Client {
     }
 
     /// Reads frames until `pick` returns something; panics on deadline or end of stream.
-    pub(crate) fn wait_for<T>(&mut self, what: &str, mut pick: impl FnMut(&Frame) -> Option<T>) -> T {
+    pub(crate) fn wait_for<T>(
+        &mut self,
+        what: &str,
+        mut pick: impl FnMut(&Frame) -> Option<T>,
+    ) -> T {
         let end = Instant::now() + DEADLINE;
         loop {
             match self.recv(end) {
