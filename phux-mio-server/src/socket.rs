@@ -19,6 +19,8 @@ pub const DIR_MODE: u32 = 0o700;
 pub const SOCKET_MODE: u32 = 0o600;
 /// Permission bits that must be clear on the directory and on an existing socket.
 const GROUP_OTHER_BITS: u32 = 0o077;
+/// Write permission for group or others.
+const GROUP_OTHER_WRITE: u32 = 0o022;
 
 /// Why the server refuses to listen.
 #[derive(Debug, thiserror::Error)]
@@ -90,8 +92,8 @@ pub enum PeerError {
 /// Where the server listens: `explicit` (from `--socket`) if given, else
 /// `$XDG_RUNTIME_DIR/phux-mio/<name>.sock`, else `/tmp/phux-mio-<euid>/<name>.sock`.
 ///
-/// An explicit path gets the same checks in [`ServerSocket::bind`] as the default: its
-/// directory must be private (so `--socket /tmp/x.sock` is refused; use a 0700 directory).
+/// Bind the default path with [`DirPolicy::Private`] and an explicit one with
+/// [`DirPolicy::Explicit`] (see [`ServerSocket::bind_with`]).
 pub fn socket_path(explicit: Option<PathBuf>, name: &str) -> Result<PathBuf, SocketError> {
     if let Some(path) = explicit {
         return Ok(path);
@@ -117,6 +119,18 @@ pub fn default_socket_path(
     }
 }
 
+/// How strict to be about the socket's parent directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DirPolicy {
+    /// The default directory: ours, and granting nothing to group or others.
+    Private,
+    /// A directory the user named with `--socket`: owned by us or root, and either not
+    /// writable by group or others, or sticky (like `/tmp`, where others can create files
+    /// but cannot remove or replace ours). The socket itself is still 0600.
+    Explicit,
+}
+
 /// A bound, non-blocking listening socket. Dropping it removes the socket file, but only if
 /// the file at the path is still the one we bound.
 #[derive(Debug)]
@@ -134,6 +148,11 @@ impl ServerSocket {
     /// socket must be ours, 0600 or stricter, and dead (connecting is refused) before it is
     /// removed; anything else at the path is left alone and refused.
     pub fn bind(path: &Path) -> Result<Self, SocketError> {
+        Self::bind_with(path, DirPolicy::Private)
+    }
+
+    /// [`ServerSocket::bind`] with the parent directory checked by `policy`.
+    pub fn bind_with(path: &Path, policy: DirPolicy) -> Result<Self, SocketError> {
         let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -141,7 +160,7 @@ impl ServerSocket {
         if path.file_name().is_none() {
             return Err(SocketError::InvalidPath(path.to_owned()));
         }
-        prepare_dir(dir)?;
+        prepare_dir(dir, policy)?;
         clear_stale(path)?;
         let listener = UnixListener::bind(path).map_err(|source| {
             if source.kind() == io::ErrorKind::AddrInUse {
@@ -213,7 +232,7 @@ pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-fn prepare_dir(dir: &Path) -> Result<(), SocketError> {
+fn prepare_dir(dir: &Path, policy: DirPolicy) -> Result<(), SocketError> {
     match DirBuilder::new().mode(DIR_MODE).create(dir) {
         // We made it: make sure a restrictive umask did not leave us without access either.
         Ok(()) => fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
@@ -226,7 +245,31 @@ fn prepare_dir(dir: &Path) -> Result<(), SocketError> {
     if !meta.file_type().is_dir() {
         return Err(SocketError::NotADirectory(dir.to_owned()));
     }
-    check_private(dir, &meta)
+    match policy {
+        DirPolicy::Private => check_private(dir, &meta),
+        DirPolicy::Explicit => check_shared_dir(dir, &meta),
+    }
+}
+
+/// An explicitly named directory: nobody but us (or root) may remove or replace our socket.
+fn check_shared_dir(dir: &Path, meta: &fs::Metadata) -> Result<(), SocketError> {
+    let uid = euid();
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Err(SocketError::WrongOwner {
+            path: dir.to_owned(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    let sticky = mode & 0o1000 != 0;
+    if mode & GROUP_OTHER_WRITE != 0 && !sticky {
+        return Err(SocketError::TooOpen {
+            path: dir.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 /// Removes a dead socket at `path`; refuses a live one or a non-socket.
@@ -312,6 +355,45 @@ mod tests {
                 default_socket_path(None, 0, bad),
                 Err(SocketError::InvalidName(_))
             ));
+        }
+    }
+
+    fn dir_with_mode(mode: u32) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::set_permissions(dir.path(), Permissions::from_mode(mode)).expect("chmod");
+        dir
+    }
+
+    #[test]
+    fn explicit_path_accepts_a_sticky_shared_dir_like_tmp_but_the_default_does_not() {
+        let dir = dir_with_mode(0o1777);
+        let path = dir.path().join("s.sock");
+        assert!(matches!(
+            ServerSocket::bind(&path),
+            Err(SocketError::TooOpen { .. })
+        ));
+        let sock = ServerSocket::bind_with(&path, DirPolicy::Explicit).expect("bind");
+        let mode = fs::symlink_metadata(&path).expect("stat").mode() & 0o777;
+        assert_eq!(mode, SOCKET_MODE);
+        drop(sock);
+        assert!(!path.exists(), "the socket is removed on drop");
+    }
+
+    #[test]
+    fn explicit_path_accepts_a_readable_dir_and_refuses_a_writable_one() {
+        let dir = dir_with_mode(0o755);
+        let path = dir.path().join("s.sock");
+        ServerSocket::bind_with(&path, DirPolicy::Explicit).expect("0755 is fine");
+        for mode in [0o777, 0o775, 0o757] {
+            let dir = dir_with_mode(mode);
+            let path = dir.path().join("s.sock");
+            assert!(
+                matches!(
+                    ServerSocket::bind_with(&path, DirPolicy::Explicit),
+                    Err(SocketError::TooOpen { .. })
+                ),
+                "mode {mode:o}"
+            );
         }
     }
 

@@ -1,0 +1,130 @@
+//! The command line.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// The phux reference server: serves the phux protocol (0.8) over a Unix socket and runs
+/// each terminal's program on a real pseudo-terminal.
+///
+/// On start it prints one line, `phux-mio-server listening on <path>`, on stdout (scripts
+/// can wait for it). SIGTERM or SIGINT (or the SHUTDOWN command) tells every client
+/// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "phux-mio-server", version)]
+pub struct Config {
+    /// Listen on this Unix socket. Its directory is created 0700 if missing; an existing
+    /// directory must not be writable by group or others unless it is sticky (like /tmp).
+    /// The socket is made 0600. Default: $XDG_RUNTIME_DIR/phux-mio/<NAME>.sock, or
+    /// /tmp/phux-mio-<uid>/<NAME>.sock without XDG_RUNTIME_DIR (that directory must be 0700).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// The server's name, which picks the default socket path (ignored with --socket).
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub name: String,
+
+    /// Serve exactly one client over stdin/stdout instead of a socket (for SSH and the
+    /// conformance runner), and exit when it disconnects. Nothing else is printed on stdout.
+    #[arg(long, conflicts_with = "socket")]
+    pub stdio: bool,
+
+    /// How much to log.
+    #[arg(long, value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+
+    /// Append logs to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+
+    /// The program a SPAWN_TERMINAL without a command runs (one path or name, no
+    /// arguments). Default: $SHELL, or /bin/sh when it is unset or empty.
+    #[arg(long, value_name = "PROGRAM")]
+    pub shell: Option<String>,
+}
+
+/// Log verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    /// Only failures.
+    Error,
+    /// Failures and refusals (a foreign-uid peer, a protocol error).
+    Warn,
+    /// Start, stop, connections opening and closing, children spawned and exiting.
+    Info,
+    /// Every action the engine asks for.
+    Debug,
+    /// Every read and write.
+    Trace,
+}
+
+impl LogLevel {
+    /// The `tracing` filter directive for this level.
+    pub fn directive(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::Trace => "trace",
+        }
+    }
+}
+
+impl Config {
+    /// The default terminal command: `--shell`, else `$SHELL`, else `/bin/sh`.
+    pub fn default_command(&self) -> Vec<String> {
+        let shell = self.shell.clone().filter(|s| !s.is_empty()).or_else(|| {
+            std::env::var_os("SHELL")
+                .filter(|s| !s.is_empty())
+                .map(OsString::into_string)
+                .and_then(Result::ok)
+        });
+        vec![shell.unwrap_or_else(|| "/bin/sh".to_owned())]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_flag_is_explained_in_help() {
+        let help = Config::command().render_long_help().to_string();
+        for flag in [
+            "--socket",
+            "--name",
+            "--stdio",
+            "--log-level",
+            "--log-file",
+            "--shell",
+        ] {
+            let line = help
+                .lines()
+                .position(|l| l.contains(flag))
+                .unwrap_or_else(|| panic!("{flag} missing from --help:\n{help}"));
+            // clap prints the explanation on the lines after the flag in long help.
+            let next = help.lines().nth(line + 1).unwrap_or_default();
+            assert!(
+                !next.trim().is_empty(),
+                "{flag} has no explanation:\n{help}"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults_and_conflicts() {
+        let c = Config::try_parse_from(["phux-mio-server"]).expect("parse");
+        assert_eq!(c.name, "default");
+        assert_eq!(c.log_level, LogLevel::Info);
+        assert!(!c.stdio && c.socket.is_none());
+        let c = Config::try_parse_from(["x", "--shell", "/bin/zsh", "--log-level", "trace"])
+            .expect("parse");
+        assert_eq!(c.default_command(), ["/bin/zsh"]);
+        assert_eq!(c.log_level.directive(), "trace");
+        assert!(Config::try_parse_from(["x", "--stdio", "--socket", "/tmp/a"]).is_err());
+        assert!(Config::try_parse_from(["x", "--log-level", "loud"]).is_err());
+    }
+}

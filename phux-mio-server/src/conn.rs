@@ -1,0 +1,276 @@
+//! A client connection's transport and its outbound queue.
+//!
+//! The engine hands the driver whole encoded frames; the driver only has to move them to the
+//! peer without blocking, in order, and say how many bytes left. [`WriteQueue`] keeps the
+//! frames as they came (no copying into one big buffer) with an offset into the first.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use mio::net::UnixStream;
+use rustix::io::Errno;
+
+/// The largest read from a connection or a PTY at once.
+pub const READ_CHUNK: usize = 64 * 1024;
+
+/// Bytes waiting to be written to one peer.
+#[derive(Debug, Default)]
+pub struct WriteQueue {
+    chunks: VecDeque<Vec<u8>>,
+    /// How much of the first chunk has already been written.
+    offset: usize,
+    /// Unwritten bytes in total.
+    len: usize,
+}
+
+/// How a [`WriteQueue::flush_to`] call ended.
+#[derive(Debug)]
+pub enum FlushState {
+    /// Everything queued was written.
+    Drained,
+    /// The peer cannot take more now; wait for writability.
+    Blocked,
+    /// The transport failed; the rest of the queue will never be delivered.
+    Failed(io::Error),
+}
+
+impl WriteQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends bytes after everything already queued.
+    pub fn push(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.len += bytes.len();
+        self.chunks.push_back(bytes);
+    }
+
+    /// Whether nothing is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Unwritten bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets everything queued (the peer is gone).
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.offset = 0;
+        self.len = 0;
+    }
+
+    /// Writes as much as the transport takes without blocking. Returns how many bytes left
+    /// the queue (also when it then failed) and why it stopped. `EINTR` is retried.
+    pub fn flush_to(&mut self, w: &mut impl Write) -> (usize, FlushState) {
+        let mut sent = 0;
+        while let Some(front) = self.chunks.front() {
+            let rest = front.get(self.offset..).unwrap_or_default();
+            match w.write(rest) {
+                Ok(0) => {
+                    return (sent, FlushState::Failed(io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => {
+                    let n = n.min(rest.len());
+                    sent += n;
+                    self.len -= n;
+                    self.offset += n;
+                    if self.offset >= front.len() {
+                        self.chunks.pop_front();
+                        self.offset = 0;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return (sent, FlushState::Blocked);
+                }
+                Err(e) => return (sent, FlushState::Failed(e)),
+            }
+        }
+        (sent, FlushState::Drained)
+    }
+}
+
+/// How a client reaches us.
+#[derive(Debug)]
+pub enum Transport {
+    /// A peer on the Unix socket.
+    Unix(UnixStream),
+    /// The one `--stdio` client: we read stdin and write stdout (both set non-blocking).
+    Stdio,
+}
+
+impl Transport {
+    /// The fd readiness for reading comes from.
+    pub fn read_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::Unix(s) => s.as_fd(),
+            Self::Stdio => rustix::stdio::stdin(),
+        }
+    }
+
+    /// The fd readiness for writing comes from (the same as [`Self::read_fd`] on a socket).
+    pub fn write_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::Unix(s) => s.as_fd(),
+            Self::Stdio => rustix::stdio::stdout(),
+        }
+    }
+
+    /// Whether reading and writing use separate fds (and so separate mio registrations).
+    pub fn split(&self) -> bool {
+        matches!(self, Self::Stdio)
+    }
+
+    /// One non-blocking read. `Ok(0)` is end of stream.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Unix(s) => s.read(buf),
+            Self::Stdio => fd_read(rustix::stdio::stdin(), buf),
+        }
+    }
+
+    /// Ends the stream in both directions (the peer sees EOF); the fds close on drop.
+    pub fn shutdown(&self) {
+        if let Self::Unix(s) = self {
+            // NotConnected when the peer already went away: nothing left to tell it.
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Unix(s) => s.write(buf),
+            Self::Stdio => rustix::io::write(rustix::stdio::stdout(), buf).map_err(Into::into),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn fd_read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    match rustix::io::read(fd, buf) {
+        Ok(n) => Ok(n),
+        Err(Errno::AGAIN) => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sets `O_NONBLOCK` on a file description (stdin/stdout for `--stdio`).
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that takes at most `room` bytes, then blocks, optionally failing afterwards.
+    struct Limited {
+        got: Vec<u8>,
+        room: usize,
+        per_call: usize,
+        fail_when_full: bool,
+    }
+
+    impl Write for Limited {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(if self.fail_when_full {
+                    io::ErrorKind::BrokenPipe.into()
+                } else {
+                    io::ErrorKind::WouldBlock.into()
+                });
+            }
+            let n = buf.len().min(self.room).min(self.per_call);
+            self.got.extend_from_slice(&buf[..n]);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn partial_writes_resume_in_order_and_count_what_left() {
+        let mut q = WriteQueue::new();
+        q.push(b"hello ".to_vec());
+        q.push(Vec::new());
+        q.push(b"world".to_vec());
+        assert_eq!(q.len(), 11);
+        let mut w = Limited {
+            got: Vec::new(),
+            room: 4,
+            per_call: 3,
+            fail_when_full: false,
+        };
+        let (sent, state) = q.flush_to(&mut w);
+        assert_eq!(sent, 4);
+        assert!(matches!(state, FlushState::Blocked));
+        assert_eq!(q.len(), 7);
+        w.room = 100;
+        let (sent, state) = q.flush_to(&mut w);
+        assert_eq!(sent, 7);
+        assert!(matches!(state, FlushState::Drained));
+        assert!(q.is_empty());
+        assert_eq!(w.got, b"hello world");
+    }
+
+    #[test]
+    fn a_failure_reports_the_bytes_sent_before_it() {
+        let mut q = WriteQueue::new();
+        q.push(vec![1; 10]);
+        let mut w = Limited {
+            got: Vec::new(),
+            room: 6,
+            per_call: 100,
+            fail_when_full: true,
+        };
+        let (sent, state) = q.flush_to(&mut w);
+        assert_eq!(sent, 6);
+        assert!(matches!(state, FlushState::Failed(e) if e.kind() == io::ErrorKind::BrokenPipe));
+        assert_eq!(q.len(), 4);
+    }
+
+    #[test]
+    fn a_full_socket_blocks_instead_of_stalling_and_drains_when_read() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("pair");
+        ours.set_nonblocking(true).expect("nonblocking");
+        let mut transport = Transport::Unix(UnixStream::from_std(ours));
+        let mut queue = WriteQueue::new();
+        // Far more than any socket buffer: the write must stop with Blocked, not hang.
+        let total = 8 * 1024 * 1024;
+        queue.push(vec![0x5a; total]);
+        let (first, state) = queue.flush_to(&mut transport);
+        assert!(matches!(state, FlushState::Blocked));
+        assert!(first > 0 && first < total);
+        // Read everything on the other side, flushing as room appears.
+        let mut theirs = theirs;
+        let mut got = 0;
+        let mut sent = first;
+        let mut buf = vec![0u8; READ_CHUNK];
+        while got < total {
+            let n = theirs.read(&mut buf).expect("read");
+            assert!(buf[..n].iter().all(|&x| x == 0x5a));
+            got += n;
+            let (more, _) = queue.flush_to(&mut transport);
+            sent += more;
+        }
+        assert_eq!(sent, total);
+        assert!(queue.is_empty());
+    }
+}
