@@ -338,13 +338,16 @@ impl Driver {
             };
             match listener.listener().accept() {
                 Ok((stream, _)) => {
-                    // [SERVER.PEER.1] A peer running as another user is refused before any
-                    // of its bytes are read.
-                    if let Err(e) = check_peer(&stream) {
-                        warn!(error = %e, "refused a connection");
-                        continue;
-                    }
-                    if let Err(e) = self.add_conn(Transport::Unix(stream), PeerInfo::local()) {
+                    // [SERVER.PEER.1] A peer running as another user is refused by the engine
+                    // (ERROR, DETACHED, close) before any of its frames is acted on.
+                    let peer = match check_peer(&stream) {
+                        Ok(()) => PeerInfo::local(),
+                        Err(e) => {
+                            warn!(error = %e, "refusing a connection");
+                            PeerInfo::foreign()
+                        }
+                    };
+                    if let Err(e) = self.add_conn(Transport::Unix(stream), peer) {
                         error!(error = %e, "cannot register a connection");
                     }
                     self.drive();

@@ -92,16 +92,16 @@ impl ServerEngine {
                 }
             }
             (_, Frame::InputKey(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Key(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Key(f.event));
             }
             (_, Frame::InputPaste(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Paste(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Paste(f.event));
             }
             (_, Frame::InputMouse(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Mouse(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Mouse(f.event));
             }
             (_, Frame::InputFocus(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, InputEvent::Focus(f.event));
+                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Focus(f.event));
             }
             (_, server_frame) => {
                 // [HELLO.DIRECTION.1] A server-direction frame from a client is a protocol error.
@@ -257,9 +257,9 @@ impl ServerEngine {
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
             Command::RouteInput { terminal, event } => {
-                self.cmd_route_input(now, id, rid, &terminal, event)
+                self.cmd_route_input(now, id, rid, &terminal, &event);
             }
-            Command::ApplyInput(apply) => self.cmd_apply_input(now, id, rid, apply),
+            Command::ApplyInput(apply) => self.cmd_apply_input(now, id, rid, &apply),
             Command::AcquireInput {
                 terminal,
                 mode,
@@ -279,7 +279,7 @@ impl ServerEngine {
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
             Command::SignalTerminal { terminal, signal } => {
-                self.cmd_signal(id, rid, &terminal, signal)
+                self.cmd_signal(id, rid, &terminal, signal);
             }
             Command::Shutdown => {
                 let local = self.conns.get(&id).is_some_and(|c| c.peer.local_socket);

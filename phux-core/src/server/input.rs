@@ -75,7 +75,7 @@ impl ServerEngine {
         now: Instant,
         id: ConnId,
         terminal: &TerminalId,
-        event: InputEvent,
+        event: &InputEvent,
     ) {
         let Ok(t) = self.lookup(terminal) else { return };
         let Some(conn) = self.conns.get(&id) else {
@@ -99,7 +99,7 @@ impl ServerEngine {
         }
         let modes = term.state.modes();
         // [INPUT.PASTE.SAFE.3] An unsafe untrusted paste on INPUT_PASTE is dropped.
-        let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(&event), &modes, cells) else {
+        let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells) else {
             return;
         };
         self.queue_job(t, bytes, JobKind::Unacknowledged);
@@ -111,7 +111,7 @@ impl ServerEngine {
         id: ConnId,
         rid: u32,
         terminal: &TerminalId,
-        event: InputEvent,
+        event: &InputEvent,
     ) {
         let t = match self.lookup(terminal) {
             Ok(t) => t,
@@ -136,10 +136,10 @@ impl ServerEngine {
         let accepts = term.accepts_input();
         let modes = term.state.modes();
         // [INPUT.ROUTE.2] Encode failures and unsafe pastes write nothing but still reply OK.
-        if accepts {
-            if let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(&event), &modes, cells) {
-                self.queue_job(t, bytes, JobKind::Unacknowledged);
-            }
+        if accepts
+            && let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells)
+        {
+            self.queue_job(t, bytes, JobKind::Unacknowledged);
         }
         self.send_result(id, rid, CommandResult::Ok);
     }
@@ -150,7 +150,7 @@ impl ServerEngine {
         now: Instant,
         id: ConnId,
         rid: u32,
-        apply: ApplyInput,
+        apply: &ApplyInput,
     ) {
         let op = apply.operation_id;
         let wire_terminal = apply.terminal.clone();
@@ -165,7 +165,7 @@ impl ServerEngine {
             );
         }
         // From here on every refusal must free the lane slot.
-        if let Err(reply) = self.apply_admitted(now, id, rid, &apply) {
+        if let Err(reply) = self.apply_admitted(now, id, rid, apply) {
             // The slot was admitted just above, so it is there to free.
             let _ = self.lane.abandon(&wire_terminal);
             self.send_result(id, rid, reply);
@@ -366,7 +366,7 @@ impl ServerEngine {
     }
 
     /// The lane's 5 s bound passed with no completion: the write is in doubt.
-    pub(super) fn resolve_expired_job(&mut self, terminal: TerminalId, op: OperationId) {
+    pub(super) fn resolve_expired_job(&mut self, terminal: &TerminalId, op: OperationId) {
         let Some(t) = terminal.local() else { return };
         let Some(term) = self.terminals.get_mut(&t) else {
             return;

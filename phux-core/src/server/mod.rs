@@ -404,7 +404,7 @@ impl ServerEngine {
 
     fn on_timeout(&mut self, now: Instant) {
         for (terminal, op) in self.lane.handle_timeout(now) {
-            self.resolve_expired_job(terminal, op);
+            self.resolve_expired_job(&terminal, op);
         }
         self.ledger.handle_timeout(now);
     }
@@ -610,7 +610,7 @@ impl ServerEngine {
             if self
                 .terminals
                 .get(&terminal)
-                .is_some_and(|t| t.is_running())
+                .is_some_and(Terminal::is_running)
             {
                 self.actions.push_back(ServerAction::Kill { terminal });
             }
