@@ -15,6 +15,7 @@ pub mod event;
 pub mod frame;
 pub mod ids;
 pub mod input;
+pub mod notation;
 
 pub use command::{Command, CommandResult, CommandValue};
 pub use decode_error::{DecodeError, DecodeErrorKind};
