@@ -176,7 +176,7 @@ impl Rec {
     pub(crate) fn opt<T: ToValue + FromValue>(
         self,
         field: &'static str,
-        value: &Option<T>,
+        value: Option<&T>,
     ) -> Self {
         self.opt_with::<T, V>(field, value)
     }
@@ -184,7 +184,7 @@ impl Rec {
     pub(crate) fn opt_with<T, C: Conv<T>>(
         mut self,
         field: &'static str,
-        value: &Option<T>,
+        value: Option<&T>,
     ) -> Self {
         if let Some(value) = value {
             self.fields.push((field.to_owned(), C::to(value)));
@@ -207,7 +207,7 @@ impl Rec {
 /// Reads a record's fields by name, then checks nothing unknown was given.
 pub(crate) struct Fields<'a> {
     record: &'a str,
-    fields: &'a [(String, Value)],
+    entries: &'a [(String, Value)],
     used: Vec<bool>,
 }
 
@@ -247,15 +247,15 @@ impl<'a> Fields<'a> {
         }
         Ok(Self {
             record: name,
-            fields,
+            entries: fields,
             used: vec![false; fields.len()],
         })
     }
 
     fn find(&mut self, field: &'static str) -> Option<&'a Value> {
-        let index = self.fields.iter().position(|(name, _)| name == field)?;
+        let index = self.entries.iter().position(|(name, _)| name == field)?;
         self.used[index] = true;
-        Some(&self.fields[index].1)
+        Some(&self.entries[index].1)
     }
 
     /// A required field, by its type's own conversion.
@@ -301,7 +301,7 @@ impl<'a> Fields<'a> {
         match self.used.iter().position(|used| !used) {
             Some(index) => Err(NotationError::value(ValueError::UnknownField {
                 record: display_name(self.record),
-                field: self.fields[index].0.clone(),
+                field: self.entries[index].0.clone(),
             })),
             None => Ok(()),
         }
@@ -316,12 +316,16 @@ fn display_name(name: &str) -> String {
     }
 }
 
-/// Runs a record's conversion, adding the record to any error's path.
+/// Runs a record's conversion, adding the record to any error's path (unless the record's
+/// own name is what is unknown: then the path ends at its parent).
 pub(crate) fn in_record<T>(
     name: &str,
     f: impl FnOnce() -> Result<T, NotationError>,
 ) -> Result<T, NotationError> {
-    f().map_err(|e| e.within(PathSegment::Record(name.to_owned())))
+    f().map_err(|e| match e.value_kind() {
+        Some(ValueError::UnknownVariant { found, .. }) if found == name => e,
+        _ => e.within(PathSegment::Record(name.to_owned())),
+    })
 }
 
 /// The name of a record or bare word, for dispatch on variants.
@@ -344,13 +348,13 @@ pub(crate) fn unknown_variant(what: &'static str, found: &str) -> NotationError 
 
 /// A plain struct as a record: `record!(Type = "NAME" { field, field: Conv, opt field, … })`.
 /// Fields render in the order listed (declaration order); `opt` fields are `Option`s omitted
-/// when `None`. Also generates `to_fields` / `from_record` so a struct can be flattened into
+/// when `None`. Also generates `record_fields` / `from_record` so a struct can be flattened into
 /// a record of another name (an input event's `KEY{…}`).
 macro_rules! record {
     ($ty:ty = $name:literal { $($kind:ident $field:ident $(: $conv:ty)?),* $(,)? }) => {
         impl $ty {
             #[allow(dead_code)]
-            pub(crate) fn to_fields(&self) -> Vec<(String, $crate::notation::Value)> {
+            pub(crate) fn record_fields(&self) -> Vec<(String, $crate::notation::Value)> {
                 let rec = $crate::notation::convert::Rec::new($name);
                 $(let rec = $crate::notation::convert::put_field!(
                     $kind, rec, $field, &self.$field, $($conv)?);)*
@@ -376,7 +380,7 @@ macro_rules! record {
 
         impl $crate::notation::ToValue for $ty {
             fn to_value(&self) -> $crate::notation::Value {
-                $crate::notation::Value::record($name, self.to_fields())
+                $crate::notation::Value::record($name, self.record_fields())
             }
         }
 
@@ -398,10 +402,10 @@ macro_rules! put_field {
         $rec.req_with::<_, $conv>(stringify!($field), $value)
     };
     (opt, $rec:expr, $field:ident, $value:expr, ) => {
-        $rec.opt(stringify!($field), $value)
+        $rec.opt(stringify!($field), ($value).as_ref())
     };
     (opt, $rec:expr, $field:ident, $value:expr, $conv:ty) => {
-        $rec.opt_with::<_, $conv>(stringify!($field), $value)
+        $rec.opt_with::<_, $conv>(stringify!($field), ($value).as_ref())
     };
 }
 
@@ -593,6 +597,7 @@ impl FromValue for f64 {
         match value {
             Value::Float(bits) => Ok(Self::from_bits(*bits)),
             // An integer is a convenience for people writing `x=120`; only exact ones.
+            #[allow(clippy::cast_precision_loss)] // bounded to 2^53 just above: exact
             Value::Int(v) if v.abs() <= F64_EXACT_INT => Ok(*v as Self),
             Value::Int(_) => Err(out_of_range("an exact f64", value)),
             other => Err(expected("a float (120.0, -0.0, f64:0x…)", other)),
@@ -677,7 +682,7 @@ impl<T: ToValue> ToValue for Box<T> {
 
 impl<T: FromValue> FromValue for Box<T> {
     fn from_value(value: &Value) -> Result<Self, NotationError> {
-        T::from_value(value).map(Box::new)
+        T::from_value(value).map(Self::new)
     }
 }
 

@@ -49,7 +49,7 @@ pub enum SyntaxError {
     #[error("unterminated string")]
     UnterminatedString,
     /// A backslash escape that is not one of `\n \r \t \e \\ \" \xNN \u{…}`.
-    #[error("bad escape {found:?} (allowed: \\n \\r \\t \\e \\\\ \\\" \\xNN \\u{{…}})")]
+    #[error("bad escape `{found}` (allowed: \\n \\r \\t \\e \\\\ \\\" \\xNN \\u{{…}})")]
     BadEscape {
         /// The escape as written.
         found: String,

@@ -139,3 +139,6 @@ impl FromStr for Frame {
         Self::from_value(&Value::parse(text)?)
     }
 }
+
+#[cfg(test)]
+mod tests;

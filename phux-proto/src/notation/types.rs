@@ -223,10 +223,10 @@ record!(PasteEvent = "" { req trust, req data: Bytes });
 impl ToValue for InputEvent {
     fn to_value(&self) -> Value {
         match self {
-            Self::Key(key) => Value::record("KEY", key.to_fields()),
-            Self::Mouse(mouse) => Value::record("MOUSE", mouse.to_fields()),
+            Self::Key(key) => Value::record("KEY", key.record_fields()),
+            Self::Mouse(mouse) => Value::record("MOUSE", mouse.record_fields()),
             Self::Focus(focus) => Rec::new("FOCUS").req("event", focus).build(),
-            Self::Paste(paste) => Value::record("PASTE", paste.to_fields()),
+            Self::Paste(paste) => Value::record("PASTE", paste.record_fields()),
         }
     }
 }
@@ -523,20 +523,20 @@ impl ToValue for AgentEvent {
         match self {
             Self::CommandStarted => Value::ident("command_started"),
             Self::CommandFinished { exit_code } => Rec::new("command_finished")
-                .opt("exit_code", exit_code)
+                .opt("exit_code", exit_code.as_ref())
                 .build(),
             Self::TitleChanged { title } => Rec::new("title_changed").req("title", title).build(),
             Self::Bell => Value::ident("bell"),
             Self::PaneSpawned => Value::ident("pane_spawned"),
             Self::PaneClosed { exit_status } => Rec::new("pane_closed")
-                .opt("exit_status", exit_status)
+                .opt("exit_status", exit_status.as_ref())
                 .build(),
             Self::Dirty => Value::ident("dirty"),
             Self::Idle => Value::ident("idle"),
             Self::TerminalControl(control) => {
-                Value::record("terminal_control", control.to_fields())
+                Value::record("terminal_control", control.record_fields())
             }
-            Self::Asked(asked) => Value::record("asked", asked.to_fields()),
+            Self::Asked(asked) => Value::record("asked", asked.record_fields()),
             Self::CwdChanged { cwd } => Rec::new("cwd_changed").req("cwd", cwd).build(),
             Self::Unknown { tag, body } => Rec::new("unknown")
                 .req_with::<_, Hex<2>>("tag", tag)
@@ -628,7 +628,7 @@ impl ToValue for Command {
                 cells,
             } => rec
                 .req("terminal", terminal)
-                .opt("request_scrollback", request_scrollback)
+                .opt("request_scrollback", request_scrollback.as_ref())
                 .req("cells", cells),
             Self::RouteInput { terminal, event } => {
                 rec.req("terminal", terminal).req("event", event)
@@ -663,9 +663,9 @@ impl ToValue for Command {
             Self::ReportAsked { terminal, asked } => {
                 rec.req("terminal", terminal).req("asked", asked)
             }
-            Self::DetachClients { session } => rec.opt("session", session),
-            Self::ApplyInput(apply) => return Value::record(self.name(), apply.to_fields()),
-            Self::PutFile(put) => return Value::record(self.name(), put.to_fields()),
+            Self::DetachClients { session } => rec.opt("session", session.as_ref()),
+            Self::ApplyInput(apply) => return Value::record(self.name(), apply.record_fields()),
+            Self::PutFile(put) => return Value::record(self.name(), put.record_fields()),
             Self::ReportAgentState { terminal, state } => {
                 rec.req("terminal", terminal).req("state", state)
             }
@@ -765,14 +765,14 @@ impl ToValue for CommandResult {
             Self::OkWith(value) => match value {
                 CommandValue::TerminalId(id) => Rec::new("terminal_id").req("id", id).build(),
                 CommandValue::GroupId(id) => Rec::new("group_id").req("id", id).build(),
-                CommandValue::State(snapshot) => Value::record("state", snapshot.to_fields()),
+                CommandValue::State(snapshot) => Value::record("state", snapshot.record_fields()),
                 CommandValue::Json(text) => Rec::new("json").req("text", text).build(),
                 CommandValue::Bytes(data) => {
                     Rec::new("bytes").req_with::<_, Bytes>("data", data).build()
                 }
                 CommandValue::FileUpload { next_offset, path } => Rec::new("file_upload")
                     .req("next_offset", next_offset)
-                    .opt("path", path)
+                    .opt("path", path.as_ref())
                     .build(),
             },
         }

@@ -18,7 +18,7 @@ pub enum Value {
         /// The record's name (upper-case wire name, lower-case enum variant, or empty).
         name: String,
         /// The fields, in order.
-        fields: Vec<(String, Value)>,
+        fields: Vec<(String, Self)>,
     },
     /// A bare word: an enum value (`press`, `KeyA`, `INVALID_COMMAND`), `true`, `false`.
     Ident(String),
@@ -40,9 +40,9 @@ pub enum Value {
     /// A hex byte string: `hex"deadbeef"`.
     HexStr(Vec<u8>),
     /// `[a b c]`.
-    List(Vec<Value>),
+    List(Vec<Self>),
     /// `a|b|c`: a set of flags (`shift|ctrl|0x8000`).
-    Union(Vec<Value>),
+    Union(Vec<Self>),
     /// `local:3` or `satellite:"host":3`.
     TerminalId(TerminalId),
     /// `$name`: a pattern capture (the conformance runner's; never a concrete value).
