@@ -951,6 +951,39 @@ fn byte_payloads_render_as_text_or_hex_deterministically() {
     assert_eq!(render(b"ab\x00\x00"), "hex\"61620000\"");
 }
 
+/// Every vector in `testdata/vectors.md` that decodes survives the trip through the
+/// notation byte-for-byte (after canonical re-encoding).
+#[test]
+fn every_decodable_vector_round_trips_through_the_notation() {
+    let vectors = include_str!("../../testdata/vectors.md");
+    let mut in_block = false;
+    let (mut blocks, mut decoded) = (0, 0);
+    for line in vectors.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let hex = line.trim();
+        if !in_block || hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        blocks += 1;
+        let bytes: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let Ok(frame) = Frame::decode(&bytes) else {
+            continue;
+        };
+        decoded += 1;
+        let text = frame.to_string();
+        let back: Frame = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(back, frame, "{text}");
+        assert_eq!(back.to_bytes(), frame.to_bytes(), "{text}");
+    }
+    // 65 hex blocks, of which 39 are valid frames (the rest are malformed on purpose).
+    assert_eq!((blocks, decoded), (65, 39));
+}
+
 #[cfg(feature = "arbitrary")]
 mod properties {
     use arbitrary::{Arbitrary, Unstructured};
@@ -995,6 +1028,25 @@ mod properties {
                     .parse()
                     .map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
                 prop_assert_eq!(back, frame, "{}", text);
+            }
+        }
+
+        /// Notation and codec agree: the text of a decoded frame parses to a frame that
+        /// encodes to the same bytes.
+        #[test]
+        fn decoded_frames_re_encode_identically_through_the_notation(
+            bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+        ) {
+            let mut u = Unstructured::new(&bytes);
+            if let Ok(frame) = Frame::arbitrary(&mut u) {
+                let wire = frame.to_bytes();
+                let decoded = Frame::decode(&wire)
+                    .map_err(|e| TestCaseError::fail(format!("{frame:?}: {e}")))?;
+                let text = decoded.to_string();
+                let reparsed: Frame = text
+                    .parse()
+                    .map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+                prop_assert_eq!(reparsed.to_bytes(), wire, "{}", text);
             }
         }
 
