@@ -1,6 +1,33 @@
-//! `phux-conformance`: the wire CLI, and later the conformance runner.
+//! `phux-conformance`: tools for checking a phux 0.8 server. Today: `wire`, which converts
+//! frames between wire bytes and the text notation the transcripts use.
 
-fn main() {
-    eprintln!("phux-conformance: not built yet");
-    std::process::exit(2);
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod wire;
+
+/// Conformance tooling for the phux 0.8 terminal protocol.
+///
+/// Frames are written in the phux-proto text notation, for example
+/// `PING{nonce=0xdeadbeefcafef00d}` or
+/// `COMMAND{request_id=1 command=ATTACH_TERMINAL{terminal=local:3}}`.
+#[derive(Debug, Parser)]
+#[command(name = "phux-conformance", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert one frame between wire bytes (hex) and the text notation.
+    #[command(subcommand)]
+    Wire(wire::WireCommand),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Wire(command) => wire::run(&command),
+    }
 }

@@ -18,6 +18,7 @@ pub mod frame;
 pub mod framing;
 pub mod ids;
 pub mod input;
+pub mod notation;
 
 pub use command::{Command, CommandResult, CommandValue};
 pub use decode_error::{DecodeError, DecodeErrorKind};
