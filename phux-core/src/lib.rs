@@ -6,6 +6,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod lane;
+pub mod lease;
+pub mod ledger;
 pub mod modes;
 pub mod time;
 

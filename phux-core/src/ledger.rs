@@ -1,0 +1,835 @@
+//! The operation ledger: APPLY_INPUT dedupe by operation id.
+//!
+//! A client names every acknowledged input operation with a random 128-bit
+//! [`OperationId`] and may send it again after a timeout or a reconnect. The ledger makes the
+//! retry safe: it binds each id to the digest of its canonical payload at first admission and
+//! remembers the final result, so a retry never writes twice and a reused id with another
+//! payload is refused. Records live for [`HORIZON`] from their first admission; at most
+//! [`CAPACITY`] are kept, and a full ledger refuses unseen ids rather than forget a live one.
+//!
+//! The caller computes the digest (SHA-256 of the canonical `{terminal_id, events}` payload);
+//! the ledger only compares digests.
+//!
+//! # Life of a record
+//!
+//! ```text
+//!  admit ─Fresh─▶ Bound ──handed_off──▶ InFlight ──complete──▶ Final(result)
+//!                  ▲  │                                          │
+//!    admit ─Rebound┘  └─release (pre-handoff refusal)            └─ admit ─▶ Cached(result)
+//! ```
+//!
+//! Every record is pruned [`HORIZON`] after its first admission, lazily, in admission order,
+//! by `admit` and `handle_timeout` (the driver calls the latter at `poll_timeout()`). A record
+//! still in flight at its horizon is kept until its completion arrives, then dropped: forgetting
+//! it earlier would let a retry write the same bytes a second time.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use phux_proto::{ErrorCode, OperationId};
+
+use crate::time::Instant;
+
+/// How long a record lives, measured from the operation's first admission (phux 0.8: 600 s).
+pub const HORIZON: Duration = Duration::from_mins(10);
+
+/// How many records the ledger holds at most (phux 0.8: 65,536 live entries).
+pub const CAPACITY: usize = 65_536;
+
+/// SHA-256 of an operation's canonical payload. Computed by the caller, compared here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct PayloadDigest(pub [u8; 32]);
+
+/// The result of an operation once the writer has decided it; cached and replayed to retries.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum FinalResult {
+    /// The bytes were written and flushed to the PTY (COMMAND_RESULT OK).
+    Ok,
+    /// The write may or may not have happened (INPUT_DELIVERY_UNKNOWN, 205).
+    DeliveryUnknown,
+    /// The canonical-mode guard refused the job; nothing was written (206).
+    CanonicalLimitExceeded {
+        /// The line limit that was exceeded, in bytes.
+        limit: u32,
+    },
+    /// The writer decided nothing was written (writer-side INPUT_NOT_WRITTEN, 207).
+    NotWritten,
+}
+
+impl FinalResult {
+    /// The wire error code, or `None` for OK.
+    pub fn code(self) -> Option<ErrorCode> {
+        match self {
+            Self::Ok => None,
+            Self::DeliveryUnknown => Some(ErrorCode::INPUT_DELIVERY_UNKNOWN),
+            Self::CanonicalLimitExceeded { .. } => Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED),
+            Self::NotWritten => Some(ErrorCode::INPUT_NOT_WRITTEN),
+        }
+    }
+}
+
+/// Where one operation stands.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum OperationState {
+    /// Bound to its digest without a result: not handed off yet, or refused before handoff.
+    Bound,
+    /// Handed to the PTY writer; the result is pending.
+    InFlight,
+    /// Decided; the result is replayed to every retry.
+    Final(FinalResult),
+}
+
+/// A copy of one record, for inspection.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct LedgerEntry {
+    /// The payload digest the id is bound to.
+    pub digest: PayloadDigest,
+    /// The first admission; the horizon counts from here.
+    pub admitted_at: Instant,
+    /// Where the operation stands.
+    pub state: OperationState,
+}
+
+/// What an admitted operation should do next.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Admission {
+    /// An unseen id, now bound: evaluate and, if accepted, hand off.
+    Fresh,
+    /// A known id with the same payload and no result (refused before handoff last time):
+    /// evaluate again from scratch.
+    Rebound,
+    /// A known id whose job is with the writer: write nothing; the result is still pending.
+    InFlight,
+    /// A known id with a final result: reply with it verbatim and write nothing.
+    Cached(FinalResult),
+}
+
+/// Why an admission was refused. Neither refusal is cached.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerRefusal {
+    /// The id is bound to a different payload.
+    #[error("APPLY_INPUT operation id reused with a different payload")]
+    DigestMismatch,
+    /// The id is unseen and the ledger holds `capacity` unexpired records.
+    #[error("acknowledged-input dedupe cache is full")]
+    Full,
+}
+
+impl LedgerRefusal {
+    /// The wire error code for the COMMAND_RESULT.
+    pub fn code(self) -> ErrorCode {
+        match self {
+            Self::DigestMismatch => ErrorCode::INVALID_COMMAND,
+            Self::Full => ErrorCode::RESOURCE_EXHAUSTED,
+        }
+    }
+}
+
+/// A call the ledger's state does not allow: a bug in the caller, never a peer's doing.
+///
+/// The ledger is left unchanged by a refused call, so the first result recorded wins.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerMisuse {
+    /// No record for this id (never admitted, or pruned).
+    #[error("operation {id} is not in the ledger")]
+    Unknown {
+        /// The operation.
+        id: OperationId,
+    },
+    /// `handed_off` or `release` on an operation that is no longer merely bound.
+    #[error("operation {id} is {state:?}, not bound")]
+    NotBound {
+        /// The operation.
+        id: OperationId,
+        /// Where it stands.
+        state: OperationState,
+    },
+    /// `complete` on an operation that is not in flight: a duplicate or late completion.
+    #[error("operation {id} is {state:?}, not in flight")]
+    NotInFlight {
+        /// The operation.
+        id: OperationId,
+        /// Where it stands.
+        state: OperationState,
+    },
+}
+
+/// The APPLY_INPUT dedupe ledger. See the [module docs](self).
+#[derive(Debug)]
+pub struct OperationLedger {
+    // SipHash with a per-process key: ids are chosen by peers, so a keyed hash keeps a client
+    // from flooding one bucket. Iteration order never leaves this type.
+    records: HashMap<OperationId, Record>,
+    // Every record that still has a horizon to reach, in admission order (oldest first).
+    // Records only leave from the front, so the queue and the map never disagree.
+    order: VecDeque<(Instant, OperationId)>,
+    capacity: usize,
+    horizon: Duration,
+    // The latest `now` seen. Admission times never go backwards, which keeps `order` sorted.
+    clock: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    digest: PayloadDigest,
+    admitted_at: Instant,
+    state: OperationState,
+    // Past its horizon while in flight: no longer in `order`, dropped at completion.
+    overdue: bool,
+}
+
+impl Default for OperationLedger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OperationLedger {
+    /// A ledger with the phux limits: [`CAPACITY`] records, [`HORIZON`] retention.
+    pub fn new() -> Self {
+        Self::with_limits(CAPACITY, HORIZON)
+    }
+
+    /// A ledger with other limits (tests use small ones). Nothing is allocated up front.
+    pub fn with_limits(capacity: usize, horizon: Duration) -> Self {
+        Self {
+            records: HashMap::new(),
+            order: VecDeque::new(),
+            capacity,
+            horizon,
+            clock: Instant::ZERO,
+        }
+    }
+
+    // ---- getters ----
+
+    /// How many records are held (bound, in flight, final, or in flight past the horizon).
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The most records this ledger holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How long a record lives after its first admission.
+    pub fn horizon(&self) -> Duration {
+        self.horizon
+    }
+
+    /// The record for `id`, if held. Pruning is lazy: a record past its horizon is still
+    /// reported until the next `admit` or `handle_timeout`.
+    pub fn get(&self, id: &OperationId) -> Option<LedgerEntry> {
+        self.records.get(id).map(|r| LedgerEntry {
+            digest: r.digest,
+            admitted_at: r.admitted_at,
+            state: r.state,
+        })
+    }
+
+    /// An estimate of the heap bytes held by the ledger's tables, from their allocated
+    /// capacities (hashbrown: one control byte per bucket plus a group of trailing bytes).
+    pub fn heap_bytes(&self) -> usize {
+        let map_items = self.records.capacity();
+        let map_bytes = if map_items == 0 {
+            0
+        } else {
+            // hashbrown keeps at most 7/8 of its buckets full; bucket counts are powers of two.
+            let buckets = (map_items.saturating_mul(8) / 7).next_power_of_two();
+            let slot = size_of::<(OperationId, Record)>() + 1;
+            buckets.saturating_mul(slot) + 16
+        };
+        let order_bytes = self
+            .order
+            .capacity()
+            .saturating_mul(size_of::<(Instant, OperationId)>());
+        map_bytes + order_bytes
+    }
+
+    // ---- timers ----
+
+    /// When the oldest record reaches its horizon; call `handle_timeout` then.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.order.front().map(|&(at, _)| at + self.horizon)
+    }
+
+    /// Prunes every record whose horizon has passed. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
+        self.prune();
+    }
+
+    // ---- commands ----
+
+    /// Admits an APPLY_INPUT operation: binds an unseen id, or says what a retry should do.
+    pub fn admit(
+        &mut self,
+        now: Instant,
+        id: OperationId,
+        digest: PayloadDigest,
+    ) -> Result<Admission, LedgerRefusal> {
+        self.clock = self.clock.max(now);
+        // [INPUT.DEDUPE.4] expired records go first, so an id past its horizon is unseen again
+        // and a full ledger frees what it may before refusing.
+        self.prune();
+        if let Some(record) = self.records.get(&id) {
+            // [INPUT.DEDUPE.3] an id is bound to one payload for its whole horizon.
+            if record.digest != digest {
+                return Err(LedgerRefusal::DigestMismatch);
+            }
+            // [INPUT.DEDUPE.2] a known id never writes again: replay, wait, or re-evaluate.
+            return Ok(match record.state {
+                OperationState::Bound => Admission::Rebound,
+                OperationState::InFlight => Admission::InFlight,
+                OperationState::Final(result) => Admission::Cached(result),
+            });
+        }
+        // [INPUT.DEDUPE.5] no eviction: an unseen id waits for a record to expire.
+        if self.records.len() >= self.capacity {
+            return Err(LedgerRefusal::Full);
+        }
+        // [INPUT.DEDUPE.1] the binding is made at first admission; the horizon counts from here.
+        let admitted_at = self.clock;
+        self.records.insert(
+            id,
+            Record {
+                digest,
+                admitted_at,
+                state: OperationState::Bound,
+                overdue: false,
+            },
+        );
+        self.order.push_back((admitted_at, id));
+        Ok(Admission::Fresh)
+    }
+
+    /// Records that a bound operation's job was handed to the PTY writer.
+    pub fn handed_off(&mut self, id: OperationId) -> Result<(), LedgerMisuse> {
+        let record = self
+            .records
+            .get_mut(&id)
+            .ok_or(LedgerMisuse::Unknown { id })?;
+        match record.state {
+            OperationState::Bound => {
+                record.state = OperationState::InFlight;
+                Ok(())
+            }
+            state => Err(LedgerMisuse::NotBound { id, state }),
+        }
+    }
+
+    /// Records the writer's final result for an in-flight operation.
+    ///
+    /// Only an in-flight operation completes. A second completion (for example the writer's
+    /// late report after the completion deadline already recorded `DeliveryUnknown`) is
+    /// refused as [`LedgerMisuse::NotInFlight`] and changes nothing: the first result stands.
+    pub fn complete(&mut self, id: OperationId, result: FinalResult) -> Result<(), LedgerMisuse> {
+        let record = self
+            .records
+            .get_mut(&id)
+            .ok_or(LedgerMisuse::Unknown { id })?;
+        if record.state != OperationState::InFlight {
+            return Err(LedgerMisuse::NotInFlight {
+                id,
+                state: record.state,
+            });
+        }
+        if record.overdue {
+            // Past its horizon: it was kept only so retries could not write while in flight.
+            self.records.remove(&id);
+        } else {
+            // [INPUT.DEDUPE.7] OK, 205, 206 and writer-side 207 are final and replayed.
+            record.state = OperationState::Final(result);
+        }
+        Ok(())
+    }
+
+    /// Records that the evaluation `admit` started ended in a refusal before handoff.
+    ///
+    /// [INPUT.DEDUPE.6] only the id→digest binding remains, so the same payload is evaluated
+    /// again later and another payload under the id is refused. The record is already bound,
+    /// so this changes nothing; it exists so every admission's outcome is stated, and it
+    /// catches a release of a job the writer already holds (only `complete` resolves that).
+    pub fn release(&mut self, id: OperationId) -> Result<(), LedgerMisuse> {
+        let record = self.records.get(&id).ok_or(LedgerMisuse::Unknown { id })?;
+        match record.state {
+            OperationState::Bound => Ok(()),
+            state => Err(LedgerMisuse::NotBound { id, state }),
+        }
+    }
+
+    // [INPUT.DEDUPE.4] FIFO by admission: the queue is sorted, so stop at the first live one.
+    fn prune(&mut self) {
+        while let Some(&(at, id)) = self.order.front() {
+            if at + self.horizon > self.clock {
+                break;
+            }
+            self.order.pop_front();
+            match self.records.get_mut(&id) {
+                Some(record) if record.state == OperationState::InFlight => record.overdue = true,
+                Some(_) => {
+                    self.records.remove(&id);
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn op(n: u128) -> OperationId {
+        OperationId::from_u128(n).unwrap()
+    }
+
+    fn dg(n: u8) -> PayloadDigest {
+        PayloadDigest([n; 32])
+    }
+
+    fn t(secs: u64) -> Instant {
+        Instant::from_millis(secs * 1000)
+    }
+
+    #[test]
+    fn input_dedupe_1_first_admission_binds_fresh() {
+        let mut l = OperationLedger::new();
+        assert_eq!(l.admit(t(0), op(1), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(
+            l.get(&op(1)),
+            Some(LedgerEntry {
+                digest: dg(1),
+                admitted_at: t(0),
+                state: OperationState::Bound
+            })
+        );
+        assert_eq!(l.len(), 1);
+    }
+
+    #[test]
+    fn input_dedupe_2_retry_replays_final_result_and_waits_while_in_flight() {
+        let mut l = OperationLedger::new();
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.handed_off(op(1)).unwrap();
+        assert_eq!(l.admit(t(1), op(1), dg(1)), Ok(Admission::InFlight));
+        l.complete(op(1), FinalResult::Ok).unwrap();
+        assert_eq!(
+            l.admit(t(2), op(1), dg(1)),
+            Ok(Admission::Cached(FinalResult::Ok))
+        );
+        // Every final result is replayed verbatim, including the limit of a 206.
+        for (n, result) in [
+            (2, FinalResult::DeliveryUnknown),
+            (3, FinalResult::CanonicalLimitExceeded { limit: 4096 }),
+            (4, FinalResult::NotWritten),
+        ] {
+            l.admit(t(3), op(n), dg(1)).unwrap();
+            l.handed_off(op(n)).unwrap();
+            l.complete(op(n), result).unwrap();
+            assert_eq!(l.admit(t(4), op(n), dg(1)), Ok(Admission::Cached(result)));
+        }
+    }
+
+    #[test]
+    fn input_dedupe_3_same_id_other_payload_is_invalid_command() {
+        let mut l = OperationLedger::new();
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        let refusal = l.admit(t(1), op(1), dg(2)).unwrap_err();
+        assert_eq!(refusal, LedgerRefusal::DigestMismatch);
+        assert_eq!(refusal.code(), ErrorCode::INVALID_COMMAND);
+        // Also once final: the binding outlives the result's replay.
+        l.handed_off(op(1)).unwrap();
+        l.complete(op(1), FinalResult::Ok).unwrap();
+        assert_eq!(
+            l.admit(t(2), op(1), dg(2)),
+            Err(LedgerRefusal::DigestMismatch)
+        );
+        // The refusal did not disturb the record.
+        assert_eq!(
+            l.admit(t(3), op(1), dg(1)),
+            Ok(Admission::Cached(FinalResult::Ok))
+        );
+    }
+
+    #[test]
+    fn input_dedupe_4_horizon_counts_from_first_admission() {
+        let mut l = OperationLedger::new();
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        assert_eq!(l.poll_timeout(), Some(t(600)));
+        // A rebind does not extend the horizon.
+        assert_eq!(l.admit(t(599), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(l.poll_timeout(), Some(t(600)));
+        l.handle_timeout(t(599));
+        assert_eq!(l.len(), 1);
+        l.handle_timeout(t(600));
+        assert!(l.is_empty());
+        assert_eq!(l.poll_timeout(), None);
+        // Past the horizon the id is unseen: a new payload under it is fresh, not a mismatch.
+        assert_eq!(l.admit(t(601), op(1), dg(2)), Ok(Admission::Fresh));
+    }
+
+    #[test]
+    fn input_dedupe_4_pruning_is_fifo_and_lazy_at_admit() {
+        let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(5), op(2), dg(1)).unwrap();
+        assert_eq!(l.poll_timeout(), Some(t(10)));
+        // No handle_timeout: the next admission prunes.
+        l.admit(t(12), op(3), dg(1)).unwrap();
+        assert_eq!(l.get(&op(1)), None);
+        assert!(l.get(&op(2)).is_some());
+        assert_eq!(l.poll_timeout(), Some(t(15)));
+    }
+
+    #[test]
+    fn input_dedupe_4_in_flight_record_outlives_horizon_until_completion() {
+        let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.handed_off(op(1)).unwrap();
+        l.handle_timeout(t(20));
+        // A retry must not write while the first job may still be written.
+        assert_eq!(l.admit(t(21), op(1), dg(1)), Ok(Admission::InFlight));
+        assert_eq!(l.poll_timeout(), None);
+        l.complete(op(1), FinalResult::Ok).unwrap();
+        assert_eq!(l.get(&op(1)), None);
+        assert_eq!(l.admit(t(22), op(1), dg(1)), Ok(Admission::Fresh));
+    }
+
+    #[test]
+    fn input_dedupe_5_full_ledger_refuses_unseen_ids_without_eviction() {
+        let mut l = OperationLedger::with_limits(2, Duration::from_secs(10));
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(1), op(2), dg(1)).unwrap();
+        let refusal = l.admit(t(2), op(3), dg(1)).unwrap_err();
+        assert_eq!(refusal, LedgerRefusal::Full);
+        assert_eq!(refusal.code(), ErrorCode::RESOURCE_EXHAUSTED);
+        // Known ids still resolve when full.
+        assert_eq!(l.admit(t(3), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(
+            l.admit(t(3), op(2), dg(9)),
+            Err(LedgerRefusal::DigestMismatch)
+        );
+        assert_eq!(l.len(), 2);
+        // Once the oldest expires, an unseen id fits.
+        assert_eq!(l.admit(t(10), op(3), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(l.get(&op(1)), None);
+        assert!(l.get(&op(2)).is_some());
+    }
+
+    #[test]
+    fn input_dedupe_5_default_limits() {
+        let l = OperationLedger::default();
+        assert_eq!(l.capacity(), 65_536);
+        assert_eq!(l.horizon(), Duration::from_mins(10));
+    }
+
+    #[test]
+    fn input_dedupe_6_pre_handoff_refusal_keeps_binding_only() {
+        let mut l = OperationLedger::new();
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        // e.g. the lease was held by another client (204): not cached.
+        l.release(op(1)).unwrap();
+        assert_eq!(l.admit(t(1), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(
+            l.admit(t(1), op(1), dg(2)),
+            Err(LedgerRefusal::DigestMismatch)
+        );
+        // The re-evaluation may succeed this time.
+        l.handed_off(op(1)).unwrap();
+        l.complete(op(1), FinalResult::Ok).unwrap();
+        assert_eq!(
+            l.admit(t(2), op(1), dg(1)),
+            Ok(Admission::Cached(FinalResult::Ok))
+        );
+    }
+
+    #[test]
+    fn input_dedupe_7_final_result_codes() {
+        assert_eq!(FinalResult::Ok.code(), None);
+        assert_eq!(
+            FinalResult::DeliveryUnknown.code(),
+            Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+        );
+        assert_eq!(
+            FinalResult::CanonicalLimitExceeded { limit: 1 }.code(),
+            Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED)
+        );
+        assert_eq!(
+            FinalResult::NotWritten.code(),
+            Some(ErrorCode::INPUT_NOT_WRITTEN)
+        );
+    }
+
+    #[test]
+    fn misuse_is_typed_and_changes_nothing() {
+        let mut l = OperationLedger::new();
+        assert_eq!(
+            l.handed_off(op(1)),
+            Err(LedgerMisuse::Unknown { id: op(1) })
+        );
+        l.admit(t(0), op(1), dg(1)).unwrap();
+        assert_eq!(
+            l.complete(op(1), FinalResult::Ok),
+            Err(LedgerMisuse::NotInFlight {
+                id: op(1),
+                state: OperationState::Bound
+            })
+        );
+        l.handed_off(op(1)).unwrap();
+        assert_eq!(
+            l.handed_off(op(1)),
+            Err(LedgerMisuse::NotBound {
+                id: op(1),
+                state: OperationState::InFlight
+            })
+        );
+        assert_eq!(
+            l.release(op(1)),
+            Err(LedgerMisuse::NotBound {
+                id: op(1),
+                state: OperationState::InFlight
+            })
+        );
+        l.complete(op(1), FinalResult::DeliveryUnknown).unwrap();
+        // The writer's late report after the deadline: the first result stands.
+        assert_eq!(
+            l.complete(op(1), FinalResult::Ok),
+            Err(LedgerMisuse::NotInFlight {
+                id: op(1),
+                state: OperationState::Final(FinalResult::DeliveryUnknown)
+            })
+        );
+        assert_eq!(
+            l.admit(t(1), op(1), dg(1)),
+            Ok(Admission::Cached(FinalResult::DeliveryUnknown))
+        );
+    }
+
+    #[test]
+    fn clock_going_backwards_does_not_break_fifo() {
+        let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
+        l.admit(t(5), op(1), dg(1)).unwrap();
+        // A driver bug: an earlier `now`. Treated as the latest time seen.
+        l.admit(t(1), op(2), dg(1)).unwrap();
+        assert_eq!(l.get(&op(2)).unwrap().admitted_at, t(5));
+        l.handle_timeout(t(15));
+        assert!(l.is_empty());
+    }
+
+    // ---- model-based property test ----
+
+    /// The naive reference: a Vec of records, linear scans, no queue.
+    #[derive(Default)]
+    struct Model {
+        records: Vec<(OperationId, Record)>,
+        capacity: usize,
+        horizon: Duration,
+        clock: Instant,
+    }
+
+    impl Model {
+        fn prune(&mut self) {
+            let (clock, horizon) = (self.clock, self.horizon);
+            for (_, r) in &mut self.records {
+                if !r.overdue && r.admitted_at + horizon <= clock {
+                    r.overdue = true;
+                }
+            }
+            self.records
+                .retain(|(_, r)| !r.overdue || r.state == OperationState::InFlight);
+        }
+
+        fn find(&mut self, id: OperationId) -> Option<&mut Record> {
+            self.records
+                .iter_mut()
+                .find(|(i, _)| *i == id)
+                .map(|(_, r)| r)
+        }
+
+        fn admit(&mut self, now: Instant, id: OperationId, d: PayloadDigest) -> Out {
+            self.clock = self.clock.max(now);
+            self.prune();
+            let full = self.records.len() >= self.capacity;
+            let clock = self.clock;
+            Out::Admit(match self.find(id) {
+                Some(r) if r.digest != d => Err(LedgerRefusal::DigestMismatch),
+                Some(r) => Ok(match r.state {
+                    OperationState::Bound => Admission::Rebound,
+                    OperationState::InFlight => Admission::InFlight,
+                    OperationState::Final(x) => Admission::Cached(x),
+                }),
+                None if full => Err(LedgerRefusal::Full),
+                None => {
+                    self.records.push((
+                        id,
+                        Record {
+                            digest: d,
+                            admitted_at: clock,
+                            state: OperationState::Bound,
+                            overdue: false,
+                        },
+                    ));
+                    Ok(Admission::Fresh)
+                }
+            })
+        }
+
+        fn step(&mut self, s: &Step) -> Out {
+            match *s {
+                Step::Admit(id, d) => self.admit(self.clock, op(id), dg(d)),
+                Step::HandedOff(id) => Out::Unit(match self.find(op(id)) {
+                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
+                    Some(r) if r.state == OperationState::Bound => {
+                        r.state = OperationState::InFlight;
+                        Ok(())
+                    }
+                    Some(r) => Err(LedgerMisuse::NotBound {
+                        id: op(id),
+                        state: r.state,
+                    }),
+                }),
+                Step::Complete(id, result) => Out::Unit(match self.find(op(id)) {
+                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
+                    Some(r) if r.state == OperationState::InFlight => {
+                        r.state = OperationState::Final(result);
+                        if r.overdue {
+                            self.records.retain(|(i, _)| *i != op(id));
+                        }
+                        Ok(())
+                    }
+                    Some(r) => Err(LedgerMisuse::NotInFlight {
+                        id: op(id),
+                        state: r.state,
+                    }),
+                }),
+                Step::Release(id) => Out::Unit(match self.find(op(id)) {
+                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
+                    Some(r) if r.state == OperationState::Bound => Ok(()),
+                    Some(r) => Err(LedgerMisuse::NotBound {
+                        id: op(id),
+                        state: r.state,
+                    }),
+                }),
+                Step::Advance(us) => {
+                    self.clock = self.clock.saturating_add(Duration::from_micros(us));
+                    Out::None
+                }
+                Step::HandleTimeout => {
+                    self.prune();
+                    Out::None
+                }
+                Step::Lookup(id) => {
+                    let e = self.find(op(id)).map(|r| LedgerEntry {
+                        digest: r.digest,
+                        admitted_at: r.admitted_at,
+                        state: r.state,
+                    });
+                    Out::Lookup(e)
+                }
+                Step::Poll => {
+                    let min = self
+                        .records
+                        .iter()
+                        .filter(|(_, r)| !r.overdue)
+                        .map(|(_, r)| r.admitted_at + self.horizon)
+                        .min();
+                    Out::Poll(min, self.records.len())
+                }
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Admit(u128, u8),
+        HandedOff(u128),
+        Complete(u128, FinalResult),
+        Release(u128),
+        Advance(u64),
+        HandleTimeout,
+        Lookup(u128),
+        Poll,
+    }
+
+    #[derive(PartialEq, Debug)]
+    enum Out {
+        Admit(Result<Admission, LedgerRefusal>),
+        Unit(Result<(), LedgerMisuse>),
+        Lookup(Option<LedgerEntry>),
+        Poll(Option<Instant>, usize),
+        None,
+    }
+
+    fn real_step(l: &mut OperationLedger, clock: &mut Instant, s: &Step) -> Out {
+        match *s {
+            Step::Admit(id, d) => Out::Admit(l.admit(*clock, op(id), dg(d))),
+            Step::HandedOff(id) => Out::Unit(l.handed_off(op(id))),
+            Step::Complete(id, r) => Out::Unit(l.complete(op(id), r)),
+            Step::Release(id) => Out::Unit(l.release(op(id))),
+            Step::Advance(us) => {
+                *clock = clock.saturating_add(Duration::from_micros(us));
+                Out::None
+            }
+            Step::HandleTimeout => {
+                l.handle_timeout(*clock);
+                Out::None
+            }
+            Step::Lookup(id) => Out::Lookup(l.get(&op(id))),
+            Step::Poll => Out::Poll(l.poll_timeout(), l.len()),
+        }
+    }
+
+    fn result_strategy() -> impl Strategy<Value = FinalResult> {
+        prop_oneof![
+            Just(FinalResult::Ok),
+            Just(FinalResult::DeliveryUnknown),
+            (0u32..3).prop_map(|limit| FinalResult::CanonicalLimitExceeded { limit }),
+            Just(FinalResult::NotWritten),
+        ]
+    }
+
+    fn step_strategy() -> impl Strategy<Value = Step> {
+        let id = 1u128..=6;
+        prop_oneof![
+            4 => (id.clone(), 0u8..3).prop_map(|(i, d)| Step::Admit(i, d)),
+            2 => id.clone().prop_map(Step::HandedOff),
+            2 => (id.clone(), result_strategy()).prop_map(|(i, r)| Step::Complete(i, r)),
+            1 => id.clone().prop_map(Step::Release),
+            2 => (0u64..40).prop_map(Step::Advance),
+            1 => Just(Step::HandleTimeout),
+            1 => id.prop_map(Step::Lookup),
+            1 => Just(Step::Poll),
+        ]
+    }
+
+    proptest! {
+        // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.7] checked step by step against the naive model.
+        #[test]
+        fn ledger_matches_naive_model(
+            capacity in 1usize..5,
+            horizon_us in 1u64..120,
+            steps in proptest::collection::vec(step_strategy(), 1..200),
+        ) {
+            let horizon = Duration::from_micros(horizon_us);
+            let mut real = OperationLedger::with_limits(capacity, horizon);
+            let mut model = Model { capacity, horizon, ..Model::default() };
+            let mut clock = Instant::ZERO;
+            for (i, s) in steps.iter().enumerate() {
+                let want = model.step(s);
+                let got = real_step(&mut real, &mut clock, s);
+                prop_assert_eq!(&got, &want, "step {} {:?}", i, s);
+                prop_assert!(real.len() <= capacity);
+            }
+        }
+    }
+}
