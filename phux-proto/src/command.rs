@@ -460,9 +460,9 @@ pub enum LayoutNode {
         /// The left/top share.
         ratio: f32,
         /// Left or top.
-        left: Box<LayoutNode>,
+        left: Box<Self>,
         /// Right or bottom.
-        right: Box<LayoutNode>,
+        right: Box<Self>,
     },
 }
 
@@ -625,5 +625,518 @@ impl<'a> arbitrary::Arbitrary<'a> for PutFile {
             is_final: u.arbitrary()?,
             sha256: u.arbitrary()?,
         })
+    }
+}
+
+// ---- codec ----
+
+use crate::atoms::{Result, Wire, read_asked, unknown, write_asked};
+use crate::decode_error::{DecodeError, DecodeErrorKind};
+use crate::field::{Put, Reader};
+
+fn limit(what: &'static str, limit: usize, actual: usize) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::LimitExceeded {
+        what,
+        limit: limit as u64,
+        actual: actual as u64,
+    })
+}
+
+impl Command {
+    /// Decodes a whole command value (`tag ‖ body`); trailing bytes are skipped (rule R4).
+    pub(crate) fn decode_value(value: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(value);
+        let tag = r.u8()?;
+        let r = &mut r;
+        Ok(match tag {
+            Self::ATTACH_TERMINAL => Self::AttachTerminal {
+                terminal: TerminalId::read(r)?,
+            },
+            Self::DETACH_TERMINAL => Self::DetachTerminal {
+                terminal: TerminalId::read(r)?,
+            },
+            Self::KILL_TERMINAL => Self::KillTerminal {
+                terminal: TerminalId::read(r)?,
+            },
+            Self::GET_STATE => Self::GetState {
+                scope: match r.u8()? {
+                    0 => StateScope::Server,
+                    v => return Err(unknown("StateScope", v)),
+                },
+            },
+            Self::GET_SCREEN => Self::GetScreen {
+                terminal: TerminalId::read(r)?,
+                request_scrollback: r.optional(Reader::u32)?,
+                // [SCREEN.CELLS.1] The cells byte is optional trailing data: absent = false.
+                cells: if r.is_empty() { false } else { r.bool()? },
+            },
+            Self::ROUTE_INPUT => Self::RouteInput {
+                terminal: TerminalId::read(r)?,
+                event: InputEvent::read(r)?,
+            },
+            Self::KILL_TERMINALS => {
+                let count = usize::from(r.u16()?);
+                let mut terminals = Vec::with_capacity(r.capacity_for(count, 5));
+                for _ in 0..count {
+                    terminals.push(TerminalId::read(r)?);
+                }
+                Self::KillTerminals { terminals }
+            }
+            Self::GET_TERMINAL_STATE => Self::GetTerminalState {
+                terminal: TerminalId::read(r)?,
+                include_scrollback: r.bool()?,
+                max_scrollback_lines: r.u16()?,
+            },
+            Self::SUBSCRIBE_TERMINAL_EVENTS => {
+                let terminal = TerminalId::read(r)?;
+                let count = usize::from(r.u16()?);
+                // [SUBSCRIBE.TYPES.1] Unknown event types are kept (rule R5).
+                let event_types = r
+                    .take(count)?
+                    .iter()
+                    .copied()
+                    .map(TerminalEventType)
+                    .collect();
+                Self::SubscribeTerminalEvents {
+                    terminal,
+                    event_types,
+                }
+            }
+            Self::UPGRADE => Self::Upgrade,
+            Self::ACQUIRE_INPUT => Self::AcquireInput {
+                terminal: TerminalId::read(r)?,
+                mode: match r.u8()? {
+                    0 => AcquireMode::Cooperative,
+                    1 => AcquireMode::Seize,
+                    v => return Err(unknown("AcquireMode", v)),
+                },
+                ttl_ms: r.u32()?,
+            },
+            Self::RELEASE_INPUT => Self::ReleaseInput {
+                terminal: TerminalId::read(r)?,
+            },
+            Self::SIGNAL_TERMINAL => Self::SignalTerminal {
+                terminal: TerminalId::read(r)?,
+                signal: match r.u8()? {
+                    0 => Signal::Interrupt,
+                    1 => Signal::Freeze,
+                    2 => Signal::Resume,
+                    3 => Signal::Terminate,
+                    4 => Signal::Kill,
+                    v => return Err(unknown("Signal", v)),
+                },
+            },
+            Self::REPORT_ASKED => Self::ReportAsked {
+                terminal: TerminalId::read(r)?,
+                asked: read_asked(r.rest())?,
+            },
+            Self::DETACH_CLIENTS => Self::DetachClients {
+                session: r.optional(Reader::str)?,
+            },
+            Self::APPLY_INPUT => Self::ApplyInput(ApplyInput::read_body(value.len(), r)?),
+            Self::PUT_FILE => Self::PutFile(PutFile::read_body(r)?),
+            Self::SHUTDOWN => Self::Shutdown,
+            Self::REPORT_AGENT_STATE => Self::ReportAgentState {
+                terminal: TerminalId::read(r)?,
+                state: match r.u8()? {
+                    0 => AgentState::Working,
+                    1 => AgentState::Blocked,
+                    2 => AgentState::Done,
+                    v => return Err(unknown("AgentState", v)),
+                },
+            },
+            // [COMMAND.TAG.1] Unallocated and retired tags are INVALID_COMMAND (rule R7).
+            tag => return Err(DecodeError::new(DecodeErrorKind::UnknownCommand { tag })),
+        })
+    }
+
+    /// Writes the command value (`tag ‖ body`).
+    pub(crate) fn encode_value(&self, out: &mut Vec<u8>) {
+        out.put_u8(self.tag());
+        match self {
+            Self::AttachTerminal { terminal }
+            | Self::DetachTerminal { terminal }
+            | Self::KillTerminal { terminal }
+            | Self::ReleaseInput { terminal } => terminal.write(out),
+            Self::GetState { scope } => out.put_u8(match scope {
+                StateScope::Server => 0,
+            }),
+            Self::GetScreen {
+                terminal,
+                request_scrollback,
+                cells,
+            } => {
+                terminal.write(out);
+                out.put_optional(*request_scrollback, Put::put_u32);
+                out.put_bool(*cells);
+            }
+            Self::RouteInput { terminal, event } => {
+                terminal.write(out);
+                event.write(out);
+            }
+            Self::KillTerminals { terminals } => {
+                out.put_u16(terminals.len() as u16);
+                for t in terminals {
+                    t.write(out);
+                }
+            }
+            Self::GetTerminalState {
+                terminal,
+                include_scrollback,
+                max_scrollback_lines,
+            } => {
+                terminal.write(out);
+                out.put_bool(*include_scrollback);
+                out.put_u16(*max_scrollback_lines);
+            }
+            Self::SubscribeTerminalEvents {
+                terminal,
+                event_types,
+            } => {
+                terminal.write(out);
+                out.put_u16(event_types.len() as u16);
+                out.extend(event_types.iter().map(|t| t.0));
+            }
+            Self::Upgrade | Self::Shutdown => {}
+            Self::AcquireInput {
+                terminal,
+                mode,
+                ttl_ms,
+            } => {
+                terminal.write(out);
+                out.put_u8(match mode {
+                    AcquireMode::Cooperative => 0,
+                    AcquireMode::Seize => 1,
+                });
+                out.put_u32(*ttl_ms);
+            }
+            Self::SignalTerminal { terminal, signal } => {
+                terminal.write(out);
+                out.put_u8(*signal as u8);
+            }
+            Self::ReportAsked { terminal, asked } => {
+                terminal.write(out);
+                write_asked(asked, out);
+            }
+            Self::DetachClients { session } => {
+                out.put_optional(session.as_deref(), |o, s| o.put_len_bytes(s.as_bytes()));
+            }
+            Self::ApplyInput(apply) => apply.write_body(out),
+            Self::PutFile(put) => put.write_body(out),
+            Self::ReportAgentState { terminal, state } => {
+                terminal.write(out);
+                out.put_u8(*state as u8);
+            }
+        }
+    }
+}
+
+impl ApplyInput {
+    fn read_body(value_len: usize, r: &mut Reader<'_>) -> Result<Self> {
+        // [INPUT.APPLY.1] The whole command value is at most 64 KiB.
+        if value_len > MAX_APPLY_INPUT_LEN {
+            return Err(limit("APPLY_INPUT length", MAX_APPLY_INPUT_LEN, value_len));
+        }
+        // [INPUT.APPLY.2] The operation id is not all-zero.
+        let operation_id = OperationId::new(r.array()?)
+            .ok_or_else(|| DecodeError::new(DecodeErrorKind::ZeroOperationId))?;
+        let terminal = TerminalId::read(r)?;
+        let count = usize::from(r.u16()?);
+        // [INPUT.APPLY.3] At most 256 events; 0 decodes (the server refuses it later).
+        if count > MAX_APPLY_INPUT_EVENTS {
+            return Err(limit("APPLY_INPUT events", MAX_APPLY_INPUT_EVENTS, count));
+        }
+        let mut events = Vec::with_capacity(r.capacity_for(count, 2));
+        for _ in 0..count {
+            events.push(InputEvent::read(r)?);
+        }
+        Ok(Self {
+            operation_id,
+            terminal,
+            events,
+        })
+    }
+
+    fn write_body(&self, out: &mut Vec<u8>) {
+        out.put_bytes(&self.operation_id.bytes());
+        self.terminal.write(out);
+        out.put_u16(self.events.len() as u16);
+        for e in &self.events {
+            e.write(out);
+        }
+    }
+}
+
+impl PutFile {
+    fn read_body(r: &mut Reader<'_>) -> Result<Self> {
+        let upload_id = r.array()?;
+        let terminal = TerminalId::read(r)?;
+        let extension = r.str()?;
+        if extension.len() > MAX_PUT_FILE_EXTENSION_LEN {
+            return Err(limit(
+                "PUT_FILE extension length",
+                MAX_PUT_FILE_EXTENSION_LEN,
+                extension.len(),
+            ));
+        }
+        let offset = r.u64()?;
+        let data = r.bytes_ref()?;
+        if data.len() > MAX_PUT_FILE_CHUNK_LEN {
+            return Err(limit(
+                "PUT_FILE chunk length",
+                MAX_PUT_FILE_CHUNK_LEN,
+                data.len(),
+            ));
+        }
+        let end = offset.saturating_add(data.len() as u64);
+        if end > MAX_PUT_FILE_LEN {
+            return Err(DecodeError::new(DecodeErrorKind::LimitExceeded {
+                what: "PUT_FILE end offset",
+                limit: MAX_PUT_FILE_LEN,
+                actual: end,
+            }));
+        }
+        Ok(Self {
+            upload_id,
+            terminal,
+            extension,
+            offset,
+            data: data.to_vec(),
+            is_final: r.bool()?,
+            sha256: r.optional(Reader::array)?,
+        })
+    }
+
+    fn write_body(&self, out: &mut Vec<u8>) {
+        out.put_bytes(&self.upload_id);
+        self.terminal.write(out);
+        out.put_len_bytes(self.extension.as_bytes());
+        out.put_u64(self.offset);
+        out.put_len_bytes(&self.data);
+        out.put_bool(self.is_final);
+        out.put_optional(self.sha256.as_ref(), |o, s| o.put_bytes(s));
+    }
+}
+
+impl Wire for CommandResult {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            0 => Ok(Self::Ok),
+            1 => Ok(Self::OkWith(CommandValue::read(r)?)),
+            2 => Ok(Self::Error {
+                code: ErrorCode(r.u16()?),
+                message: r.str()?,
+            }),
+            tag => Err(unknown("CommandResult", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Ok => out.put_u8(0),
+            Self::OkWith(value) => {
+                out.put_u8(1);
+                value.write(out);
+            }
+            Self::Error { code, message } => {
+                out.put_u8(2);
+                out.put_u16(code.0);
+                out.put_len_bytes(message.as_bytes());
+            }
+        }
+    }
+}
+
+impl Wire for CommandValue {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            0 => Ok(Self::TerminalId(TerminalId::read(r)?)),
+            1 => Ok(Self::GroupId(GroupId(r.u32()?))),
+            2 => Ok(Self::State(SessionSnapshot::read(r)?)),
+            3 => Ok(Self::Json(r.str()?)),
+            4 => Ok(Self::Bytes(r.bytes()?)),
+            5 => Ok(Self::FileUpload {
+                next_offset: r.u64()?,
+                path: r.optional(Reader::str)?,
+            }),
+            tag => Err(unknown("CommandValue", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::TerminalId(id) => {
+                out.put_u8(0);
+                id.write(out);
+            }
+            Self::GroupId(id) => {
+                out.put_u8(1);
+                out.put_u32(id.0);
+            }
+            Self::State(snapshot) => {
+                out.put_u8(2);
+                snapshot.write(out);
+            }
+            Self::Json(s) => {
+                out.put_u8(3);
+                out.put_len_bytes(s.as_bytes());
+            }
+            Self::Bytes(b) => {
+                out.put_u8(4);
+                out.put_len_bytes(b);
+            }
+            Self::FileUpload { next_offset, path } => {
+                out.put_u8(5);
+                out.put_u64(*next_offset);
+                out.put_optional(path.as_deref(), |o, p| o.put_len_bytes(p.as_bytes()));
+            }
+        }
+    }
+}
+
+/// A u32-counted list; capacity bounded by what the input could hold.
+fn read_list<T>(
+    r: &mut Reader<'_>,
+    min_len: usize,
+    read: impl Fn(&mut Reader<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let count = r.u32()? as usize;
+    let mut list = Vec::with_capacity(r.capacity_for(count, min_len));
+    for _ in 0..count {
+        list.push(read(r)?);
+    }
+    Ok(list)
+}
+
+fn write_list<T>(out: &mut Vec<u8>, list: &[T], write: impl Fn(&T, &mut Vec<u8>)) {
+    out.put_u32(list.len() as u32);
+    for item in list {
+        write(item, out);
+    }
+}
+
+impl Wire for SessionSnapshot {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            sessions: read_list(r, 21, SessionInfo::read)?,
+            windows: read_list(r, 16, WindowInfo::read)?,
+            terminals: read_list(r, 15, TerminalInfo::read)?,
+            focused_session: r.u32()?,
+            focused_window: r.u32()?,
+            focused_pane: TerminalId::read(r)?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        write_list(out, &self.sessions, SessionInfo::write);
+        write_list(out, &self.windows, WindowInfo::write);
+        write_list(out, &self.terminals, TerminalInfo::write);
+        out.put_u32(self.focused_session);
+        out.put_u32(self.focused_window);
+        self.focused_pane.write(out);
+    }
+}
+
+impl Wire for SessionInfo {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            id: r.u32()?,
+            name: r.str()?,
+            active_window: r.optional(Reader::u32)?,
+            created_at: r.i64()?,
+            window_count: r.u16()?,
+            attached_client_count: r.u16()?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.id);
+        out.put_len_bytes(self.name.as_bytes());
+        out.put_optional(self.active_window, Put::put_u32);
+        out.put_i64(self.created_at);
+        out.put_u16(self.window_count);
+        out.put_u16(self.attached_client_count);
+    }
+}
+
+impl Wire for WindowInfo {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            id: r.u32()?,
+            session_id: r.u32()?,
+            index: r.u16()?,
+            name: r.str()?,
+            active_pane: r.optional(TerminalId::read)?,
+            layout: r.optional(|r| LayoutNode::read_depth(r, 1))?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.id);
+        out.put_u32(self.session_id);
+        out.put_u16(self.index);
+        out.put_len_bytes(self.name.as_bytes());
+        out.put_optional(self.active_pane.as_ref(), |o, t| t.write(o));
+        out.put_optional(self.layout.as_ref(), |o, l| l.write(o));
+    }
+}
+
+impl LayoutNode {
+    fn read_depth(r: &mut Reader<'_>, depth: usize) -> Result<Self> {
+        // [ID.LAYOUT.1] Layout trees are bounded so decoding cannot exhaust the stack.
+        if depth > MAX_LAYOUT_DEPTH {
+            return Err(limit("layout depth", MAX_LAYOUT_DEPTH, depth));
+        }
+        match r.u8()? {
+            0 => Ok(Self::Leaf(TerminalId::read(r)?)),
+            1 => Ok(Self::Split {
+                direction: match r.u8()? {
+                    0 => SplitDirection::Horizontal,
+                    1 => SplitDirection::Vertical,
+                    v => return Err(unknown("SplitDirection", v)),
+                },
+                ratio: r.f32()?,
+                left: Box::new(Self::read_depth(r, depth + 1)?),
+                right: Box::new(Self::read_depth(r, depth + 1)?),
+            }),
+            tag => Err(unknown("LayoutNode", tag)),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Leaf(id) => {
+                out.put_u8(0);
+                id.write(out);
+            }
+            Self::Split {
+                direction,
+                ratio,
+                left,
+                right,
+            } => {
+                out.put_u8(1);
+                out.put_u8(*direction as u8);
+                out.put_u32(ratio.to_bits());
+                left.write(out);
+                right.write(out);
+            }
+        }
+    }
+}
+
+impl Wire for TerminalInfo {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            terminal: TerminalId::read(r)?,
+            window_id: r.u32()?,
+            cols: r.u16()?,
+            rows: r.u16()?,
+            title: r.optional(Reader::str)?,
+            cwd: r.optional(Reader::str)?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        self.terminal.write(out);
+        out.put_u32(self.window_id);
+        out.put_u16(self.cols);
+        out.put_u16(self.rows);
+        out.put_optional(self.title.as_deref(), |o, s| o.put_len_bytes(s.as_bytes()));
+        out.put_optional(self.cwd.as_deref(), |o, s| o.put_len_bytes(s.as_bytes()));
     }
 }

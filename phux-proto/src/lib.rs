@@ -6,13 +6,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod atoms;
 mod macros;
 
 pub mod command;
 pub mod decode_error;
 pub mod error_code;
 pub mod event;
+pub mod field;
 pub mod frame;
+pub mod framing;
 pub mod ids;
 pub mod input;
 

@@ -13,3 +13,38 @@ pub struct ErrorFrame {
     /// Human-readable text, written even when empty.
     pub message: String,
 }
+
+// ---- codec ----
+
+use crate::atoms::Result;
+use crate::field::{Fields, Put, Reader, once, required, utf8};
+
+impl ErrorFrame {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut request_id, mut code, mut message) = (None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut request_id, id, "request_id", || Reader::new(v).u32())?,
+                // [ERROR.CODE.1] Unknown codes are surfaced as they are (rule R5).
+                2 => once(&mut code, id, "code", || {
+                    Reader::new(v).u16().map(ErrorCode)
+                })?,
+                3 => once(&mut message, id, "message", || utf8(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            request_id,
+            code: required(code, "code")?,
+            message: required(message, "message")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        if let Some(id) = self.request_id {
+            out.put_field(1, &id.to_be_bytes());
+        }
+        out.put_field(2, &self.code.0.to_be_bytes());
+        out.put_field(3, self.message.as_bytes());
+    }
+}

@@ -20,3 +20,51 @@ pub struct EventFrame {
     /// The event.
     pub event: AgentEvent,
 }
+
+// ---- codec ----
+
+use crate::atoms::{Result, Wire};
+use crate::field::{Fields, Put, once, required};
+use crate::frame::input::pos;
+
+impl SubscribeEvents {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let mut terminal = None;
+        while let Some((id, v)) = fields.next_field()? {
+            if id == 1 {
+                once(&mut terminal, id, "terminal", || pos(v))?;
+            }
+        }
+        Ok(Self { terminal })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        if let Some(t) = &self.terminal {
+            out.put_field_with(1, |o| t.write(o));
+        }
+    }
+}
+
+impl EventFrame {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut terminal, mut event) = (None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut terminal, id, "terminal", || pos(v))?,
+                2 => once(&mut event, id, "event", || pos(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            terminal,
+            event: required(event, "event")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        if let Some(t) = &self.terminal {
+            out.put_field_with(1, |o| t.write(o));
+        }
+        out.put_field_with(2, |o| self.event.write(o));
+    }
+}

@@ -297,3 +297,264 @@ pub enum BootstrapProfile {
     /// (`03 02 0000000f`); any other codec, or a feature set missing a bit, is a decode error.
     NativeState,
 }
+
+// ---- codec ----
+
+use crate::atoms::{Result, Wire, unknown};
+use crate::decode_error::{DecodeError, DecodeErrorKind};
+use crate::field::{Fields, Put, Reader, once, required, utf8};
+
+fn read_limit(r: &mut Reader<'_>, what: &'static str) -> Result<ByteLimit> {
+    let value = r.u32()?;
+    // [HELLO.LIMITS.1] Chunk and history-page limits are 1..=8 MiB.
+    ByteLimit::new(value).ok_or_else(|| {
+        DecodeError::new(if value < ByteLimit::MIN {
+            DecodeErrorKind::BelowMinimum {
+                what,
+                min: ByteLimit::MIN.into(),
+                actual: value.into(),
+            }
+        } else {
+            DecodeErrorKind::LimitExceeded {
+                what,
+                limit: ByteLimit::MAX.into(),
+                actual: value.into(),
+            }
+        })
+    })
+}
+
+fn read_output_mode(r: &mut Reader<'_>) -> Result<OutputMode> {
+    match r.u8()? {
+        0 => Ok(OutputMode::Raw),
+        1 => Ok(OutputMode::StateSync),
+        v => Err(unknown("OutputMode", v)),
+    }
+}
+
+pub(crate) fn output_mode_byte(mode: OutputMode) -> u8 {
+    match mode {
+        OutputMode::Raw => 0,
+        OutputMode::StateSync => 1,
+    }
+}
+
+pub(crate) fn read_output_mode_value(v: &[u8]) -> Result<OutputMode> {
+    read_output_mode(&mut Reader::new(v))
+}
+
+fn read_rgb(r: &mut Reader<'_>) -> Result<Rgb> {
+    let [red, green, blue] = r.array()?;
+    Ok(Rgb {
+        r: red,
+        g: green,
+        b: blue,
+    })
+}
+
+impl Wire for ClientCapabilities {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let color = match r.u8()? {
+            0 => ColorSupport::TrueColor,
+            1 => ColorSupport::Indexed256,
+            2 => ColorSupport::Indexed16,
+            3 => ColorSupport::Mono,
+            v => return Err(unknown("ColorSupport", v)),
+        };
+        // [HELLO.CAPS.1] Unknown capability bits are masked off; L1 is forced on.
+        let layers = LayerSet::from_bits_truncate(r.u8()?);
+        let images = ImageSupport::from_bits_truncate(r.u8()?);
+        let kbd_protocols = KbdProtocols::from_bits_truncate(r.u8()?);
+        let hyperlinks = r.bool()?;
+        let output_mode = read_output_mode(r)?;
+        let default_colors = r.optional(|r| {
+            Ok(DefaultColors {
+                fg: read_rgb(r)?,
+                bg: read_rgb(r)?,
+            })
+        })?;
+        Ok(Self {
+            color,
+            layers,
+            images,
+            kbd_protocols,
+            hyperlinks,
+            output_mode,
+            default_colors,
+            bootstrap_profiles: BootstrapProfiles::from_bits_truncate(r.u8()?),
+            native_codecs: NativeCodecs::from_bits_truncate(r.u64()?),
+            native_features: NativeFeatures::from_bits_truncate(r.u32()?),
+            max_chunk_bytes: read_limit(r, "max_chunk_bytes")?,
+            max_history_page_bytes: read_limit(r, "max_history_page_bytes")?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u8(match self.color {
+            ColorSupport::TrueColor => 0,
+            ColorSupport::Indexed256 => 1,
+            ColorSupport::Indexed16 => 2,
+            ColorSupport::Mono => 3,
+        });
+        out.put_u8(self.layers.bits());
+        out.put_u8(self.images.bits());
+        out.put_u8(self.kbd_protocols.bits());
+        out.put_bool(self.hyperlinks);
+        out.put_u8(output_mode_byte(self.output_mode));
+        out.put_optional(self.default_colors, |o, c| {
+            o.put_bytes(&[c.fg.r, c.fg.g, c.fg.b, c.bg.r, c.bg.g, c.bg.b]);
+        });
+        out.put_u8(self.bootstrap_profiles.bits());
+        out.put_u64(self.native_codecs.bits());
+        out.put_u32(self.native_features.bits());
+        out.put_u32(self.max_chunk_bytes.get());
+        out.put_u32(self.max_history_page_bytes.get());
+    }
+}
+
+impl Wire for ServerCapabilities {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let layers = LayerSet::from_bits_truncate(r.u8()?);
+        // [HELLO.SERVERCAPS.1] Features follow only if bytes remain; absent = empty.
+        let features = if r.is_empty() {
+            ServerFeatures::empty()
+        } else {
+            ServerFeatures::from_bits_truncate(r.u32()?)
+        };
+        Ok(Self { layers, features })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u8(self.layers.bits());
+        if !self.features.is_empty() {
+            out.put_u32(self.features.bits());
+        }
+    }
+}
+
+/// The only native codec phux 0.8 knows: libghostty checkpoint v2.
+const NATIVE_CODEC_V2: u8 = 2;
+
+impl Wire for BootstrapProfile {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            1 => Ok(Self::SynthesizedVtRaw),
+            2 => Ok(Self::SynthesizedVtStateSync),
+            3 => {
+                let codec = r.u8()?;
+                if codec != NATIVE_CODEC_V2 {
+                    return Err(unknown("NativeCodec", codec));
+                }
+                let features = NativeFeatures::from_bits_truncate(r.u32()?);
+                if features != NativeFeatures::all() {
+                    return Err(DecodeError::new(DecodeErrorKind::Invalid {
+                        what: "native profile without every native feature",
+                    }));
+                }
+                Ok(Self::NativeState)
+            }
+            tag => Err(unknown("BootstrapProfile", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::SynthesizedVtRaw => out.put_u8(1),
+            Self::SynthesizedVtStateSync => out.put_u8(2),
+            Self::NativeState => {
+                out.put_u8(3);
+                out.put_u8(NATIVE_CODEC_V2);
+                out.put_u32(NativeFeatures::all().bits());
+            }
+        }
+    }
+}
+
+fn u16_value(v: &[u8]) -> Result<u16> {
+    Reader::new(v).u16()
+}
+
+impl Hello {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut name, mut major, mut minor, mut patch, mut caps) = (None, None, None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut name, id, "client_name", || utf8(v))?,
+                2 => once(&mut major, id, "major", || u16_value(v))?,
+                3 => once(&mut minor, id, "minor", || u16_value(v))?,
+                4 => once(&mut patch, id, "patch", || u16_value(v))?,
+                5 => once(&mut caps, id, "capabilities", || {
+                    ClientCapabilities::read(&mut Reader::new(v))
+                })?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            client_name: required(name, "client_name")?,
+            version: ProtocolVersion {
+                major: required(major, "major")?,
+                minor: required(minor, "minor")?,
+                patch: required(patch, "patch")?,
+            },
+            capabilities: required(caps, "capabilities")?,
+        })
+    }
+
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, self.client_name.as_bytes());
+        out.put_field(2, &self.version.major.to_be_bytes());
+        out.put_field(3, &self.version.minor.to_be_bytes());
+        out.put_field(4, &self.version.patch.to_be_bytes());
+        out.put_field_with(5, |o| self.capabilities.write(o));
+    }
+}
+
+impl HelloOk {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut major, mut minor, mut patch, mut caps) = (None, None, None, None);
+        let (mut server_id, mut profile, mut chunk, mut page) = (None, None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut major, id, "major", || u16_value(v))?,
+                2 => once(&mut minor, id, "minor", || u16_value(v))?,
+                3 => once(&mut patch, id, "patch", || u16_value(v))?,
+                4 => once(&mut caps, id, "capabilities", || {
+                    ServerCapabilities::read(&mut Reader::new(v))
+                })?,
+                5 => once(&mut server_id, id, "server_id", || Ok(v.to_vec()))?,
+                6 => once(&mut profile, id, "profile", || {
+                    BootstrapProfile::read(&mut Reader::new(v))
+                })?,
+                7 => once(&mut chunk, id, "max_chunk_bytes", || {
+                    read_limit(&mut Reader::new(v), "max_chunk_bytes")
+                })?,
+                8 => once(&mut page, id, "max_history_page_bytes", || {
+                    read_limit(&mut Reader::new(v), "max_history_page_bytes")
+                })?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            version: ProtocolVersion {
+                major: required(major, "major")?,
+                minor: required(minor, "minor")?,
+                patch: required(patch, "patch")?,
+            },
+            capabilities: required(caps, "capabilities")?,
+            server_id: required(server_id, "server_id")?,
+            profile: required(profile, "profile")?,
+            max_chunk_bytes: required(chunk, "max_chunk_bytes")?,
+            max_history_page_bytes: required(page, "max_history_page_bytes")?,
+        })
+    }
+
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, &self.version.major.to_be_bytes());
+        out.put_field(2, &self.version.minor.to_be_bytes());
+        out.put_field(3, &self.version.patch.to_be_bytes());
+        out.put_field_with(4, |o| self.capabilities.write(o));
+        out.put_field(5, &self.server_id);
+        out.put_field_with(6, |o| self.profile.write(o));
+        out.put_field(7, &self.max_chunk_bytes.get().to_be_bytes());
+        out.put_field(8, &self.max_history_page_bytes.get().to_be_bytes());
+    }
+}

@@ -65,3 +65,85 @@ pub struct ViewportResize {
     /// The new viewport.
     pub viewport: ViewportInfo,
 }
+
+// ---- codec ----
+
+use crate::atoms::{Result, Wire};
+use crate::field::{Fields, Put, Reader, once, required};
+
+pub(crate) fn pos<T: Wire>(v: &[u8]) -> Result<T> {
+    T::read(&mut Reader::new(v))
+}
+
+/// Decodes `1 TerminalId ‖ 2 <event>`, both required.
+fn decode_terminal_and<T: Wire>(body: &[u8]) -> Result<(TerminalId, T)> {
+    let mut fields = Fields::new(body);
+    let (mut terminal, mut event) = (None, None);
+    while let Some((id, v)) = fields.next_field()? {
+        match id {
+            1 => once(&mut terminal, id, "terminal", || pos(v))?,
+            2 => once(&mut event, id, "event", || pos(v))?,
+            _ => {}
+        }
+    }
+    Ok((required(terminal, "terminal")?, required(event, "event")?))
+}
+
+fn encode_terminal_and<T: Wire>(out: &mut Vec<u8>, terminal: &TerminalId, event: &T) {
+    out.put_field_with(1, |o| terminal.write(o));
+    out.put_field_with(2, |o| event.write(o));
+}
+
+macro_rules! input_frame {
+    ($name:ident) => {
+        impl $name {
+            pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+                let (terminal, event) = decode_terminal_and(body)?;
+                Ok(Self { terminal, event })
+            }
+            pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+                encode_terminal_and(out, &self.terminal, &self.event);
+            }
+        }
+    };
+}
+
+input_frame!(InputKey);
+input_frame!(InputPaste);
+input_frame!(InputMouse);
+input_frame!(InputFocus);
+
+impl Wire for ViewportInfo {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            cols: r.u16()?,
+            rows: r.u16()?,
+            pixel_w: r.optional(Reader::u16)?,
+            pixel_h: r.optional(Reader::u16)?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u16(self.cols);
+        out.put_u16(self.rows);
+        out.put_optional(self.pixel_w, Put::put_u16);
+        out.put_optional(self.pixel_h, Put::put_u16);
+    }
+}
+
+impl ViewportResize {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let mut viewport = None;
+        while let Some((id, v)) = fields.next_field()? {
+            if id == 1 {
+                once(&mut viewport, id, "viewport", || pos(v))?;
+            }
+        }
+        Ok(Self {
+            viewport: required(viewport, "viewport")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field_with(1, |o| self.viewport.write(o));
+    }
+}

@@ -52,3 +52,75 @@ impl Detached {
         self.reason.filter(|r| r.is_known())
     }
 }
+
+// ---- codec ----
+
+use crate::atoms::Result;
+use crate::field::{Fields, Put, Reader, once, required, utf8};
+
+fn decode_nonce(body: &[u8]) -> Result<u64> {
+    let mut fields = Fields::new(body);
+    let mut nonce = None;
+    while let Some((id, v)) = fields.next_field()? {
+        if id == 1 {
+            once(&mut nonce, id, "nonce", || Reader::new(v).u64())?;
+        }
+    }
+    required(nonce, "nonce")
+}
+
+impl Ping {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        decode_nonce(body).map(|nonce| Self { nonce })
+    }
+    #[allow(clippy::trivially_copy_pass_by_ref)] // same shape as every other frame
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, &self.nonce.to_be_bytes());
+    }
+}
+
+impl Pong {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        decode_nonce(body).map(|nonce| Self { nonce })
+    }
+    #[allow(clippy::trivially_copy_pass_by_ref)] // same shape as every other frame
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, &self.nonce.to_be_bytes());
+    }
+}
+
+/// DETACH has no fields; any present are validated as TLV and ignored.
+pub(crate) fn decode_detach(body: &[u8]) -> Result<()> {
+    let mut fields = Fields::new(body);
+    while fields.next_field()?.is_some() {}
+    Ok(())
+}
+
+impl Detached {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut reason, mut message) = (None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                // [DETACH.REASON.1] Unknown reasons decode and are kept (rule R5).
+                1 => once(&mut reason, id, "reason", || {
+                    Reader::new(v).u8().map(DetachReason)
+                })?,
+                2 => once(&mut message, id, "message", || utf8(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            reason,
+            message: message.unwrap_or_default(),
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        if let Some(reason) = self.reason {
+            out.put_field(1, &[reason.0]);
+        }
+        if !self.message.is_empty() {
+            out.put_field(2, self.message.as_bytes());
+        }
+    }
+}

@@ -186,3 +186,141 @@ impl Frame {
         }
     }
 }
+
+use crate::decode_error::{DecodeError, DecodeErrorKind};
+use crate::framing::{HEADER_LEN, LENGTH_LEN, check_length};
+
+impl Frame {
+    /// Appends this frame's canonical encoding (header included) to `out`.
+    ///
+    /// Encoding cannot fail; keeping a frame under `MAX_FRAME_LEN` is the caller's job (the
+    /// types bound nothing a server would send near it).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; LENGTH_LEN]);
+        out.push(self.frame_type().0);
+        match self {
+            Self::Hello(f) => f.encode_body(out),
+            Self::HelloOk(f) => f.encode_body(out),
+            Self::Ping(f) => f.encode_body(out),
+            Self::Pong(f) => f.encode_body(out),
+            Self::Detach => {}
+            Self::Detached(f) => f.encode_body(out),
+            Self::Error(f) => f.encode_body(out),
+            Self::Command(f) => f.encode_body(out),
+            Self::CommandResult(f) => f.encode_body(out),
+            Self::InputKey(f) => f.encode_body(out),
+            Self::InputPaste(f) => f.encode_body(out),
+            Self::InputMouse(f) => f.encode_body(out),
+            Self::InputFocus(f) => f.encode_body(out),
+            Self::ViewportResize(f) => f.encode_body(out),
+            Self::SpawnTerminal(f) => f.encode_body(out),
+            Self::TerminalResize(f) => f.encode_body(out),
+            Self::TerminalClosed(f) => f.encode_body(out),
+            Self::TerminalSpawned(f) => f.encode_body(out),
+            Self::TerminalOutput(f) => f.encode_body(out),
+            Self::BootstrapBegin(f) => f.encode_body(out),
+            Self::BootstrapChunk(f) => f.encode_body(out),
+            Self::BootstrapReady(f) => f.encode_body(out),
+            Self::BootstrapTombstone(f) => f.encode_body(out),
+            Self::SubscribeEvents(f) => f.encode_body(out),
+            Self::Event(f) => f.encode_body(out),
+            Self::Bell(f) => f.encode_body(out),
+        }
+        // [FRAME.HEADER.1] The length counts the type byte and body, not itself.
+        let length = (out.len() - start - LENGTH_LEN) as u32;
+        out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
+    }
+
+    /// This frame's canonical encoding in a new vector.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Decodes exactly one whole frame, header included. Bytes past `4 + length` are an
+    /// error (`TrailingBytes`), as is a buffer shorter than that (`FrameTruncated`).
+    pub fn decode(frame: &[u8]) -> Result<Self, DecodeError> {
+        let Some(len_bytes) = frame.first_chunk::<LENGTH_LEN>() else {
+            return Err(DecodeError::new(DecodeErrorKind::FrameTruncated {
+                needed: LENGTH_LEN,
+                available: frame.len(),
+            }));
+        };
+        let length = u32::from_be_bytes(*len_bytes);
+        check_length(length)?;
+        let needed = LENGTH_LEN + length as usize;
+        let frame_type = frame.get(LENGTH_LEN).copied().map(FrameType);
+        let with_type = |e: DecodeError| match frame_type {
+            Some(t) => e.with_frame(t),
+            None => e,
+        };
+        if frame.len() < needed {
+            return Err(with_type(DecodeError::new(
+                DecodeErrorKind::FrameTruncated {
+                    needed,
+                    available: frame.len(),
+                },
+            )));
+        }
+        if frame.len() > needed {
+            return Err(with_type(DecodeError::new(
+                DecodeErrorKind::TrailingBytes {
+                    extra: frame.len() - needed,
+                },
+            )));
+        }
+        let frame_type = FrameType(frame[LENGTH_LEN]);
+        let body = &frame[HEADER_LEN..];
+        Self::decode_body(frame_type, body).map_err(|e| e.with_frame(frame_type))
+    }
+
+    /// Decodes a body of the given type (header already checked).
+    fn decode_body(frame_type: FrameType, body: &[u8]) -> Result<Self, DecodeError> {
+        Ok(match frame_type {
+            FrameType::HELLO => Self::Hello(Hello::decode_body(body)?),
+            FrameType::HELLO_OK => Self::HelloOk(HelloOk::decode_body(body)?),
+            FrameType::PING => Self::Ping(Ping::decode_body(body)?),
+            FrameType::PONG => Self::Pong(Pong::decode_body(body)?),
+            FrameType::DETACH => {
+                lifecycle::decode_detach(body)?;
+                Self::Detach
+            }
+            FrameType::DETACHED => Self::Detached(Detached::decode_body(body)?),
+            FrameType::ERROR => Self::Error(ErrorFrame::decode_body(body)?),
+            FrameType::COMMAND => Self::Command(CommandFrame::decode_body(body)?),
+            FrameType::COMMAND_RESULT => {
+                Self::CommandResult(CommandResultFrame::decode_body(body)?)
+            }
+            FrameType::INPUT_KEY => Self::InputKey(InputKey::decode_body(body)?),
+            FrameType::INPUT_PASTE => Self::InputPaste(InputPaste::decode_body(body)?),
+            FrameType::INPUT_MOUSE => Self::InputMouse(InputMouse::decode_body(body)?),
+            FrameType::INPUT_FOCUS => Self::InputFocus(InputFocus::decode_body(body)?),
+            FrameType::VIEWPORT_RESIZE => Self::ViewportResize(ViewportResize::decode_body(body)?),
+            FrameType::SPAWN_TERMINAL => Self::SpawnTerminal(SpawnTerminal::decode_body(body)?),
+            FrameType::TERMINAL_RESIZE => Self::TerminalResize(TerminalResize::decode_body(body)?),
+            FrameType::TERMINAL_CLOSED => Self::TerminalClosed(TerminalClosed::decode_body(body)?),
+            FrameType::TERMINAL_SPAWNED => {
+                Self::TerminalSpawned(TerminalSpawned::decode_body(body)?)
+            }
+            FrameType::TERMINAL_OUTPUT => Self::TerminalOutput(TerminalOutput::decode_body(body)?),
+            FrameType::BOOTSTRAP_BEGIN => Self::BootstrapBegin(BootstrapBegin::decode_body(body)?),
+            FrameType::BOOTSTRAP_CHUNK => Self::BootstrapChunk(BootstrapChunk::decode_body(body)?),
+            FrameType::BOOTSTRAP_READY => Self::BootstrapReady(BootstrapReady::decode_body(body)?),
+            FrameType::BOOTSTRAP_TOMBSTONE => {
+                Self::BootstrapTombstone(BootstrapTombstone::decode_body(body)?)
+            }
+            FrameType::SUBSCRIBE_EVENTS => {
+                Self::SubscribeEvents(SubscribeEvents::decode_body(body)?)
+            }
+            FrameType::EVENT => Self::Event(EventFrame::decode_body(body)?),
+            FrameType::BELL => Self::Bell(Bell::decode_body(body)?),
+            // [FRAME.TYPE.1] Any other type byte (retired, spec-only, or outside our subset)
+            // is UNKNOWN_MESSAGE_TYPE; the frame's length still lets the stream go on.
+            FrameType(tag) => {
+                return Err(DecodeError::new(DecodeErrorKind::UnknownFrameType { tag }));
+            }
+        })
+    }
+}

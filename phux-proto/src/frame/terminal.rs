@@ -279,3 +279,508 @@ pub struct Bell {
     /// The terminal that rang.
     pub terminal: TerminalId,
 }
+
+// ---- codec ----
+
+use crate::atoms::{Result, Wire, unknown};
+use crate::decode_error::{DecodeError, DecodeErrorKind};
+use crate::field::{Fields, Put, Reader, once, required, utf8};
+use crate::frame::handshake::{output_mode_byte, read_output_mode_value};
+use crate::frame::input::pos;
+
+fn u32_value(v: &[u8]) -> Result<u32> {
+    Reader::new(v).u32()
+}
+
+fn u64_value(v: &[u8]) -> Result<u64> {
+    Reader::new(v).u64()
+}
+
+fn stream_value(v: &[u8]) -> Result<StreamId> {
+    // [OUTPUT.STREAM.1] Stream ids are non-zero.
+    StreamId::new(u64_value(v)?).ok_or_else(|| DecodeError::new(DecodeErrorKind::ZeroId))
+}
+
+fn bootstrap_value(v: &[u8]) -> Result<BootstrapId> {
+    // [OUTPUT.BOOTSTRAP.1] Bootstrap ids are non-zero.
+    BootstrapId::new(u64_value(v)?).ok_or_else(|| DecodeError::new(DecodeErrorKind::ZeroId))
+}
+
+fn str_list(r: &mut Reader<'_>) -> Result<Vec<String>> {
+    let count = r.u32()? as usize;
+    // Each str is at least its 4-byte length, so the input bounds the capacity.
+    let mut list = Vec::with_capacity(r.capacity_for(count, 4));
+    for _ in 0..count {
+        list.push(r.str()?);
+    }
+    Ok(list)
+}
+
+fn env_list(r: &mut Reader<'_>) -> Result<Vec<(String, String)>> {
+    let count = r.u32()? as usize;
+    let mut list = Vec::with_capacity(r.capacity_for(count, 8));
+    for _ in 0..count {
+        list.push((r.str()?, r.str()?));
+    }
+    Ok(list)
+}
+
+impl Wire for TerminalSize {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            cols: r.u16()?,
+            rows: r.u16()?,
+        })
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.put_u16(self.cols);
+        out.put_u16(self.rows);
+    }
+}
+
+impl SpawnTerminal {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut request_id, mut group, mut command, mut cwd, mut env) =
+            (None, None, None, None, None);
+        let (mut term, mut satellite, mut owner, mut agent, mut size) =
+            (None, None, None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut request_id, id, "request_id", || u32_value(v))?,
+                2 => once(&mut group, id, "group", || u32_value(v).map(GroupId))?,
+                3 => once(&mut command, id, "command", || {
+                    str_list(&mut Reader::new(v))
+                })?,
+                4 => once(&mut cwd, id, "cwd", || utf8(v))?,
+                5 => once(&mut env, id, "env", || env_list(&mut Reader::new(v)))?,
+                6 => once(&mut term, id, "term", || utf8(v))?,
+                7 => once(&mut satellite, id, "satellite", || utf8(v))?,
+                8 => once(&mut owner, id, "owner_terminal", || pos(v))?,
+                9 => once(&mut agent, id, "agent_session", || Ok(v.to_vec()))?,
+                10 => once(&mut size, id, "initial_size", || pos(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            request_id: request_id.unwrap_or(0),
+            group: group.unwrap_or(GroupId(0)),
+            command,
+            cwd,
+            env,
+            term,
+            satellite,
+            owner_terminal: owner,
+            agent_session: agent,
+            initial_size: size,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, &self.request_id.to_be_bytes());
+        out.put_field(2, &self.group.0.to_be_bytes());
+        if let Some(command) = &self.command {
+            out.put_field_with(3, |o| {
+                o.put_u32(command.len() as u32);
+                for arg in command {
+                    o.put_len_bytes(arg.as_bytes());
+                }
+            });
+        }
+        if let Some(cwd) = &self.cwd {
+            out.put_field(4, cwd.as_bytes());
+        }
+        if let Some(env) = &self.env {
+            out.put_field_with(5, |o| {
+                o.put_u32(env.len() as u32);
+                for (k, v) in env {
+                    o.put_len_bytes(k.as_bytes());
+                    o.put_len_bytes(v.as_bytes());
+                }
+            });
+        }
+        if let Some(term) = &self.term {
+            out.put_field(6, term.as_bytes());
+        }
+        if let Some(satellite) = &self.satellite {
+            out.put_field(7, satellite.as_bytes());
+        }
+        if let Some(owner) = &self.owner_terminal {
+            out.put_field_with(8, |o| owner.write(o));
+        }
+        if let Some(agent) = &self.agent_session {
+            out.put_field(9, agent);
+        }
+        if let Some(size) = &self.initial_size {
+            out.put_field_with(10, |o| size.write(o));
+        }
+    }
+}
+
+impl TerminalResize {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut terminal, mut cols, mut rows) = (None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut terminal, id, "terminal", || pos(v))?,
+                2 => once(&mut cols, id, "cols", || Reader::new(v).u16())?,
+                3 => once(&mut rows, id, "rows", || Reader::new(v).u16())?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            terminal: required(terminal, "terminal")?,
+            size: TerminalSize {
+                cols: cols.unwrap_or(0),
+                rows: rows.unwrap_or(0),
+            },
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field_with(1, |o| self.terminal.write(o));
+        out.put_field(2, &self.size.cols.to_be_bytes());
+        out.put_field(3, &self.size.rows.to_be_bytes());
+    }
+}
+
+impl TerminalClosed {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut terminal, mut exit_status) = (None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut terminal, id, "terminal", || pos(v))?,
+                2 => once(&mut exit_status, id, "exit_status", || Reader::new(v).i32())?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            terminal: required(terminal, "terminal")?,
+            exit_status,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field_with(1, |o| self.terminal.write(o));
+        if let Some(status) = self.exit_status {
+            out.put_field(2, &status.to_be_bytes());
+        }
+    }
+}
+
+impl Wire for SpawnError {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            0 => Ok(Self::GroupNotFound),
+            1 => Ok(Self::SpawnFailed(r.str()?)),
+            2 => Ok(Self::UnsupportedSatelliteRoute),
+            3 => Ok(Self::SatelliteUnreachable(r.str()?)),
+            tag => Err(unknown("SpawnError", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::GroupNotFound => out.put_u8(0),
+            Self::SpawnFailed(s) => {
+                out.put_u8(1);
+                out.put_len_bytes(s.as_bytes());
+            }
+            Self::UnsupportedSatelliteRoute => out.put_u8(2),
+            Self::SatelliteUnreachable(s) => {
+                out.put_u8(3);
+                out.put_len_bytes(s.as_bytes());
+            }
+        }
+    }
+}
+
+impl Wire for SpawnResult {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            0 => Ok(Self::Ok(TerminalId::read(r)?)),
+            1 => Ok(Self::Err(SpawnError::read(r)?)),
+            tag => Err(unknown("SpawnResult", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Ok(id) => {
+                out.put_u8(0);
+                id.write(out);
+            }
+            Self::Err(e) => {
+                out.put_u8(1);
+                e.write(out);
+            }
+        }
+    }
+}
+
+impl TerminalSpawned {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut request_id, mut result) = (None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut request_id, id, "request_id", || u32_value(v))?,
+                2 => once(&mut result, id, "result", || pos(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            request_id: request_id.unwrap_or(0),
+            result: required(result, "result")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field(1, &self.request_id.to_be_bytes());
+        out.put_field_with(2, |o| self.result.write(o));
+    }
+}
+
+impl TerminalOutput {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut terminal, mut seq, mut bytes, mut stream, mut bootstrap) =
+            (None, None, None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut terminal, id, "terminal", || pos(v))?,
+                2 => once(&mut seq, id, "seq", || u64_value(v))?,
+                // Borrowed here, copied once below after every field checked out.
+                3 => once(&mut bytes, id, "bytes", || Ok(v))?,
+                4 => once(&mut stream, id, "stream", || stream_value(v))?,
+                5 => once(&mut bootstrap, id, "bootstrap", || bootstrap_value(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            terminal: required(terminal, "terminal")?,
+            seq: required(seq, "seq")?,
+            bytes: required(bytes, "bytes")?.to_vec(),
+            stream: required(stream, "stream")?,
+            bootstrap: required(bootstrap, "bootstrap")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.reserve(self.bytes.len() + 48);
+        out.put_field_with(1, |o| self.terminal.write(o));
+        out.put_field(2, &self.seq.to_be_bytes());
+        out.put_field(3, &self.bytes);
+        out.put_field(4, &self.stream.get().to_be_bytes());
+        out.put_field(5, &self.bootstrap.get().to_be_bytes());
+    }
+}
+
+/// The engine version BootstrapCodec::Native carries.
+const NATIVE_ENGINE_V2: u8 = 2;
+
+impl Wire for BootstrapCodec {
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        match r.u8()? {
+            0 => Ok(Self::SynthesizedVtV1),
+            1 => match r.u8()? {
+                NATIVE_ENGINE_V2 => Ok(Self::Native),
+                v => Err(unknown("NativeEngineVersion", v)),
+            },
+            tag => Err(unknown("BootstrapCodec", tag)),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::SynthesizedVtV1 => out.put_u8(0),
+            Self::Native => out.put_bytes(&[1, NATIVE_ENGINE_V2]),
+        }
+    }
+}
+
+fn nonzero_u16(v: &[u8]) -> Result<u16> {
+    match Reader::new(v).u16()? {
+        0 => Err(DecodeError::new(DecodeErrorKind::ZeroId)),
+        n => Ok(n),
+    }
+}
+
+/// Decodes the `1 terminal ‖ 2 stream ‖ 3 bootstrap` prefix every bootstrap frame shares,
+/// handing any other field id to `rest`.
+fn decode_bootstrap_fields<'a>(
+    body: &'a [u8],
+    mut rest: impl FnMut(u32, &'a [u8]) -> Result<()>,
+) -> Result<(TerminalId, StreamId, BootstrapId)> {
+    let mut fields = Fields::new(body);
+    let (mut terminal, mut stream, mut bootstrap) = (None, None, None);
+    while let Some((id, v)) = fields.next_field()? {
+        match id {
+            1 => once(&mut terminal, id, "terminal", || pos(v))?,
+            2 => once(&mut stream, id, "stream", || stream_value(v))?,
+            3 => once(&mut bootstrap, id, "bootstrap", || bootstrap_value(v))?,
+            _ => rest(id, v)?,
+        }
+    }
+    Ok((
+        required(terminal, "terminal")?,
+        required(stream, "stream")?,
+        required(bootstrap, "bootstrap")?,
+    ))
+}
+
+fn encode_bootstrap_prefix(
+    out: &mut Vec<u8>,
+    terminal: &TerminalId,
+    stream: StreamId,
+    bootstrap: BootstrapId,
+) {
+    out.put_field_with(1, |o| terminal.write(o));
+    out.put_field(2, &stream.get().to_be_bytes());
+    out.put_field(3, &bootstrap.get().to_be_bytes());
+}
+
+impl BootstrapBegin {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let (mut codec, mut cols, mut rows, mut mode, mut base) = (None, None, None, None, None);
+        let (terminal, stream, bootstrap) = decode_bootstrap_fields(body, |id, v| match id {
+            4 => once(&mut codec, id, "codec", || pos(v)),
+            5 => once(&mut cols, id, "cols", || nonzero_u16(v)),
+            6 => once(&mut rows, id, "rows", || nonzero_u16(v)),
+            7 => once(&mut mode, id, "output_mode", || read_output_mode_value(v)),
+            8 => once(&mut base, id, "base_seq", || u64_value(v)),
+            _ => Ok(()),
+        })?;
+        let codec = required(codec, "codec")?;
+        let output_mode = required(mode, "output_mode")?;
+        // [BOOTSTRAP.PROFILE.1] A native bootstrap is raw output only.
+        if codec == BootstrapCodec::Native && output_mode == OutputMode::StateSync {
+            return Err(DecodeError::new(DecodeErrorKind::Invalid {
+                what: "native codec with state-sync output",
+            })
+            .with_field("output_mode"));
+        }
+        Ok(Self {
+            terminal,
+            stream,
+            bootstrap,
+            codec,
+            cols: required(cols, "cols")?,
+            rows: required(rows, "rows")?,
+            output_mode,
+            base_seq: required(base, "base_seq")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        encode_bootstrap_prefix(out, &self.terminal, self.stream, self.bootstrap);
+        out.put_field_with(4, |o| self.codec.write(o));
+        out.put_field(5, &self.cols.to_be_bytes());
+        out.put_field(6, &self.rows.to_be_bytes());
+        out.put_field(7, &[output_mode_byte(self.output_mode)]);
+        out.put_field(8, &self.base_seq.to_be_bytes());
+    }
+}
+
+impl BootstrapChunk {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let (mut chunk_seq, mut payload) = (None, None);
+        let (terminal, stream, bootstrap) = decode_bootstrap_fields(body, |id, v| match id {
+            4 => once(&mut chunk_seq, id, "chunk_seq", || u32_value(v)),
+            5 => once(&mut payload, id, "payload", || Ok(v)),
+            _ => Ok(()),
+        })?;
+        Ok(Self {
+            terminal,
+            stream,
+            bootstrap,
+            chunk_seq: required(chunk_seq, "chunk_seq")?,
+            payload: required(payload, "payload")?.to_vec(),
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.reserve(self.payload.len() + 48);
+        encode_bootstrap_prefix(out, &self.terminal, self.stream, self.bootstrap);
+        out.put_field(4, &self.chunk_seq.to_be_bytes());
+        out.put_field(5, &self.payload);
+    }
+}
+
+impl BootstrapReady {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut cursor = None;
+        let (terminal, stream, bootstrap) = decode_bootstrap_fields(body, |id, v| match id {
+            4 => once(&mut cursor, id, "history_cursor", || {
+                // [BOOTSTRAP.READY.1] The history cursor is at most 4096 bytes.
+                if v.len() > Self::MAX_HISTORY_CURSOR_LEN {
+                    return Err(DecodeError::new(DecodeErrorKind::LimitExceeded {
+                        what: "history_cursor length",
+                        limit: Self::MAX_HISTORY_CURSOR_LEN as u64,
+                        actual: v.len() as u64,
+                    }));
+                }
+                Ok(v.to_vec())
+            }),
+            _ => Ok(()),
+        })?;
+        Ok(Self {
+            terminal,
+            stream,
+            bootstrap,
+            history_cursor: cursor,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        encode_bootstrap_prefix(out, &self.terminal, self.stream, self.bootstrap);
+        if let Some(cursor) = &self.history_cursor {
+            out.put_field(4, cursor);
+        }
+    }
+}
+
+fn tombstone_reason(v: &[u8]) -> Result<TombstoneReason> {
+    Ok(match Reader::new(v).u8()? {
+        0 => TombstoneReason::RawReplayOverflow,
+        1 => TombstoneReason::OutboundGap,
+        2 => TombstoneReason::Resize,
+        3 => TombstoneReason::RelayReconnect,
+        4 => TombstoneReason::ExplicitReattach,
+        5 => TombstoneReason::CodecFailure,
+        6 => TombstoneReason::Other,
+        v => return Err(unknown("TombstoneReason", v)),
+    })
+}
+
+impl BootstrapTombstone {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let (mut reason, mut last) = (None, None);
+        let (terminal, stream, bootstrap) = decode_bootstrap_fields(body, |id, v| match id {
+            4 => once(&mut reason, id, "reason", || tombstone_reason(v)),
+            5 => once(&mut last, id, "last_valid_seq", || u64_value(v)),
+            _ => Ok(()),
+        })?;
+        Ok(Self {
+            terminal,
+            stream,
+            bootstrap,
+            reason: required(reason, "reason")?,
+            last_valid_seq: required(last, "last_valid_seq")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        encode_bootstrap_prefix(out, &self.terminal, self.stream, self.bootstrap);
+        out.put_field(4, &[self.reason as u8]);
+        out.put_field(5, &self.last_valid_seq.to_be_bytes());
+    }
+}
+
+impl Bell {
+    pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let mut terminal = None;
+        while let Some((id, v)) = fields.next_field()? {
+            if id == 1 {
+                once(&mut terminal, id, "terminal", || pos(v))?;
+            }
+        }
+        Ok(Self {
+            terminal: required(terminal, "terminal")?,
+        })
+    }
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        out.put_field_with(1, |o| self.terminal.write(o));
+    }
+}

@@ -1,0 +1,84 @@
+//! The frame header: `length u32 BE` (type byte + body) then `type u8`.
+
+use crate::decode_error::{DecodeError, DecodeErrorKind};
+use crate::frame::FrameType;
+
+/// Header bytes: the 4-byte length and the type byte.
+pub const HEADER_LEN: usize = 5;
+
+/// The length field's width.
+pub const LENGTH_LEN: usize = 4;
+
+/// The largest `length`: 16 MiB, phux 0.8's cap, so a receiver's buffer per connection is
+/// bounded no matter what a peer declares.
+pub const MAX_FRAME_LEN: u32 = 16 * 1024 * 1024;
+
+/// A parsed header.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FrameHeader {
+    /// The declared length: type byte plus body (`1..=MAX_FRAME_LEN`).
+    pub length: u32,
+    /// The type byte.
+    pub frame_type: FrameType,
+}
+
+impl FrameHeader {
+    /// The whole frame's size: `4 + length`.
+    pub fn frame_len(&self) -> usize {
+        LENGTH_LEN + self.length as usize
+    }
+
+    /// The body's size: `length - 1`.
+    pub fn body_len(&self) -> usize {
+        self.length as usize - 1
+    }
+}
+
+/// Checks a declared length.
+pub(crate) fn check_length(length: u32) -> Result<(), DecodeError> {
+    // [FRAME.LENGTH.1] The length is 1..=16 MiB; anything else is a framing violation.
+    if length == 0 || length > MAX_FRAME_LEN {
+        return Err(DecodeError::new(DecodeErrorKind::FrameLength {
+            len: length,
+        }));
+    }
+    Ok(())
+}
+
+/// Parses the header at the start of `buf`: `Ok(None)` when more bytes are needed, `Err` for
+/// a length outside `1..=16 MiB` (reported as soon as the 4 length bytes are in, so a bad
+/// stream fails before its type byte arrives).
+pub fn parse_header(buf: &[u8]) -> Result<Option<FrameHeader>, DecodeError> {
+    let Some(len_bytes) = buf.first_chunk::<LENGTH_LEN>() else {
+        return Ok(None);
+    };
+    let length = u32::from_be_bytes(*len_bytes);
+    check_length(length)?;
+    Ok(buf.get(LENGTH_LEN).map(|&tag| FrameHeader {
+        length,
+        frame_type: FrameType(tag),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // [FRAME.LENGTH.1]
+    #[test]
+    fn header_needs_five_bytes_and_a_legal_length() {
+        assert_eq!(parse_header(&[]), Ok(None));
+        assert_eq!(parse_header(&[0, 0, 0]), Ok(None));
+        assert_eq!(parse_header(&[0, 0, 0, 1]), Ok(None));
+        let header = parse_header(&[0, 0, 0, 1, 0x03]).unwrap().unwrap();
+        assert_eq!(header.frame_type, FrameType::DETACH);
+        assert_eq!(header.frame_len(), 5);
+        assert_eq!(header.body_len(), 0);
+        for bad in [[0, 0, 0, 0], [0x01, 0, 0, 1], [0xff; 4]] {
+            let err = parse_header(&bad).unwrap_err();
+            assert!(err.is_framing());
+            assert_eq!(err.code(), crate::ErrorCode::FRAME_TOO_LARGE);
+        }
+        assert!(parse_header(&[0x01, 0, 0, 0, 0x90]).unwrap().is_some());
+    }
+}
