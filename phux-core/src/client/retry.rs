@@ -217,20 +217,22 @@ mod tests {
 
     /// One row per policy rule: (clause, outcome, current incarnation, age, attempts,
     /// in_doubt, expected).
+    type Row = (
+        &'static str,
+        SendOutcome,
+        Option<&'static [u8]>,
+        Duration,
+        u32,
+        bool,
+        RetryDecision,
+    );
+
     #[test]
     fn client_retry_table() {
         use RetryDecision::ReportUnknown as Unknown;
         use UnknownReason as R;
-        let nine_min = Duration::from_secs(9 * 60);
-        let rows: Vec<(
-            &str,
-            SendOutcome,
-            Option<&[u8]>,
-            Duration,
-            u32,
-            bool,
-            RetryDecision,
-        )> = vec![
+        let nine_min = Duration::from_mins(9);
+        let rows: Vec<Row> = vec![
             (
                 "RETRY.1 ok",
                 SendOutcome::Result(CommandResult::Ok),
