@@ -1,0 +1,470 @@
+//! The outbox journal: the append-only records a driver persists so pending operations
+//! survive a client restart.
+//!
+//! # Encoding (version 1)
+//!
+//! Each record is `len u32 BE ‖ body ‖ check[4]`, where `body = version u8 ‖ kind u8 ‖
+//! payload`, `len` counts the body only, and `check` is the first four bytes of SHA-256 of the
+//! body (so a torn or garbled tail is told apart from a record). Payloads:
+//!
+//! | kind | record | payload |
+//! |---|---|---|
+//! | 1 | Enqueued | `enqueued_at u64 ‖ COMMAND frame` (request id 0, APPLY_INPUT: op, terminal, events) |
+//! | 2 | Sent | `op[16] ‖ at u64 ‖ incarnation[32]` |
+//! | 3 | Answered | `op[16]` |
+//! | 4 | Resolved | `op[16] ‖ 00` delivered · `op ‖ 01 ‖ reason u8` unknown · `op ‖ 02 ‖ code u16 ‖ UTF-8 message` refused |
+//!
+//! The input events are stored as the phux wire encoding of the APPLY_INPUT command, so there
+//! is one encoding of input atoms. Times are the engine's [`Instant`]s in microseconds.
+
+use std::fmt;
+
+use phux_proto::frame::CommandFrame;
+use phux_proto::{Command, DecodeError, ErrorCode, Frame, OperationId};
+use sha2::{Digest, Sha256};
+
+use super::outbox::Resolution;
+use super::retry::UnknownReason;
+use crate::time::Instant;
+use phux_proto::command::ApplyInput;
+
+/// The journal format version written into every record.
+pub const JOURNAL_VERSION: u8 = 1;
+
+/// The largest record body: an Enqueued record holds one APPLY_INPUT frame, whose command
+/// value is at most 64 KiB; 128 KiB leaves room for the envelope and bounds what a corrupt
+/// length can make a reader wait for.
+pub const MAX_RECORD_LEN: usize = 128 * 1024;
+
+const LEN_LEN: usize = 4;
+const CHECK_LEN: usize = 4;
+
+const KIND_ENQUEUED: u8 = 1;
+const KIND_SENT: u8 = 2;
+const KIND_ANSWERED: u8 = 3;
+const KIND_RESOLVED: u8 = 4;
+
+/// A server incarnation: SHA-256 of a HELLO_OK `server_id` (which is opaque and unbounded on
+/// the wire), so records stay small and comparisons stay bytewise.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Incarnation([u8; 32]);
+
+impl Incarnation {
+    /// The incarnation a HELLO_OK `server_id` names.
+    pub fn of(server_id: &[u8]) -> Self {
+        Self(Sha256::digest(server_id).into())
+    }
+
+    /// The digest bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Incarnation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Incarnation(")?;
+        for b in &self.0[..6] {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, "…)")
+    }
+}
+
+/// One journal record.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum JournalRecord {
+    /// An operation was accepted into the outbox (before anything was sent).
+    Enqueued {
+        /// The operation: id, terminal and events.
+        input: ApplyInput,
+        /// When it was submitted.
+        enqueued_at: Instant,
+    },
+    /// A send of the operation went out on a connection to `incarnation`.
+    Sent {
+        /// The operation.
+        op: OperationId,
+        /// The server incarnation it went to.
+        incarnation: Incarnation,
+        /// When.
+        at: Instant,
+    },
+    /// The last send was answered without resolving the operation (202 / 207, to be
+    /// retried): that send is no longer in flight.
+    Answered {
+        /// The operation.
+        op: OperationId,
+    },
+    /// The operation is finished; it is dropped from the outbox.
+    Resolved {
+        /// The operation.
+        op: OperationId,
+        /// How it ended.
+        resolution: Resolution,
+    },
+}
+
+/// Why one record's bytes are not a record.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// Fewer bytes than the header or the declared length needs.
+    #[error("record truncated: {needed} bytes needed, {available} present")]
+    Truncated {
+        /// Bytes the record needs.
+        needed: usize,
+        /// Bytes present.
+        available: usize,
+    },
+    /// A body length of 0 or over [`MAX_RECORD_LEN`].
+    #[error("record length {len} outside 2..={MAX_RECORD_LEN}")]
+    Length {
+        /// The declared length.
+        len: usize,
+    },
+    /// The check bytes do not match the body.
+    #[error("record checksum mismatch")]
+    Checksum,
+    /// A version this build does not read.
+    #[error("unsupported journal version {found}")]
+    Version {
+        /// The version byte.
+        found: u8,
+    },
+    /// An unknown record kind.
+    #[error("unknown record kind {found}")]
+    Kind {
+        /// The kind byte.
+        found: u8,
+    },
+    /// A payload of the wrong size for its kind.
+    #[error("{kind} payload has the wrong length")]
+    PayloadLength {
+        /// Which record.
+        kind: &'static str,
+    },
+    /// The stored command frame does not decode.
+    #[error("stored command frame: {0}")]
+    Frame(DecodeError),
+    /// The stored frame is not an APPLY_INPUT COMMAND.
+    #[error("stored frame is not an APPLY_INPUT command")]
+    NotApplyInput,
+    /// An all-zero operation id.
+    #[error("operation id is zero")]
+    ZeroOperationId,
+    /// An unknown resolution tag or unknown-reason value.
+    #[error("unknown resolution value {value}")]
+    Resolution {
+        /// The byte found.
+        value: u8,
+    },
+    /// A refusal message that is not UTF-8.
+    #[error("refusal message is not UTF-8")]
+    Utf8,
+    /// Bytes after the record.
+    #[error("{extra} bytes after the record")]
+    TrailingBytes {
+        /// How many.
+        extra: usize,
+    },
+}
+
+/// Why a journal cannot be read or replayed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// A record before the last one is damaged: the file is corrupt, not merely torn.
+    #[error("journal record at byte {offset}: {error}")]
+    Corrupt {
+        /// Where the record starts.
+        offset: usize,
+        /// What is wrong.
+        error: RecordError,
+    },
+    /// A record names an operation that is not pending at that point.
+    #[error("record {index} names operation {op}, which is not pending")]
+    UnknownOperation {
+        /// The record's position.
+        index: usize,
+        /// The operation.
+        op: OperationId,
+    },
+    /// An operation is enqueued twice.
+    #[error("record {index} enqueues operation {op} a second time")]
+    DuplicateOperation {
+        /// The record's position.
+        index: usize,
+        /// The operation.
+        op: OperationId,
+    },
+}
+
+/// A torn tail: the last record was cut short (or garbled) by a crash mid-append. It is
+/// dropped; the driver should truncate its file to `offset`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TornTail {
+    /// Where the torn record starts (the length of the good prefix).
+    pub offset: usize,
+    /// How many bytes were dropped.
+    pub len: usize,
+    /// What was wrong with them.
+    pub error: RecordError,
+}
+
+/// A decoded journal file.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct DecodedJournal {
+    /// The whole records, in file order.
+    pub records: Vec<JournalRecord>,
+    /// The dropped tail, if the file ended inside a record.
+    pub torn_tail: Option<TornTail>,
+}
+
+fn check(body: &[u8]) -> [u8; CHECK_LEN] {
+    let digest = Sha256::digest(body);
+    let mut out = [0; CHECK_LEN];
+    out.copy_from_slice(&digest[..CHECK_LEN]);
+    out
+}
+
+fn take_op(bytes: &[u8]) -> Result<OperationId, RecordError> {
+    let raw: [u8; 16] = bytes
+        .get(..16)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(RecordError::PayloadLength { kind: "record" })?;
+    OperationId::new(raw).ok_or(RecordError::ZeroOperationId)
+}
+
+fn take_u64(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))
+}
+
+impl JournalRecord {
+    /// The operation this record is about.
+    pub fn op(&self) -> OperationId {
+        match self {
+            Self::Enqueued { input, .. } => input.operation_id,
+            Self::Sent { op, .. } | Self::Answered { op } | Self::Resolved { op, .. } => *op,
+        }
+    }
+
+    /// Appends this record's encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; LEN_LEN]);
+        out.push(JOURNAL_VERSION);
+        match self {
+            Self::Enqueued { input, enqueued_at } => {
+                out.push(KIND_ENQUEUED);
+                out.extend_from_slice(&enqueued_at.as_micros().to_be_bytes());
+                Frame::Command(CommandFrame {
+                    request_id: 0,
+                    command: Command::ApplyInput(input.clone()),
+                })
+                .encode(out);
+            }
+            Self::Sent {
+                op,
+                incarnation,
+                at,
+            } => {
+                out.push(KIND_SENT);
+                out.extend_from_slice(&op.bytes());
+                out.extend_from_slice(&at.as_micros().to_be_bytes());
+                out.extend_from_slice(incarnation.as_bytes());
+            }
+            Self::Answered { op } => {
+                out.push(KIND_ANSWERED);
+                out.extend_from_slice(&op.bytes());
+            }
+            Self::Resolved { op, resolution } => {
+                out.push(KIND_RESOLVED);
+                out.extend_from_slice(&op.bytes());
+                match resolution {
+                    Resolution::Delivered => out.push(0),
+                    Resolution::Unknown(reason) => {
+                        out.push(1);
+                        out.push(match reason {
+                            UnknownReason::DeliveryUnknown => 0,
+                            UnknownReason::IncarnationChanged => 1,
+                            UnknownReason::HorizonElapsed => 2,
+                            UnknownReason::RetriesExhausted => 3,
+                        });
+                    }
+                    Resolution::Refused { code, message } => {
+                        out.push(2);
+                        out.extend_from_slice(&code.0.to_be_bytes());
+                        out.extend_from_slice(message.as_bytes());
+                    }
+                }
+            }
+        }
+        let body_len = out.len() - start - LEN_LEN;
+        // Every record we build is far below the bound (one APPLY_INPUT ≤ 64 KiB, messages
+        // from one frame): the u32 cannot truncate.
+        out[start..start + LEN_LEN].copy_from_slice(&(body_len as u32).to_be_bytes());
+        let sum = check(&out[start + LEN_LEN..]);
+        out.extend_from_slice(&sum);
+    }
+
+    /// This record's encoding in a new vector.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Decodes exactly one record (strict: trailing bytes are an error).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, RecordError> {
+        let (record, used) = Self::decode_prefix(bytes)?;
+        if used != bytes.len() {
+            return Err(RecordError::TrailingBytes {
+                extra: bytes.len() - used,
+            });
+        }
+        Ok(record)
+    }
+
+    /// Decodes the record at the start of `bytes`; returns it and its encoded length.
+    pub fn decode_prefix(bytes: &[u8]) -> Result<(Self, usize), RecordError> {
+        let Some(len_bytes) = bytes.first_chunk::<LEN_LEN>() else {
+            return Err(RecordError::Truncated {
+                needed: LEN_LEN,
+                available: bytes.len(),
+            });
+        };
+        let len = u32::from_be_bytes(*len_bytes) as usize;
+        if !(2..=MAX_RECORD_LEN).contains(&len) {
+            return Err(RecordError::Length { len });
+        }
+        let total = LEN_LEN + len + CHECK_LEN;
+        if bytes.len() < total {
+            return Err(RecordError::Truncated {
+                needed: total,
+                available: bytes.len(),
+            });
+        }
+        let body = &bytes[LEN_LEN..LEN_LEN + len];
+        if check(body) != bytes[LEN_LEN + len..total] {
+            return Err(RecordError::Checksum);
+        }
+        Ok((Self::decode_body(body)?, total))
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, RecordError> {
+        let [version, kind, payload @ ..] = body else {
+            return Err(RecordError::Length { len: body.len() });
+        };
+        if *version != JOURNAL_VERSION {
+            return Err(RecordError::Version { found: *version });
+        }
+        match *kind {
+            KIND_ENQUEUED => {
+                let at =
+                    take_u64(payload).ok_or(RecordError::PayloadLength { kind: "Enqueued" })?;
+                let frame = Frame::decode(&payload[8..]).map_err(RecordError::Frame)?;
+                let Frame::Command(CommandFrame {
+                    command: Command::ApplyInput(input),
+                    ..
+                }) = frame
+                else {
+                    return Err(RecordError::NotApplyInput);
+                };
+                Ok(Self::Enqueued {
+                    input,
+                    enqueued_at: Instant::from_micros(at),
+                })
+            }
+            KIND_SENT => {
+                if payload.len() != 16 + 8 + 32 {
+                    return Err(RecordError::PayloadLength { kind: "Sent" });
+                }
+                let op = take_op(payload)?;
+                let at =
+                    take_u64(&payload[16..]).ok_or(RecordError::PayloadLength { kind: "Sent" })?;
+                let mut inc = [0; 32];
+                inc.copy_from_slice(&payload[24..]);
+                Ok(Self::Sent {
+                    op,
+                    incarnation: Incarnation(inc),
+                    at: Instant::from_micros(at),
+                })
+            }
+            KIND_ANSWERED => {
+                if payload.len() != 16 {
+                    return Err(RecordError::PayloadLength { kind: "Answered" });
+                }
+                Ok(Self::Answered {
+                    op: take_op(payload)?,
+                })
+            }
+            KIND_RESOLVED => {
+                let op = take_op(payload)?;
+                let resolution = match &payload[16..] {
+                    [0] => Resolution::Delivered,
+                    [1, reason] => Resolution::Unknown(match reason {
+                        0 => UnknownReason::DeliveryUnknown,
+                        1 => UnknownReason::IncarnationChanged,
+                        2 => UnknownReason::HorizonElapsed,
+                        3 => UnknownReason::RetriesExhausted,
+                        &value => return Err(RecordError::Resolution { value }),
+                    }),
+                    [2, hi, lo, message @ ..] => Resolution::Refused {
+                        code: ErrorCode(u16::from_be_bytes([*hi, *lo])),
+                        message: std::str::from_utf8(message)
+                            .map_err(|_| RecordError::Utf8)?
+                            .to_owned(),
+                    },
+                    [] | [0..=2, ..] => {
+                        return Err(RecordError::PayloadLength { kind: "Resolved" });
+                    }
+                    [value, ..] => return Err(RecordError::Resolution { value: *value }),
+                };
+                Ok(Self::Resolved { op, resolution })
+            }
+            found => Err(RecordError::Kind { found }),
+        }
+    }
+}
+
+/// Decodes a whole journal file. A damaged **last** record (the file ends inside it, or its
+/// check fails) is a torn tail: dropped and reported, because a crash mid-append leaves exactly
+/// that. Damage before the last record is [`JournalError::Corrupt`].
+pub fn decode_journal(bytes: &[u8]) -> Result<DecodedJournal, JournalError> {
+    let mut out = DecodedJournal::default();
+    let mut offset = 0;
+    while offset < bytes.len() {
+        let rest = &bytes[offset..];
+        match JournalRecord::decode_prefix(rest) {
+            Ok((record, used)) => {
+                out.records.push(record);
+                offset += used;
+            }
+            Err(error) => {
+                // [CLIENT.OUTBOX.6] Torn means the damaged record runs to the end of the file:
+                // nothing whole follows it.
+                let declared = rest
+                    .first_chunk::<LEN_LEN>()
+                    .map(|l| LEN_LEN + u32::from_be_bytes(*l) as usize + CHECK_LEN);
+                let torn = match &error {
+                    RecordError::Truncated { .. } => true,
+                    RecordError::Checksum => declared == Some(rest.len()),
+                    // A crash can leave a zero-filled tail where the record was to go.
+                    RecordError::Length { .. } => rest.iter().all(|&b| b == 0),
+                    _ => false,
+                };
+                if !torn {
+                    return Err(JournalError::Corrupt { offset, error });
+                }
+                out.torn_tail = Some(TornTail {
+                    offset,
+                    len: rest.len(),
+                    error,
+                });
+                break;
+            }
+        }
+    }
+    Ok(out)
+}

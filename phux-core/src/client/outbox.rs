@@ -1,0 +1,675 @@
+//! The outbox: durable, ordered, acknowledged input operations.
+//!
+//! Beyond phux (after Codeman's reliable input): every APPLY_INPUT operation is recorded
+//! before it is sent and dropped only when it is resolved: delivered, reported unknown, or
+//! refused. Operations to one terminal go out in submission order, one at a time (the next
+//! waits for the previous to resolve); different terminals proceed independently. Each
+//! change is also emitted as a [`JournalRecord`] for the driver to append to a file, so the
+//! outbox can be rebuilt after a client restart ([`Outbox::rebuild`]) and the file rewritten
+//! small ([`Outbox::compact`]).
+//!
+//! What happens after each send is the [`retry`](super::retry) policy's decision.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::Duration;
+
+use phux_proto::command::{ApplyInput, MAX_APPLY_INPUT_EVENTS, MAX_APPLY_INPUT_LEN};
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
+use phux_proto::{ErrorCode, OperationId, TerminalId};
+
+use super::journal::{Incarnation, JournalError, JournalRecord};
+use super::retry::{self, RetryDecision, SendOutcome, UnknownReason};
+use crate::time::Instant;
+
+/// The default ceiling on one submission's input: 1 MiB. Larger input is refused up front
+/// rather than queued as dozens of operations the user cannot take back.
+pub const DEFAULT_CEILING: usize = 1024 * 1024;
+
+/// How one operation ended.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Resolution {
+    /// The server wrote it to the terminal (OK).
+    Delivered,
+    /// It may or may not have been written; it will not be replayed.
+    Unknown(UnknownReason),
+    /// The server refused it (nothing was written), or it was given up as not written.
+    Refused {
+        /// The wire code.
+        code: ErrorCode,
+        /// The server's (or our) text.
+        message: String,
+    },
+}
+
+/// What to submit.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Input {
+    /// Input events, sent as few operations as the limits allow, in order.
+    Events(Vec<InputEvent>),
+    /// A paste, split at UTF-8 character boundaries into in-limit operations.
+    Paste {
+        /// The bytes.
+        data: Vec<u8>,
+        /// Trusted or untrusted (the server checks untrusted pastes for safety).
+        trust: PasteTrust,
+    },
+}
+
+/// Why a submission was refused. Nothing was queued.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutboxError {
+    /// No events (the server refuses an empty APPLY_INPUT).
+    #[error("nothing to send")]
+    Empty,
+    /// The input is larger than the configured ceiling.
+    #[error("input of {len} bytes exceeds the {ceiling}-byte ceiling")]
+    TooLarge {
+        /// The input's size (paste bytes plus encoded non-paste events).
+        len: usize,
+        /// The ceiling.
+        ceiling: usize,
+    },
+    /// The id source returned an id that is already pending (ids must be fresh and random).
+    #[error("operation id {op} is already in use")]
+    DuplicateId {
+        /// The repeated id.
+        op: OperationId,
+    },
+}
+
+/// Outbox settings.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct OutboxConfig {
+    /// The largest submission, in bytes (default [`DEFAULT_CEILING`]).
+    pub ceiling: usize,
+    /// Whether to emit journal records (off for a client that does not persist).
+    pub journal: bool,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        Self {
+            ceiling: DEFAULT_CEILING,
+            journal: true,
+        }
+    }
+}
+
+/// One pending operation.
+#[derive(Clone, Debug)]
+struct Pending {
+    /// Submission order, for compaction.
+    seq: u64,
+    input: ApplyInput,
+    enqueued_at: Instant,
+    first_sent_at: Option<Instant>,
+    /// The incarnation of the last send.
+    incarnation: Option<Incarnation>,
+    attempts: u32,
+    /// A send went unanswered: the server may have written it.
+    in_doubt: bool,
+    /// Sent on the current connection, no answer yet.
+    in_flight: bool,
+    /// Not to be sent before this (backoff).
+    not_before: Instant,
+}
+
+/// A read-only view of one pending operation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PendingView<'a> {
+    /// The operation.
+    pub input: &'a ApplyInput,
+    /// Sends so far.
+    pub attempts: u32,
+    /// Whether an unanswered send makes its delivery uncertain.
+    pub in_doubt: bool,
+    /// Whether it is awaiting an answer on the current connection.
+    pub in_flight: bool,
+    /// When it was first sent.
+    pub first_sent_at: Option<Instant>,
+}
+
+/// The client's pending acknowledged-input operations.
+#[derive(Clone, Debug, Default)]
+pub struct Outbox {
+    config: OutboxConfig,
+    ops: HashMap<OperationId, Pending>,
+    /// Per terminal, pending operations in submission order; the head is the only one sent.
+    queues: BTreeMap<TerminalId, VecDeque<OperationId>>,
+    next_seq: u64,
+    journal: VecDeque<JournalRecord>,
+}
+
+/// The encoded size of an APPLY_INPUT value to `terminal` with no events.
+fn base_len(terminal: &TerminalId) -> usize {
+    ApplyInput {
+        operation_id: OperationId::from_u128(1).unwrap_or_else(|| unreachable!()),
+        terminal: terminal.clone(),
+        events: Vec::new(),
+    }
+    .value_len()
+}
+
+/// What one event adds to an APPLY_INPUT value, from the codec's own length function.
+fn event_len(terminal: &TerminalId, event: &InputEvent) -> usize {
+    match event {
+        // A paste's size is its fixed overhead plus its data; avoid copying the data.
+        InputEvent::Paste(p) => paste_overhead(terminal) + p.data.len(),
+        other => {
+            ApplyInput {
+                operation_id: OperationId::from_u128(1).unwrap_or_else(|| unreachable!()),
+                terminal: terminal.clone(),
+                events: vec![other.clone()],
+            }
+            .value_len()
+                - base_len(terminal)
+        }
+    }
+}
+
+fn paste_overhead(terminal: &TerminalId) -> usize {
+    ApplyInput {
+        operation_id: OperationId::from_u128(1).unwrap_or_else(|| unreachable!()),
+        terminal: terminal.clone(),
+        events: vec![InputEvent::Paste(PasteEvent {
+            trust: PasteTrust::Trusted,
+            data: Vec::new(),
+        })],
+    }
+    .value_len()
+        - base_len(terminal)
+}
+
+/// The most paste bytes one operation to `terminal` carries: the 64 KiB APPLY_INPUT value
+/// bound less the encoding's overhead (tag, operation id, terminal id, count, event header).
+pub fn max_paste_len(terminal: &TerminalId) -> usize {
+    MAX_APPLY_INPUT_LEN.saturating_sub(base_len(terminal) + paste_overhead(terminal))
+}
+
+/// Splits `data` into pieces of at most `limit` bytes, never inside a UTF-8 character
+/// (invalid bytes may be split anywhere; they are not characters).
+pub fn split_utf8(data: &[u8], limit: usize) -> Vec<&[u8]> {
+    let limit = limit.max(4);
+    let mut pieces = Vec::new();
+    let mut rest = data;
+    while rest.len() > limit {
+        // [CLIENT.SPLIT.2] Back up over at most three continuation bytes (0b10xx_xxxx) so the
+        // cut lands on a character's first byte.
+        let mut cut = limit;
+        while cut > limit - 3 && rest.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
+            cut -= 1;
+        }
+        if rest.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
+            // Four continuation bytes in a row is not UTF-8: cut at the limit.
+            cut = limit;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    pieces
+}
+
+impl Outbox {
+    /// An empty outbox.
+    pub fn new(config: OutboxConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> OutboxConfig {
+        self.config
+    }
+
+    /// How many operations are pending.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether none is pending.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// One pending operation.
+    pub fn pending(&self, op: OperationId) -> Option<PendingView<'_>> {
+        self.ops.get(&op).map(|p| PendingView {
+            input: &p.input,
+            attempts: p.attempts,
+            in_doubt: p.in_doubt,
+            in_flight: p.in_flight,
+            first_sent_at: p.first_sent_at,
+        })
+    }
+
+    /// The pending operations to `terminal`, in send order.
+    pub fn queue(&self, terminal: &TerminalId) -> Vec<OperationId> {
+        self.queues
+            .get(terminal)
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The operations sent on the current connection and not yet answered.
+    pub fn in_flight(&self) -> Vec<OperationId> {
+        self.heads()
+            .filter(|op| self.ops.get(op).is_some_and(|p| p.in_flight))
+            .collect()
+    }
+
+    fn heads(&self) -> impl Iterator<Item = OperationId> + '_ {
+        self.queues.values().filter_map(|q| q.front().copied())
+    }
+
+    /// The next journal record to persist, oldest first.
+    pub fn poll_journal(&mut self) -> Option<JournalRecord> {
+        self.journal.pop_front()
+    }
+
+    /// Whether journal records are waiting to be persisted.
+    pub fn has_journal(&self) -> bool {
+        !self.journal.is_empty()
+    }
+
+    fn record(&mut self, record: JournalRecord) {
+        if self.config.journal {
+            self.journal.push_back(record);
+        }
+    }
+
+    /// Accepts input for `terminal`: splits it into in-limit operations, names each with
+    /// `new_id()`, records them (journal `Enqueued`) and queues them behind the terminal's
+    /// pending operations. All or nothing: on error nothing is queued.
+    pub fn submit(
+        &mut self,
+        now: Instant,
+        terminal: TerminalId,
+        input: Input,
+        mut new_id: impl FnMut() -> OperationId,
+    ) -> Result<Vec<OperationId>, OutboxError> {
+        let events = match input {
+            Input::Paste { data, .. } if data.is_empty() => Vec::new(),
+            Input::Events(events) => events,
+            Input::Paste { data, trust } => vec![InputEvent::Paste(PasteEvent { trust, data })],
+        };
+        if events.is_empty() {
+            return Err(OutboxError::Empty);
+        }
+        // [CLIENT.SPLIT.3] Input over the ceiling is refused before anything is queued.
+        let len: usize = events
+            .iter()
+            .map(|e| match e {
+                InputEvent::Paste(p) => p.data.len(),
+                other => event_len(&terminal, other),
+            })
+            .sum();
+        if len > self.config.ceiling {
+            return Err(OutboxError::TooLarge {
+                len,
+                ceiling: self.config.ceiling,
+            });
+        }
+        let batches = split_events(&terminal, events);
+        let ids: Vec<OperationId> = batches.iter().map(|_| new_id()).collect();
+        let mut seen = HashSet::new();
+        for op in &ids {
+            if self.ops.contains_key(op) || !seen.insert(*op) {
+                return Err(OutboxError::DuplicateId { op: *op });
+            }
+        }
+        let terminals = std::iter::repeat_n(terminal, batches.len());
+        for ((op, events), terminal) in ids.iter().zip(batches).zip(terminals) {
+            let input = ApplyInput {
+                operation_id: *op,
+                terminal,
+                events,
+            };
+            // [CLIENT.OUTBOX.1] Recorded before it can be sent.
+            self.record(JournalRecord::Enqueued {
+                input: input.clone(),
+                enqueued_at: now,
+            });
+            self.insert(input, now);
+        }
+        Ok(ids)
+    }
+
+    fn insert(&mut self, input: ApplyInput, enqueued_at: Instant) {
+        let op = input.operation_id;
+        self.queues
+            .entry(input.terminal.clone())
+            .or_default()
+            .push_back(op);
+        self.ops.insert(
+            op,
+            Pending {
+                seq: self.next_seq,
+                input,
+                enqueued_at,
+                first_sent_at: None,
+                incarnation: None,
+                attempts: 0,
+                in_doubt: false,
+                in_flight: false,
+                not_before: Instant::ZERO,
+            },
+        );
+        self.next_seq += 1;
+    }
+
+    /// The next operation to send on a connection to `incarnation`, if one is due at `now`:
+    /// the head of a terminal's queue that is not awaiting an answer and whose backoff is
+    /// over. Marks it in flight and records `Sent`.
+    pub fn poll_send(&mut self, now: Instant, incarnation: Incarnation) -> Option<ApplyInput> {
+        // [CLIENT.OUTBOX.2] Only a queue's head is ever sent, and only when nothing of that
+        // terminal is in flight: one operation per terminal at a time, in order.
+        let op = self.heads().find(|op| {
+            self.ops
+                .get(op)
+                .is_some_and(|p| !p.in_flight && p.not_before <= now)
+        })?;
+        let pending = self.ops.get_mut(&op)?;
+        pending.in_flight = true;
+        pending.attempts = pending.attempts.saturating_add(1);
+        pending.first_sent_at.get_or_insert(now);
+        pending.incarnation = Some(incarnation);
+        let input = pending.input.clone();
+        self.record(JournalRecord::Sent {
+            op,
+            incarnation,
+            at: now,
+        });
+        Some(input)
+    }
+
+    /// When the next backoff ends, if an operation is waiting on one.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.heads()
+            .filter_map(|op| self.ops.get(&op))
+            .filter(|p| !p.in_flight)
+            .map(|p| p.not_before)
+            .min()
+    }
+
+    /// The server answered `op`'s in-flight send. Returns the resolution if this ends it.
+    /// An answer for an operation not in flight is ignored (`None`).
+    pub fn handle_answer(
+        &mut self,
+        now: Instant,
+        op: OperationId,
+        result: phux_proto::CommandResult,
+    ) -> Option<Resolution> {
+        let pending = self.ops.get(&op).filter(|p| p.in_flight)?;
+        let age = age(now, pending.first_sent_at);
+        let decision = retry::decide(
+            SendOutcome::Result(result),
+            pending
+                .incarnation
+                .as_ref()
+                .map_or(&[][..], |i| i.as_bytes()),
+            pending.incarnation.as_ref().map(Incarnation::as_bytes),
+            age,
+            pending.attempts,
+            pending.in_doubt,
+        );
+        self.apply(now, op, decision, true)
+    }
+
+    /// The connection is gone: every in-flight send is now unanswered, so in doubt. The
+    /// decision waits for the next HELLO_OK ([`Outbox::handle_reconnected`]).
+    pub fn handle_disconnected(&mut self) {
+        for pending in self.ops.values_mut() {
+            if pending.in_flight {
+                pending.in_flight = false;
+                pending.in_doubt = true;
+            }
+        }
+    }
+
+    /// A connection to `incarnation` is up. Every operation in doubt is decided: resent (same
+    /// incarnation, inside the horizon) or reported unknown. Returns the resolutions.
+    pub fn handle_reconnected(
+        &mut self,
+        now: Instant,
+        incarnation: Incarnation,
+    ) -> Vec<(ApplyInput, Resolution)> {
+        let doubtful: Vec<OperationId> = self
+            .heads()
+            .filter(|op| self.ops.get(op).is_some_and(|p| p.in_doubt))
+            .collect();
+        let mut resolved = Vec::new();
+        for op in doubtful {
+            let Some(pending) = self.ops.get(&op) else {
+                continue;
+            };
+            let sent = pending.incarnation.unwrap_or(incarnation);
+            // [CLIENT.RETRY.2] Decided against the incarnation now up.
+            let decision = retry::decide(
+                SendOutcome::ConnectionLost,
+                sent.as_bytes(),
+                Some(incarnation.as_bytes()),
+                age(now, pending.first_sent_at),
+                pending.attempts,
+                true,
+            );
+            let input = pending.input.clone();
+            if let Some(resolution) = self.apply(now, op, decision, false) {
+                resolved.push((input, resolution));
+            }
+        }
+        resolved
+    }
+
+    /// Resolves every pending operation that was never sent or was last answered "not
+    /// written" (so nothing of it was written) as refused with `code` and `message`; those in
+    /// doubt are reported unknown. For a server that cannot take acknowledged input at all.
+    pub fn refuse_all(&mut self, code: ErrorCode, message: &str) -> Vec<(ApplyInput, Resolution)> {
+        let mut ordered: Vec<(u64, OperationId)> =
+            self.ops.iter().map(|(op, p)| (p.seq, *op)).collect();
+        ordered.sort_unstable();
+        let mut out = Vec::new();
+        for (_, op) in ordered {
+            let Some(p) = self.ops.get(&op) else { continue };
+            let resolution = if p.in_doubt || p.in_flight {
+                Resolution::Unknown(UnknownReason::RetriesExhausted)
+            } else {
+                Resolution::Refused {
+                    code,
+                    message: message.to_owned(),
+                }
+            };
+            let input = p.input.clone();
+            self.resolve(op, resolution.clone());
+            out.push((input, resolution));
+        }
+        out
+    }
+
+    fn apply(
+        &mut self,
+        now: Instant,
+        op: OperationId,
+        decision: RetryDecision,
+        answered: bool,
+    ) -> Option<Resolution> {
+        let resolution = match decision {
+            RetryDecision::Retry { after } => {
+                let pending = self.ops.get_mut(&op)?;
+                pending.in_flight = false;
+                pending.not_before = now + after;
+                if answered {
+                    self.record(JournalRecord::Answered { op });
+                }
+                return None;
+            }
+            RetryDecision::Delivered => Resolution::Delivered,
+            RetryDecision::ReportUnknown(reason) => Resolution::Unknown(reason),
+            RetryDecision::Refused { code, message } => Resolution::Refused { code, message },
+        };
+        self.resolve(op, resolution.clone());
+        Some(resolution)
+    }
+
+    fn resolve(&mut self, op: OperationId, resolution: Resolution) {
+        if self.remove(op) {
+            // [CLIENT.OUTBOX.3] Dropped only once resolved, and the resolution is journaled.
+            self.record(JournalRecord::Resolved { op, resolution });
+        }
+    }
+
+    fn remove(&mut self, op: OperationId) -> bool {
+        let Some(pending) = self.ops.remove(&op) else {
+            return false;
+        };
+        if let Some(queue) = self.queues.get_mut(&pending.input.terminal) {
+            queue.retain(|o| *o != op);
+            if queue.is_empty() {
+                self.queues.remove(&pending.input.terminal);
+            }
+        }
+        true
+    }
+
+    /// Rebuilds the outbox from journal records (oldest first), after a client restart.
+    /// Operations sent and not answered before the restart are in doubt: the next HELLO_OK
+    /// decides them ([`Outbox::handle_reconnected`]).
+    pub fn rebuild(
+        config: OutboxConfig,
+        records: impl IntoIterator<Item = JournalRecord>,
+    ) -> Result<Self, JournalError> {
+        let mut outbox = Self::new(config);
+        // Whether each operation's last send is still unanswered.
+        let mut awaiting: HashSet<OperationId> = HashSet::new();
+        for (index, record) in records.into_iter().enumerate() {
+            let op = record.op();
+            match record {
+                JournalRecord::Enqueued { input, enqueued_at } => {
+                    if outbox.ops.contains_key(&op) {
+                        return Err(JournalError::DuplicateOperation { index, op });
+                    }
+                    outbox.insert(input, enqueued_at);
+                }
+                JournalRecord::Sent {
+                    incarnation, at, ..
+                } => {
+                    let p = outbox
+                        .ops
+                        .get_mut(&op)
+                        .ok_or(JournalError::UnknownOperation { index, op })?;
+                    // [CLIENT.OUTBOX.5] A send followed by another send with no answer
+                    // between went unanswered.
+                    if !awaiting.insert(op) {
+                        p.in_doubt = true;
+                    }
+                    p.first_sent_at.get_or_insert(at);
+                    p.incarnation = Some(incarnation);
+                    p.attempts = p.attempts.saturating_add(1);
+                }
+                JournalRecord::Answered { .. } => {
+                    if !outbox.ops.contains_key(&op) {
+                        return Err(JournalError::UnknownOperation { index, op });
+                    }
+                    awaiting.remove(&op);
+                }
+                JournalRecord::Resolved { .. } => {
+                    if !outbox.remove(op) {
+                        return Err(JournalError::UnknownOperation { index, op });
+                    }
+                    awaiting.remove(&op);
+                }
+            }
+        }
+        // The process died with these sends unanswered: in doubt.
+        for op in awaiting {
+            if let Some(p) = outbox.ops.get_mut(&op) {
+                p.in_doubt = true;
+            }
+        }
+        Ok(outbox)
+    }
+
+    /// The fewest records that rebuild the live state: the driver rewrites its journal file
+    /// with these (then appends new records as usual).
+    pub fn compact(&self) -> Vec<JournalRecord> {
+        let mut ordered: Vec<&Pending> = self.ops.values().collect();
+        ordered.sort_unstable_by_key(|p| p.seq);
+        let mut out = Vec::with_capacity(ordered.len());
+        for p in ordered {
+            let op = p.input.operation_id;
+            out.push(JournalRecord::Enqueued {
+                input: p.input.clone(),
+                enqueued_at: p.enqueued_at,
+            });
+            if let (Some(at), Some(incarnation)) = (p.first_sent_at, p.incarnation) {
+                out.push(JournalRecord::Sent {
+                    op,
+                    incarnation,
+                    at,
+                });
+                // An in-doubt or in-flight send stays unanswered, so it rebuilds in doubt.
+                if !p.in_doubt && !p.in_flight {
+                    out.push(JournalRecord::Answered { op });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Time since the first send; unknown (maximal) if the recorded time is in the future, as
+/// after a restart whose clock does not continue the old one: that must never look young.
+fn age(now: Instant, first_sent_at: Option<Instant>) -> Duration {
+    match first_sent_at {
+        None => Duration::ZERO,
+        Some(t) if t > now => Duration::MAX,
+        Some(t) => now.saturating_duration_since(t),
+    }
+}
+
+/// Splits events into batches that each encode as one in-limit APPLY_INPUT: oversized
+/// pastes become several pastes (cut at UTF-8 boundaries), then events are packed in order,
+/// at most [`MAX_APPLY_INPUT_EVENTS`] per batch and within [`MAX_APPLY_INPUT_LEN`].
+fn split_events(terminal: &TerminalId, events: Vec<InputEvent>) -> Vec<Vec<InputEvent>> {
+    let budget = MAX_APPLY_INPUT_LEN.saturating_sub(base_len(terminal));
+    let max_paste = max_paste_len(terminal);
+    let mut batches: Vec<Vec<InputEvent>> = Vec::new();
+    let mut batch: Vec<InputEvent> = Vec::new();
+    let mut batch_len = 0;
+    for event in events {
+        // [CLIENT.SPLIT.1] A paste too large for one operation becomes several, in order.
+        let pieces: Vec<InputEvent> = match event {
+            InputEvent::Paste(p) if p.data.len() > max_paste => split_utf8(&p.data, max_paste)
+                .into_iter()
+                .map(|piece| {
+                    InputEvent::Paste(PasteEvent {
+                        trust: p.trust,
+                        data: piece.to_vec(),
+                    })
+                })
+                .collect(),
+            other => vec![other],
+        };
+        for piece in pieces {
+            let len = event_len(terminal, &piece);
+            if !batch.is_empty()
+                && (batch.len() == MAX_APPLY_INPUT_EVENTS || batch_len + len > budget)
+            {
+                batches.push(std::mem::take(&mut batch));
+                batch_len = 0;
+            }
+            batch_len += len;
+            batch.push(piece);
+        }
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    batches
+}
