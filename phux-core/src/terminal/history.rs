@@ -82,6 +82,18 @@ struct PlainText<'a> {
 }
 
 impl fmt::Write for PlainText<'_> {
+    // vt100 writes the blanks between cells one `write_char` at a time: keep that path short.
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        if self.in_escape {
+            self.in_escape = c != 'm';
+        } else if c == '\x1b' {
+            self.in_escape = true;
+        } else {
+            self.out.push(c);
+        }
+        Ok(())
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let mut rest = s;
         while !rest.is_empty() {
