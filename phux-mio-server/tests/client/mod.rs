@@ -100,13 +100,27 @@ pub(crate) struct Client {
     /// Every frame received so far, in order.
     pub(crate) seen: Vec<Frame>,
     next_request: u32,
+    /// For a socket client: a handle to shut the connection down when the client is dropped
+    /// (the reader thread's clone would otherwise keep it open).
+    socket: Option<UnixStream>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(socket) = &self.socket {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 impl Client {
     pub(crate) fn unix(path: &Path) -> Self {
         let stream = UnixStream::connect(path).expect("connect");
         let reader = stream.try_clone().expect("clone");
-        Self::over(Box::new(stream), reader)
+        let control = stream.try_clone().expect("clone");
+        let mut client = Self::over(Box::new(stream), reader);
+        client.socket = Some(control);
+        client
     }
 
     /// A client over a child's stdin/stdout (the `--stdio` server).
@@ -136,6 +150,7 @@ impl Client {
             eof: false,
             seen: Vec::new(),
             next_request: 1,
+            socket: None,
         }
     }
 
