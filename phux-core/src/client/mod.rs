@@ -66,6 +66,7 @@ use phux_proto::{
     TerminalId,
 };
 
+use crate::framing::FrameDecoder;
 use crate::lane::COMPLETION_BOUND;
 use crate::time::Instant;
 use journal::{Incarnation, JournalError, JournalRecord};
@@ -227,7 +228,7 @@ enum Conn {
 pub struct ClientEngine {
     config: ClientConfig,
     conn: Conn,
-    splitter: FrameSplitter,
+    decoder: FrameDecoder,
     transmit: VecDeque<Vec<u8>>,
     events: VecDeque<ClientEvent>,
     outbox: Outbox,
@@ -263,7 +264,7 @@ impl ClientEngine {
         Self {
             config,
             conn: Conn::Down,
-            splitter: FrameSplitter::default(),
+            decoder: FrameDecoder::new(),
             transmit: VecDeque::new(),
             events: VecDeque::new(),
             outbox,
@@ -315,9 +316,9 @@ impl ClientEngine {
         if matches!(self.conn, Conn::Down | Conn::Failed) {
             return;
         }
-        self.splitter.push(bytes);
+        self.decoder.push(bytes);
         loop {
-            match self.splitter.next_frame() {
+            match self.decoder.poll_frame() {
                 Ok(Some(frame)) => self.on_frame(now, frame),
                 Ok(None) => break,
                 // A type byte we do not speak: the frame was whole and is skipped, so a newer
@@ -352,7 +353,7 @@ impl ClientEngine {
         self.op_requests.clear();
         self.op_sent.clear();
         self.transmit.clear();
-        self.splitter = FrameSplitter::default();
+        self.decoder = FrameDecoder::new();
         self.redial_requested = false;
     }
 
@@ -638,47 +639,5 @@ impl ClientEngine {
                 .to_bytes(),
             );
         }
-    }
-}
-
-/// Splits a byte stream into frames.
-///
-/// TODO(framing): a minimal stand-in, to be replaced by `phux_core::framing::FrameDecoder`
-/// when it lands. Bounded: it never holds more than one declared frame (≤ 16 MiB + 4) beyond
-/// what it was given, and fuses after a framing error.
-#[derive(Debug, Default)]
-struct FrameSplitter {
-    buf: Vec<u8>,
-    fused: bool,
-}
-
-impl FrameSplitter {
-    fn push(&mut self, bytes: &[u8]) {
-        if !self.fused {
-            self.buf.extend_from_slice(bytes);
-        }
-    }
-
-    /// `Ok(None)`: need more bytes. An `Err` for a whole frame that does not decode leaves
-    /// the stream in sync (the frame is consumed); a framing error fuses the splitter.
-    fn next_frame(&mut self) -> Result<Option<Frame>, DecodeError> {
-        if self.fused {
-            return Ok(None);
-        }
-        let header = match phux_proto::framing::parse_header(&self.buf) {
-            Ok(Some(header)) => header,
-            Ok(None) => return Ok(None),
-            Err(e) => {
-                self.fused = true;
-                self.buf = Vec::new();
-                return Err(e);
-            }
-        };
-        let len = header.frame_len();
-        if self.buf.len() < len {
-            return Ok(None);
-        }
-        let frame: Vec<u8> = self.buf.drain(..len).collect();
-        Frame::decode(&frame).map(Some)
     }
 }
