@@ -78,3 +78,125 @@ impl FrameDecoder {
         self.failed.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phux_proto::ErrorCode;
+    use phux_proto::frame::{Ping, Pong};
+    use proptest::prelude::*;
+
+    fn frames(n: u64) -> (Vec<Frame>, Vec<u8>) {
+        let frames: Vec<Frame> = (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Frame::Ping(Ping { nonce: i })
+                } else {
+                    Frame::Pong(Pong { nonce: i })
+                }
+            })
+            .collect();
+        let bytes = frames.iter().flat_map(Frame::to_bytes).collect();
+        (frames, bytes)
+    }
+
+    fn drain(decoder: &mut FrameDecoder) -> Vec<Frame> {
+        let mut out = Vec::new();
+        while let Ok(Some(frame)) = decoder.poll_frame() {
+            out.push(frame);
+        }
+        out
+    }
+
+    proptest! {
+        // [FRAME.STREAM.1] The same frames whatever the read split.
+        #[test]
+        fn any_chunking_yields_the_same_frames(n in 1u64..20, cuts in proptest::collection::vec(1usize..64, 0..40)) {
+            let (expected, bytes) = frames(n);
+            let mut decoder = FrameDecoder::new();
+            let mut got = Vec::new();
+            let mut rest = &bytes[..];
+            for cut in cuts {
+                let take = cut.min(rest.len());
+                decoder.push(&rest[..take]);
+                rest = &rest[take..];
+                got.extend(drain(&mut decoder));
+            }
+            decoder.push(rest);
+            got.extend(drain(&mut decoder));
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(decoder.buffered(), 0);
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time() {
+        let (expected, bytes) = frames(5);
+        let mut decoder = FrameDecoder::new();
+        let mut got = Vec::new();
+        for b in bytes {
+            decoder.push(&[b]);
+            got.extend(drain(&mut decoder));
+        }
+        assert_eq!(got, expected);
+    }
+
+    // [FRAME.LENGTH.2] An oversized length is refused from its 4 bytes, before any body.
+    #[test]
+    fn oversized_length_fails_before_the_body_and_fuses() {
+        let mut decoder = FrameDecoder::new();
+        decoder.push(&[0x01, 0x00, 0x00, 0x01]);
+        let err = decoder.poll_frame().unwrap_err();
+        assert_eq!(err.code(), ErrorCode::FRAME_TOO_LARGE);
+        assert!(decoder.is_failed());
+        assert_eq!(decoder.buffered(), 0);
+        // [FRAME.VIOLATION.2] Nothing after a framing violation is looked at.
+        decoder.push(&Frame::Ping(Ping { nonce: 1 }).to_bytes());
+        assert_eq!(decoder.buffered(), 0);
+        assert!(decoder.poll_frame().is_err());
+    }
+
+    #[test]
+    fn zero_length_is_a_framing_error() {
+        let mut decoder = FrameDecoder::new();
+        decoder.push(&[0, 0, 0, 0]);
+        assert_eq!(
+            decoder.poll_frame().unwrap_err().code(),
+            ErrorCode::FRAME_TOO_LARGE
+        );
+    }
+
+    // [ERROR.COMMAND.1] A whole frame whose body does not decode is reported and skipped; the
+    // stream stays in sync.
+    #[test]
+    fn a_bad_body_is_skipped_and_the_next_frame_decodes() {
+        let mut decoder = FrameDecoder::new();
+        // COMMAND{request_id 1, tag 0x7f}: an unknown command.
+        decoder.push(&[
+            0, 0, 0, 0x0c, 0x31, 0x01, 0x04, 0x04, 0, 0, 0, 1, 0x02, 0x04, 0x01, 0x7f,
+        ]);
+        decoder.push(&Frame::Ping(Ping { nonce: 9 }).to_bytes());
+        let err = decoder.poll_frame().unwrap_err();
+        assert_eq!(err.code(), ErrorCode::INVALID_COMMAND);
+        assert_eq!(err.request_id(), Some(1));
+        assert!(!decoder.is_failed());
+        assert_eq!(
+            decoder.poll_frame().unwrap(),
+            Some(Frame::Ping(Ping { nonce: 9 }))
+        );
+    }
+
+    // [FRAME.STREAM.2] A declared-but-missing body is not reserved up front: memory grows only
+    // with bytes that actually arrive.
+    #[test]
+    fn a_huge_declared_frame_does_not_reserve_its_length() {
+        let mut decoder = FrameDecoder::new();
+        decoder.push(&[0x01, 0x00, 0x00, 0x00, 0x90]);
+        assert_eq!(decoder.poll_frame().unwrap(), None);
+        assert!(
+            decoder.buf.capacity() < 4096,
+            "capacity {}",
+            decoder.buf.capacity()
+        );
+    }
+}
