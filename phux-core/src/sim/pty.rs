@@ -94,6 +94,7 @@ pub struct SimPty {
     lose_next_completions: usize,
     line: Vec<u8>,
     read_log: Vec<u8>,
+    written_log: Vec<u8>,
     output: Vec<u8>,
     signals: Vec<Signal>,
     fatal_signals: Vec<Signal>,
@@ -124,6 +125,7 @@ impl SimPty {
             lose_next_completions: 0,
             line: Vec::new(),
             read_log: Vec::new(),
+            written_log: Vec::new(),
             output: Vec::new(),
             signals: Vec::new(),
             fatal_signals: vec![Signal::Terminate, Signal::Kill],
@@ -224,6 +226,12 @@ impl SimPty {
     /// Every byte the child ever read, in order.
     pub fn read_log(&self) -> &[u8] {
         &self.read_log
+    }
+
+    /// Every byte the PTY master accepted (written into the kernel buffer), in order: the
+    /// child has read it or would read it next.
+    pub fn written_log(&self) -> &[u8] {
+        &self.written_log
     }
 
     /// How often `needle` occurs in [`SimPty::read_log`] (non-overlapping).
@@ -411,8 +419,9 @@ impl SimPty {
                 self.started.push((job.id, job.bytes.len()));
             }
             let take = room.min(job.bytes.len() - job.written);
-            self.kernel
-                .extend(&job.bytes[job.written..job.written + take]);
+            let chunk = &job.bytes[job.written..job.written + take];
+            self.kernel.extend(chunk);
+            self.written_log.extend_from_slice(chunk);
             job.written += take;
             progressed = true;
             if job.written == job.bytes.len() {
