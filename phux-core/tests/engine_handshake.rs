@@ -1,6 +1,12 @@
 //! Engine tests for framing, the handshake, PING, DETACH and connection-level errors
 //! (FRAME.*, HELLO.*, PING.*, DETACH.*, ERROR.*, SERVER.PEER.1, SERVER.SHUTDOWN.*).
 #![cfg(feature = "sim")]
+// Tests name the harness h, clients a/b/c and terminals t, as the wire log does.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::ref_option,
+    clippy::match_like_matches_macro
+)]
 
 use phux_core::server::{ConnId, PeerInfo, ServerConfig};
 use phux_core::sim::{Harness, command_frame, hello_frame, server_id_for};
@@ -83,7 +89,15 @@ fn stream_split_does_not_change_the_frames() {
     // [FRAME.STREAM.1]: the same input one byte at a time and all at once.
     let mut stream = hello_frame().to_bytes();
     stream.extend(ping(7).to_bytes());
-    stream.extend(command_frame(3, Command::KillTerminal { terminal: TerminalId::Local(9) }).to_bytes());
+    stream.extend(
+        command_frame(
+            3,
+            Command::KillTerminal {
+                terminal: TerminalId::Local(9),
+            },
+        )
+        .to_bytes(),
+    );
     stream.extend(ping(8).to_bytes());
     let run = |split: usize| {
         let mut h = Harness::new();
@@ -148,11 +162,20 @@ fn hello_ok_advertises_our_capabilities() {
     let [Frame::HelloOk(ok)] = &got[..] else {
         panic!("{got:?}")
     };
-    assert_eq!(ok.version, ProtocolVersion { major: 0, minor: 8, patch: 0 });
+    assert_eq!(
+        ok.version,
+        ProtocolVersion {
+            major: 0,
+            minor: 8,
+            patch: 0
+        }
+    );
     assert_eq!(ok.capabilities.layers, LayerSet::L1);
     assert_eq!(
         ok.capabilities.features,
-        ServerFeatures::ACKNOWLEDGED_INPUT | ServerFeatures::SHUTDOWN | ServerFeatures::SPAWN_INITIAL_SIZE
+        ServerFeatures::ACKNOWLEDGED_INPUT
+            | ServerFeatures::SHUTDOWN
+            | ServerFeatures::SPAWN_INITIAL_SIZE
     );
     assert_eq!(ok.capabilities.features.bits(), 0x310);
     assert_eq!(ok.server_id, server_id_for(1));
@@ -211,7 +234,16 @@ fn hello_other_minor_or_major_is_refused() {
     for (major, minor) in [(0, 7), (0, 9), (1, 8)] {
         let mut h = Harness::new();
         let c = h.connect();
-        h.send(c, &hello_with(|hello| hello.version = ProtocolVersion { major, minor, patch: 0 }));
+        h.send(
+            c,
+            &hello_with(|hello| {
+                hello.version = ProtocolVersion {
+                    major,
+                    minor,
+                    patch: 0,
+                }
+            }),
+        );
         assert_fatal(&mut h, c, ErrorCode::VERSION_INCOMPATIBLE);
     }
 }
@@ -221,7 +253,15 @@ fn frame_before_hello_is_version_incompatible() {
     // [HELLO.ORDER.1] [HELLO.ORDER.2]
     let mut h = Harness::new();
     let c = h.connect();
-    h.send(c, &command_frame(1, Command::GetState { scope: phux_proto::command::StateScope::Server }));
+    h.send(
+        c,
+        &command_frame(
+            1,
+            Command::GetState {
+                scope: phux_proto::command::StateScope::Server,
+            },
+        ),
+    );
     assert_fatal(&mut h, c, ErrorCode::VERSION_INCOMPATIBLE);
 }
 
@@ -239,7 +279,10 @@ fn hello_that_does_not_decode_is_malformed() {
     // [HELLO.DECODE.1]: fields 1-4 only (no capabilities).
     let mut h = Harness::new();
     let c = h.connect();
-    h.send_raw(c, &hex("00000014 01 010401 78 02040200 00 03040200 08 04040200 00"));
+    h.send_raw(
+        c,
+        &hex("00000014 01 010401 78 02040200 00 03040200 08 04040200 00"),
+    );
     assert_fatal(&mut h, c, ErrorCode::MALFORMED_MESSAGE);
 }
 
@@ -265,7 +308,10 @@ fn hello_undefined_capability_bits_are_ignored() {
     let _ = caps;
     // HELLO "sim": header 5, field 1 = 6 bytes, fields 2-4 = 5 bytes each, field 5 header 3.
     let layers_at = 5 + 6 + 15 + 3 + 1;
-    assert_eq!(bytes[layers_at], 0x01, "layout of the encoded HELLO changed");
+    assert_eq!(
+        bytes[layers_at], 0x01,
+        "layout of the encoded HELLO changed"
+    );
     bytes[layers_at] = 0xfe;
     let mut h = Harness::new();
     let c = h.connect();
@@ -283,11 +329,16 @@ fn ping_is_answered_before_and_after_hello() {
     h.send(c, &ping(0xdead_beef_cafe_f00d));
     assert_eq!(
         h.settle_recv(c),
-        vec![Frame::Pong(phux_proto::frame::Pong { nonce: 0xdead_beef_cafe_f00d })]
+        vec![Frame::Pong(phux_proto::frame::Pong {
+            nonce: 0xdead_beef_cafe_f00d
+        })]
     );
     h.hello(c);
     h.send(c, &ping(5));
-    assert_eq!(h.settle_recv(c), vec![Frame::Pong(phux_proto::frame::Pong { nonce: 5 })]);
+    assert_eq!(
+        h.settle_recv(c),
+        vec![Frame::Pong(phux_proto::frame::Pong { nonce: 5 })]
+    );
 }
 
 // ---- DETACH ---------------------------------------------------------------------------------
@@ -322,7 +373,12 @@ fn terminal_survives_its_spawners_disconnect() {
     let mut h = Harness::new();
     let c = h.client();
     let t = h.spawn(c);
-    h.request(c, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        c,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     h.disconnect(c);
     h.settle();
     assert!(h.pty(&t).exit_kind().is_none());
@@ -345,7 +401,10 @@ fn command_with_unknown_tag_gets_error_with_request_id_and_stays_up() {
     let [Frame::Error(e)] = &got[..] else {
         panic!("{got:?}")
     };
-    assert_eq!((e.request_id, e.code), (Some(1), ErrorCode::INVALID_COMMAND));
+    assert_eq!(
+        (e.request_id, e.code),
+        (Some(1), ErrorCode::INVALID_COMMAND)
+    );
     h.send(c, &ping(3));
     assert_eq!(h.settle_recv(c).len(), 1);
     assert!(h.conn(c).is_open());
@@ -361,7 +420,10 @@ fn command_with_truncated_body_is_malformed_with_request_id() {
     let [Frame::Error(e)] = &got[..] else {
         panic!("{got:?}")
     };
-    assert_eq!((e.request_id, e.code), (Some(9), ErrorCode::MALFORMED_MESSAGE));
+    assert_eq!(
+        (e.request_id, e.code),
+        (Some(9), ErrorCode::MALFORMED_MESSAGE)
+    );
     assert!(h.conn(c).is_open());
 }
 
@@ -385,13 +447,27 @@ fn decoded_command_failure_is_a_command_result() {
     // [ERROR.COMMAND.4] [COMMAND.CORRELATE.1]: request id 0 echoed.
     let mut h = Harness::new();
     let c = h.client();
-    h.send(c, &command_frame(0, Command::KillTerminal { terminal: TerminalId::Local(42) }));
+    h.send(
+        c,
+        &command_frame(
+            0,
+            Command::KillTerminal {
+                terminal: TerminalId::Local(42),
+            },
+        ),
+    );
     let got = h.settle_recv(c);
     let [Frame::CommandResult(r)] = &got[..] else {
         panic!("{got:?}")
     };
     assert_eq!(r.request_id, 0);
-    assert!(matches!(r.result, CommandResult::Error { code: ErrorCode::TERMINAL_NOT_FOUND, .. }));
+    assert!(matches!(
+        r.result,
+        CommandResult::Error {
+            code: ErrorCode::TERMINAL_NOT_FOUND,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -401,23 +477,47 @@ fn one_connections_fatal_error_leaves_others_alone() {
     let a = h.client();
     let b = h.client();
     let t = h.spawn(b);
-    h.request(b, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        b,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     h.recv(b);
     h.send_raw(a, &hex("00000000"));
     assert_fatal(&mut h, a, ErrorCode::FRAME_TOO_LARGE);
     h.pty(&t).script(b"still here");
     let got = h.settle_recv(b);
-    assert!(got.iter().any(|f| matches!(f, Frame::TerminalOutput(o) if o.bytes == b"still here")));
+    assert!(
+        got.iter()
+            .any(|f| matches!(f, Frame::TerminalOutput(o) if o.bytes == b"still here"))
+    );
 }
 
 #[test]
 fn error_codes_sent_are_named_codes() {
     // [ERROR.CODE.1]: every ERROR and COMMAND_RESULT code in a mixed session is named, never 5.
-    let named = [1u16, 2, 3, 4, 6, 100, 101, 102, 103, 104, 105, 106, 107, 200, 201, 202, 203, 204, 205, 206, 207, 65535];
+    let named = [
+        1u16, 2, 3, 4, 6, 100, 101, 102, 103, 104, 105, 106, 107, 200, 201, 202, 203, 204, 205,
+        206, 207, 65535,
+    ];
     let mut h = Harness::new();
     let c = h.client();
-    h.request(c, Command::KillTerminal { terminal: TerminalId::Local(3) });
-    h.request(c, Command::KillTerminal { terminal: TerminalId::Satellite { host: "x".into(), id: 1 } });
+    h.request(
+        c,
+        Command::KillTerminal {
+            terminal: TerminalId::Local(3),
+        },
+    );
+    h.request(
+        c,
+        Command::KillTerminal {
+            terminal: TerminalId::Satellite {
+                host: "x".into(),
+                id: 1,
+            },
+        },
+    );
     h.request(c, Command::Upgrade);
     h.send_raw(c, &hex("0000000c 31 01040400000001 0204017e"));
     h.settle();
@@ -462,10 +562,16 @@ fn shutdown_answers_ok_then_detaches_everyone() {
     let t = h.spawn(a);
     h.send(a, &command_frame(4, Command::Shutdown));
     let got = h.settle_recv(a);
-    assert!(matches!(&got[..], [Frame::CommandResult(r), Frame::Detached(d)]
-        if r.request_id == 4 && r.result == CommandResult::Ok && d.reason == Some(DetachReason::SERVER_SHUTDOWN)), "{got:?}");
+    assert!(
+        matches!(&got[..], [Frame::CommandResult(r), Frame::Detached(d)]
+        if r.request_id == 4 && r.result == CommandResult::Ok && d.reason == Some(DetachReason::SERVER_SHUTDOWN)),
+        "{got:?}"
+    );
     let got = h.recv(b);
-    assert!(matches!(&got[..], [Frame::Detached(d)] if d.reason == Some(DetachReason::SERVER_SHUTDOWN)), "{got:?}");
+    assert!(
+        matches!(&got[..], [Frame::Detached(d)] if d.reason == Some(DetachReason::SERVER_SHUTDOWN)),
+        "{got:?}"
+    );
     assert!(h.conn(a).closed_by_server() && h.conn(b).closed_by_server());
     assert!(h.pty(&t).is_gone(), "children are terminated");
     assert!(h.is_shut_down());
@@ -478,6 +584,15 @@ fn shutdown_from_a_remote_peer_may_be_refused() {
     let c = h.connect_with(PeerInfo::remote());
     h.hello(c);
     let r = h.request(c, Command::Shutdown);
-    assert!(matches!(r, Some(CommandResult::Error { code: ErrorCode::PERMISSION_DENIED, .. })), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Some(CommandResult::Error {
+                code: ErrorCode::PERMISSION_DENIED,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
     assert!(!h.is_shut_down());
 }

@@ -2,12 +2,19 @@
 //! and the acknowledgement lane, paste safety and the canonical-line guard
 //! (INPUT.*, COMMAND.ORDER.3).
 #![cfg(feature = "sim")]
+// Tests name the harness h, clients a/b/c and terminals t, as the wire log does.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::ref_option,
+    clippy::match_like_matches_macro
+)]
 
 use std::time::Duration;
 
 use phux_core::server::{ConnId, ServerConfig};
 use phux_core::sim::{
-    ChildMode, Harness, apply_input, command_frame, error_code, paste, server_id_for, untrusted_paste,
+    ChildMode, Harness, apply_input, command_frame, error_code, paste, server_id_for,
+    untrusted_paste,
 };
 use phux_proto::command::{AcquireMode, Command, CommandResult};
 use phux_proto::frame::{InputFocus, InputPaste, ViewportInfo, ViewportResize};
@@ -30,7 +37,13 @@ fn setup_with(config: ServerConfig) -> (Harness, ConnId, TerminalId) {
     (h, c, t)
 }
 
-fn apply(h: &mut Harness, c: ConnId, op: u128, t: &TerminalId, events: Vec<InputEvent>) -> Option<CommandResult> {
+fn apply(
+    h: &mut Harness,
+    c: ConnId,
+    op: u128,
+    t: &TerminalId,
+    events: Vec<InputEvent>,
+) -> Option<CommandResult> {
     h.request(c, apply_input(op, t, events))
 }
 
@@ -39,14 +52,26 @@ fn code(r: &Option<CommandResult>) -> Option<ErrorCode> {
 }
 
 fn input_paste(t: &TerminalId, data: &[u8], trust: PasteTrust) -> Frame {
-    Frame::InputPaste(InputPaste { terminal: t.clone(), event: PasteEvent { trust, data: data.to_vec() } })
+    Frame::InputPaste(InputPaste {
+        terminal: t.clone(),
+        event: PasteEvent {
+            trust,
+            data: data.to_vec(),
+        },
+    })
 }
 
 /// Keeps the terminal's pending-job queue occupied: a fire-and-forget job whose completion is
 /// lost stays pending at the engine forever.
 fn occupy_queue(h: &mut Harness, c: ConnId, t: &TerminalId) {
     h.pty(t).lose_next_completions(1);
-    let r = h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"~") });
+    let r = h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: paste(b"~"),
+        },
+    );
     assert_eq!(r, Some(CommandResult::Ok));
 }
 
@@ -56,12 +81,23 @@ fn occupy_queue(h: &mut Harness, c: ConnId, t: &TerminalId) {
 fn apply_input_with_zero_operation_id_is_malformed() {
     // [INPUT.APPLY.1] [ERROR.COMMAND.1]
     let (mut h, c, t) = setup();
-    let mut bytes = command_frame(5, apply_input(0x1111_1111_1111_1111_1111_1111_1111_1111, &t, vec![paste(b"x")])).to_bytes();
+    let mut bytes = command_frame(
+        5,
+        apply_input(
+            0x1111_1111_1111_1111_1111_1111_1111_1111,
+            &t,
+            vec![paste(b"x")],
+        ),
+    )
+    .to_bytes();
     let at = bytes.windows(16).position(|w| w == [0x11; 16]).unwrap();
     bytes[at..at + 16].fill(0);
     h.send_raw(c, &bytes);
     let got = h.settle_recv(c);
-    assert!(matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(5) && e.code == ErrorCode::MALFORMED_MESSAGE), "{got:?}");
+    assert!(
+        matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(5) && e.code == ErrorCode::MALFORMED_MESSAGE),
+        "{got:?}"
+    );
     assert!(h.writes.is_empty());
 }
 
@@ -72,16 +108,25 @@ fn apply_input_with_257_events_is_malformed() {
     let events = vec![InputEvent::Focus(FocusEvent::Gained); 257];
     h.send(c, &command_frame(6, apply_input(1, &t, events)));
     let got = h.settle_recv(c);
-    assert!(matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(6) && e.code == ErrorCode::MALFORMED_MESSAGE), "{got:?}");
+    assert!(
+        matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(6) && e.code == ErrorCode::MALFORMED_MESSAGE),
+        "{got:?}"
+    );
 }
 
 #[test]
 fn apply_input_over_64k_command_value_is_malformed() {
     // [INPUT.APPLY.1]
     let (mut h, c, t) = setup();
-    h.send(c, &command_frame(7, apply_input(1, &t, vec![paste(&vec![b'a'; 65_536])])));
+    h.send(
+        c,
+        &command_frame(7, apply_input(1, &t, vec![paste(&vec![b'a'; 65_536])])),
+    );
     let got = h.settle_recv(c);
-    assert!(matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(7) && e.code == ErrorCode::MALFORMED_MESSAGE), "{got:?}");
+    assert!(
+        matches!(&got[..], [Frame::Error(e)] if e.request_id == Some(7) && e.code == ErrorCode::MALFORMED_MESSAGE),
+        "{got:?}"
+    );
     assert!(h.conn(c).is_open());
 }
 
@@ -94,9 +139,16 @@ fn apply_input_ok_after_the_write_completes() {
     h.pty(&t).set_kernel_buffer(2);
     h.pty(&t).stall();
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(1, &t, vec![paste(b"ab"), paste(b"cd")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(1, &t, vec![paste(b"ab"), paste(b"cd")])),
+    );
     h.settle();
-    assert_eq!(h.take_result(c, rid), None, "no result while bytes wait for the PTY");
+    assert_eq!(
+        h.take_result(c, rid),
+        None,
+        "no result while bytes wait for the PTY"
+    );
     h.pty(&t).unstall();
     h.settle();
     assert_eq!(h.take_result(c, rid), Some(CommandResult::Ok));
@@ -111,9 +163,21 @@ fn apply_input_empty_job_is_ok_in_its_turn() {
     let (mut h, c, t) = setup();
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
-    h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"xyz") });
+    h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: paste(b"xyz"),
+        },
+    );
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(2, &t, vec![InputEvent::Focus(FocusEvent::Gained)])));
+    h.send(
+        c,
+        &command_frame(
+            rid,
+            apply_input(2, &t, vec![InputEvent::Focus(FocusEvent::Gained)]),
+        ),
+    );
     h.settle();
     assert_eq!(h.take_result(c, rid), None, "behind the stalled job");
     h.pty(&t).unstall();
@@ -125,9 +189,15 @@ fn apply_input_empty_job_is_ok_in_its_turn() {
 fn apply_input_zero_events_is_invalid_without_binding() {
     // [INPUT.APPLY.3] [INPUT.APPLY.2]
     let (mut h, c, t) = setup();
-    assert_eq!(code(&apply(&mut h, c, 9, &t, vec![])), Some(ErrorCode::INVALID_COMMAND));
+    assert_eq!(
+        code(&apply(&mut h, c, 9, &t, vec![])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
     // No binding was made: the id is fresh for a real payload.
-    assert_eq!(apply(&mut h, c, 9, &t, vec![paste(b"q")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 9, &t, vec![paste(b"q")]),
+        Some(CommandResult::Ok)
+    );
 }
 
 #[test]
@@ -136,16 +206,34 @@ fn apply_input_lane_is_checked_before_the_count() {
     let (mut h, c, t) = setup();
     h.pty(&t).lose_next_completions(1);
     assert_eq!(apply(&mut h, c, 1, &t, vec![paste(b"a")]), None);
-    assert_eq!(code(&apply(&mut h, c, 2, &t, vec![])), Some(ErrorCode::RESOURCE_EXHAUSTED));
+    assert_eq!(
+        code(&apply(&mut h, c, 2, &t, vec![])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
 }
 
 #[test]
 fn apply_input_unknown_and_satellite_terminals() {
     // [INPUT.APPLY.4]
     let (mut h, c, _) = setup();
-    assert_eq!(code(&apply(&mut h, c, 1, &TerminalId::Local(77), vec![paste(b"a")])), Some(ErrorCode::TERMINAL_NOT_FOUND));
-    let sat = TerminalId::Satellite { host: "x".into(), id: 1 };
-    assert_eq!(code(&apply(&mut h, c, 2, &sat, vec![paste(b"a")])), Some(ErrorCode::UNSUPPORTED_SATELLITE_ROUTE));
+    assert_eq!(
+        code(&apply(
+            &mut h,
+            c,
+            1,
+            &TerminalId::Local(77),
+            vec![paste(b"a")]
+        )),
+        Some(ErrorCode::TERMINAL_NOT_FOUND)
+    );
+    let sat = TerminalId::Satellite {
+        host: "x".into(),
+        id: 1,
+    };
+    assert_eq!(
+        code(&apply(&mut h, c, 2, &sat, vec![paste(b"a")])),
+        Some(ErrorCode::UNSUPPORTED_SATELLITE_ROUTE)
+    );
 }
 
 #[test]
@@ -153,8 +241,18 @@ fn apply_input_lease_is_checked_before_paste_safety() {
     // [INPUT.APPLY.2] [LEASE.GATE.3]
     let (mut h, c, t) = setup();
     let other = h.client();
-    h.request(other, Command::AcquireInput { terminal: t.clone(), mode: AcquireMode::Cooperative, ttl_ms: 0 });
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![untrusted_paste(b"a\nb")])), Some(ErrorCode::INPUT_LEASE_HELD));
+    h.request(
+        other,
+        Command::AcquireInput {
+            terminal: t.clone(),
+            mode: AcquireMode::Cooperative,
+            ttl_ms: 0,
+        },
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![untrusted_paste(b"a\nb")])),
+        Some(ErrorCode::INPUT_LEASE_HELD)
+    );
 }
 
 #[test]
@@ -167,7 +265,13 @@ fn apply_input_encoded_over_64k_is_invalid_command() {
     let text: String = std::iter::repeat_n('\u{4e00}', 10_000).collect();
     let mut key = KeyEvent::press(PhysicalKey::KEY_A, ModSet::NONE);
     key.text = Some(text);
-    let r = apply(&mut h, c, 1, &t, vec![InputEvent::Key(key.clone()), InputEvent::Key(key)]);
+    let r = apply(
+        &mut h,
+        c,
+        1,
+        &t,
+        vec![InputEvent::Key(key.clone()), InputEvent::Key(key)],
+    );
     assert_eq!(code(&r), Some(ErrorCode::INVALID_COMMAND), "{r:?}");
     assert!(h.writes.is_empty());
 }
@@ -179,8 +283,14 @@ fn apply_input_full_queue_is_resource_exhausted_and_keeps_the_binding() {
     config.max_jobs_per_terminal = 1;
     let (mut h, c, t) = setup_with(config);
     occupy_queue(&mut h, c, &t);
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"a")])), Some(ErrorCode::RESOURCE_EXHAUSTED));
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"other")])), Some(ErrorCode::INVALID_COMMAND));
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"a")])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"other")])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
 }
 
 #[test]
@@ -189,14 +299,26 @@ fn apply_input_not_written_when_the_pty_goes_first() {
     let (mut h, c, t) = setup();
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
-    h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"zz") });
+    h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: paste(b"zz"),
+        },
+    );
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(3, &t, vec![paste(b"abc")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(3, &t, vec![paste(b"abc")])),
+    );
     h.settle();
     assert_eq!(h.take_result(c, rid), None);
     h.pty(&t).exit(0);
     h.settle();
-    assert_eq!(code(&h.take_result(c, rid)), Some(ErrorCode::INPUT_NOT_WRITTEN));
+    assert_eq!(
+        code(&h.take_result(c, rid)),
+        Some(ErrorCode::INPUT_NOT_WRITTEN)
+    );
     assert_eq!(h.pty(&t).read_count(b"abc"), 0);
 }
 
@@ -207,11 +329,17 @@ fn apply_input_delivery_unknown_when_the_write_breaks_part_way() {
     h.pty(&t).set_kernel_buffer(2);
     h.pty(&t).stall();
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(3, &t, vec![paste(b"abcdef")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(3, &t, vec![paste(b"abcdef")])),
+    );
     h.settle();
     h.pty(&t).exit(1);
     h.settle();
-    assert_eq!(code(&h.take_result(c, rid)), Some(ErrorCode::INPUT_DELIVERY_UNKNOWN));
+    assert_eq!(
+        code(&h.take_result(c, rid)),
+        Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+    );
 }
 
 // ---- dedupe ----------------------------------------------------------------------------------
@@ -221,8 +349,14 @@ fn retry_replays_the_cached_result_without_writing() {
     // [INPUT.DEDUPE.2] [INPUT.DEDUPE.3] [INPUT.DEDUPE.1]: another client, same id, same payload.
     let (mut h, c, t) = setup();
     let other = h.client();
-    assert_eq!(apply(&mut h, c, 42, &t, vec![paste(b"once")]), Some(CommandResult::Ok));
-    assert_eq!(apply(&mut h, other, 42, &t, vec![paste(b"once")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 42, &t, vec![paste(b"once")]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        apply(&mut h, other, 42, &t, vec![paste(b"once")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_count(b"once"), 1);
     assert_eq!(h.writes.len(), 1);
 }
@@ -245,7 +379,10 @@ fn cached_error_replays_code_and_message() {
 fn same_payload_ignores_request_id_and_unknown_fields() {
     // [INPUT.DEDUPE.4]: the retry carries an extra unknown TLV field in the COMMAND frame.
     let (mut h, c, t) = setup();
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
     let mut bytes = command_frame(900, apply_input(8, &t, vec![paste(b"p")])).to_bytes();
     bytes.extend_from_slice(&[0x09, 0x04, 0x01, 0x00]);
     let len = u32::try_from(bytes.len() - 4).unwrap();
@@ -260,11 +397,23 @@ fn same_payload_ignores_request_id_and_unknown_fields() {
 fn same_id_other_payload_is_invalid_and_the_record_stays() {
     // [INPUT.DEDUPE.5]
     let (mut h, c, t) = setup();
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
-    assert_eq!(code(&apply(&mut h, c, 8, &t, vec![paste(b"q")])), Some(ErrorCode::INVALID_COMMAND));
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 8, &t, vec![paste(b"q")])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
     let t2 = h.spawn(c);
-    assert_eq!(code(&apply(&mut h, c, 8, &t2, vec![paste(b"p")])), Some(ErrorCode::INVALID_COMMAND));
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        code(&apply(&mut h, c, 8, &t2, vec![paste(b"p")])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_log(), b"p");
 }
 
@@ -272,9 +421,15 @@ fn same_id_other_payload_is_invalid_and_the_record_stays() {
 fn ledger_records_last_at_least_600_seconds() {
     // [INPUT.DEDUPE.6]
     let (mut h, c, t) = setup();
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
     h.advance(Duration::from_secs(599));
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_count(b"p"), 1);
 }
 
@@ -298,10 +453,19 @@ fn full_ledger_refuses_new_ids_and_resolves_known_ones() {
     h.settle();
     h.recv(c);
     h.log.set_enabled(true);
-    assert_eq!(code(&apply(&mut h, c, 70_000, &t, vec![paste(b"new")])), Some(ErrorCode::RESOURCE_EXHAUSTED));
+    assert_eq!(
+        code(&apply(&mut h, c, 70_000, &t, vec![paste(b"new")])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
     // A known id is still resolved: conflict, and the same payload re-evaluated.
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"n")])), Some(ErrorCode::INVALID_COMMAND));
-    assert_eq!(code(&apply(&mut h, c, 2, &nowhere, vec![paste(b"n")])), Some(ErrorCode::TERMINAL_NOT_FOUND));
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"n")])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 2, &nowhere, vec![paste(b"n")])),
+        Some(ErrorCode::TERMINAL_NOT_FOUND)
+    );
     assert!(h.pty(&t).read_log().is_empty());
 }
 
@@ -310,11 +474,32 @@ fn refusal_before_handoff_keeps_only_the_binding() {
     // [INPUT.DEDUPE.9] [LEASE.GATE.3]
     let (mut h, c, t) = setup();
     let holder = h.client();
-    h.request(holder, Command::AcquireInput { terminal: t.clone(), mode: AcquireMode::Cooperative, ttl_ms: 0 });
-    assert_eq!(code(&apply(&mut h, c, 3, &t, vec![paste(b"later")])), Some(ErrorCode::INPUT_LEASE_HELD));
-    assert_eq!(code(&apply(&mut h, c, 3, &t, vec![paste(b"other")])), Some(ErrorCode::INVALID_COMMAND));
-    h.request(holder, Command::ReleaseInput { terminal: t.clone() });
-    assert_eq!(apply(&mut h, c, 3, &t, vec![paste(b"later")]), Some(CommandResult::Ok));
+    h.request(
+        holder,
+        Command::AcquireInput {
+            terminal: t.clone(),
+            mode: AcquireMode::Cooperative,
+            ttl_ms: 0,
+        },
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 3, &t, vec![paste(b"later")])),
+        Some(ErrorCode::INPUT_LEASE_HELD)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 3, &t, vec![paste(b"other")])),
+        Some(ErrorCode::INVALID_COMMAND)
+    );
+    h.request(
+        holder,
+        Command::ReleaseInput {
+            terminal: t.clone(),
+        },
+    );
+    assert_eq!(
+        apply(&mut h, c, 3, &t, vec![paste(b"later")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_log(), b"later");
 }
 
@@ -324,28 +509,49 @@ fn not_written_is_cached_as_final() {
     let (mut h, c, t) = setup();
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
-    h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"zz") });
+    h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: paste(b"zz"),
+        },
+    );
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(3, &t, vec![paste(b"abc")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(3, &t, vec![paste(b"abc")])),
+    );
     h.settle();
     h.pty(&t).exit(0);
     h.settle();
-    assert_eq!(code(&h.take_result(c, rid)), Some(ErrorCode::INPUT_NOT_WRITTEN));
+    assert_eq!(
+        code(&h.take_result(c, rid)),
+        Some(ErrorCode::INPUT_NOT_WRITTEN)
+    );
     let t2 = h.spawn(c);
     let _ = t2;
-    assert_eq!(code(&apply(&mut h, c, 3, &t, vec![paste(b"abc")])), Some(ErrorCode::INPUT_NOT_WRITTEN));
+    assert_eq!(
+        code(&apply(&mut h, c, 3, &t, vec![paste(b"abc")])),
+        Some(ErrorCode::INPUT_NOT_WRITTEN)
+    );
 }
 
 #[test]
 fn restart_presents_a_new_server_id() {
     // [INPUT.DEDUPE.11] [HELLO.OK.4]: the new incarnation has an empty ledger.
     let (mut h, c, t) = setup();
-    assert_eq!(apply(&mut h, c, 8, &t, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 8, &t, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
     h.restart_server();
     let d = h.connect();
     assert_ne!(h.hello(d).server_id, server_id_for(1));
     let t2 = h.spawn(d);
-    assert_eq!(apply(&mut h, d, 8, &t2, vec![paste(b"p")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, d, 8, &t2, vec![paste(b"p")]),
+        Some(CommandResult::Ok)
+    );
 }
 
 // ---- lane --------------------------------------------------------------------------------------
@@ -358,11 +564,20 @@ fn lane_refuses_a_second_operation_and_a_same_id_retry_while_in_flight() {
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
     assert_eq!(apply(&mut h, c, 1, &t, vec![paste(b"slow")]), None);
-    assert_eq!(code(&apply(&mut h, other, 2, &t, vec![paste(b"x")])), Some(ErrorCode::RESOURCE_EXHAUSTED));
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"slow")])), Some(ErrorCode::RESOURCE_EXHAUSTED));
+    assert_eq!(
+        code(&apply(&mut h, other, 2, &t, vec![paste(b"x")])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"slow")])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
     // Another terminal is not affected.
     let t2 = h.spawn(c);
-    assert_eq!(apply(&mut h, other, 3, &t2, vec![paste(b"y")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, other, 3, &t2, vec![paste(b"y")]),
+        Some(CommandResult::Ok)
+    );
     h.pty(&t).unstall();
     h.settle();
     assert_eq!(h.pty(&t).read_count(b"slow"), 1);
@@ -374,14 +589,26 @@ fn lost_completion_is_delivery_unknown_after_5_seconds() {
     let (mut h, c, t) = setup();
     h.pty(&t).lose_next_completions(1);
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(1, &t, vec![paste(b"lost")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(1, &t, vec![paste(b"lost")])),
+    );
     h.advance(Duration::from_millis(4999));
     assert_eq!(h.take_result(c, rid), None);
     h.advance(Duration::from_millis(1));
-    assert_eq!(code(&h.take_result(c, rid)), Some(ErrorCode::INPUT_DELIVERY_UNKNOWN));
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"lost")])), Some(ErrorCode::INPUT_DELIVERY_UNKNOWN));
+    assert_eq!(
+        code(&h.take_result(c, rid)),
+        Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"lost")])),
+        Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+    );
     // The lane is free at once.
-    assert_eq!(apply(&mut h, c, 2, &t, vec![paste(b"next")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 2, &t, vec![paste(b"next")]),
+        Some(CommandResult::Ok)
+    );
 }
 
 #[test]
@@ -391,14 +618,26 @@ fn late_completion_changes_nothing() {
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
     let rid = h.next_request_id();
-    h.send(c, &command_frame(rid, apply_input(1, &t, vec![paste(b"late")])));
+    h.send(
+        c,
+        &command_frame(rid, apply_input(1, &t, vec![paste(b"late")])),
+    );
     h.advance(Duration::from_secs(6));
-    assert_eq!(code(&h.take_result(c, rid)), Some(ErrorCode::INPUT_DELIVERY_UNKNOWN));
+    assert_eq!(
+        code(&h.take_result(c, rid)),
+        Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+    );
     h.pty(&t).unstall();
     h.settle();
     let got = h.recv(c);
-    assert!(!got.iter().any(|f| matches!(f, Frame::CommandResult(_))), "{got:?}");
-    assert_eq!(code(&apply(&mut h, c, 1, &t, vec![paste(b"late")])), Some(ErrorCode::INPUT_DELIVERY_UNKNOWN));
+    assert!(
+        !got.iter().any(|f| matches!(f, Frame::CommandResult(_))),
+        "{got:?}"
+    );
+    assert_eq!(
+        code(&apply(&mut h, c, 1, &t, vec![paste(b"late")])),
+        Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
+    );
     assert_eq!(h.pty(&t).read_count(b"late"), 1);
 }
 
@@ -412,10 +651,16 @@ fn reconnect_retry_same_incarnation_is_never_written_twice() {
     assert_eq!(apply(&mut h, c, 1, &t, vec![paste(b"once")]), None);
     h.disconnect(c);
     let d = h.client();
-    assert_eq!(code(&apply(&mut h, d, 1, &t, vec![paste(b"once")])), Some(ErrorCode::RESOURCE_EXHAUSTED));
+    assert_eq!(
+        code(&apply(&mut h, d, 1, &t, vec![paste(b"once")])),
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
+    );
     h.pty(&t).unstall();
     h.settle();
-    assert_eq!(apply(&mut h, d, 1, &t, vec![paste(b"once")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, d, 1, &t, vec![paste(b"once")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_count(b"once"), 1);
 }
 
@@ -425,11 +670,17 @@ fn drop_mid_frame_leaves_no_effect() {
     let (mut h, c, t) = setup();
     let bytes = command_frame(1, apply_input(1, &t, vec![paste(b"half")])).to_bytes();
     h.drop_after(c, bytes.len() / 2);
-    h.send(c, &command_frame(1, apply_input(1, &t, vec![paste(b"half")])));
+    h.send(
+        c,
+        &command_frame(1, apply_input(1, &t, vec![paste(b"half")])),
+    );
     h.settle();
     assert!(h.writes.is_empty());
     let d = h.client();
-    assert_eq!(apply(&mut h, d, 1, &t, vec![paste(b"half")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, d, 1, &t, vec![paste(b"half")]),
+        Some(CommandResult::Ok)
+    );
 }
 
 // ---- INPUT_* and ROUTE_INPUT -------------------------------------------------------------
@@ -439,13 +690,27 @@ fn input_frames_need_an_attachment_and_get_no_reply() {
     // [INPUT.FRAME.1] [INPUT.FRAME.2] [INPUT.FRAME.3]
     let (mut h, c, t) = setup();
     h.send(c, &input_paste(&t, b"unattached", PasteTrust::Trusted));
-    h.send(c, &input_paste(&TerminalId::Local(99), b"nowhere", PasteTrust::Trusted));
+    h.send(
+        c,
+        &input_paste(&TerminalId::Local(99), b"nowhere", PasteTrust::Trusted),
+    );
     assert!(h.settle_recv(c).is_empty());
-    h.request(c, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        c,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     h.recv(c);
     h.send(c, &input_paste(&t, b"attached", PasteTrust::Trusted));
     h.send(c, &input_paste(&t, b"bad\n", PasteTrust::Untrusted));
-    h.send(c, &Frame::InputFocus(InputFocus { terminal: t.clone(), event: FocusEvent::Gained }));
+    h.send(
+        c,
+        &Frame::InputFocus(InputFocus {
+            terminal: t.clone(),
+            event: FocusEvent::Gained,
+        }),
+    );
     assert!(h.settle_recv(c).is_empty());
     assert_eq!(h.pty(&t).read_log(), b"attached");
 }
@@ -456,10 +721,19 @@ fn input_frames_dropped_when_the_queue_is_full() {
     let mut config = ServerConfig::new(server_id_for(1));
     config.max_jobs_per_terminal = 1;
     let (mut h, c, t) = setup_with(config);
-    h.request(c, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        c,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     occupy_queue(&mut h, c, &t);
     h.send(c, &input_paste(&t, b"dropped", PasteTrust::Trusted));
-    assert!(h.settle_recv(c).iter().all(|f| !matches!(f, Frame::CommandResult(_) | Frame::Error(_))));
+    assert!(
+        h.settle_recv(c)
+            .iter()
+            .all(|f| !matches!(f, Frame::CommandResult(_) | Frame::Error(_)))
+    );
     assert_eq!(h.pty(&t).read_count(b"dropped"), 0);
 }
 
@@ -467,14 +741,60 @@ fn input_frames_dropped_when_the_queue_is_full() {
 fn route_input_results() {
     // [INPUT.ROUTE.1] [INPUT.ROUTE.2] [INPUT.ROUTE.3] [INPUT.PASTE.SAFE.4]
     let (mut h, c, t) = setup();
-    let r = h.request(c, Command::RouteInput { terminal: TerminalId::Local(99), event: paste(b"a") });
+    let r = h.request(
+        c,
+        Command::RouteInput {
+            terminal: TerminalId::Local(99),
+            event: paste(b"a"),
+        },
+    );
     assert_eq!(code(&r), Some(ErrorCode::TERMINAL_NOT_FOUND));
-    assert_eq!(h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"ok") }), Some(CommandResult::Ok));
-    assert_eq!(h.request(c, Command::RouteInput { terminal: t.clone(), event: untrusted_paste(b"x\ny") }), Some(CommandResult::Ok));
-    assert_eq!(h.request(c, Command::RouteInput { terminal: t.clone(), event: InputEvent::Focus(FocusEvent::Lost) }), Some(CommandResult::Ok));
+    assert_eq!(
+        h.request(
+            c,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: paste(b"ok")
+            }
+        ),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        h.request(
+            c,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: untrusted_paste(b"x\ny")
+            }
+        ),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        h.request(
+            c,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: InputEvent::Focus(FocusEvent::Lost)
+            }
+        ),
+        Some(CommandResult::Ok)
+    );
     let holder = h.client();
-    h.request(holder, Command::AcquireInput { terminal: t.clone(), mode: AcquireMode::Cooperative, ttl_ms: 0 });
-    let r = h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(b"no") });
+    h.request(
+        holder,
+        Command::AcquireInput {
+            terminal: t.clone(),
+            mode: AcquireMode::Cooperative,
+            ttl_ms: 0,
+        },
+    );
+    let r = h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: paste(b"no"),
+        },
+    );
     assert_eq!(code(&r), Some(ErrorCode::INPUT_LEASE_HELD));
     assert_eq!(h.pty(&t).read_log(), b"ok");
 }
@@ -484,13 +804,39 @@ fn jobs_for_one_terminal_keep_receive_order_across_clients() {
     // [COMMAND.ORDER.3] [INPUT.ORDER.1]
     let (mut h, a, t) = setup();
     let b = h.client();
-    h.request(a, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        a,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     h.pty(&t).set_kernel_buffer(3);
     h.pty(&t).stall();
     h.send(a, &input_paste(&t, b"[1]", PasteTrust::Trusted));
-    h.send(b, &command_frame(50, Command::RouteInput { terminal: t.clone(), event: paste(b"[2]") }));
-    h.send(a, &command_frame(51, apply_input(1, &t, vec![paste(b"[3"), paste(b"]")])));
-    h.send(b, &command_frame(52, Command::RouteInput { terminal: t.clone(), event: paste(b"[4]") }));
+    h.send(
+        b,
+        &command_frame(
+            50,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: paste(b"[2]"),
+            },
+        ),
+    );
+    h.send(
+        a,
+        &command_frame(51, apply_input(1, &t, vec![paste(b"[3"), paste(b"]")])),
+    );
+    h.send(
+        b,
+        &command_frame(
+            52,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: paste(b"[4]"),
+            },
+        ),
+    );
     h.settle();
     h.pty(&t).unstall();
     h.settle();
@@ -505,12 +851,23 @@ fn a_stalled_terminal_delays_no_other() {
     h.pty(&t).set_kernel_buffer(1);
     h.pty(&t).stall();
     assert_eq!(apply(&mut h, c, 1, &t, vec![paste(b"stuck")]), None);
-    h.request(c, Command::AttachTerminal { terminal: t2.clone() });
+    h.request(
+        c,
+        Command::AttachTerminal {
+            terminal: t2.clone(),
+        },
+    );
     h.recv(c);
-    assert_eq!(apply(&mut h, c, 2, &t2, vec![paste(b"free")]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 2, &t2, vec![paste(b"free")]),
+        Some(CommandResult::Ok)
+    );
     h.pty(&t2).script(b"out");
     let got = h.settle_recv(c);
-    assert!(got.iter().any(|f| matches!(f, Frame::TerminalOutput(o) if o.bytes == b"out")));
+    assert!(
+        got.iter()
+            .any(|f| matches!(f, Frame::TerminalOutput(o) if o.bytes == b"out"))
+    );
 }
 
 #[test]
@@ -519,11 +876,36 @@ fn mouse_cell_size_comes_from_the_last_viewport_resize() {
     let (mut h, c, t) = setup();
     h.pty(&t).script(b"\x1b[?1000h\x1b[?1006h");
     h.settle();
-    let click = InputEvent::Mouse(MouseEvent { action: MouseAction::Press, button: MouseButton::Left, mods: ModSet::NONE, x: 25.0, y: 15.0 });
-    assert_eq!(apply(&mut h, c, 1, &t, vec![click.clone()]), Some(CommandResult::Ok));
-    h.send(c, &Frame::ViewportResize(ViewportResize { viewport: ViewportInfo { cols: 80, rows: 24, pixel_w: Some(800), pixel_h: Some(480) } }));
-    assert_eq!(apply(&mut h, c, 2, &t, vec![click]), Some(CommandResult::Ok));
-    assert_eq!(h.pty(&t).read_log(), b"\x1b[<0;26;16M\x1b[<0;3;1M".as_slice());
+    let click = InputEvent::Mouse(MouseEvent {
+        action: MouseAction::Press,
+        button: MouseButton::Left,
+        mods: ModSet::NONE,
+        x: 25.0,
+        y: 15.0,
+    });
+    assert_eq!(
+        apply(&mut h, c, 1, &t, vec![click.clone()]),
+        Some(CommandResult::Ok)
+    );
+    h.send(
+        c,
+        &Frame::ViewportResize(ViewportResize {
+            viewport: ViewportInfo {
+                cols: 80,
+                rows: 24,
+                pixel_w: Some(800),
+                pixel_h: Some(480),
+            },
+        }),
+    );
+    assert_eq!(
+        apply(&mut h, c, 2, &t, vec![click]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        h.pty(&t).read_log(),
+        b"\x1b[<0;26;16M\x1b[<0;3;1M".as_slice()
+    );
 }
 
 // ---- paste safety and the canonical guard ---------------------------------------------------
@@ -533,12 +915,27 @@ fn unsafe_untrusted_paste_is_refused_and_safe_ones_are_sanitized() {
     // [INPUT.PASTE.SAFE.1] [INPUT.PASTE.SAFE.2] [INPUT.PASTE.SAFE.3] [INPUT.ENCODE.PASTE.3]
     let (mut h, c, t) = setup();
     for (op, data) in [(1u128, &b"a\nb"[..]), (2, b"\xff\xfe"), (3, b"x\x1b[201~y")] {
-        let r = apply(&mut h, c, op, &t, vec![paste(b"first"), untrusted_paste(data)]);
+        let r = apply(
+            &mut h,
+            c,
+            op,
+            &t,
+            vec![paste(b"first"), untrusted_paste(data)],
+        );
         assert_eq!(code(&r), Some(ErrorCode::UNSAFE_PASTE), "{data:?}");
     }
-    assert!(h.pty(&t).read_log().is_empty(), "no byte of a refused batch");
-    assert_eq!(apply(&mut h, c, 4, &t, vec![untrusted_paste(b"ok\r\x1bz")]), Some(CommandResult::Ok));
-    assert_eq!(apply(&mut h, c, 5, &t, vec![paste(b"t\nu")]), Some(CommandResult::Ok));
+    assert!(
+        h.pty(&t).read_log().is_empty(),
+        "no byte of a refused batch"
+    );
+    assert_eq!(
+        apply(&mut h, c, 4, &t, vec![untrusted_paste(b"ok\r\x1bz")]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        apply(&mut h, c, 5, &t, vec![paste(b"t\nu")]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_log(), b"ok\r zt\ru");
 }
 
@@ -550,12 +947,24 @@ fn canonical_guard_counts_cr_only_under_icrnl() {
     data.push(b'\n'); // becomes CR (bracketed paste is off)
     data.extend(vec![b'y'; 4000]);
     h.pty(&t).set_canonical(true);
-    assert_eq!(apply(&mut h, c, 1, &t, vec![paste(&data)]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 1, &t, vec![paste(&data)]),
+        Some(CommandResult::Ok)
+    );
     h.pty(&t).set_icrnl(false);
-    assert_eq!(code(&apply(&mut h, c, 2, &t, vec![paste(&data)])), Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED));
-    assert_eq!(apply(&mut h, c, 3, &t, vec![paste(&vec![b'z'; 4095])]), Some(CommandResult::Ok));
+    assert_eq!(
+        code(&apply(&mut h, c, 2, &t, vec![paste(&data)])),
+        Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED)
+    );
+    assert_eq!(
+        apply(&mut h, c, 3, &t, vec![paste(&vec![b'z'; 4095])]),
+        Some(CommandResult::Ok)
+    );
     h.pty(&t).set_canonical(false);
-    assert_eq!(apply(&mut h, c, 4, &t, vec![paste(&vec![b'w'; 9000])]), Some(CommandResult::Ok));
+    assert_eq!(
+        apply(&mut h, c, 4, &t, vec![paste(&vec![b'w'; 9000])]),
+        Some(CommandResult::Ok)
+    );
     assert_eq!(h.pty(&t).read_log().len(), 8001 + 4095 + 9000);
 }
 
@@ -563,12 +972,30 @@ fn canonical_guard_counts_cr_only_under_icrnl() {
 fn canonical_refusal_of_fire_and_forget_input_is_silent() {
     // [INPUT.CANON.5]
     let (mut h, c, t) = setup();
-    h.request(c, Command::AttachTerminal { terminal: t.clone() });
+    h.request(
+        c,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
     h.recv(c);
     h.pty(&t).set_canonical(true);
     h.send(c, &input_paste(&t, &vec![b'x'; 5000], PasteTrust::Trusted));
-    assert_eq!(h.request(c, Command::RouteInput { terminal: t.clone(), event: paste(&vec![b'y'; 5000]) }), Some(CommandResult::Ok));
+    assert_eq!(
+        h.request(
+            c,
+            Command::RouteInput {
+                terminal: t.clone(),
+                event: paste(&vec![b'y'; 5000])
+            }
+        ),
+        Some(CommandResult::Ok)
+    );
     let got = h.settle_recv(c);
-    assert!(!got.iter().any(|f| matches!(f, Frame::Error(_) | Frame::CommandResult(_))), "{got:?}");
+    assert!(
+        !got.iter()
+            .any(|f| matches!(f, Frame::Error(_) | Frame::CommandResult(_))),
+        "{got:?}"
+    );
     assert!(h.pty(&t).read_log().is_empty());
 }

@@ -14,6 +14,12 @@
 //!   completion or a write still unfinished 5 s after handoff, [INPUT.LANE.2]) or the server
 //!   incarnation changed ([CLIENT.RETRY.8]).
 #![cfg(feature = "sim")]
+// Tests name the harness h, clients a/b/c and terminals t, as the wire log does.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::ref_option,
+    clippy::match_like_matches_macro
+)]
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -27,19 +33,42 @@ use proptest::prelude::*;
 
 const CLIENTS: usize = 3;
 const TERMINALS: usize = 2;
-const HORIZON: Duration = Duration::from_secs(600);
+const HORIZON: Duration = Duration::from_mins(10);
 
 #[derive(Clone, Debug)]
 enum Step {
-    Submit { client: usize, term: usize },
-    Reuse { client: usize, pick: usize },
-    Conflict { client: usize, pick: usize },
-    Drop { client: usize },
-    DropMidSend { client: usize, term: usize, at: usize },
-    Stall { term: usize },
-    Unstall { term: usize },
-    LoseCompletion { term: usize },
-    Advance { ms: u64 },
+    Submit {
+        client: usize,
+        term: usize,
+    },
+    Reuse {
+        client: usize,
+        pick: usize,
+    },
+    Conflict {
+        client: usize,
+        pick: usize,
+    },
+    Drop {
+        client: usize,
+    },
+    DropMidSend {
+        client: usize,
+        term: usize,
+        at: usize,
+    },
+    Stall {
+        term: usize,
+    },
+    Unstall {
+        term: usize,
+    },
+    LoseCompletion {
+        term: usize,
+    },
+    Advance {
+        ms: u64,
+    },
     Restart,
 }
 
@@ -65,7 +94,10 @@ enum State {
     /// Waiting to be sent (never sent, or refused with a retryable code).
     Pending,
     /// Sent on a connection, no result yet.
-    InFlight { conn: ConnId, rid: u32 },
+    InFlight {
+        conn: ConnId,
+        rid: u32,
+    },
     /// Its connection ended before the result.
     Lost,
     Delivered,
@@ -109,7 +141,16 @@ impl World {
         let mut h = Harness::new();
         h.spawn_mode = ChildMode::Record;
         h.log.set_cap(300);
-        let mut w = Self { h, clients: vec![None; CLIENTS], terms: Vec::new(), ops: Vec::new(), by_rid: HashMap::new(), first_send: HashMap::new(), in_doubt: std::collections::HashSet::new(), next_id: 1 };
+        let mut w = Self {
+            h,
+            clients: vec![None; CLIENTS],
+            terms: Vec::new(),
+            ops: Vec::new(),
+            by_rid: HashMap::new(),
+            first_send: HashMap::new(),
+            in_doubt: std::collections::HashSet::new(),
+            next_id: 1,
+        };
         w.boot();
         w
     }
@@ -131,7 +172,11 @@ impl World {
         let now = self.h.now;
         let inc = self.h.incarnation();
         let _ = server_id;
-        for op in self.ops.iter_mut().filter(|o| o.client == client && o.state == State::Lost) {
+        for op in self
+            .ops
+            .iter_mut()
+            .filter(|o| o.client == client && o.state == State::Lost)
+        {
             // [CLIENT.RETRY.7] [CLIENT.RETRY.8]
             let (sent_inc, _) = op.sent.unwrap();
             let at = self.first_send[&(sent_inc, op.id)];
@@ -140,13 +185,16 @@ impl World {
             } else {
                 State::Unknown
             };
-            op.history.push(format!("reconnect inc {inc} -> {:?}", op.state));
+            op.history
+                .push(format!("reconnect inc {inc} -> {:?}", op.state));
         }
     }
 
     fn send(&mut self, idx: usize, drop_at: Option<usize>) {
         let op = &self.ops[idx];
-        let Some(conn) = self.clients[op.client] else { return };
+        let Some(conn) = self.clients[op.client] else {
+            return;
+        };
         let inc = self.h.incarnation();
         let frame_op = apply_input(op.id, &self.terms[op.term], vec![paste(&op.payload)]);
         let rid = self.h.next_request_id();
@@ -158,7 +206,8 @@ impl World {
         self.first_send.entry((inc, op.id)).or_insert(now);
         op.sent = Some((inc, now));
         op.state = State::InFlight { conn, rid };
-        op.history.push(format!("sent inc {inc} {now:?} {conn:?} rid {rid}"));
+        op.history
+            .push(format!("sent inc {inc} {now:?} {conn:?} rid {rid}"));
         self.by_rid.insert((conn, rid), idx);
         self.h.send(conn, &command_frame(rid, frame_op));
         if !self.h.conn(conn).is_open() {
@@ -168,7 +217,9 @@ impl World {
 
     /// The client's connection is gone: its in-flight operations are lost; it reconnects.
     fn lost(&mut self, client: usize) {
-        let Some(conn) = self.clients[client].take() else { return };
+        let Some(conn) = self.clients[client].take() else {
+            return;
+        };
         for op in &mut self.ops {
             if matches!(op.state, State::InFlight { conn: c, .. } if c == conn) {
                 op.state = State::Lost;
@@ -181,14 +232,24 @@ impl World {
     }
 
     fn new_op(&mut self, client: usize, term: usize, id: u128, payload: Vec<u8>) -> usize {
-        self.ops.push(Op { id, term, client, payload, state: State::Pending, sent: None, history: Vec::new() });
+        self.ops.push(Op {
+            id,
+            term,
+            client,
+            payload,
+            state: State::Pending,
+            sent: None,
+            history: Vec::new(),
+        });
         self.ops.len() - 1
     }
 
     /// Known ops safe to resend deliberately: first sent in this incarnation, inside the
     /// ledger horizon (so the server still knows the id).
     fn reusable(&self) -> Vec<usize> {
-        (0..self.ops.len()).filter(|&i| self.young(self.ops[i].id)).collect()
+        (0..self.ops.len())
+            .filter(|&i| self.young(self.ops[i].id))
+            .collect()
     }
 
     /// Whether the id was first sent to this incarnation less than 9 minutes ago (or never).
@@ -196,7 +257,7 @@ impl World {
         let inc = self.h.incarnation();
         self.first_send
             .get(&(inc, id))
-            .is_some_and(|at| self.h.now.saturating_duration_since(*at) < Duration::from_secs(540))
+            .is_some_and(|at| self.h.now.saturating_duration_since(*at) < Duration::from_mins(9))
     }
 
     fn run(&mut self, step: &Step) {
@@ -209,7 +270,11 @@ impl World {
             Step::Reuse { client, pick } => {
                 let known = self.reusable();
                 if let Some(&orig) = known.get(pick % known.len().max(1)) {
-                    let (id, term, payload) = (self.ops[orig].id, self.ops[orig].term, self.ops[orig].payload.clone());
+                    let (id, term, payload) = (
+                        self.ops[orig].id,
+                        self.ops[orig].term,
+                        self.ops[orig].payload.clone(),
+                    );
                     let idx = self.new_op(client, term, id, payload);
                     self.send(idx, None);
                 }
@@ -219,7 +284,8 @@ impl World {
                 if let Some(&orig) = known.get(pick % known.len().max(1)) {
                     let (id, term) = (self.ops[orig].id, self.ops[orig].term);
                     let n = self.ops.len();
-                    let idx = self.new_op(client, term, id, format!("[op:{id:06}/c{n}]").into_bytes());
+                    let idx =
+                        self.new_op(client, term, id, format!("[op:{id:06}/c{n}]").into_bytes());
                     self.send(idx, None);
                 }
             }
@@ -236,7 +302,10 @@ impl World {
             }
             Step::Stall { term } => self.h.pty(&self.terms[term].clone()).stall(),
             Step::Unstall { term } => self.h.pty(&self.terms[term].clone()).unstall(),
-            Step::LoseCompletion { term } => self.h.pty(&self.terms[term].clone()).lose_next_completions(1),
+            Step::LoseCompletion { term } => self
+                .h
+                .pty(&self.terms[term].clone())
+                .lose_next_completions(1),
             Step::Advance { ms } => self.h.advance(Duration::from_millis(ms)),
             Step::Restart => {
                 // Deliberate duplicates of one id are one operation: if any copy may have been
@@ -246,8 +315,13 @@ impl World {
                     .ops
                     .iter()
                     .filter(|o| {
-                        matches!(o.state, State::InFlight { .. } | State::Lost | State::Delivered | State::Unknown)
-                            || self.in_doubt.contains(&(inc, o.id))
+                        matches!(
+                            o.state,
+                            State::InFlight { .. }
+                                | State::Lost
+                                | State::Delivered
+                                | State::Unknown
+                        ) || self.in_doubt.contains(&(inc, o.id))
                     })
                     .map(|o| o.id)
                     .collect();
@@ -269,7 +343,9 @@ impl World {
         self.h.settle();
         self.collect();
         // Retryable operations are sent again (one attempt per step stands in for backoff).
-        let pending: Vec<usize> = (0..self.ops.len()).filter(|&i| self.ops[i].state == State::Pending).collect();
+        let pending: Vec<usize> = (0..self.ops.len())
+            .filter(|&i| self.ops[i].state == State::Pending)
+            .collect();
         let inc = self.h.incarnation();
         for idx in pending {
             let id = self.ops[idx].id;
@@ -293,11 +369,20 @@ impl World {
     /// Reads every client's results and applies the retry rules.
     fn collect(&mut self) {
         for client in 0..CLIENTS {
-            let Some(conn) = self.clients[client] else { continue };
-            assert!(self.h.conn(conn).decode_errors().is_empty(), "server sent undecodable bytes");
+            let Some(conn) = self.clients[client] else {
+                continue;
+            };
+            assert!(
+                self.h.conn(conn).decode_errors().is_empty(),
+                "server sent undecodable bytes"
+            );
             for frame in self.h.recv(conn) {
-                let Frame::CommandResult(r) = frame else { continue };
-                let Some(&idx) = self.by_rid.get(&(conn, r.request_id)) else { continue };
+                let Frame::CommandResult(r) = frame else {
+                    continue;
+                };
+                let Some(&idx) = self.by_rid.get(&(conn, r.request_id)) else {
+                    continue;
+                };
                 let outcome = match &r.result {
                     CommandResult::Ok => State::Delivered,
                     CommandResult::Error { code, .. } => match *code {
@@ -307,15 +392,20 @@ impl World {
                             State::Unknown
                         }
                         // [CLIENT.RETRY.3] [CLIENT.RETRY.4]
-                        ErrorCode::INPUT_NOT_WRITTEN | ErrorCode::RESOURCE_EXHAUSTED => State::Pending,
+                        ErrorCode::INPUT_NOT_WRITTEN | ErrorCode::RESOURCE_EXHAUSTED => {
+                            State::Pending
+                        }
                         // [CLIENT.RETRY.5]
                         ErrorCode::INVALID_COMMAND => State::Refused(*code),
                         other => panic!("unexpected result {other:?} for {:?}", self.ops[idx]),
                     },
-                    other => panic!("unexpected result {other:?}"),
+                    other @ CommandResult::OkWith(_) => panic!("unexpected result {other:?}"),
                 };
                 let inc = self.h.incarnation();
-                self.ops[idx].history.push(format!("result inc {inc} {:?} rid {} -> {outcome:?}", self.h.now, r.request_id));
+                self.ops[idx].history.push(format!(
+                    "result inc {inc} {:?} rid {} -> {outcome:?}",
+                    self.h.now, r.request_id
+                ));
                 self.ops[idx].state = outcome;
             }
         }
@@ -325,8 +415,16 @@ impl World {
     fn assert_in_doubt(&self, idx: usize) {
         let op = &self.ops[idx];
         let (inc, _) = op.sent.unwrap();
-        let writes: Vec<_> = self.h.writes.iter().filter(|w| w.incarnation == inc && w.bytes == op.payload).collect();
-        assert!(!writes.is_empty(), "205 for an operation that was never handed to the PTY: {op:?}");
+        let writes: Vec<_> = self
+            .h
+            .writes
+            .iter()
+            .filter(|w| w.incarnation == inc && w.bytes == op.payload)
+            .collect();
+        assert!(
+            !writes.is_empty(),
+            "205 for an operation that was never handed to the PTY: {op:?}"
+        );
         let lost: Vec<_> = self
             .h
             .ptys
@@ -338,10 +436,15 @@ impl World {
             lost.contains(&w.job)
                 || match w.completed {
                     None => true,
-                    Some((at, _)) => at.saturating_duration_since(w.issued_at) >= Duration::from_secs(5),
+                    Some((at, _)) => {
+                        at.saturating_duration_since(w.issued_at) >= Duration::from_secs(5)
+                    }
                 }
         });
-        assert!(doubt, "205 although the write completed in time: {op:?} {writes:?}");
+        assert!(
+            doubt,
+            "205 although the write completed in time: {op:?} {writes:?}"
+        );
     }
 
     /// Unstalls everything and drives until every operation is resolved.
@@ -352,22 +455,48 @@ impl World {
         self.h.settle();
         self.collect();
         for _ in 0..40 {
-            if self.ops.iter().all(|o| matches!(o.state, State::Delivered | State::Unknown | State::Refused(_) | State::GaveUp)) {
+            if self.ops.iter().all(|o| {
+                matches!(
+                    o.state,
+                    State::Delivered | State::Unknown | State::Refused(_) | State::GaveUp
+                )
+            }) {
                 return;
             }
             self.run(&Step::Advance { ms: 6000 });
         }
-        let stuck: Vec<_> = self.ops.iter().filter(|o| !matches!(o.state, State::Delivered | State::Unknown | State::Refused(_) | State::GaveUp)).collect();
+        let stuck: Vec<_> = self
+            .ops
+            .iter()
+            .filter(|o| {
+                !matches!(
+                    o.state,
+                    State::Delivered | State::Unknown | State::Refused(_) | State::GaveUp
+                )
+            })
+            .collect();
         panic!("operations never resolved: {stuck:?}");
     }
 
     fn check(&self) {
-        let ptys: Vec<&phux_core::sim::SimPty> =
-            self.h.ptys.values().chain(self.h.retired_ptys.iter().map(|(_, _, p)| p)).collect();
+        let ptys: Vec<&phux_core::sim::SimPty> = self
+            .h
+            .ptys
+            .values()
+            .chain(self.h.retired_ptys.iter().map(|(_, _, p)| p))
+            .collect();
         // Bytes the PTY master accepted: a retired (dead) child may not have read them all.
-        let reads = |payload: &[u8]| ptys.iter().map(|p| count(p.written_log(), payload)).sum::<usize>();
+        let reads = |payload: &[u8]| {
+            ptys.iter()
+                .map(|p| count(p.written_log(), payload))
+                .sum::<usize>()
+        };
         for p in &self.h.ptys {
-            assert_eq!(p.1.read_log(), p.1.written_log(), "a live, unstalled child reads everything");
+            assert_eq!(
+                p.1.read_log(),
+                p.1.written_log(),
+                "a live, unstalled child reads everything"
+            );
         }
         let mut per_id: HashMap<u128, Vec<&Vec<u8>>> = HashMap::new();
         for op in &self.ops {
@@ -380,18 +509,66 @@ impl World {
             let total: usize = payloads.iter().map(|p| reads(p)).sum();
             if total > 1 {
                 let entries: Vec<_> = self.ops.iter().filter(|o| o.id == *id).collect();
-                let writes: Vec<_> = self.h.writes.iter().filter(|w| payloads.iter().any(|p| w.bytes == **p)).collect();
-                let entries: Vec<String> = entries.iter().map(|o| format!("client {} {:?} sent {:?} {} {:?}", o.client, o.state, o.sent, String::from_utf8_lossy(&o.payload), o.history)).collect();
-                let writes: Vec<String> = writes.iter().map(|w| format!("inc {} t{} {:?} at {:?} done {:?} {}", w.incarnation, w.terminal, w.job, w.issued_at, w.completed, String::from_utf8_lossy(&w.bytes))).collect();
+                let writes: Vec<_> = self
+                    .h
+                    .writes
+                    .iter()
+                    .filter(|w| payloads.iter().any(|p| w.bytes == **p))
+                    .collect();
+                let entries: Vec<String> = entries
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "client {} {:?} sent {:?} {} {:?}",
+                            o.client,
+                            o.state,
+                            o.sent,
+                            String::from_utf8_lossy(&o.payload),
+                            o.history
+                        )
+                    })
+                    .collect();
+                let writes: Vec<String> = writes
+                    .iter()
+                    .map(|w| {
+                        format!(
+                            "inc {} t{} {:?} at {:?} done {:?} {}",
+                            w.incarnation,
+                            w.terminal,
+                            w.job,
+                            w.issued_at,
+                            w.completed,
+                            String::from_utf8_lossy(&w.bytes)
+                        )
+                    })
+                    .collect();
                 let hexid = format!("0x{id:032x}");
-                let lines: Vec<&str> = self.h.log.lines().filter(|l| l.contains(&hexid) || l.contains("restart") || l.contains("dropped") || l.contains("disconnect") || l.contains("connect Peer")).collect();
-                panic!("operation {id} reached a PTY {total} times\n{entries:#?}\n{writes:#?}\n{}", lines.join("\n"));
+                let lines: Vec<&str> = self
+                    .h
+                    .log
+                    .lines()
+                    .filter(|l| {
+                        l.contains(&hexid)
+                            || l.contains("restart")
+                            || l.contains("dropped")
+                            || l.contains("disconnect")
+                            || l.contains("connect Peer")
+                    })
+                    .collect();
+                panic!(
+                    "operation {id} reached a PTY {total} times\n{entries:#?}\n{writes:#?}\n{}",
+                    lines.join("\n")
+                );
             }
         }
         for op in &self.ops {
             match op.state {
-                State::Delivered => assert_eq!(reads(&op.payload), 1, "delivered but not read once: {op:?}"),
-                State::Refused(_) => assert_eq!(reads(&op.payload), 0, "refused but written: {op:?}"),
+                State::Delivered => {
+                    assert_eq!(reads(&op.payload), 1, "delivered but not read once: {op:?}");
+                }
+                State::Refused(_) => {
+                    assert_eq!(reads(&op.payload), 0, "refused but written: {op:?}");
+                }
                 _ => {}
             }
         }

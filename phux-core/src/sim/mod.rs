@@ -30,11 +30,10 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use phux_proto::command::{ApplyInput, Command, CommandResult, Signal};
-use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::frame::{
-    ClientCapabilities, CommandFrame, Hello, HelloOk, ProtocolVersion, SpawnResult,
-    SpawnTerminal,
+    ClientCapabilities, CommandFrame, Hello, HelloOk, ProtocolVersion, SpawnResult, SpawnTerminal,
 };
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{ErrorCode, Frame, GroupId, OperationId, TerminalId};
 
 use crate::framing::FrameDecoder;
@@ -538,9 +537,10 @@ impl Harness {
     /// Removes and returns the COMMAND_RESULT for `request_id` from the inbox, if there.
     pub fn take_result(&mut self, c: ConnId, request_id: u32) -> Option<CommandResult> {
         let conn = self.conn_mut(c);
-        let pos = conn.inbox.iter().position(
-            |f| matches!(f, Frame::CommandResult(r) if r.request_id == request_id),
-        )?;
+        let pos = conn
+            .inbox
+            .iter()
+            .position(|f| matches!(f, Frame::CommandResult(r) if r.request_id == request_id))?;
         match conn.inbox.remove(pos) {
             Some(Frame::CommandResult(r)) => Some(r.result),
             _ => None,
@@ -560,9 +560,10 @@ impl Harness {
         self.send(c, &Frame::SpawnTerminal(spawn));
         self.settle();
         let conn = self.conn_mut(c);
-        let pos = conn.inbox.iter().position(
-            |f| matches!(f, Frame::TerminalSpawned(s) if s.request_id == rid),
-        );
+        let pos = conn
+            .inbox
+            .iter()
+            .position(|f| matches!(f, Frame::TerminalSpawned(s) if s.request_id == rid));
         match pos.and_then(|p| conn.inbox.remove(p)) {
             Some(Frame::TerminalSpawned(s)) => match s.result {
                 SpawnResult::Ok(t) => t,
@@ -694,7 +695,10 @@ impl Harness {
                 return;
             }
         }
-        panic!("livelock: still busy after {DEFAULT_STEP_BOUND} rounds at {:?}", self.now);
+        panic!(
+            "livelock: still busy after {DEFAULT_STEP_BOUND} rounds at {:?}",
+            self.now
+        );
     }
 
     /// Runs to idle, firing timers (the clock jumps).
@@ -809,7 +813,8 @@ impl Harness {
                 }
             }
             ServerAction::Signal { terminal, signal } => {
-                self.log.push(|| format!("pty{terminal} < signal {signal:?}"));
+                self.log
+                    .push(|| format!("pty{terminal} < signal {signal:?}"));
                 if let Some(pty) = self.ptys.get_mut(&terminal) {
                     pty.signal(signal);
                 }
@@ -827,7 +832,7 @@ impl Harness {
                 self.shut_down = true;
                 self.actions.push(ServerAction::Shutdown);
             }
-            other => {
+            other @ ServerAction::Resize { .. } => {
                 self.log.push(|| format!("# action {other:?}"));
                 self.actions.push(other);
             }
@@ -835,8 +840,12 @@ impl Harness {
     }
 
     fn log_spawn(&mut self, terminal: u32, spec: &SpawnSpec) {
-        self.log
-            .push(|| format!("pty{terminal} spawn {:?} {}x{}", spec.command, spec.cols, spec.rows));
+        self.log.push(|| {
+            format!(
+                "pty{terminal} spawn {:?} {}x{}",
+                spec.command, spec.cols, spec.rows
+            )
+        });
     }
 
     fn start_pty(&mut self, terminal: u32) {
@@ -874,7 +883,10 @@ impl Harness {
             }
             PtyEvent::Output(bytes) => {
                 self.log.push(|| {
-                    format!("pty{terminal} > output {:?}", String::from_utf8_lossy(&bytes))
+                    format!(
+                        "pty{terminal} > output {:?}",
+                        String::from_utf8_lossy(&bytes)
+                    )
                 });
                 self.server.handle(
                     self.now,
@@ -946,7 +958,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn fmt_duration(d: Duration) -> String {
-    if d.subsec_micros() % 1000 == 0 {
+    if d.subsec_micros().is_multiple_of(1000) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{}us", d.as_micros())
@@ -963,7 +975,12 @@ mod tests {
         let c = h.client();
         let t = h.spawn(c);
         assert_eq!(
-            h.request(c, Command::AttachTerminal { terminal: t.clone() }),
+            h.request(
+                c,
+                Command::AttachTerminal {
+                    terminal: t.clone()
+                }
+            ),
             Some(CommandResult::Ok)
         );
         h.recv(c);

@@ -396,19 +396,16 @@ impl SimPty {
                     continue;
                 }
                 // [INPUT.CANON.1] The guard reads termios right before the first byte.
-                if job.canonical_check && self.canonical {
-                    if let Err(refused) = CanonicalGuard::check(&job.bytes, true, self.icrnl) {
-                        progressed = true;
-                        let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
-                        if let Some(job) = self.jobs.pop_front() {
-                            Self::complete(
-                                events,
-                                &job,
-                                WriteOutcome::CanonicalRefused { limit },
-                            );
-                        }
-                        continue;
+                if job.canonical_check
+                    && self.canonical
+                    && let Err(refused) = CanonicalGuard::check(&job.bytes, true, self.icrnl)
+                {
+                    progressed = true;
+                    let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
+                    if let Some(job) = self.jobs.pop_front() {
+                        Self::complete(events, &job, WriteOutcome::CanonicalRefused { limit });
                     }
+                    continue;
                 }
             }
             let room = self.kernel_capacity.saturating_sub(self.kernel.len());
