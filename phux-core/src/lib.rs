@@ -15,6 +15,8 @@ pub mod lease;
 pub mod ledger;
 pub mod modes;
 pub mod server;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod terminal;
 pub mod time;
 

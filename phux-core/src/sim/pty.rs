@@ -1,0 +1,624 @@
+//! `SimPty`: a simulated PTY master, kernel buffer and child process, fully deterministic.
+//!
+//! The writer side behaves like the real driver's: jobs are written in order, one at a time;
+//! before a job's first byte the canonical-line guard runs against the PTY's current termios;
+//! bytes move into a bounded kernel buffer and a job is complete once its last byte is in it.
+//! The child side reads from that buffer (unless stalled or frozen), at an optional rate, and
+//! does what its [`ChildMode`] says with what it read.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use phux_proto::command::Signal;
+
+use crate::encoder::CanonicalGuard;
+use crate::server::{JobId, WriteOutcome};
+use crate::time::Instant;
+
+/// The kernel's PTY input buffer, in bytes: writes beyond it wait for the child to read.
+pub const DEFAULT_KERNEL_BUFFER: usize = 4096;
+
+/// What the simulated child does with the bytes it reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ChildMode {
+    /// Writes back every byte it reads, at once, as output.
+    Echo,
+    /// Keeps what it reads (see [`SimPty::read_log`]) and writes nothing.
+    Record,
+    /// Like `cat` on a terminal: in canonical mode echoes each complete line when its
+    /// terminator arrives (LF, or CR under ICRNL); in raw mode echoes at once.
+    Cat,
+}
+
+/// How the child ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ExitKind {
+    /// `_exit(code)`.
+    Code(i32),
+    /// Killed by a signal.
+    Signal(Signal),
+}
+
+impl ExitKind {
+    /// The status TERMINAL_CLOSED carries: the code, or none for a signal.
+    pub fn exit_status(self) -> Option<i32> {
+        match self {
+            Self::Code(code) => Some(code),
+            Self::Signal(_) => None,
+        }
+    }
+}
+
+/// Something the simulated PTY reports to the engine.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum PtyEvent {
+    /// A job finished (becomes `ServerEvent::WriteDone`).
+    WriteDone {
+        /// The job.
+        job: JobId,
+        /// What happened to it.
+        outcome: WriteOutcome,
+    },
+    /// The child wrote output (becomes `ServerEvent::PtyOutput`).
+    Output(Vec<u8>),
+    /// The child is gone and its output drained (becomes `ServerEvent::ChildExited`).
+    Exited(ExitKind),
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    id: JobId,
+    bytes: Vec<u8>,
+    canonical_check: bool,
+    /// Bytes already moved into the kernel buffer.
+    written: usize,
+    /// Never report this job's completion (a lost completion).
+    lose_completion: bool,
+}
+
+/// A simulated PTY and its child.
+#[derive(Clone, Debug)]
+pub struct SimPty {
+    mode: ChildMode,
+    canonical: bool,
+    icrnl: bool,
+    stalled: bool,
+    frozen: bool,
+    /// Bytes per millisecond the child reads; `None` = as fast as bytes arrive.
+    read_rate: Option<u64>,
+    /// When the slow reader last read.
+    last_read: Option<Instant>,
+    kernel_capacity: usize,
+    kernel: VecDeque<u8>,
+    jobs: VecDeque<Job>,
+    lose_next_completions: usize,
+    line: Vec<u8>,
+    read_log: Vec<u8>,
+    written_log: Vec<u8>,
+    output: Vec<u8>,
+    signals: Vec<Signal>,
+    fatal_signals: Vec<Signal>,
+    pending_fatal: Option<Signal>,
+    exit: Option<ExitKind>,
+    exit_reported: bool,
+    pid: u32,
+    /// Every job that began writing, with its length.
+    started: Vec<(JobId, usize)>,
+    /// Jobs whose completion this PTY will never report.
+    lost: Vec<JobId>,
+}
+
+impl SimPty {
+    /// A running child in `mode`, raw (non-canonical) mode with ICRNL set, reading freely.
+    pub fn new(mode: ChildMode, pid: u32) -> Self {
+        Self {
+            mode,
+            canonical: false,
+            icrnl: true,
+            stalled: false,
+            frozen: false,
+            read_rate: None,
+            last_read: None,
+            kernel_capacity: DEFAULT_KERNEL_BUFFER,
+            kernel: VecDeque::new(),
+            jobs: VecDeque::new(),
+            lose_next_completions: 0,
+            line: Vec::new(),
+            read_log: Vec::new(),
+            written_log: Vec::new(),
+            output: Vec::new(),
+            signals: Vec::new(),
+            fatal_signals: vec![Signal::Terminate, Signal::Kill],
+            pending_fatal: None,
+            exit: None,
+            exit_reported: false,
+            pid,
+            started: Vec::new(),
+            lost: Vec::new(),
+        }
+    }
+
+    /// The child's process id (what the harness reported as `Spawned{pid}`).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// What the child does with its input.
+    pub fn mode(&self) -> ChildMode {
+        self.mode
+    }
+
+    /// Changes what the child does with its input from now on.
+    pub fn set_mode(&mut self, mode: ChildMode) {
+        self.mode = mode;
+    }
+
+    /// Sets ICANON (what the canonical-line guard reads before each job's first byte).
+    pub fn set_canonical(&mut self, canonical: bool) {
+        self.canonical = canonical;
+    }
+
+    /// Whether ICANON is set.
+    pub fn is_canonical(&self) -> bool {
+        self.canonical
+    }
+
+    /// Sets ICRNL (CR counts as a line terminator for the guard and for `Cat`).
+    pub fn set_icrnl(&mut self, icrnl: bool) {
+        self.icrnl = icrnl;
+    }
+
+    /// The child stops reading: writes fill the kernel buffer, then wait.
+    pub fn stall(&mut self) {
+        self.stalled = true;
+    }
+
+    /// The child reads again.
+    pub fn unstall(&mut self) {
+        self.stalled = false;
+    }
+
+    /// Whether the child is stalled (by [`SimPty::stall`]).
+    pub fn is_stalled(&self) -> bool {
+        self.stalled
+    }
+
+    /// The child reads at most `bytes_per_ms` bytes per millisecond (`0` = as fast as
+    /// bytes arrive).
+    pub fn slow_reader(&mut self, bytes_per_ms: u64) {
+        self.read_rate = (bytes_per_ms > 0).then_some(bytes_per_ms);
+        self.last_read = None;
+    }
+
+    /// Sets the kernel input buffer size (default [`DEFAULT_KERNEL_BUFFER`]).
+    pub fn set_kernel_buffer(&mut self, bytes: usize) {
+        self.kernel_capacity = bytes.max(1);
+    }
+
+    /// The next `n` jobs that complete will never be reported (lost completions). Their
+    /// bytes are still written.
+    pub fn lose_next_completions(&mut self, n: usize) {
+        self.lose_next_completions = n;
+    }
+
+    /// Which signals end the child (default TERMINATE and KILL; KILL always does).
+    pub fn set_fatal_signals(&mut self, signals: &[Signal]) {
+        self.fatal_signals = signals.to_vec();
+    }
+
+    /// Queues output the child writes at the next step.
+    pub fn script(&mut self, output: &[u8]) {
+        if self.exit.is_none() {
+            self.output.extend_from_slice(output);
+        }
+    }
+
+    /// The child calls `_exit(code)`.
+    pub fn exit(&mut self, code: i32) {
+        self.exit.get_or_insert(ExitKind::Code(code));
+    }
+
+    /// The child is killed by `signal`.
+    pub fn kill(&mut self, signal: Signal) {
+        self.exit.get_or_insert(ExitKind::Signal(signal));
+    }
+
+    /// Every byte the child ever read, in order.
+    pub fn read_log(&self) -> &[u8] {
+        &self.read_log
+    }
+
+    /// Every byte the PTY master accepted (written into the kernel buffer), in order: the
+    /// child has read it or would read it next.
+    pub fn written_log(&self) -> &[u8] {
+        &self.written_log
+    }
+
+    /// How often `needle` occurs in [`SimPty::read_log`] (non-overlapping).
+    pub fn read_count(&self, needle: &[u8]) -> usize {
+        count(&self.read_log, needle)
+    }
+
+    /// Every signal the child's process group received, in order.
+    pub fn signals(&self) -> &[Signal] {
+        &self.signals
+    }
+
+    /// Whether the process group is stopped (FREEZE without RESUME).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// How the child ended, once it has.
+    pub fn exit_kind(&self) -> Option<ExitKind> {
+        self.exit
+    }
+
+    /// Whether the child is gone and the exit reported.
+    pub fn is_gone(&self) -> bool {
+        self.exit_reported
+    }
+
+    /// Bytes in the kernel buffer that the child has not read.
+    pub fn kernel_buffered(&self) -> usize {
+        self.kernel.len()
+    }
+
+    /// Jobs handed over and not yet complete, oldest first.
+    pub fn pending_jobs(&self) -> Vec<JobId> {
+        self.jobs.iter().map(|j| j.id).collect()
+    }
+
+    /// Every job that started writing, with its length, in order.
+    pub fn started_jobs(&self) -> &[(JobId, usize)] {
+        &self.started
+    }
+
+    /// Jobs whose completion was (or will be) lost, in order.
+    pub fn lost_completions(&self) -> &[JobId] {
+        &self.lost
+    }
+
+    /// A `Write` action: queue the job behind every earlier one.
+    pub fn write(&mut self, job: JobId, bytes: Vec<u8>, canonical_check: bool) {
+        let lose_completion = self.lose_next_completions > 0;
+        self.jobs.push_back(Job {
+            id: job,
+            bytes,
+            canonical_check,
+            written: 0,
+            lose_completion,
+        });
+        if lose_completion {
+            self.lose_next_completions -= 1;
+            self.lost.push(job);
+        }
+    }
+
+    /// A `Signal` action, with process-group semantics: a stopped group reads nothing; a
+    /// fatal signal to a stopped group (other than KILL) takes effect when it is resumed.
+    pub fn signal(&mut self, signal: Signal) {
+        self.signals.push(signal);
+        match signal {
+            Signal::Freeze => self.frozen = true,
+            Signal::Resume => {
+                self.frozen = false;
+                if let Some(pending) = self.pending_fatal.take() {
+                    self.kill(pending);
+                }
+            }
+            Signal::Kill => self.kill(Signal::Kill),
+            other if self.fatal_signals.contains(&other) => {
+                if self.frozen {
+                    self.pending_fatal = Some(other);
+                } else {
+                    self.kill(other);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// When this PTY next has something to do on its own (a slow reader's next read).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.exit_reported || self.stalled || self.frozen || self.kernel.is_empty() {
+            return None;
+        }
+        let last = self.last_read?;
+        self.read_rate?;
+        Some(last + Duration::from_millis(1))
+    }
+
+    /// Runs the PTY up to `now`; returns what the engine must hear, in order.
+    pub fn poll(&mut self, now: Instant) -> Vec<PtyEvent> {
+        let mut events = Vec::new();
+        if self.exit_reported {
+            return events;
+        }
+        if self.exit.is_some() {
+            return self.finish(events);
+        }
+        // Writer and reader alternate until neither can make progress, so a job larger than
+        // the kernel buffer flows through a freely reading child within one poll.
+        loop {
+            let wrote = self.pump_writer(&mut events);
+            let read = self.pump_reader(now);
+            if !wrote && !read {
+                break;
+            }
+        }
+        if !self.output.is_empty() {
+            events.push(PtyEvent::Output(std::mem::take(&mut self.output)));
+        }
+        events
+    }
+
+    fn finish(&mut self, mut events: Vec<PtyEvent>) -> Vec<PtyEvent> {
+        // The PTY is gone: jobs that wrote nothing were not written; a job cut part way is
+        // in doubt. Completions the sim was told to lose stay lost.
+        for job in self.jobs.drain(..) {
+            if job.lose_completion {
+                continue;
+            }
+            let outcome = if job.written == 0 {
+                WriteOutcome::NotWritten
+            } else {
+                WriteOutcome::Unknown
+            };
+            events.push(PtyEvent::WriteDone {
+                job: job.id,
+                outcome,
+            });
+        }
+        if !self.output.is_empty() {
+            events.push(PtyEvent::Output(std::mem::take(&mut self.output)));
+        }
+        self.kernel.clear();
+        self.exit_reported = true;
+        if let Some(kind) = self.exit {
+            events.push(PtyEvent::Exited(kind));
+        }
+        events
+    }
+
+    /// Moves job bytes into the kernel buffer; `true` if anything changed.
+    fn pump_writer(&mut self, events: &mut Vec<PtyEvent>) -> bool {
+        let mut progressed = false;
+        while let Some(job) = self.jobs.front_mut() {
+            if job.written == 0 {
+                if job.bytes.is_empty() {
+                    progressed = true;
+                    let job = self.jobs.pop_front();
+                    if let Some(job) = job {
+                        self.started.push((job.id, 0));
+                        Self::complete(events, &job, WriteOutcome::Written);
+                    }
+                    continue;
+                }
+                // [INPUT.CANON.1] The guard reads termios right before the first byte.
+                if job.canonical_check
+                    && self.canonical
+                    && let Err(refused) = CanonicalGuard::check(&job.bytes, true, self.icrnl)
+                {
+                    progressed = true;
+                    let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
+                    if let Some(job) = self.jobs.pop_front() {
+                        Self::complete(events, &job, WriteOutcome::CanonicalRefused { limit });
+                    }
+                    continue;
+                }
+            }
+            let room = self.kernel_capacity.saturating_sub(self.kernel.len());
+            if room == 0 {
+                break;
+            }
+            if job.written == 0 {
+                self.started.push((job.id, job.bytes.len()));
+            }
+            let take = room.min(job.bytes.len() - job.written);
+            let chunk = &job.bytes[job.written..job.written + take];
+            self.kernel.extend(chunk);
+            self.written_log.extend_from_slice(chunk);
+            job.written += take;
+            progressed = true;
+            if job.written == job.bytes.len() {
+                if let Some(job) = self.jobs.pop_front() {
+                    Self::complete(events, &job, WriteOutcome::Written);
+                }
+            } else {
+                break;
+            }
+        }
+        progressed
+    }
+
+    fn complete(events: &mut Vec<PtyEvent>, job: &Job, outcome: WriteOutcome) {
+        if !job.lose_completion {
+            events.push(PtyEvent::WriteDone {
+                job: job.id,
+                outcome,
+            });
+        }
+    }
+
+    /// The child reads what it may; `true` if it read anything.
+    fn pump_reader(&mut self, now: Instant) -> bool {
+        if self.stalled || self.frozen || self.kernel.is_empty() {
+            return false;
+        }
+        let allowance = match self.read_rate {
+            None => usize::MAX,
+            Some(rate) => {
+                let last = *self.last_read.get_or_insert(now);
+                let ms = now.saturating_duration_since(last).as_millis();
+                if ms == 0 {
+                    return false;
+                }
+                self.last_read = Some(now);
+                usize::try_from(u128::from(rate).saturating_mul(ms)).unwrap_or(usize::MAX)
+            }
+        };
+        let n = allowance.min(self.kernel.len());
+        let bytes: Vec<u8> = self.kernel.drain(..n).collect();
+        self.read_log.extend_from_slice(&bytes);
+        match self.mode {
+            ChildMode::Echo => self.output.extend_from_slice(&bytes),
+            ChildMode::Record => {}
+            ChildMode::Cat if !self.canonical => self.output.extend_from_slice(&bytes),
+            ChildMode::Cat => {
+                for b in bytes {
+                    self.line.push(b);
+                    if b == b'\n' || (self.icrnl && b == b'\r') {
+                        self.output.append(&mut self.line);
+                    }
+                }
+            }
+        }
+        n > 0
+    }
+}
+
+/// Non-overlapping occurrences of `needle` in `hay`.
+pub fn count(hay: &[u8], needle: &[u8]) -> usize {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return 0;
+    }
+    let mut n = 0;
+    let mut i = 0;
+    while i + needle.len() <= hay.len() {
+        if &hay[i..i + needle.len()] == needle {
+            n += 1;
+            i += needle.len();
+        } else {
+            i += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(events: &[PtyEvent]) -> Vec<(JobId, WriteOutcome)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                PtyEvent::WriteDone { job, outcome } => Some((*job, *outcome)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn echo_writes_back_and_completes_in_order() {
+        let mut p = SimPty::new(ChildMode::Echo, 1);
+        p.write(JobId(1), b"ab".to_vec(), true);
+        p.write(JobId(2), b"cd".to_vec(), true);
+        let ev = p.poll(Instant::ZERO);
+        assert_eq!(
+            done(&ev),
+            vec![
+                (JobId(1), WriteOutcome::Written),
+                (JobId(2), WriteOutcome::Written)
+            ]
+        );
+        assert!(ev.contains(&PtyEvent::Output(b"abcd".to_vec())));
+        assert_eq!(p.read_log(), b"abcd");
+    }
+
+    #[test]
+    fn stalled_child_delays_completion_past_the_kernel_buffer_never_loses_it() {
+        let mut p = SimPty::new(ChildMode::Record, 1);
+        p.set_kernel_buffer(8);
+        p.stall();
+        p.write(JobId(1), b"0123".to_vec(), false);
+        p.write(JobId(2), b"456789ab".to_vec(), false);
+        let ev = p.poll(Instant::ZERO);
+        assert_eq!(done(&ev), vec![(JobId(1), WriteOutcome::Written)]);
+        assert_eq!(p.kernel_buffered(), 8);
+        assert!(done(&p.poll(Instant::from_millis(10))).is_empty());
+        p.unstall();
+        let ev = p.poll(Instant::from_millis(20));
+        assert_eq!(done(&ev), vec![(JobId(2), WriteOutcome::Written)]);
+        assert_eq!(p.read_log(), b"0123456789ab");
+    }
+
+    #[test]
+    fn canonical_guard_runs_before_the_first_byte() {
+        let mut p = SimPty::new(ChildMode::Record, 1);
+        p.set_canonical(true);
+        p.write(JobId(1), vec![b'x'; 5000], true);
+        p.write(JobId(2), vec![b'x'; 5000], false);
+        let ev = p.poll(Instant::ZERO);
+        assert_eq!(
+            done(&ev),
+            vec![
+                (JobId(1), WriteOutcome::CanonicalRefused { limit: 4095 }),
+                (JobId(2), WriteOutcome::Written)
+            ]
+        );
+        assert_eq!(p.read_log().len(), 5000);
+    }
+
+    #[test]
+    fn slow_reader_reads_at_its_rate() {
+        let mut p = SimPty::new(ChildMode::Record, 1);
+        p.slow_reader(2);
+        p.write(JobId(1), b"abcdef".to_vec(), false);
+        p.poll(Instant::ZERO);
+        assert_eq!(p.read_log(), b"");
+        assert_eq!(p.poll_timeout(), Some(Instant::from_millis(1)));
+        p.poll(Instant::from_millis(2));
+        assert_eq!(p.read_log(), b"abcd");
+    }
+
+    #[test]
+    fn frozen_group_reads_nothing_and_exit_resolves_pending_jobs() {
+        let mut p = SimPty::new(ChildMode::Record, 1);
+        p.set_kernel_buffer(2);
+        p.signal(Signal::Freeze);
+        p.write(JobId(1), b"abcd".to_vec(), false);
+        p.write(JobId(2), b"ef".to_vec(), false);
+        assert!(done(&p.poll(Instant::ZERO)).is_empty());
+        assert_eq!(p.read_log(), b"");
+        p.signal(Signal::Terminate);
+        assert_eq!(p.exit_kind(), None, "SIGTERM waits for SIGCONT");
+        p.signal(Signal::Resume);
+        let ev = p.poll(Instant::ZERO);
+        assert_eq!(
+            done(&ev),
+            vec![
+                (JobId(1), WriteOutcome::Unknown),
+                (JobId(2), WriteOutcome::NotWritten)
+            ]
+        );
+        assert_eq!(
+            ev.last(),
+            Some(&PtyEvent::Exited(ExitKind::Signal(Signal::Terminate)))
+        );
+    }
+
+    #[test]
+    fn cat_echoes_whole_lines_in_canonical_mode() {
+        let mut p = SimPty::new(ChildMode::Cat, 1);
+        p.set_canonical(true);
+        p.write(JobId(1), b"ab".to_vec(), true);
+        let ev = p.poll(Instant::ZERO);
+        assert!(!ev.iter().any(|e| matches!(e, PtyEvent::Output(_))));
+        p.write(JobId(2), b"c\rd".to_vec(), true);
+        let ev = p.poll(Instant::ZERO);
+        assert!(ev.contains(&PtyEvent::Output(b"abc\r".to_vec())));
+    }
+
+    #[test]
+    fn lost_completion_still_writes() {
+        let mut p = SimPty::new(ChildMode::Record, 1);
+        p.lose_next_completions(1);
+        p.write(JobId(1), b"ab".to_vec(), false);
+        p.write(JobId(2), b"cd".to_vec(), false);
+        let ev = p.poll(Instant::ZERO);
+        assert_eq!(done(&ev), vec![(JobId(2), WriteOutcome::Written)]);
+        assert_eq!(p.read_log(), b"abcd");
+    }
+}

@@ -1,0 +1,342 @@
+//! Engine tests for output, bootstrap and bounded outbound queues (OUTPUT.*, BOOTSTRAP.*,
+//! QUEUE.*, TERMINAL.ATTACH.*).
+#![cfg(feature = "sim")]
+// Tests name the harness h, clients a/b/c and terminals t, as the wire log does.
+#![allow(
+    clippy::many_single_char_names,
+    clippy::ref_option,
+    clippy::match_like_matches_macro
+)]
+
+use phux_core::server::{ConnId, ServerConfig};
+use phux_core::sim::{Harness, hello_frame, server_id_for};
+use phux_core::terminal::TerminalState;
+use phux_proto::command::{Command, CommandResult, CommandValue};
+use phux_proto::frame::{
+    BootstrapCodec, ByteLimit, DetachReason, Hello, OutputMode, Ping, TombstoneReason,
+};
+use phux_proto::{Frame, TerminalId};
+
+fn attach(h: &mut Harness, c: ConnId, t: &TerminalId) -> Vec<Frame> {
+    assert_eq!(
+        h.request(
+            c,
+            Command::AttachTerminal {
+                terminal: t.clone()
+            }
+        ),
+        Some(CommandResult::Ok)
+    );
+    h.recv(c)
+}
+
+fn outputs(frames: &[Frame]) -> Vec<(u64, Vec<u8>, u64, u64)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::TerminalOutput(o) => {
+                Some((o.seq, o.bytes.clone(), o.stream.get(), o.bootstrap.get()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn live_output_is_contiguous_exact_and_after_ready() {
+    // [OUTPUT.SEQ.1] [OUTPUT.SEQ.2] [OUTPUT.BYTES.1] [BOOTSTRAP.READY.1] [BOOTSTRAP.BEGIN.3]
+    let mut h = Harness::new();
+    let c = h.client();
+    let t = h.spawn(c);
+    h.pty(&t).script(b"one");
+    h.settle();
+    h.pty(&t).script(b"two");
+    h.settle();
+    let boot = attach(&mut h, c, &t);
+    let Some(Frame::BootstrapBegin(begin)) = boot.first() else {
+        panic!("{boot:?}")
+    };
+    assert_eq!(begin.base_seq, 2);
+    for chunk in [&b"three"[..], b"\x1b[31mfour", b"five\r\n"] {
+        h.pty(&t).script(chunk);
+        h.settle();
+    }
+    let out = outputs(&h.recv(c));
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![3, 4, 5]);
+    let bytes: Vec<u8> = out.iter().flat_map(|o| o.1.clone()).collect();
+    assert_eq!(bytes, b"three\x1b[31mfourfive\r\n");
+    assert!(
+        out.iter()
+            .all(|o| o.2 == begin.stream.get() && o.3 == begin.bootstrap.get())
+    );
+}
+
+#[test]
+fn bootstrap_frames_in_order_with_small_chunks() {
+    // [BOOTSTRAP.BEGIN.1] [BOOTSTRAP.BEGIN.2] [BOOTSTRAP.BEGIN.3] [BOOTSTRAP.CHUNK.1]
+    // [BOOTSTRAP.READY.1] [TERMINAL.ATTACH.1]
+    let mut h = Harness::new();
+    let c = h.connect();
+    let Frame::Hello(mut hello) = hello_frame() else {
+        unreachable!()
+    };
+    hello.capabilities.max_chunk_bytes = ByteLimit::new(16).unwrap();
+    h.send(c, &Frame::Hello(hello));
+    h.settle();
+    h.recv(c);
+    let t = h.spawn(c);
+    let u = h.spawn(c);
+    let fresh = attach(&mut h, c, &u);
+    let Some(Frame::BootstrapBegin(b0)) = fresh.first() else {
+        panic!("{fresh:?}")
+    };
+    assert_eq!(b0.base_seq, 0, "no output yet");
+    h.pty(&t)
+        .script(b"\x1b[1;32mhello world, this is long enough for chunks\r\nsecond line");
+    h.settle();
+    let boot = attach(&mut h, c, &t);
+    let Some(Frame::BootstrapBegin(begin)) = boot.first() else {
+        panic!("{boot:?}")
+    };
+    assert_eq!(begin.codec, BootstrapCodec::SynthesizedVtV1);
+    assert_eq!(begin.output_mode, OutputMode::Raw);
+    assert_eq!((begin.cols, begin.rows), (80, 24));
+    assert_ne!(begin.stream, b0.stream, "distinct streams per attachment");
+    let chunks: Vec<_> = boot
+        .iter()
+        .filter_map(|f| match f {
+            Frame::BootstrapChunk(ch) => Some(ch.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(chunks.len() > 2);
+    for (i, ch) in chunks.iter().enumerate() {
+        assert_eq!(ch.chunk_seq as usize, i);
+        assert!(ch.payload.len() <= 16);
+        assert_eq!((ch.stream, ch.bootstrap), (begin.stream, begin.bootstrap));
+    }
+    let ready = boot
+        .iter()
+        .position(|f| matches!(f, Frame::BootstrapReady(_)))
+        .unwrap();
+    let last_chunk = boot
+        .iter()
+        .rposition(|f| matches!(f, Frame::BootstrapChunk(_)))
+        .unwrap();
+    assert!(last_chunk < ready);
+    assert!(matches!(&boot[ready], Frame::BootstrapReady(r) if r.history_cursor.is_none()));
+}
+
+#[test]
+fn bootstrap_payload_rebuilds_the_screen() {
+    // [BOOTSTRAP.CHUNK.2]
+    let mut h = Harness::new();
+    let c = h.client();
+    let t = h.spawn(c);
+    h.pty(&t).script(
+        b"\x1b]2;T\x07\x1b[?1h\x1b[?2004hplain \x1b[1;4;31mred bold\x1b[0m\r\nnext\x1b[5;10H*",
+    );
+    h.settle();
+    let boot = attach(&mut h, c, &t);
+    let payload: Vec<u8> = boot
+        .iter()
+        .filter_map(|f| match f {
+            Frame::BootstrapChunk(ch) => Some(ch.payload.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let mut fresh = TerminalState::new(80, 24, 100);
+    fresh.ingest(&payload).unwrap();
+    let r = h.request(
+        c,
+        Command::GetScreen {
+            terminal: t.clone(),
+            request_scrollback: None,
+            cells: true,
+        },
+    );
+    let Some(CommandResult::OkWith(CommandValue::Json(server))) = r else {
+        panic!("{r:?}")
+    };
+    let mut server: serde_json::Value = serde_json::from_str(&server).unwrap();
+    let mut rebuilt: serde_json::Value =
+        serde_json::from_str(&fresh.screen_json(t.local().unwrap(), None, true)).unwrap();
+    server.as_object_mut().unwrap().remove("soft_wrap");
+    rebuilt.as_object_mut().unwrap().remove("soft_wrap");
+    assert_eq!(rebuilt, server);
+    assert_eq!(fresh.modes(), {
+        let mut s = TerminalState::new(80, 24, 100);
+        s.ingest(b"\x1b[?1h\x1b[?2004h").unwrap();
+        s.modes()
+    });
+}
+
+#[test]
+fn reattach_tombstones_and_restarts_on_the_same_stream() {
+    // [TERMINAL.ATTACH.3] [BOOTSTRAP.TOMBSTONE.1] [BOOTSTRAP.TOMBSTONE.2] [BOOTSTRAP.TOMBSTONE.3]
+    let mut h = Harness::new();
+    let c = h.client();
+    let t = h.spawn(c);
+    let boot = attach(&mut h, c, &t);
+    let Some(Frame::BootstrapBegin(first)) = boot.first().cloned() else {
+        panic!()
+    };
+    h.pty(&t).script(b"x");
+    h.settle();
+    h.recv(c);
+    let again = attach(&mut h, c, &t);
+    let Some(Frame::BootstrapTombstone(tomb)) = again.first() else {
+        panic!("{again:?}")
+    };
+    assert_eq!(
+        (
+            tomb.stream,
+            tomb.bootstrap,
+            tomb.reason,
+            tomb.last_valid_seq
+        ),
+        (
+            first.stream,
+            first.bootstrap,
+            TombstoneReason::ExplicitReattach,
+            1
+        )
+    );
+    let Some(Frame::BootstrapBegin(second)) = again.get(1) else {
+        panic!("{again:?}")
+    };
+    assert_eq!(second.stream, first.stream);
+    assert_ne!(second.bootstrap, first.bootstrap);
+    h.pty(&t).script(b"y");
+    let out = outputs(&h.settle_recv(c));
+    assert_eq!(
+        out,
+        vec![(2, b"y".to_vec(), first.stream.get(), second.bootstrap.get())]
+    );
+}
+
+fn small_budgets(output: usize, control: usize) -> Harness {
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.output_budget = output;
+    config.control_budget = control;
+    Harness::with_config(config)
+}
+
+#[test]
+fn slow_reader_is_tombstoned_then_rebootstrapped_and_others_unaffected() {
+    // [QUEUE.OUTPUT.1] [QUEUE.BOUND.1] [QUEUE.ISOLATION.1] [BOOTSTRAP.TOMBSTONE.1]
+    // [BOOTSTRAP.TOMBSTONE.2] [BOOTSTRAP.TOMBSTONE.3] [BOOTSTRAP.TOMBSTONE.4]
+    let mut h = small_budgets(2000, 64 * 1024);
+    let slow = h.client();
+    let fast = h.client();
+    let t = h.spawn(slow);
+    let boot = attach(&mut h, slow, &t);
+    let Some(Frame::BootstrapBegin(first)) = boot.first().cloned() else {
+        panic!()
+    };
+    attach(&mut h, fast, &t);
+    h.stall_reader(slow);
+    for i in 0..20u8 {
+        h.pty(&t).script(&[b'a' + i; 300]);
+        h.settle();
+        let queued = h.server.queued_bytes(slow).unwrap();
+        assert!(queued <= 2000 + 64 * 1024 + 400, "queue bound: {queued}");
+    }
+    let fast_out = outputs(&h.recv(fast));
+    assert_eq!(fast_out.len(), 20, "the fast reader got everything");
+    h.resume_reader(slow);
+    h.settle();
+    let got = h.recv(slow);
+    let tomb = got
+        .iter()
+        .position(|f| matches!(f, Frame::BootstrapTombstone(_)))
+        .expect("tombstone");
+    let Frame::BootstrapTombstone(tb) = &got[tomb] else {
+        unreachable!()
+    };
+    assert_eq!(tb.reason, TombstoneReason::OutboundGap);
+    let before = outputs(&got[..tomb]);
+    assert_eq!(
+        tb.last_valid_seq,
+        before.last().map_or(first.base_seq, |o| o.0)
+    );
+    assert!(before.iter().all(|o| o.3 == first.bootstrap.get()));
+    // Nothing of the old bootstrap after its tombstone; a new bootstrap on the same stream.
+    let after = &got[tomb + 1..];
+    let Some(Frame::BootstrapBegin(next)) =
+        after.iter().find(|f| matches!(f, Frame::BootstrapBegin(_)))
+    else {
+        panic!("{after:?}")
+    };
+    assert_eq!(next.stream, first.stream);
+    assert_ne!(next.bootstrap, first.bootstrap);
+    assert!(outputs(after).iter().all(|o| o.3 == next.bootstrap.get()));
+    h.pty(&t).script(b"tail");
+    let out = outputs(&h.settle_recv(slow));
+    assert_eq!(
+        out,
+        vec![(
+            21,
+            b"tail".to_vec(),
+            first.stream.get(),
+            next.bootstrap.get()
+        )]
+    );
+}
+
+#[test]
+fn control_overflow_detaches_and_closes_only_that_client() {
+    // [QUEUE.CONTROL.1] [QUEUE.CONTROL.2] [QUEUE.CONTROL.3] [EVENT.DELIVERY.2] [ERROR.FATAL.3]
+    let mut h = small_budgets(4 * 1024 * 1024, 1000);
+    let slow = h.client();
+    let other = h.client();
+    h.stall_reader(slow);
+    for nonce in 0..200 {
+        h.send(slow, &Frame::Ping(Ping { nonce }));
+        h.settle();
+        if !h.conn(slow).is_open() {
+            break;
+        }
+    }
+    assert!(!h.conn(slow).is_open(), "closed at once, unread or not");
+    h.resume_reader(slow);
+    let got = h.recv(slow);
+    let pongs = got.iter().filter(|f| matches!(f, Frame::Pong(_))).count();
+    assert!(pongs > 0);
+    // No control frame was dropped before the DETACHED: the nonces are contiguous.
+    let nonces: Vec<u64> = got
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Pong(p) => Some(p.nonce),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nonces, (0..nonces.len() as u64).collect::<Vec<_>>());
+    assert!(
+        matches!(got.last(), Some(Frame::Detached(d)) if d.reason == Some(DetachReason::PROTOCOL_ERROR) && !d.message.is_empty()),
+        "{:?}",
+        got.last()
+    );
+    h.send(other, &Frame::Ping(Ping { nonce: 1 }));
+    assert_eq!(h.settle_recv(other).len(), 1);
+}
+
+#[test]
+fn hello_with_large_chunks_still_streams() {
+    // [OUTPUT.ATTACH.1]: a client that never attached sees no output.
+    let mut h = Harness::new();
+    let c = h.client();
+    let watcher = h.connect();
+    let Frame::Hello(hello) = hello_frame() else {
+        unreachable!()
+    };
+    let _: Hello = hello.clone();
+    h.send(watcher, &Frame::Hello(hello));
+    h.settle();
+    h.recv(watcher);
+    let t = h.spawn(c);
+    h.pty(&t).script(b"private");
+    h.settle();
+    assert!(outputs(&h.recv(watcher)).is_empty());
+}
