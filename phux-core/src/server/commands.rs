@@ -26,6 +26,9 @@ use crate::time::Instant;
 /// The longest `agent_session` SPAWN_TERMINAL accepts.
 const MAX_AGENT_SESSION_LEN: usize = 4096;
 
+/// The most bells one output chunk rings: enough for any real use, bounded against floods.
+const MAX_BELLS_PER_CHUNK: u32 = 16;
+
 /// The only terminal group (phux 0.8's reference server has one).
 const THE_GROUP: u32 = 1;
 
@@ -85,9 +88,12 @@ impl ServerEngine {
             (_, Frame::TerminalResize(resize)) => self.on_resize(&resize),
             (_, Frame::SubscribeEvents(sub)) => self.on_subscribe_events(id, sub.terminal.as_ref()),
             (_, Frame::ViewportResize(resize)) => {
-                if let Some(conn) = self.conns.get_mut(&id) {
-                    let v = resize.viewport;
-                    // [INPUT.ENCODE.MOUSE.5] Cell size = pixels / cells of the last viewport.
+                let v = resize.viewport;
+                // [INPUT.ATOM.1] The cell size for mouse encoding comes from the last viewport
+                // that carried both pixel sizes; one without them leaves it as it was.
+                if let (Some(conn), Some(_), Some(_)) =
+                    (self.conns.get_mut(&id), v.pixel_w, v.pixel_h)
+                {
                     conn.cells = CellGeometry::from_viewport(v.cols, v.rows, v.pixel_w, v.pixel_h);
                 }
             }
@@ -674,7 +680,9 @@ impl ServerEngine {
             // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap.
             self.send(conn, &frame);
         }
-        if bells > 0 {
+        // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in
+        // a loop cannot flood its subscribers into a control-queue overflow.
+        for _ in 0..bells.min(MAX_BELLS_PER_CHUNK) {
             self.ring_bell(terminal);
         }
         if title_changed {
@@ -807,12 +815,22 @@ impl ServerEngine {
             let Some(term) = self.terminals.get_mut(&t) else {
                 continue;
             };
-            if term.lifecycle == Lifecycle::Exited || term.pid.is_none() {
-                // Already gone (its TERMINAL_CLOSED was sent) or never started: drop it now.
-                let never_started = term.pid.is_none();
+            if term.pid.is_none() {
+                // Not started yet: the spawn is abandoned (the driver kills what it started),
+                // and the spawner still gets its one TERMINAL_SPAWNED ([SPAWN.REPLY.1]).
+                let spawner = term.spawner.take();
                 self.remove_terminal(t);
-                if never_started {
-                    self.actions.push_back(ServerAction::Kill { terminal: t });
+                self.actions.push_back(ServerAction::Kill { terminal: t });
+                if let Some((conn, rid)) = spawner {
+                    self.send(
+                        conn,
+                        &Frame::TerminalSpawned(TerminalSpawned {
+                            request_id: rid,
+                            result: SpawnResult::Err(SpawnError::SpawnFailed(
+                                "killed before it started".to_owned(),
+                            )),
+                        }),
+                    );
                 }
             } else if !term.killing {
                 term.killing = true;
@@ -1027,7 +1045,7 @@ fn modes_json(modes: &crate::modes::TerminalModes) -> serde_json::Value {
         "focus_reporting": modes.focus_reporting,
         "mouse_tracking": tracking,
         "mouse_encoding": encoding,
-        "kitty_keyboard_flags": modes.kitty_flags.0,
+        "kitty_flags": modes.kitty_flags.0,
         "alternate_screen": modes.alternate_screen,
     })
 }

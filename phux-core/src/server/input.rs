@@ -271,13 +271,6 @@ impl ServerEngine {
             ));
         }
         let term = &self.terminals[&t];
-        if term.jobs.len() >= self.config.max_jobs_per_terminal {
-            // [INPUT.APPLY.8] The terminal's pending input queue is full.
-            return Err(refuse(
-                ErrorCode::RESOURCE_EXHAUSTED,
-                "the terminal's input queue is full".into(),
-            ));
-        }
         if !term.accepts_input() {
             // [INPUT.APPLY.11] No live child: nothing can be written; the client may resubmit.
             return Err(refuse(
@@ -299,6 +292,14 @@ impl ServerEngine {
                 };
                 refuse(e.code(), message)
             })?;
+        if term.jobs.len() >= self.config.max_jobs_per_terminal {
+            // [INPUT.APPLY.8] The terminal's pending input queue is full (checked after the
+            // batch's own validity, in the order of [INPUT.APPLY.2]).
+            return Err(refuse(
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the terminal's input queue is full".into(),
+            ));
+        }
         Ok((t, bytes))
     }
 

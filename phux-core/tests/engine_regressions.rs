@@ -1,6 +1,6 @@
-//! Engine tests that fail until the engine is fixed: each is a spec clause the engine
-//! currently breaks. They are kept here (not ignored) so the rest of the suite stays green
-//! while the failures stay visible.
+//! Regression tests for engine bugs the harness found: each is a spec clause the engine once
+//! broke (wrong JSON key, one bell per chunk, a viewport without pixels resetting the cell
+//! size, the queue-full check before paste safety, a spawner left unanswered after a kill).
 #![cfg(feature = "sim")]
 // Tests name the harness h, clients a/b/c and terminals t, as the wire log does.
 #![allow(
