@@ -59,12 +59,12 @@ impl ServerEngine {
         let phase = conn.phase;
         match (phase, frame) {
             (_, Frame::Ping(ping)) => {
-                // [PING.1] PING is answered at any time, before HELLO too.
+                // [PING.ECHO.1] PING is answered at any time, before HELLO too.
                 self.send(id, &Frame::Pong(Pong { nonce: ping.nonce }));
             }
             (Phase::AwaitHello, Frame::Hello(hello)) => self.on_hello(id, &hello),
             (Phase::AwaitHello, _) => {
-                // [HELLO.GATE.1] Nothing but HELLO and PING before HELLO.
+                // [HELLO.ORDER.2] Nothing but HELLO and PING before HELLO.
                 self.fail(
                     id,
                     ErrorCode::VERSION_INCOMPATIBLE,
@@ -72,7 +72,7 @@ impl ServerEngine {
                 );
             }
             (_, Frame::Hello(_)) => {
-                // [HELLO.ONCE.1] A second HELLO is a protocol error.
+                // [HELLO.ORDER.3] A second HELLO is a protocol error.
                 self.fail(
                     id,
                     ErrorCode::INVALID_COMMAND,
@@ -80,7 +80,7 @@ impl ServerEngine {
                 );
             }
             (_, Frame::Detach) => {
-                // [DETACH.1] DETACHED{REQUESTED}, then the server closes (our rule R12).
+                // [DETACH.REQUEST.1] DETACHED{REQUESTED}, then the server closes (our rule R12).
                 self.detach(id, phux_proto::frame::DetachReason::REQUESTED, "");
             }
             (_, Frame::Command(command)) => self.on_command(now, id, command),
@@ -110,7 +110,7 @@ impl ServerEngine {
                 self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Focus(f.event));
             }
             (_, server_frame) => {
-                // [HELLO.DIRECTION.1] A server-direction frame from a client is a protocol error.
+                // [FRAME.TYPE.2] A server-direction frame from a client is a protocol error.
                 let name = server_frame.frame_type();
                 self.fail(
                     id,
@@ -172,7 +172,7 @@ impl ServerEngine {
             return;
         }
         let caps = &hello.capabilities;
-        // [HELLO.PROFILE.1] We serve SynthesizedVtRaw only; a client without it cannot attach.
+        // [HELLO.PROFILE.2] We serve SynthesizedVtRaw only; a client without it cannot attach.
         if !caps
             .bootstrap_profiles
             .contains(BootstrapProfiles::SYNTHESIZED_VT_RAW)
@@ -187,7 +187,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        // [HELLO.OK.3] Limits are the per-axis minimum of the client's and ours.
+        // [HELLO.LIMITS.1] Limits are the per-axis minimum of the client's and ours.
         conn.max_chunk = caps.max_chunk_bytes.min(limit(super::SERVER_MAX_CHUNK));
         conn.max_history_page = caps
             .max_history_page_bytes
@@ -431,7 +431,7 @@ impl ServerEngine {
                 }),
             );
         }
-        // [SUBSCRIBE.SERVER.2] Server-scoped subscribers hear of every new terminal.
+        // [SPAWN.EVENT.1] [SUBSCRIBE.EVENTS.2] Server-scoped subscribers hear of every new terminal.
         let event = Frame::Event(EventFrame {
             terminal: Some(TerminalId::Local(terminal)),
             event: AgentEvent::PaneSpawned,
@@ -491,7 +491,7 @@ impl ServerEngine {
                     }
                 }
                 Err(e) => {
-                    // [SUBSCRIBE.EVENTS.3] No reply frame exists; a bad scope gets an ERROR.
+                    // [SUBSCRIBE.EVENTS.4] No reply frame exists; a bad scope gets an ERROR.
                     let (code, message) = e.code();
                     self.send(
                         id,
@@ -613,7 +613,7 @@ impl ServerEngine {
             })
             .collect();
         for (t, stream) in paused {
-            // [QUEUE.TOMBSTONE.2] A new bootstrap generation replaces the tombstoned one.
+            // [BOOTSTRAP.TOMBSTONE.4] A new bootstrap generation replaces the tombstoned one.
             self.start_bootstrap(id, t, stream);
         }
     }
@@ -706,7 +706,7 @@ impl ServerEngine {
         let tid = TerminalId::Local(terminal);
         let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
         let listeners = self.agent_event_listeners(terminal);
-        // [EVENT.BELL.1] BELL to viewers, EVENT bell to event subscribers.
+        // [EVENT.KIND.1] BELL to viewers, EVENT bell to event subscribers.
         for conn in viewers {
             self.send(
                 conn,
@@ -803,7 +803,7 @@ impl ServerEngine {
     }
 
     fn cmd_kill(&mut self, id: ConnId, rid: u32, targets: &[TerminalId]) {
-        // [TERMINAL.KILL.2] All or nothing: one unknown id and nothing is killed (R9).
+        // [TERMINAL.KILLALL.2] All or nothing: one unknown id and nothing is killed (R9).
         let mut locals = Vec::with_capacity(targets.len());
         for target in targets {
             match self.lookup(target) {
@@ -859,12 +859,12 @@ impl ServerEngine {
             .acquire(now, TerminalId::Local(t), client, mode, ttl_ms)
         {
             Ok(change) => {
-                // [LEASE.ACQUIRE.3] OK is plain; the grant is broadcast to every subscriber.
+                // [LEASE.ACQUIRE.4] OK is plain; the grant is broadcast to every subscriber.
                 self.send_result(id, rid, CommandResult::Ok);
                 self.broadcast_lease_change(&change);
             }
             Err(held) => {
-                // [LEASE.ACQUIRE.2] Cooperative acquire of a lease held by another is 204.
+                // [LEASE.ACQUIRE.3] Cooperative acquire of a lease held by another is 204.
                 self.send_error_result(
                     id,
                     rid,
@@ -885,7 +885,7 @@ impl ServerEngine {
             return;
         };
         if !term.is_running() {
-            // [SIGNAL.TARGET.2] A terminal without a live child has no process group to signal.
+            // [SIGNAL.REPLY.1] A terminal without a live child has no process group to signal.
             return self.send_error_result(
                 id,
                 rid,
@@ -960,7 +960,7 @@ impl ServerEngine {
     }
 
     fn snapshot(&self) -> SessionSnapshot {
-        // [SCREEN.STATE.1] L1 only: no sessions or windows, every terminal (R21).
+        // [SCREEN.SERVER.1] L1 only: no sessions or windows, every terminal (R21).
         SessionSnapshot {
             sessions: Vec::new(),
             windows: Vec::new(),
@@ -1000,7 +1000,7 @@ impl ServerEngine {
             u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
         });
         if let Some(obj) = value.as_object_mut() {
-            // [SCREEN.STATE.2] GET_TERMINAL_STATE = ScreenState plus lifecycle, lease and modes (R20).
+            // [SCREEN.STATE.1] GET_TERMINAL_STATE = ScreenState plus lifecycle, lease and modes (R20).
             obj.insert("lifecycle".into(), lifecycle.into());
             obj.insert("exit_status".into(), term.exit_status.into());
             obj.insert(

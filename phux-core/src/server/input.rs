@@ -98,7 +98,7 @@ impl ServerEngine {
             return;
         }
         let modes = term.state.modes();
-        // [INPUT.PASTE.SAFE.3] An unsafe untrusted paste on INPUT_PASTE is dropped.
+        // [INPUT.PASTE.SAFE.4] An unsafe untrusted paste on INPUT_PASTE is dropped.
         let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells) else {
             return;
         };
@@ -135,7 +135,7 @@ impl ServerEngine {
         };
         let accepts = term.accepts_input();
         let modes = term.state.modes();
-        // [INPUT.ROUTE.2] Encode failures and unsafe pastes write nothing but still reply OK.
+        // [INPUT.ROUTE.3] Encode failures and unsafe pastes write nothing but still reply OK.
         if accepts
             && let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells)
         {
@@ -193,7 +193,7 @@ impl ServerEngine {
             ));
         }
         let digest = PayloadDigest::of(apply);
-        // [INPUT.DEDUPE.1] Bind the id to the payload digest; a known result is returned as is.
+        // [INPUT.DEDUPE.1] [INPUT.DEDUPE.3] Bind the id to the payload digest; a known result is returned as is.
         match self.ledger.admit(now, op, digest) {
             Ok(Admission::Cached(result)) => return Err(result.to_result()),
             Ok(Admission::InFlight) => {
@@ -206,14 +206,14 @@ impl ServerEngine {
             }
             Ok(Admission::Fresh | Admission::Rebound) => {}
             Err(LedgerRefusal::DigestMismatch) => {
-                // [INPUT.DEDUPE.3] Same id, different payload: refused, nothing written.
+                // [INPUT.DEDUPE.5] Same id, different payload: refused, nothing written.
                 return Err(refuse(
                     ErrorCode::INVALID_COMMAND,
                     "APPLY_INPUT operation id reused with a different payload",
                 ));
             }
             Err(LedgerRefusal::Full) => {
-                // [INPUT.DEDUPE.5] A full ledger refuses unseen ids; nothing is evicted.
+                // [INPUT.DEDUPE.7] A full ledger refuses unseen ids; nothing is evicted.
                 return Err(refuse(
                     ErrorCode::RESOURCE_EXHAUSTED,
                     "acknowledged-input dedupe cache is full",
@@ -224,7 +224,7 @@ impl ServerEngine {
         let outcome = self.prepare_job(now, id, apply);
         match outcome {
             Ok((t, bytes)) => {
-                // [INPUT.APPLY.10] The whole batch is one job, handed off in order.
+                // [INPUT.ORDER.1] The whole batch is one job, handed off in order.
                 // Both records were created above by this call; neither can be missing.
                 let _ = self.ledger.handed_off(op);
                 let _ = self.lane.handed_off(now, &apply.terminal);
@@ -240,7 +240,7 @@ impl ServerEngine {
                 Ok(())
             }
             Err(reply) => {
-                // [INPUT.DEDUPE.6] A refusal before handoff keeps only the id→digest binding.
+                // [INPUT.DEDUPE.9] A refusal before handoff keeps only the id→digest binding.
                 let _ = self.ledger.release(op);
                 Err(reply)
             }
@@ -278,7 +278,7 @@ impl ServerEngine {
                 "the terminal has no running child".into(),
             ));
         }
-        // [INPUT.APPLY.7] [INPUT.APPLY.8] Unsafe paste, then encode against ONE snapshot.
+        // [INPUT.PASTE.SAFE.3] [INPUT.APPLY.6] [INPUT.APPLY.7] Unsafe paste, then encode against ONE snapshot.
         let bytes =
             encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells).map_err(|e| {
                 let message = match &e {
@@ -348,10 +348,10 @@ impl ServerEngine {
             return;
         };
         let result = match outcome {
-            // [INPUT.APPLY.13] OK only after every byte was written.
+            // [INPUT.APPLY.9] [INPUT.APPLY.10] OK only after every byte was written.
             WriteOutcome::Written => FinalResult::Ok,
             WriteOutcome::NotWritten => FinalResult::NotWritten,
-            // [INPUT.APPLY.14] An uncertain write is reported as such, never guessed.
+            // [INPUT.APPLY.12] An uncertain write is reported as such, never guessed.
             WriteOutcome::Unknown => FinalResult::DeliveryUnknown,
             WriteOutcome::CanonicalRefused { limit } => {
                 FinalResult::CanonicalLimitExceeded { limit }
