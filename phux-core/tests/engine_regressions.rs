@@ -204,3 +204,40 @@ fn kill_before_the_spawn_completes_still_answers_the_spawner() {
     assert_eq!(spawned.len(), 1, "{got:?}");
     let _ = SpawnResult::Ok(TerminalId::Local(1));
 }
+
+// [TERMINAL.RESIZE.3] A hostile TERMINAL_RESIZE (found by the `server_engine` fuzzer: a
+// 65,535 × 65,535 resize made the screen model allocate billions of cells) is clamped.
+#[test]
+fn a_huge_resize_is_clamped() {
+    use phux_proto::frame::{TerminalResize, TerminalSize};
+    let mut h = Harness::new();
+    let a = h.client();
+    let t = h.spawn(a);
+    h.send(
+        a,
+        &Frame::TerminalResize(TerminalResize {
+            terminal: t.clone(),
+            size: TerminalSize {
+                cols: u16::MAX,
+                rows: u16::MAX,
+            },
+        }),
+    );
+    h.drive();
+    let state = h.request(
+        a,
+        Command::GetScreen {
+            terminal: t,
+            request_scrollback: None,
+            cells: false,
+        },
+    );
+    let Some(CommandResult::OkWith(CommandValue::Json(json))) = state else {
+        panic!("{state:?}")
+    };
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["cols"].as_u64(), v["rows"].as_u64()),
+        (Some(1024), Some(512))
+    );
+}

@@ -26,6 +26,11 @@ use crate::time::Instant;
 /// The longest `agent_session` SPAWN_TERMINAL accepts.
 const MAX_AGENT_SESSION_LEN: usize = 4096;
 
+/// The widest terminal we model: far beyond any real screen, and a bound on the grid's memory.
+pub(super) const MAX_COLS: u16 = 1024;
+/// The tallest terminal we model.
+pub(super) const MAX_ROWS: u16 = 512;
+
 /// The most bells one output chunk rings: enough for any real use, bounded against floods.
 const MAX_BELLS_PER_CHUNK: u32 = 16;
 
@@ -376,7 +381,9 @@ impl ServerEngine {
         };
         // [SPAWN.SIZE.1] 0 on either axis means the default size.
         let (cols, rows) = match spawn.initial_size {
-            Some(size) if size.cols > 0 && size.rows > 0 => (size.cols, size.rows),
+            Some(size) if size.cols > 0 && size.rows > 0 => {
+                (size.cols.min(MAX_COLS), size.rows.min(MAX_ROWS))
+            }
             _ => self.config.default_size,
         };
         let terminal = self.allocate_terminal_id();
@@ -465,8 +472,10 @@ impl ServerEngine {
         else {
             return;
         };
-        let cols = resize.size.cols.max(1);
-        let rows = resize.size.rows.max(1);
+        // [TERMINAL.RESIZE.3] Clamped to the largest size we model, so one frame cannot make the
+        // server allocate a 65,535 × 65,535 grid.
+        let cols = resize.size.cols.clamp(1, MAX_COLS);
+        let rows = resize.size.rows.clamp(1, MAX_ROWS);
         t.state.resize(cols, rows);
         if t.is_running() {
             self.actions.push_back(ServerAction::Resize {
