@@ -88,6 +88,10 @@
 //! probe, so reports keep one sequence), `GRANDCHILD GONE` if it dies while the probe lives, and
 //! exits when the probe does.
 //!
+//! `READY` is written only once every handler is in place, and `GRANDCHILD READY` once the
+//! grandchild's are: a signal sent after either report is never lost. Like the kernel's own
+//! pending set, two signals of one kind that arrive together may be reported once.
+//!
 //! Other reports: `EOF` then `EXITING 0` when a read returns end of input (Ctrl-D at the start
 //! of a canonical line); `FAILED <what> <message>` when a query or the grandchild's spawn
 //! fails; `BADCMD <hex>` for a line starting with `:` that is no command (hex of the whole
