@@ -24,10 +24,13 @@ enum Command {
     /// Convert one frame between wire bytes (hex) and the text notation.
     #[command(subcommand)]
     Wire(wire::WireCommand),
+    /// Run the probe child on this terminal (what transcripts spawn; see `probe` module docs).
+    Probe(phux_conformance::probe::ProbeArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Wire(command) => wire::run(&command),
+        Command::Probe(args) => phux_conformance::probe::run(&args),
     }
 }
