@@ -193,7 +193,11 @@ impl Runner<'_> {
             wire: Vec::new(),
             next_request: RUNNER_REQUEST_BASE,
             next_nonce: RUNNER_NONCE_BASE,
+            op_salt: 0,
         };
+        if !case.transport.virtual_time() {
+            case.op_salt = fresh_salt();
+        }
         for (name, value) in case.transport.vars() {
             case.bindings.insert(name, value);
         }
@@ -326,6 +330,49 @@ struct Case {
     wire: Vec<String>,
     next_request: u32,
     next_nonce: u64,
+    /// XORed into the high 64 bits of every operation id sent, so that cases sharing one
+    /// real server never meet each other's ledger records (0 in process: each case has its
+    /// own engine).
+    op_salt: u64,
+}
+
+/// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
+fn fresh_salt() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    (nanos ^ (u64::from(std::process::id()) << 32) ^ n.rotate_left(48)) | 1
+}
+
+/// `value` with `salt` XORed into the high half of every `operation_id` (an id the XOR would
+/// make zero is left alone).
+fn salt_operation_ids(value: &Value, salt: u64) -> Value {
+    match value {
+        Value::Record { name, fields } => Value::Record {
+            name: name.clone(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("operation_id", Value::HexInt { value, width }) => {
+                            let salted = value ^ (u128::from(salt) << 64);
+                            Value::HexInt {
+                                value: if salted == 0 { *value } else { salted },
+                                width: *width,
+                            }
+                        }
+                        _ => salt_operation_ids(v, salt),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        },
+        Value::List(items) => Value::List(items.iter().map(|v| salt_operation_ids(v, salt)).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Output frames (TERMINAL_OUTPUT and the bootstrap's): a `closed` step does not require
@@ -472,7 +519,10 @@ impl Case {
 
     fn send(&mut self, conn: &str, frame: &Value) -> Result<(), StepError> {
         let value = self.templates.expand(frame).map_err(StepError::Runner)?;
-        let value = pattern::substitute(&value, &self.bindings).map_err(StepError::Runner)?;
+        let mut value = pattern::substitute(&value, &self.bindings).map_err(StepError::Runner)?;
+        if self.op_salt != 0 {
+            value = salt_operation_ids(&value, self.op_salt);
+        }
         let frame = Frame::from_value(&value)
             .map_err(|e| StepError::Runner(format!("not a frame: {e}")))?;
         let key = self.conn(conn)?;
