@@ -28,10 +28,16 @@ pub fn parse_exemptions(text: &str) -> Result<Vec<Exemption>, String> {
         }
         let parts: Vec<&str> = line.split('|').map(str::trim).collect();
         let [id, reason, covered_by] = parts.as_slice() else {
-            return Err(format!("line {}: expected `ID | reason | covering test`", i + 1));
+            return Err(format!(
+                "line {}: expected `ID | reason | covering test`",
+                i + 1
+            ));
         };
         if reason.is_empty() || covered_by.is_empty() {
-            return Err(format!("line {}: a reason and a covering test are required", i + 1));
+            return Err(format!(
+                "line {}: a reason and a covering test are required",
+                i + 1
+            ));
         }
         out.push(Exemption {
             id: (*id).to_owned(),
@@ -127,7 +133,10 @@ impl Coverage {
             let by = if !r.transcripts.is_empty() {
                 r.transcripts.join(" ")
             } else if let Some(e) = &r.exemption {
-                format!("(not on the wire: {}; tested by {})", e.reason, e.covered_by)
+                format!(
+                    "(not on the wire: {}; tested by {})",
+                    e.reason, e.covered_by
+                )
             } else {
                 "-".to_owned()
             };
@@ -151,7 +160,11 @@ impl Coverage {
             self.uncovered_must().len()
         );
         if !self.unknown_citations.is_empty() {
-            let _ = writeln!(out, "cited but not in the spec: {}", self.unknown_citations.join(" "));
+            let _ = writeln!(
+                out,
+                "cited but not in the spec: {}",
+                self.unknown_citations.join(" ")
+            );
         }
         out
     }

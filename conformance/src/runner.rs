@@ -133,7 +133,9 @@ impl Runner<'_> {
                 .map_err(|e| e.to_string())?
             {
                 Recv::Bytes(b) => decoder.push(&b),
-                Recv::Closed => return Err("the server closed the connection before HELLO_OK".into()),
+                Recv::Closed => {
+                    return Err("the server closed the connection before HELLO_OK".into());
+                }
                 Recv::Nothing if transport.virtual_time() || Instant::now() > deadline => {
                     return Err("no HELLO_OK".into());
                 }
@@ -228,12 +230,22 @@ impl Runner<'_> {
     /// Why a case cannot run here, if it cannot.
     fn unsupported(&self, t: &Transcript, transport: &dyn Transport) -> Option<String> {
         for need in &t.requires {
-            if need == "probe" {
+            if need == "local-socket" {
+                if !transport.local_socket() {
+                    return Some("not a local-socket peer: the server MAY refuse this here".into());
+                }
+            } else if need == "own-server" {
+                if transport.shared_server() {
+                    return Some("would end a server that other cases share".into());
+                }
+            } else if need == "probe" {
                 if !transport.vars().iter().any(|(k, _)| k == "PROBE") {
                     return Some("no probe child on this transport".into());
                 }
             } else if !self.server.features.contains(need) {
-                return Some(format!("the server does not advertise `{need}` in HELLO_OK"));
+                return Some(format!(
+                    "the server does not advertise `{need}` in HELLO_OK"
+                ));
             }
         }
         let conns: BTreeSet<&str> = t.steps.iter().filter_map(|s| step_conn(&s.kind)).collect();
@@ -370,7 +382,9 @@ fn salt_operation_ids(value: &Value, salt: u64) -> Value {
                 })
                 .collect(),
         },
-        Value::List(items) => Value::List(items.iter().map(|v| salt_operation_ids(v, salt)).collect()),
+        Value::List(items) => {
+            Value::List(items.iter().map(|v| salt_operation_ids(v, salt)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -440,7 +454,14 @@ impl Case {
                 } = until;
                 let cond = |acc: &[u8]| contains(acc, needle);
                 let what = format!("{field} containing {}", Value::Str(needle.clone()));
-                self.wait_accumulate(conn, &pattern, field, &cond, &what, within.unwrap_or(self.timeout))
+                self.wait_accumulate(
+                    conn,
+                    &pattern,
+                    field,
+                    &cond,
+                    &what,
+                    within.unwrap_or(self.timeout),
+                )
             }
             StepKind::Unordered { conn, patterns } => {
                 let patterns = patterns
@@ -477,8 +498,8 @@ impl Case {
                 report,
                 within,
             } => {
-                let terminal = pattern::substitute(terminal, &self.bindings)
-                    .map_err(StepError::Runner)?;
+                let terminal =
+                    pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
                 let pattern = Value::record(
                     "TERMINAL_OUTPUT",
                     vec![
@@ -488,7 +509,14 @@ impl Case {
                 );
                 let cond = |acc: &[u8]| has_probe_report(acc, report.as_bytes());
                 let what = format!("a probe report `PROBE <seq> {report}`");
-                self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within.unwrap_or(self.timeout))
+                self.wait_accumulate(
+                    conn,
+                    &pattern,
+                    "bytes",
+                    &cond,
+                    &what,
+                    within.unwrap_or(self.timeout),
+                )
             }
         }
     }
@@ -534,7 +562,10 @@ impl Case {
     /// Reads what has arrived on `conn`, waiting at most `wait`. Whether anything came.
     fn fill(&mut self, conn: &str, wait: Duration) -> Result<bool, StepError> {
         let key = self.conn(conn)?;
-        let c = self.conns.get(conn).ok_or_else(|| StepError::Runner("no such conn".into()))?;
+        let c = self
+            .conns
+            .get(conn)
+            .ok_or_else(|| StepError::Runner("no such conn".into()))?;
         if c.closed && c.inbox.is_empty() {
             return Ok(false);
         }
@@ -575,14 +606,23 @@ impl Case {
     }
 
     /// Waits for more input; `Err` with `what` when there will be none.
-    fn more(&mut self, conn: &str, deadline: Instant, what: &dyn Fn(&Self) -> StepError) -> Result<(), StepError> {
+    fn more(
+        &mut self,
+        conn: &str,
+        deadline: Instant,
+        what: &dyn Fn(&Self) -> StepError,
+    ) -> Result<(), StepError> {
         let virtual_time = self.transport.virtual_time();
         let remaining = deadline.saturating_duration_since(Instant::now());
         let closed_before = self.conns.get(conn).is_some_and(|c| c.closed);
         if closed_before || (!virtual_time && remaining.is_zero()) {
             return Err(what(self));
         }
-        let wait = if virtual_time { Duration::ZERO } else { remaining.min(POLL_SLICE) };
+        let wait = if virtual_time {
+            Duration::ZERO
+        } else {
+            remaining.min(POLL_SLICE)
+        };
         let got = self.fill(conn, wait)?;
         if virtual_time && !got {
             // Virtual time: the engine is idle; waiting changes nothing.
@@ -593,7 +633,10 @@ impl Case {
 
     fn garbage_error(&self, conn: &str) -> Option<StepError> {
         let g = self.conns.get(conn)?.garbage.as_ref()?;
-        Some(failed("frames that decode", format!("the server sent bytes that do not decode: {g}")))
+        Some(failed(
+            "frames that decode",
+            format!("the server sent bytes that do not decode: {g}"),
+        ))
     }
 
     fn inbox_text(&self, conn: &str) -> String {
@@ -602,7 +645,11 @@ impl Case {
         };
         let mut text = describe_inbox(&c.inbox);
         if c.closed {
-            text.push_str(if c.inbox.is_empty() { " (connection closed)" } else { "\n  then the connection closed" });
+            text.push_str(if c.inbox.is_empty() {
+                " (connection closed)"
+            } else {
+                "\n  then the connection closed"
+            });
         }
         text
     }
@@ -616,7 +663,9 @@ impl Case {
     ) -> Result<(), StepError> {
         let names = pattern::frame_names(pattern);
         if names.is_empty() {
-            return Err(StepError::Runner(format!("`{pattern}` is not a frame pattern")));
+            return Err(StepError::Runner(format!(
+                "`{pattern}` is not a frame pattern"
+            )));
         }
         self.conn(conn)?;
         let deadline = Instant::now() + within;
@@ -640,7 +689,12 @@ impl Case {
                 return Err(e);
             }
             let p = pattern.clone();
-            self.more(conn, deadline, &|s| failed(&p, format!("no such frame; received: {}", s.inbox_text(conn))))?;
+            self.more(conn, deadline, &|s| {
+                failed(
+                    &p,
+                    format!("no such frame; received: {}", s.inbox_text(conn)),
+                )
+            })?;
         }
     }
 
@@ -685,7 +739,13 @@ impl Case {
             let expected = format!("{pattern} until {what}");
             let seen = Value::Str(acc.clone()).to_string();
             self.more(conn, deadline, &|s| {
-                failed(&expected, format!("{field} so far: {seen}; other frames: {}", s.inbox_text(conn)))
+                failed(
+                    &expected,
+                    format!(
+                        "{field} so far: {seen}; other frames: {}",
+                        s.inbox_text(conn)
+                    ),
+                )
             })?;
         }
     }
@@ -697,13 +757,22 @@ impl Case {
         for p in patterns {
             let names = pattern::frame_names(p);
             let [name] = names.as_slice() else {
-                return Err(StepError::Runner(format!("`{p}`: one frame type per pattern in a `{{` block")));
+                return Err(StepError::Runner(format!(
+                    "`{p}`: one frame type per pattern in a `{{` block"
+                )));
             };
             *wanted.entry(name.clone()).or_default() += 1;
         }
-        let expected = patterns.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  and ");
+        let expected = patterns
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n  and ");
         loop {
-            let c = self.conns.get(conn).ok_or_else(|| StepError::Runner("no conn".into()))?;
+            let c = self
+                .conns
+                .get(conn)
+                .ok_or_else(|| StepError::Runner("no conn".into()))?;
             // The first k frames of each wanted type, k = how many patterns name it.
             let mut candidates: Vec<usize> = Vec::new();
             let mut enough = true;
@@ -734,13 +803,22 @@ impl Case {
                     }
                     return Ok(());
                 }
-                let got = frames.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  and ");
-                return Err(failed(&expected, format!("{got}\n  (no pairing of patterns and frames matches)")));
+                let got = frames
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  and ");
+                return Err(failed(
+                    &expected,
+                    format!("{got}\n  (no pairing of patterns and frames matches)"),
+                ));
             }
             if let Some(e) = self.garbage_error(conn) {
                 return Err(e);
             }
-            self.more(conn, deadline, &|s| failed(&expected, format!("received: {}", s.inbox_text(conn))))?;
+            self.more(conn, deadline, &|s| {
+                failed(&expected, format!("received: {}", s.inbox_text(conn)))
+            })?;
         }
     }
 
@@ -767,7 +845,12 @@ impl Case {
             if let Some(e) = self.garbage_error(conn) {
                 return Err(e);
             }
-            self.more(conn, deadline, &|s| failed(format!("{pong} answering the runner's PING"), s.inbox_text(conn)))?;
+            self.more(conn, deadline, &|s| {
+                failed(
+                    format!("{pong} answering the runner's PING"),
+                    s.inbox_text(conn),
+                )
+            })?;
         }
     }
 
@@ -787,11 +870,24 @@ impl Case {
             let virtual_time = self.transport.virtual_time();
             let remaining = deadline.saturating_duration_since(Instant::now());
             if !virtual_time && remaining.is_zero() {
-                return Err(failed("the server closes the connection", format!("still open; received: {}", self.inbox_text(conn))));
+                return Err(failed(
+                    "the server closes the connection",
+                    format!("still open; received: {}", self.inbox_text(conn)),
+                ));
             }
-            let got = self.fill(conn, if virtual_time { Duration::ZERO } else { remaining.min(POLL_SLICE) })?;
+            let got = self.fill(
+                conn,
+                if virtual_time {
+                    Duration::ZERO
+                } else {
+                    remaining.min(POLL_SLICE)
+                },
+            )?;
             if virtual_time && !got && !self.conns.get(conn).is_some_and(|c| c.closed) {
-                return Err(failed("the server closes the connection", format!("still open; received: {}", self.inbox_text(conn))));
+                return Err(failed(
+                    "the server closes the connection",
+                    format!("still open; received: {}", self.inbox_text(conn)),
+                ));
             }
         }
     }
@@ -802,13 +898,22 @@ impl Case {
         let (ok, word) = match op {
             CheckOp::Eq => (pattern::normalise(&l) == pattern::normalise(&r), "=="),
             CheckOp::Ne => (pattern::normalise(&l) != pattern::normalise(&r), "!="),
-            CheckOp::Contains => (contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)), "contains"),
-            CheckOp::NotContains => (!contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)), "!contains"),
+            CheckOp::Contains => (
+                contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)),
+                "contains",
+            ),
+            CheckOp::NotContains => (
+                !contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)),
+                "!contains",
+            ),
         };
         if ok {
             Ok(())
         } else {
-            Err(failed(format!("{left} {word} {right}"), format!("{l} vs {r}")))
+            Err(failed(
+                format!("{left} {word} {right}"),
+                format!("{l} vs {r}"),
+            ))
         }
     }
 
@@ -843,14 +948,21 @@ impl Case {
             ],
         );
         self.send(conn, &frame)?;
-        let ok = Value::parse(&format!("COMMAND_RESULT{{request_id={request_id} result=ok}}"))
-            .map_err(|e| StepError::Runner(e.to_string()))?;
+        let ok = Value::parse(&format!(
+            "COMMAND_RESULT{{request_id={request_id} result=ok}}"
+        ))
+        .map_err(|e| StepError::Runner(e.to_string()))?;
         self.expect(conn, &ok, self.timeout, false)
     }
 }
 
 /// Pairs every pattern with a distinct frame (backtracking; blocks are small).
-fn assign(patterns: &[Value], frames: &[&Value], used: &mut [bool], bindings: &mut Bindings) -> bool {
+fn assign(
+    patterns: &[Value],
+    frames: &[&Value],
+    used: &mut [bool],
+    bindings: &mut Bindings,
+) -> bool {
     let Some((first, rest)) = patterns.split_first() else {
         return true;
     };
@@ -881,9 +993,7 @@ fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
     while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
         let after = &rest[at + 6..];
         let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0
-            && after.get(digits) == Some(&b' ')
-            && after[digits + 1..].starts_with(report)
+        if digits > 0 && after.get(digits) == Some(&b' ') && after[digits + 1..].starts_with(report)
         {
             return true;
         }
@@ -893,7 +1003,11 @@ fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -902,7 +1016,10 @@ mod tests {
 
     #[test]
     fn probe_reports_are_found_by_their_text_after_the_seq() {
-        assert!(has_probe_report(b"x\r\nPROBE 12 EXITING 3\r\n", b"EXITING 3"));
+        assert!(has_probe_report(
+            b"x\r\nPROBE 12 EXITING 3\r\n",
+            b"EXITING 3"
+        ));
         assert!(!has_probe_report(b"PROBE x EXITING 3", b"EXITING 3"));
         assert!(!has_probe_report(b"PROBE 1 READY", b"EXITING"));
     }

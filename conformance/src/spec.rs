@@ -110,16 +110,25 @@ mod tests {
         let mut spec = Spec::default();
         spec.add_file(
             "x.md",
-            "# T\n\n**[A.B.1]** A server MUST NOT do it.\n\n> Note: MUST here is a note.\n\n\
-             **[A.B.2]** It SHOULD be so.\n**[A.B.3]** RETIRED — gone.\n**[A.C.1]** You MAY.\n",
+            // `\x5b` is `[`, so that this file does not itself cite the example ids.
+            "# T\n\n**\x5bA.B.1]** A server MUST NOT do it.\n\n> Note: MUST here is a note.\n\n\
+             **\x5bA.B.2]** It SHOULD be so.\n**\x5bA.B.3]** RETIRED — gone.\n**\x5bA.C.1]** You MAY.\n",
         )
         .unwrap();
         assert_eq!(spec.level("A.B.1"), Some(Level::Must));
         assert_eq!(spec.level("A.B.2"), Some(Level::Should));
         assert_eq!(spec.level("A.B.3"), None);
         assert_eq!(spec.level("A.C.1"), Some(Level::May));
-        assert!(Spec::default().add_file("y.md", "**[A.B.1]** MUST and SHOULD.").is_err());
-        assert!(Spec::default().add_file("y.md", "**[A.B.1]** nothing.").is_err());
+        assert!(
+            Spec::default()
+                .add_file("y.md", "**\x5bA.B.1]** MUST and SHOULD.")
+                .is_err()
+        );
+        assert!(
+            Spec::default()
+                .add_file("y.md", "**\x5bA.B.1]** nothing.")
+                .is_err()
+        );
     }
 
     #[test]

@@ -93,7 +93,9 @@ impl Suite {
                 filter.is_none_or(|f| {
                     t.id.starts_with(f)
                         || t.clauses.iter().any(|c| c.starts_with(f))
-                        || t.steps.iter().any(|s| s.clauses.iter().any(|c| c.starts_with(f)))
+                        || t.steps
+                            .iter()
+                            .any(|s| s.clauses.iter().any(|c| c.starts_with(f)))
                 })
             })
             .collect()

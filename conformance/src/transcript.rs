@@ -280,7 +280,10 @@ pub fn is_clause_id(text: &str) -> bool {
         chars.next().is_some_and(|c| c.is_ascii_uppercase())
             && chars.all(|c| c.is_ascii_uppercase() || c == '_')
     };
-    let number_ok = number.chars().next().is_some_and(|c| matches!(c, '1'..='9'))
+    let number_ok = number
+        .chars()
+        .next()
+        .is_some_and(|c| matches!(c, '1'..='9'))
         && number.chars().all(|c| c.is_ascii_digit());
     number_ok && words.iter().all(word_ok)
 }
@@ -341,7 +344,10 @@ fn parse_value(text: &str) -> Result<Value, String> {
 fn parse_string(text: &str) -> Result<Vec<u8>, String> {
     match parse_value(text.trim())? {
         Value::Str(bytes) | Value::HexStr(bytes) => Ok(bytes),
-        other => Err(format!("expected a quoted string, found {}", other.describe())),
+        other => Err(format!(
+            "expected a quoted string, found {}",
+            other.describe()
+        )),
     }
 }
 
@@ -449,8 +455,7 @@ fn parse_step(code: &str) -> Result<StepKind, String> {
     let (conn, rest) = code
         .split_once(' ')
         .ok_or("expected `cN > FRAME`, `cN < PATTERN`, `~ DURATION` or `check …`")?;
-    if !conn.starts_with('c') || !conn[1..].chars().all(|c| c.is_ascii_digit()) || conn.len() < 2
-    {
+    if !conn.starts_with('c') || !conn[1..].chars().all(|c| c.is_ascii_digit()) || conn.len() < 2 {
         return Err(format!("`{conn}` is not a connection name (c1, c2, …)"));
     }
     let conn = conn.to_owned();
@@ -608,12 +613,18 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
             }
             "description" => t.description = value,
             "requirement" => t.requirement = value,
-            "requires" => t
-                .requires
-                .extend(value.split([',', ' ']).filter(|s| !s.is_empty()).map(str::to_owned)),
-            "probe" => t
-                .probes
-                .extend(value.split([',', ' ']).filter(|s| !s.is_empty()).map(str::to_owned)),
+            "requires" => t.requires.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            ),
+            "probe" => t.probes.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            ),
             other => return Err(err(line.number, format!("unknown header key `{other}`"))),
         }
     }
@@ -621,7 +632,10 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         return Err(err(1, format!("no `{HEADER_END}` line ends the header")));
     }
     if t.id.is_empty() || t.description.is_empty() || t.requirement.is_empty() {
-        return Err(err(1, "the header needs id, description and requirement".into()));
+        return Err(err(
+            1,
+            "the header needs id, description and requirement".into(),
+        ));
     }
     for clause in &t.clauses {
         if !is_clause_id(clause) {
@@ -781,10 +795,20 @@ c1 closed
         assert_eq!(patterns.len(), 2);
         assert_eq!(t.steps[4].clauses, ["LEASE.ACQUIRE.2"]);
         assert!(matches!(t.steps[5].kind, StepKind::Advance(d) if d == Duration::from_millis(250)));
-        assert!(matches!(&t.steps[6].kind, StepKind::SendRaw { bytes, .. } if bytes == &[0, 0, 0, 1, 3]));
-        assert!(matches!(t.steps[7].kind, StepKind::Check { op: CheckOp::Ne, .. }));
+        assert!(
+            matches!(&t.steps[6].kind, StepKind::SendRaw { bytes, .. } if bytes == &[0, 0, 0, 1, 3])
+        );
+        assert!(matches!(
+            t.steps[7].kind,
+            StepKind::Check {
+                op: CheckOp::Ne,
+                ..
+            }
+        ));
         assert!(matches!(&t.steps[8].kind, StepKind::ProbeSend { line, .. } if line == ":exit 3"));
-        assert!(matches!(&t.steps[9].kind, StepKind::ProbeExpect { report, within: Some(_), .. } if report == "EXITING 3"));
+        assert!(
+            matches!(&t.steps[9].kind, StepKind::ProbeExpect { report, within: Some(_), .. } if report == "EXITING 3")
+        );
         assert!(matches!(t.steps[10].kind, StepKind::Nothing { .. }));
         assert!(matches!(t.steps[11].kind, StepKind::Closed { .. }));
     }
@@ -806,7 +830,11 @@ c1 closed
         assert!(!is_clause_id("FRAME.1"));
         assert!(!is_clause_id("FRAME.TYPE.0"));
         assert!(!is_clause_id("frame.type.1"));
-        assert_eq!(cited_clauses("see [A.B.1], [u8; 4] and [C.D_E.12]"), ["A.B.1", "C.D_E.12"]);
+        // `\x5b` is `[`: written so, this file does not itself cite the example ids.
+        assert_eq!(
+            cited_clauses("see \x5bA.B.1], [u8; 4] and \x5bC.D_E.12]"),
+            ["A.B.1", "C.D_E.12"]
+        );
         assert_eq!(split_comment("a \"#\" b # c"), ("a \"#\" b ", " c"));
     }
 

@@ -20,9 +20,7 @@ use phux_core::server::{
 use phux_proto::command::Signal;
 use phux_proto::notation::Value;
 
-use super::{
-    ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list,
-};
+use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list};
 
 /// The in-process server: a fresh engine for every transcript.
 #[derive(Clone, Debug, Default)]
@@ -250,7 +248,11 @@ impl Transport for Sim {
         if !c.pending.is_empty() {
             return Ok(Recv::Bytes(std::mem::take(&mut c.pending)));
         }
-        Ok(if c.closed { Recv::Closed } else { Recv::Nothing })
+        Ok(if c.closed {
+            Recv::Closed
+        } else {
+            Recv::Nothing
+        })
     }
 
     fn disconnect(&mut self, conn: ConnKey) {

@@ -68,6 +68,16 @@ pub trait Transport {
     /// Whether time is virtual: then waiting never helps, `recv` returns everything the server
     /// will ever send until the transcript acts again, and `advance` moves the server's clock.
     fn virtual_time(&self) -> bool;
+    /// Whether the server outlives this transcript and serves other cases (a running server
+    /// behind a socket): then a case that shuts the server down cannot run (`own-server`).
+    fn shared_server(&self) -> bool {
+        false
+    }
+    /// Whether the peer counts as on the server's local socket (`local-socket`): a server
+    /// MAY refuse SHUTDOWN elsewhere ([SERVER.SHUTDOWN.4]).
+    fn local_socket(&self) -> bool {
+        true
+    }
     /// How many connections at once the transport can carry, if limited.
     fn max_connections(&self) -> Option<usize>;
     /// Variables every transcript may use (`$ECHO`: a command list for an echoing child;

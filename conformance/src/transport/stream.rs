@@ -125,6 +125,10 @@ impl Transport for SocketTransport {
         false
     }
 
+    fn shared_server(&self) -> bool {
+        true
+    }
+
     fn max_connections(&self) -> Option<usize> {
         None
     }
@@ -233,6 +237,10 @@ impl Transport for ExecTransport {
         Some(1)
     }
 
+    fn local_socket(&self) -> bool {
+        false
+    }
+
     fn vars(&self) -> Vec<(String, Value)> {
         real_vars(self.probe.as_deref())
     }
@@ -251,9 +259,10 @@ impl Transport for ExecTransport {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| TransportError::io(format!("start `{}`", self.command), e))?;
-        let stdout = child.stdout.take().ok_or_else(|| {
-            TransportError::Unsupported("the child has no stdout pipe".into())
-        })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| TransportError::Unsupported("the child has no stdout pipe".into()))?;
         let stdin = child.stdin.take();
         self.child = Some(ExecChild {
             child,

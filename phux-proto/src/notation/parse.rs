@@ -1,8 +1,8 @@
 //! The notation parser: text to a [`Value`] tree, with line and column on every error.
 
-use super::{MAX_DEPTH, REST_FIELD};
 use super::error::{NotationError, SyntaxError};
 use super::value::Value;
+use super::{MAX_DEPTH, REST_FIELD};
 use crate::ids::TerminalId;
 
 impl Value {
