@@ -199,6 +199,9 @@ pub struct Until {
     pub within: Option<Duration>,
 }
 
+/// A template definition: `define Name = VALUE`.
+pub type Define = (String, Value);
+
 /// A transcript that does not parse: file, line and why.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ParseError {
@@ -695,7 +698,7 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
 
 /// Loads every `*.phuxt` under `dir` (one level of area directories), sorted by id, and the
 /// prelude (`dir/prelude.phuxt`) if there is one.
-pub fn load_dir(dir: &Path) -> Result<(Vec<(String, Value)>, Vec<Transcript>), ParseError> {
+pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
     let io_err = |p: &Path, e: std::io::Error| ParseError {
         path: p.display().to_string(),
         line: 0,

@@ -96,10 +96,10 @@ impl Sim {
         match action {
             ServerAction::Send { conn, bytes } => {
                 let len = bytes.len();
-                if let Some(c) = self.conns.get_mut(&key(conn)) {
-                    if !c.closed {
-                        c.pending.extend_from_slice(&bytes);
-                    }
+                if let Some(c) = self.conns.get_mut(&key(conn))
+                    && !c.closed
+                {
+                    c.pending.extend_from_slice(&bytes);
                 }
                 self.handle(ServerEvent::Sent { conn, bytes: len });
             }
@@ -109,9 +109,10 @@ impl Sim {
                 }
                 self.handle(ServerEvent::Disconnected { conn });
             }
-            ServerAction::Spawn { terminal, spec } => match spawn_failure(&spec) {
-                Some(message) => self.handle(ServerEvent::SpawnFailed { terminal, message }),
-                None => {
+            ServerAction::Spawn { terminal, spec } => {
+                if let Some(message) = spawn_failure(&spec) {
+                    self.handle(ServerEvent::SpawnFailed { terminal, message });
+                } else {
                     self.children.insert(
                         terminal,
                         SimChild {
@@ -124,7 +125,7 @@ impl Sim {
                         pid: 10_000 + terminal,
                     });
                 }
-            },
+            }
             ServerAction::Write {
                 terminal,
                 job,

@@ -49,12 +49,11 @@ fn recv_from(rx: &Receiver<Option<Vec<u8>>>, eof: &mut bool, wait: Duration) -> 
             // Take whatever else is already there in the same call.
             let mut bytes = bytes;
             while let Ok(more) = rx.try_recv() {
-                match more {
-                    Some(b) => bytes.extend_from_slice(&b),
-                    None => {
-                        *eof = true;
-                        break;
-                    }
+                if let Some(b) = more {
+                    bytes.extend_from_slice(&b);
+                } else {
+                    *eof = true;
+                    break;
                 }
             }
             Recv::Bytes(bytes)
