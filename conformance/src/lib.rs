@@ -8,6 +8,7 @@
 
 pub mod coverage;
 pub mod pattern;
+pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod spec;

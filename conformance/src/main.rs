@@ -1,6 +1,7 @@
 //! `phux-conformance`: tools for checking a phux 0.8 server: `run` replays the transcripts
-//! against a server, `coverage` prints which spec clauses they check, and `wire` converts
-//! frames between wire bytes and the text notation the transcripts use.
+//! against a server, `coverage` prints which spec clauses they check, `wire` converts frames
+//! between wire bytes and the text notation the transcripts use, and `probe` is the child
+//! the transcripts run inside terminals.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
         #[command(flatten)]
         paths: PathArgs,
     },
+    /// Run the probe child on this terminal (what transcripts spawn; see `probe` module docs).
+    Probe(phux_conformance::probe::ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Command::Wire(command) => wire::run(&command),
         Command::Run(args) => run(&args),
         Command::Coverage { paths } => coverage(&paths.paths()),
+        Command::Probe(args) => phux_conformance::probe::run(&args),
     }
 }
 
@@ -116,8 +120,10 @@ fn probe_command(arg: Option<&str>) -> Option<Vec<String>> {
     match arg {
         Some("none") => None,
         Some(cmd) => Some(cmd.split_whitespace().map(str::to_owned).collect()),
-        // The probe subcommand is not part of this binary yet.
-        None => None,
+        // This very program's `probe` subcommand (the server must be able to run it).
+        None => std::env::current_exe()
+            .ok()
+            .map(|exe| vec![exe.display().to_string(), "probe".to_owned()]),
     }
 }
 

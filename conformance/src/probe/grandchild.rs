@@ -1,0 +1,136 @@
+//! The grandchild: a process in the probe's process group that reports the signals it gets.
+//!
+//! It talks to the probe over pipes, one line per event (`READY`, `SIGNAL <SIG>`), and the
+//! probe relays each as a report of its own: one writer on the terminal keeps reports whole
+//! and in one sequence. Its stdin is a pipe from the probe, so it exits as soon as the probe
+//! is gone, whatever killed the probe: no orphan outlives a test.
+
+use std::io::{Read as _, Write as _};
+use std::process::ExitCode;
+
+use signal_hook::iterator::Signals;
+
+use super::driver::{from_raw_signal, raw_signal};
+use super::machine::ProbeSignal;
+
+/// A grandchild line longer than this is noise, not a report: it is dropped.
+const MAX_GRANDCHILD_LINE: usize = 64;
+
+/// News from (or about) the grandchild, for [`ProbeEvent::Grandchild`](super::ProbeEvent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrandchildEvent {
+    /// It runs and catches every [`ProbeSignal`]: signals sent from now on are reported.
+    Ready,
+    /// It received this signal.
+    Signal(ProbeSignal),
+    /// It is gone (its output ended) while the probe lives.
+    Gone,
+    /// It could not be started.
+    SpawnFailed(String),
+}
+
+impl GrandchildEvent {
+    /// Parses one line the grandchild wrote, without its LF. `None` for anything else.
+    pub fn parse_line(line: &[u8]) -> Option<Self> {
+        if line == b"READY" {
+            return Some(Self::Ready);
+        }
+        let name = line.strip_prefix(b"SIGNAL ")?;
+        let name = std::str::from_utf8(name).ok()?;
+        ProbeSignal::from_name(name).map(Self::Signal)
+    }
+}
+
+/// Splits the grandchild's output into lines, across reads.
+#[derive(Debug, Default)]
+pub(crate) struct LineSplitter {
+    partial: Vec<u8>,
+    overlong: bool,
+}
+
+impl LineSplitter {
+    /// Feeds one read; returns the events of the lines it completed.
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<GrandchildEvent> {
+        let mut events = Vec::new();
+        for &b in bytes {
+            if b == b'\n' {
+                if !std::mem::take(&mut self.overlong) {
+                    events.extend(GrandchildEvent::parse_line(&self.partial));
+                }
+                self.partial.clear();
+            } else if self.partial.len() < MAX_GRANDCHILD_LINE {
+                self.partial.push(b);
+            } else {
+                self.overlong = true;
+            }
+        }
+        events
+    }
+}
+
+/// `phux-conformance probe --grandchild`: catch the probe's signals, report each on stdout,
+/// exit when stdin ends.
+pub(crate) fn run() -> ExitCode {
+    let Ok(mut signals) = Signals::new(ProbeSignal::ALL.map(raw_signal)) else {
+        return ExitCode::FAILURE;
+    };
+    let mut stdout = std::io::stdout().lock();
+    // READY only once the handlers are in place: a signal sent after it is never lost.
+    if writeln!(stdout, "READY")
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        return ExitCode::FAILURE;
+    }
+    // The probe holds the other end of stdin: end of input means the probe is gone.
+    std::thread::spawn(|| {
+        let mut stdin = std::io::stdin();
+        let mut sink = [0u8; 64];
+        loop {
+            match stdin.read(&mut sink) {
+                Ok(0) => std::process::exit(0),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => std::process::exit(0),
+            }
+        }
+    });
+    for raw in signals.forever() {
+        let Some(sig) = from_raw_signal(raw) else {
+            continue;
+        };
+        if writeln!(stdout, "SIGNAL {}", sig.name())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_across_reads_and_junk_is_dropped() {
+        let mut lines = LineSplitter::default();
+        assert_eq!(lines.push(b"REA"), vec![]);
+        assert_eq!(
+            lines.push(b"DY\nSIGNAL INT\nSIG"),
+            vec![
+                GrandchildEvent::Ready,
+                GrandchildEvent::Signal(ProbeSignal::Int)
+            ]
+        );
+        assert_eq!(
+            lines.push(b"NAL CONT\nhello\nSIGNAL KILL\n"),
+            vec![GrandchildEvent::Signal(ProbeSignal::Cont)]
+        );
+        // An overlong line is dropped whole, even if its tail looks like a report.
+        let mut long = vec![b'x'; 100];
+        long.extend_from_slice(b"READY\nREADY\n");
+        assert_eq!(lines.push(&long), vec![GrandchildEvent::Ready]);
+    }
+}
