@@ -9,8 +9,10 @@
 //! carry line and column) and a renderer (`Display`). [`ToValue`] / [`FromValue`] convert
 //! every frame type to and from that tree; `Frame` implements `Display` and `FromStr` through
 //! them, and `Frame::from_str(&frame.to_string()) == Ok(frame)` for every frame. The
-//! conformance runner matches [`Value`] trees that hold pattern leaves (`$name`, `*`) before
-//! any typed conversion; typed conversion refuses them.
+//! conformance runner matches [`Value`] trees that hold pattern leaves (`$name`, `*`, and
+//! the rest marker `..` among a record's fields) before any typed conversion; typed
+//! conversion refuses them. The parser keeps `..` as a field named [`REST_FIELD`] whose value
+//! is [`Value::Wildcard`], and renders it back as `..`.
 //!
 //! # Grammar
 //!
@@ -19,7 +21,8 @@
 //! primary    = record | list | string | hexstring | number | terminal | float_bits
 //!            | ident | "$" ident | "*" ;
 //! record     = [ ident ] "{" sep* [ field { sep+ field } ] sep* "}" ;
-//! field      = ident "=" value ;                     (* spaces around "=" allowed *)
+//! field      = ident "=" value                       (* spaces around "=" allowed *)
+//!            | ".." ;                                (* pattern: any other fields *)
 //! list       = "[" sep* [ value { sep+ value } ] sep* "]" ;
 //! sep        = whitespace | "," ;
 //! ident      = ( letter | "_" ) { letter | digit | "_" } ;
@@ -111,6 +114,11 @@ use crate::Frame;
 /// deepest is a 64-level window layout, two levels per split), and shallow enough that the
 /// recursive parser and converter cannot exhaust the stack.
 pub const MAX_DEPTH: usize = 192;
+
+/// The field name a record's rest marker (`..`) parses to: in a pattern, "the actual record
+/// may have further fields, with any values". No frame has a field of this name, so typed
+/// conversion rejects it as an unknown field.
+pub const REST_FIELD: &str = "..";
 
 impl Frame {
     /// The frame as a notation value tree.

@@ -1,8 +1,8 @@
 //! The notation parser: text to a [`Value`] tree, with line and column on every error.
 
-use super::MAX_DEPTH;
 use super::error::{NotationError, SyntaxError};
 use super::value::Value;
+use super::{MAX_DEPTH, REST_FIELD};
 use crate::ids::TerminalId;
 
 impl Value {
@@ -507,6 +507,15 @@ impl Parser<'_> {
         loop {
             if self.eat('}') {
                 return Ok(Value::Record { name, fields });
+            }
+            if self.text[self.pos..].starts_with(REST_FIELD) {
+                // The conformance runner's "rest" marker: fields not listed may be anything.
+                self.pos += REST_FIELD.len();
+                fields.push((REST_FIELD.to_owned(), Value::Wildcard));
+                if !self.skip_separators() && self.peek() != Some('}') {
+                    return Err(self.unexpected("`,`, whitespace or `}`"));
+                }
+                continue;
             }
             if !self.peek().is_some_and(is_ident_start) {
                 return Err(self.unexpected("a field name or `}`"));

@@ -874,6 +874,28 @@ fn patterns_parse_but_do_not_convert() {
 }
 
 #[test]
+fn rest_marker_parses_renders_and_does_not_convert() {
+    let text = "TERMINAL_OUTPUT{terminal=$t ..}";
+    let value = Value::parse(text).unwrap();
+    assert_eq!(
+        value,
+        Value::record(
+            "TERMINAL_OUTPUT",
+            vec![
+                ("terminal".into(), Value::Capture("t".into())),
+                (REST_FIELD.into(), Value::Wildcard),
+            ]
+        )
+    );
+    assert_eq!(value.to_string(), text);
+    assert_eq!(Value::parse("X{..}").unwrap().to_string(), "X{..}");
+    assert_eq!(Value::parse("X{.., a=1}").unwrap().to_string(), "X{.. a=1}");
+    assert!(Frame::from_value(&Value::parse("PING{nonce=1 ..}").unwrap()).is_err());
+    assert!(Value::parse("X{..a=1}").is_err());
+    assert!(Value::parse("X{.}").is_err());
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let deep = "[".repeat(100_000);
     assert_eq!(

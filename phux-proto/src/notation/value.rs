@@ -96,7 +96,11 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_char(' ')?;
                     }
-                    write!(f, "{field}={value}")?;
+                    if field == super::REST_FIELD {
+                        f.write_str(super::REST_FIELD)?;
+                    } else {
+                        write!(f, "{field}={value}")?;
+                    }
                 }
                 f.write_char('}')
             }

@@ -1,0 +1,1033 @@
+//! Runs transcripts against a server through a transport and decides each case's outcome.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use phux_core::framing::FrameDecoder;
+use phux_proto::Frame;
+use phux_proto::notation::Value;
+
+use crate::pattern::{self, Bindings, Templates};
+use crate::spec::Spec;
+use crate::transcript::{CheckOp, Level, Step, StepKind, Transcript, Until};
+use crate::transport::{ConnKey, Connector, Recv, Transport, TransportError};
+
+/// How a case ended.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// Every step held.
+    Pass,
+    /// A step citing a MUST clause failed.
+    Fail,
+    /// A step citing only SHOULD (or MAY) clauses failed.
+    NonStrict,
+    /// The server does not advertise a feature the case needs, or the transport cannot do it.
+    Unsupported(String),
+    /// Listed in the expectations file, with the reason given there; not run.
+    Disabled(String),
+    /// The runner or the transport failed (a transcript bug, an I/O error).
+    Error(String),
+}
+
+impl Outcome {
+    /// The report's name for it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Fail => "FAIL",
+            Self::NonStrict => "NON_STRICT",
+            Self::Unsupported(_) => "UNSUPPORTED",
+            Self::Disabled(_) => "DISABLED",
+            Self::Error(_) => "ERROR",
+        }
+    }
+
+    /// Whether it makes the run fail.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Self::Fail | Self::Error(_))
+    }
+}
+
+/// What a failing step wanted and what it got.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Failure {
+    /// The step's line in the transcript.
+    pub line: usize,
+    /// The step's text.
+    pub step: String,
+    /// The clauses the step cites.
+    pub clauses: Vec<String>,
+    /// What was expected.
+    pub expected: String,
+    /// What happened instead.
+    pub actual: String,
+}
+
+/// The result of one transcript.
+#[derive(Clone, Debug)]
+pub struct CaseReport {
+    /// `<area>/<NNN>`.
+    pub id: String,
+    /// The header's description.
+    pub description: String,
+    /// The header's requirement sentence.
+    pub requirement: String,
+    /// The header's clauses.
+    pub clauses: Vec<String>,
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The failing step, for FAIL and NON_STRICT (and ERROR when a step caused it).
+    pub failure: Option<Failure>,
+    /// Every frame sent and received, in the transcript notation.
+    pub wire: Vec<String>,
+    /// How long it took (wall clock).
+    pub elapsed: Duration,
+}
+
+/// What the runner learnt from a first handshake with the server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInfo {
+    /// HELLO_OK's feature names (`acknowledged_input`, `shutdown`, …).
+    pub features: BTreeSet<String>,
+}
+
+/// Run-wide settings.
+pub struct Runner<'a> {
+    /// Opens a transport per case.
+    pub connector: &'a dyn Connector,
+    /// The prelude's templates.
+    pub templates: Templates,
+    /// The spec, for clause levels.
+    pub spec: &'a Spec,
+    /// How long an expectation waits on a real transport.
+    pub timeout: Duration,
+    /// Cases not to run, with the reason.
+    pub disabled: BTreeMap<String, String>,
+    /// What the server advertised.
+    pub server: ServerInfo,
+}
+
+/// Request ids the runner uses for its own commands (probe input), out of the transcripts' way.
+const RUNNER_REQUEST_BASE: u32 = 0xf000_0000;
+/// The nonce base of the runner's own PINGs (`c1 < nothing`).
+const RUNNER_NONCE_BASE: u64 = 0x00c0_ffee_0000_0000;
+/// How long one `recv` on a real transport waits before the runner looks at its deadline.
+const POLL_SLICE: Duration = Duration::from_millis(50);
+
+impl Runner<'_> {
+    /// Connects once, sends the prelude's `Hello`, and reads the server's features.
+    pub fn discover(&mut self) -> Result<(), String> {
+        let mut transport = self.connector.open().map_err(|e| e.to_string())?;
+        let hello = self.templates.expand(&Value::ident("Hello"))?;
+        let frame = Frame::from_value(&hello).map_err(|e| format!("prelude Hello: {e}"))?;
+        let conn = transport.connect().map_err(|e| e.to_string())?;
+        transport
+            .send(conn, &frame.to_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut decoder = FrameDecoder::new();
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match transport
+                .recv(conn, POLL_SLICE)
+                .map_err(|e| e.to_string())?
+            {
+                Recv::Bytes(b) => decoder.push(&b),
+                Recv::Closed => {
+                    return Err("the server closed the connection before HELLO_OK".into());
+                }
+                Recv::Nothing if transport.virtual_time() || Instant::now() > deadline => {
+                    return Err("no HELLO_OK".into());
+                }
+                Recv::Nothing => {}
+            }
+            while let Some(frame) = decoder.poll_frame().map_err(|e| e.to_string())? {
+                if let Frame::HelloOk(_) = frame {
+                    let value = frame.to_value();
+                    let features = pattern::field(&value, "capabilities")
+                        .and_then(|c| pattern::field(c, "features"));
+                    self.server.features = flag_names(features);
+                    let _ = transport.send(conn, &Frame::Detach.to_bytes());
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Runs one case.
+    pub fn run(&self, t: &Transcript) -> CaseReport {
+        let started = Instant::now();
+        let mut report = CaseReport {
+            id: t.id.clone(),
+            description: t.description.clone(),
+            requirement: t.requirement.clone(),
+            clauses: t.clauses.clone(),
+            outcome: Outcome::Pass,
+            failure: None,
+            wire: Vec::new(),
+            elapsed: Duration::ZERO,
+        };
+        if let Some(reason) = self.disabled.get(&t.id) {
+            report.outcome = Outcome::Disabled(reason.clone());
+            return report;
+        }
+        let transport = match self.connector.open() {
+            Ok(t) => t,
+            Err(e) => {
+                report.outcome = Outcome::Error(e.to_string());
+                return report;
+            }
+        };
+        if let Some(reason) = self.unsupported(t, transport.as_ref()) {
+            report.outcome = Outcome::Unsupported(reason);
+            return report;
+        }
+        let mut templates = self.templates.clone();
+        for (name, value) in &t.defines {
+            templates.define(name, value.clone());
+        }
+        let mut case = Case {
+            transport,
+            conns: BTreeMap::new(),
+            bindings: Bindings::new(),
+            templates,
+            timeout: self.timeout,
+            wire: Vec::new(),
+            next_request: RUNNER_REQUEST_BASE,
+            next_nonce: RUNNER_NONCE_BASE,
+            op_salt: 0,
+        };
+        if !case.transport.virtual_time() {
+            case.op_salt = fresh_salt();
+        }
+        for (name, value) in case.transport.vars() {
+            case.bindings.insert(name, value);
+        }
+        for step in &t.steps {
+            if let Err(e) = case.step(step) {
+                let (outcome, expected, actual) = match e {
+                    StepError::Failed { expected, actual } => {
+                        (self.failure_outcome(t, step), expected, actual)
+                    }
+                    StepError::Runner(why) => (Outcome::Error(why.clone()), String::new(), why),
+                };
+                report.outcome = outcome;
+                report.failure = Some(Failure {
+                    line: step.line,
+                    step: step.text.clone(),
+                    clauses: step.clauses.clone(),
+                    expected,
+                    actual,
+                });
+                break;
+            }
+        }
+        report.wire = case.wire;
+        report.elapsed = started.elapsed();
+        report
+    }
+
+    /// Why a case cannot run here, if it cannot.
+    fn unsupported(&self, t: &Transcript, transport: &dyn Transport) -> Option<String> {
+        for need in &t.requires {
+            if need == "local-socket" {
+                if !transport.local_socket() {
+                    return Some("not a local-socket peer: the server MAY refuse this here".into());
+                }
+            } else if need == "own-server" {
+                if transport.shared_server() {
+                    return Some("would end a server that other cases share".into());
+                }
+            } else if need == "probe" {
+                if !transport.vars().iter().any(|(k, _)| k == "PROBE") {
+                    return Some("no probe child on this transport".into());
+                }
+            } else if !self.server.features.contains(need) {
+                return Some(format!(
+                    "the server does not advertise `{need}` in HELLO_OK"
+                ));
+            }
+        }
+        let conns: BTreeSet<&str> = t.steps.iter().filter_map(|s| step_conn(&s.kind)).collect();
+        if let Some(max) = transport.max_connections()
+            && conns.len() > max
+        {
+            return Some(format!(
+                "needs {} connections; this transport carries {max}",
+                conns.len()
+            ));
+        }
+        None
+    }
+
+    /// FAIL when the failing step (or, citing nothing, the transcript) is MUST, else NON_STRICT.
+    fn failure_outcome(&self, t: &Transcript, step: &Step) -> Outcome {
+        let level = step
+            .clauses
+            .iter()
+            .filter_map(|c| self.spec.level(c))
+            .min()
+            .unwrap_or(t.level);
+        if level == Level::Must {
+            Outcome::Fail
+        } else {
+            Outcome::NonStrict
+        }
+    }
+}
+
+fn step_conn(kind: &StepKind) -> Option<&str> {
+    match kind {
+        StepKind::Send { conn, .. }
+        | StepKind::SendRaw { conn, .. }
+        | StepKind::Expect { conn, .. }
+        | StepKind::Unordered { conn, .. }
+        | StepKind::Nothing { conn }
+        | StepKind::Closed { conn }
+        | StepKind::Disconnect { conn }
+        | StepKind::Connect { conn }
+        | StepKind::ProbeSend { conn, .. }
+        | StepKind::ProbeExpect { conn, .. } => Some(conn),
+        StepKind::Advance(_) | StepKind::Check { .. } => None,
+    }
+}
+
+/// The names in a flag-set value (`a|b`, `a`, `none`).
+fn flag_names(value: Option<&Value>) -> BTreeSet<String> {
+    match value {
+        Some(Value::Ident(name)) if name != "none" => [name.clone()].into(),
+        Some(Value::Union(parts)) => parts.iter().map(ToString::to_string).collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+#[derive(Debug)]
+enum StepError {
+    /// The server did not do what the step expects.
+    Failed { expected: String, actual: String },
+    /// The runner could not carry out the step.
+    Runner(String),
+}
+
+impl From<TransportError> for StepError {
+    fn from(e: TransportError) -> Self {
+        Self::Runner(e.to_string())
+    }
+}
+
+fn failed(expected: impl fmt::Display, actual: impl fmt::Display) -> StepError {
+    StepError::Failed {
+        expected: expected.to_string(),
+        actual: actual.to_string(),
+    }
+}
+
+struct ConnState {
+    key: ConnKey,
+    name: String,
+    decoder: FrameDecoder,
+    /// Received frames not yet consumed by a step, as notation values.
+    inbox: VecDeque<Value>,
+    closed: bool,
+    /// The server sent bytes that are not a frame.
+    garbage: Option<String>,
+}
+
+struct Case {
+    transport: Box<dyn Transport>,
+    conns: BTreeMap<String, ConnState>,
+    bindings: Bindings,
+    templates: Templates,
+    timeout: Duration,
+    wire: Vec<String>,
+    next_request: u32,
+    next_nonce: u64,
+    /// XORed into the high 64 bits of every operation id sent, so that cases sharing one
+    /// real server never meet each other's ledger records (0 in process: each case has its
+    /// own engine).
+    op_salt: u64,
+}
+
+/// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
+fn fresh_salt() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    (nanos ^ (u64::from(std::process::id()) << 32) ^ n.rotate_left(48)) | 1
+}
+
+/// `value` with `salt` XORed into the high half of every `operation_id` (an id the XOR would
+/// make zero is left alone).
+fn salt_operation_ids(value: &Value, salt: u64) -> Value {
+    match value {
+        Value::Record { name, fields } => Value::Record {
+            name: name.clone(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("operation_id", Value::HexInt { value, width }) => {
+                            let salted = value ^ (u128::from(salt) << 64);
+                            Value::HexInt {
+                                value: if salted == 0 { *value } else { salted },
+                                width: *width,
+                            }
+                        }
+                        _ => salt_operation_ids(v, salt),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        },
+        Value::List(items) => {
+            Value::List(items.iter().map(|v| salt_operation_ids(v, salt)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Output frames (TERMINAL_OUTPUT and the bootstrap's): a `closed` step does not require
+/// them to have been expected, since an attached connection receives them at any time.
+fn is_output(frame: &Value) -> bool {
+    matches!(
+        name_of(frame),
+        "TERMINAL_OUTPUT" | "BOOTSTRAP_BEGIN" | "BOOTSTRAP_CHUNK" | "BOOTSTRAP_READY"
+    )
+}
+
+/// The record name of a frame value.
+fn name_of(value: &Value) -> &str {
+    match value {
+        Value::Record { name, .. } => name,
+        _ => "",
+    }
+}
+
+fn describe_inbox(inbox: &VecDeque<Value>) -> String {
+    if inbox.is_empty() {
+        return "nothing".into();
+    }
+    inbox
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n  then ")
+}
+
+impl Case {
+    fn step(&mut self, step: &Step) -> Result<(), StepError> {
+        match &step.kind {
+            StepKind::Connect { conn } => {
+                self.conn(conn)?;
+                Ok(())
+            }
+            StepKind::Send { conn, frame } => self.send(conn, frame),
+            StepKind::SendRaw { conn, bytes } => {
+                let key = self.conn(conn)?;
+                self.wire.push(format!("{conn} > raw {}", hex(bytes)));
+                self.transport.send(key, bytes)?;
+                Ok(())
+            }
+            StepKind::Expect {
+                conn,
+                pattern,
+                until: None,
+                next,
+            } => {
+                let pattern = self.pattern(pattern)?;
+                self.expect(conn, &pattern, self.timeout, *next)
+            }
+            StepKind::Expect {
+                conn,
+                pattern,
+                until: Some(until),
+                ..
+            } => {
+                let pattern = self.pattern(pattern)?;
+                let Until {
+                    field,
+                    needle,
+                    within,
+                } = until;
+                let cond = |acc: &[u8]| contains(acc, needle);
+                let what = format!("{field} containing {}", Value::Str(needle.clone()));
+                self.wait_accumulate(
+                    conn,
+                    &pattern,
+                    field,
+                    &cond,
+                    &what,
+                    within.unwrap_or(self.timeout),
+                )
+            }
+            StepKind::Unordered { conn, patterns } => {
+                let patterns = patterns
+                    .iter()
+                    .map(|p| self.pattern(p))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.unordered(conn, &patterns)
+            }
+            StepKind::Nothing { conn } => self.nothing(conn),
+            StepKind::Closed { conn } => self.closed(conn),
+            StepKind::Disconnect { conn } => {
+                let key = self.conn(conn)?;
+                self.wire.push(format!("{conn} disconnect"));
+                self.transport.disconnect(key);
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.closed = true;
+                }
+                Ok(())
+            }
+            StepKind::Advance(by) => {
+                self.wire.push(format!("~ {}ms", by.as_millis()));
+                self.transport.advance(*by);
+                Ok(())
+            }
+            StepKind::Check { left, op, right } => self.check(left, *op, right),
+            StepKind::ProbeSend {
+                conn,
+                terminal,
+                line,
+            } => self.probe_send(conn, terminal, line),
+            StepKind::ProbeExpect {
+                conn,
+                terminal,
+                report,
+                within,
+            } => {
+                let terminal =
+                    pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
+                let pattern = Value::record(
+                    "TERMINAL_OUTPUT",
+                    vec![
+                        ("terminal".into(), terminal),
+                        (phux_proto::notation::REST_FIELD.into(), Value::Wildcard),
+                    ],
+                );
+                let cond = |acc: &[u8]| has_probe_report(acc, report.as_bytes());
+                let what = format!("a probe report `PROBE <seq> {report}`");
+                self.wait_accumulate(
+                    conn,
+                    &pattern,
+                    "bytes",
+                    &cond,
+                    &what,
+                    within.unwrap_or(self.timeout),
+                )
+            }
+        }
+    }
+
+    fn conn(&mut self, name: &str) -> Result<ConnKey, StepError> {
+        if let Some(c) = self.conns.get(name) {
+            return Ok(c.key);
+        }
+        let key = self.transport.connect()?;
+        self.conns.insert(
+            name.to_owned(),
+            ConnState {
+                key,
+                name: name.to_owned(),
+                decoder: FrameDecoder::new(),
+                inbox: VecDeque::new(),
+                closed: false,
+                garbage: None,
+            },
+        );
+        Ok(key)
+    }
+
+    /// Templates expanded; captures stay for the matcher.
+    fn pattern(&self, pattern: &Value) -> Result<Value, StepError> {
+        self.templates.expand(pattern).map_err(StepError::Runner)
+    }
+
+    fn send(&mut self, conn: &str, frame: &Value) -> Result<(), StepError> {
+        let value = self.templates.expand(frame).map_err(StepError::Runner)?;
+        let mut value = pattern::substitute(&value, &self.bindings).map_err(StepError::Runner)?;
+        if self.op_salt != 0 {
+            value = salt_operation_ids(&value, self.op_salt);
+        }
+        let frame = Frame::from_value(&value)
+            .map_err(|e| StepError::Runner(format!("not a frame: {e}")))?;
+        let key = self.conn(conn)?;
+        self.wire.push(format!("{conn} > {frame}"));
+        self.transport.send(key, &frame.to_bytes())?;
+        Ok(())
+    }
+
+    /// Reads what has arrived on `conn`, waiting at most `wait`. Whether anything came.
+    fn fill(&mut self, conn: &str, wait: Duration) -> Result<bool, StepError> {
+        let key = self.conn(conn)?;
+        let c = self
+            .conns
+            .get(conn)
+            .ok_or_else(|| StepError::Runner("no such conn".into()))?;
+        if c.closed && c.inbox.is_empty() {
+            return Ok(false);
+        }
+        let got = self.transport.recv(key, wait)?;
+        let Some(c) = self.conns.get_mut(conn) else {
+            return Ok(false);
+        };
+        match got {
+            Recv::Bytes(bytes) => {
+                c.decoder.push(&bytes);
+                loop {
+                    match c.decoder.poll_frame() {
+                        Ok(Some(frame)) => {
+                            self.wire.push(format!("{} < {frame}", c.name));
+                            c.inbox.push_back(frame.to_value());
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            self.wire.push(format!("{} < undecodable: {e}", c.name));
+                            c.garbage.get_or_insert_with(|| e.to_string());
+                            if e.is_framing() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(true)
+            }
+            Recv::Closed => {
+                if !c.closed {
+                    self.wire.push(format!("{} closed", c.name));
+                }
+                c.closed = true;
+                Ok(false)
+            }
+            Recv::Nothing => Ok(false),
+        }
+    }
+
+    /// Waits for more input; `Err` with `what` when there will be none.
+    fn more(
+        &mut self,
+        conn: &str,
+        deadline: Instant,
+        what: &dyn Fn(&Self) -> StepError,
+    ) -> Result<(), StepError> {
+        let virtual_time = self.transport.virtual_time();
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let closed_before = self.conns.get(conn).is_some_and(|c| c.closed);
+        if closed_before || (!virtual_time && remaining.is_zero()) {
+            return Err(what(self));
+        }
+        let wait = if virtual_time {
+            Duration::ZERO
+        } else {
+            remaining.min(POLL_SLICE)
+        };
+        let got = self.fill(conn, wait)?;
+        if virtual_time && !got {
+            // Virtual time: the engine is idle; waiting changes nothing.
+            return Err(what(self));
+        }
+        Ok(())
+    }
+
+    fn garbage_error(&self, conn: &str) -> Option<StepError> {
+        let g = self.conns.get(conn)?.garbage.as_ref()?;
+        Some(failed(
+            "frames that decode",
+            format!("the server sent bytes that do not decode: {g}"),
+        ))
+    }
+
+    fn inbox_text(&self, conn: &str) -> String {
+        let Some(c) = self.conns.get(conn) else {
+            return "nothing".into();
+        };
+        let mut text = describe_inbox(&c.inbox);
+        if c.closed {
+            text.push_str(if c.inbox.is_empty() {
+                " (connection closed)"
+            } else {
+                "\n  then the connection closed"
+            });
+        }
+        text
+    }
+
+    fn expect(
+        &mut self,
+        conn: &str,
+        pattern: &Value,
+        within: Duration,
+        next: bool,
+    ) -> Result<(), StepError> {
+        let names = pattern::frame_names(pattern);
+        if names.is_empty() {
+            return Err(StepError::Runner(format!(
+                "`{pattern}` is not a frame pattern"
+            )));
+        }
+        self.conn(conn)?;
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(c) = self.conns.get_mut(conn)
+                && let Some(i) = c
+                    .inbox
+                    .iter()
+                    .position(|f| next || names.iter().any(|n| n == name_of(f)))
+            {
+                let actual = c.inbox[i].clone();
+                return match pattern::matches(pattern, &actual, &mut self.bindings) {
+                    Ok(()) => {
+                        c.inbox.remove(i);
+                        Ok(())
+                    }
+                    Err(m) => Err(failed(pattern, format!("{actual}\n  ({m})"))),
+                };
+            }
+            if let Some(e) = self.garbage_error(conn) {
+                return Err(e);
+            }
+            let p = pattern.clone();
+            self.more(conn, deadline, &|s| {
+                failed(
+                    &p,
+                    format!("no such frame; received: {}", s.inbox_text(conn)),
+                )
+            })?;
+        }
+    }
+
+    fn wait_accumulate(
+        &mut self,
+        conn: &str,
+        pattern: &Value,
+        field: &str,
+        cond: &dyn Fn(&[u8]) -> bool,
+        what: &str,
+        within: Duration,
+    ) -> Result<(), StepError> {
+        let names = pattern::frame_names(pattern);
+        self.conn(conn)?;
+        let deadline = Instant::now() + within;
+        let mut acc = Vec::new();
+        loop {
+            if let Some(c) = self.conns.get_mut(conn) {
+                let mut i = 0;
+                while i < c.inbox.len() {
+                    let f = &c.inbox[i];
+                    if names.iter().any(|n| n == name_of(f))
+                        && pattern::matches(pattern, f, &mut self.bindings).is_ok()
+                    {
+                        if let Some(v) = pattern::field(f, field) {
+                            acc.extend_from_slice(&pattern::as_bytes(v));
+                        }
+                        c.inbox.remove(i);
+                        if cond(&acc) {
+                            // `$_` is what this wait consumed, for a later `check`.
+                            self.bindings.insert("_".into(), Value::Str(acc));
+                            return Ok(());
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if let Some(e) = self.garbage_error(conn) {
+                return Err(e);
+            }
+            let expected = format!("{pattern} until {what}");
+            let seen = Value::Str(acc.clone()).to_string();
+            self.more(conn, deadline, &|s| {
+                failed(
+                    &expected,
+                    format!(
+                        "{field} so far: {seen}; other frames: {}",
+                        s.inbox_text(conn)
+                    ),
+                )
+            })?;
+        }
+    }
+
+    fn unordered(&mut self, conn: &str, patterns: &[Value]) -> Result<(), StepError> {
+        self.conn(conn)?;
+        let deadline = Instant::now() + self.timeout;
+        let mut wanted: BTreeMap<String, usize> = BTreeMap::new();
+        for p in patterns {
+            let names = pattern::frame_names(p);
+            let [name] = names.as_slice() else {
+                return Err(StepError::Runner(format!(
+                    "`{p}`: one frame type per pattern in a `{{` block"
+                )));
+            };
+            *wanted.entry(name.clone()).or_default() += 1;
+        }
+        let expected = patterns
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n  and ");
+        loop {
+            let c = self
+                .conns
+                .get(conn)
+                .ok_or_else(|| StepError::Runner("no conn".into()))?;
+            // The first k frames of each wanted type, k = how many patterns name it.
+            let mut candidates: Vec<usize> = Vec::new();
+            let mut enough = true;
+            for (name, k) in &wanted {
+                let idx: Vec<usize> = c
+                    .inbox
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| name_of(f) == name)
+                    .map(|(i, _)| i)
+                    .take(*k)
+                    .collect();
+                enough &= idx.len() == *k;
+                candidates.extend(idx);
+            }
+            if enough {
+                let frames: Vec<&Value> = candidates.iter().map(|&i| &c.inbox[i]).collect();
+                let mut used = vec![false; frames.len()];
+                let mut bindings = self.bindings.clone();
+                if assign(patterns, &frames, &mut used, &mut bindings) {
+                    self.bindings = bindings;
+                    let mut remove = candidates;
+                    remove.sort_unstable();
+                    if let Some(c) = self.conns.get_mut(conn) {
+                        for i in remove.into_iter().rev() {
+                            c.inbox.remove(i);
+                        }
+                    }
+                    return Ok(());
+                }
+                let got = frames
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  and ");
+                return Err(failed(
+                    &expected,
+                    format!("{got}\n  (no pairing of patterns and frames matches)"),
+                ));
+            }
+            if let Some(e) = self.garbage_error(conn) {
+                return Err(e);
+            }
+            self.more(conn, deadline, &|s| {
+                failed(&expected, format!("received: {}", s.inbox_text(conn)))
+            })?;
+        }
+    }
+
+    fn nothing(&mut self, conn: &str) -> Result<(), StepError> {
+        let nonce = self.next_nonce;
+        self.next_nonce += 1;
+        let key = self.conn(conn)?;
+        let ping = Frame::Ping(phux_proto::frame::Ping { nonce });
+        self.wire.push(format!("{conn} > {ping}"));
+        self.transport.send(key, &ping.to_bytes())?;
+        let pong = Frame::Pong(phux_proto::frame::Pong { nonce }).to_value();
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if let Some(c) = self.conns.get_mut(conn)
+                && let Some(i) = c.inbox.iter().position(|f| *f == pong)
+            {
+                let stray = (i > 0).then(|| c.inbox[0].clone());
+                c.inbox.remove(i);
+                return match stray {
+                    None => Ok(()),
+                    Some(f) => Err(failed("no frame before the PONG of a PING barrier", f)),
+                };
+            }
+            if let Some(e) = self.garbage_error(conn) {
+                return Err(e);
+            }
+            self.more(conn, deadline, &|s| {
+                failed(
+                    format!("{pong} answering the runner's PING"),
+                    s.inbox_text(conn),
+                )
+            })?;
+        }
+    }
+
+    fn closed(&mut self, conn: &str) -> Result<(), StepError> {
+        self.conn(conn)?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if let Some(c) = self.conns.get(conn)
+                && c.closed
+            {
+                // Everything the server sent before closing must have been expected.
+                return match c.inbox.iter().find(|f| !is_output(f)) {
+                    None => Ok(()),
+                    Some(f) => Err(failed("nothing more before the close", f)),
+                };
+            }
+            let virtual_time = self.transport.virtual_time();
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if !virtual_time && remaining.is_zero() {
+                return Err(failed(
+                    "the server closes the connection",
+                    format!("still open; received: {}", self.inbox_text(conn)),
+                ));
+            }
+            let got = self.fill(
+                conn,
+                if virtual_time {
+                    Duration::ZERO
+                } else {
+                    remaining.min(POLL_SLICE)
+                },
+            )?;
+            if virtual_time && !got && !self.conns.get(conn).is_some_and(|c| c.closed) {
+                return Err(failed(
+                    "the server closes the connection",
+                    format!("still open; received: {}", self.inbox_text(conn)),
+                ));
+            }
+        }
+    }
+
+    fn check(&self, left: &Value, op: CheckOp, right: &Value) -> Result<(), StepError> {
+        let l = pattern::substitute(left, &self.bindings).map_err(StepError::Runner)?;
+        let r = pattern::substitute(right, &self.bindings).map_err(StepError::Runner)?;
+        let (ok, word) = match op {
+            CheckOp::Eq => (pattern::normalise(&l) == pattern::normalise(&r), "=="),
+            CheckOp::Ne => (pattern::normalise(&l) != pattern::normalise(&r), "!="),
+            CheckOp::Contains => (
+                contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)),
+                "contains",
+            ),
+            CheckOp::NotContains => (
+                !contains(&pattern::as_bytes(&l), &pattern::as_bytes(&r)),
+                "!contains",
+            ),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(failed(
+                format!("{left} {word} {right}"),
+                format!("{l} vs {r}"),
+            ))
+        }
+    }
+
+    fn probe_send(&mut self, conn: &str, terminal: &Value, line: &str) -> Result<(), StepError> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let mut data = line.as_bytes().to_vec();
+        data.push(b'\r');
+        let frame = Value::record(
+            "COMMAND",
+            vec![
+                ("request_id".into(), Value::Int(request_id.into())),
+                (
+                    "command".into(),
+                    Value::record(
+                        "ROUTE_INPUT",
+                        vec![
+                            ("terminal".into(), terminal.clone()),
+                            (
+                                "event".into(),
+                                Value::record(
+                                    "PASTE",
+                                    vec![
+                                        ("trust".into(), Value::ident("trusted")),
+                                        ("data".into(), Value::Str(data)),
+                                    ],
+                                ),
+                            ),
+                        ],
+                    ),
+                ),
+            ],
+        );
+        self.send(conn, &frame)?;
+        let ok = Value::parse(&format!(
+            "COMMAND_RESULT{{request_id={request_id} result=ok}}"
+        ))
+        .map_err(|e| StepError::Runner(e.to_string()))?;
+        self.expect(conn, &ok, self.timeout, false)
+    }
+}
+
+/// Pairs every pattern with a distinct frame (backtracking; blocks are small).
+fn assign(
+    patterns: &[Value],
+    frames: &[&Value],
+    used: &mut [bool],
+    bindings: &mut Bindings,
+) -> bool {
+    let Some((first, rest)) = patterns.split_first() else {
+        return true;
+    };
+    for i in 0..frames.len() {
+        if used[i] {
+            continue;
+        }
+        let mut trial = bindings.clone();
+        if pattern::matches(first, frames[i], &mut trial).is_ok() {
+            used[i] = true;
+            if assign(rest, frames, used, &mut trial) {
+                *bindings = trial;
+                return true;
+            }
+            used[i] = false;
+        }
+    }
+    false
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether `out` holds a line `PROBE <digits> <report>`.
+fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
+    let mut rest = out;
+    while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
+        let after = &rest[at + 6..];
+        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0 && after.get(digits) == Some(&b' ') && after[digits + 1..].starts_with(report)
+        {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_reports_are_found_by_their_text_after_the_seq() {
+        assert!(has_probe_report(
+            b"x\r\nPROBE 12 EXITING 3\r\n",
+            b"EXITING 3"
+        ));
+        assert!(!has_probe_report(b"PROBE x EXITING 3", b"EXITING 3"));
+        assert!(!has_probe_report(b"PROBE 1 READY", b"EXITING"));
+    }
+
+    #[test]
+    fn flag_names_of_a_feature_set() {
+        let v = Value::parse("acknowledged_input|shutdown").unwrap();
+        assert_eq!(flag_names(Some(&v)).len(), 2);
+        assert!(flag_names(Some(&Value::ident("none"))).is_empty());
+    }
+}

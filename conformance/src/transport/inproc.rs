@@ -1,0 +1,294 @@
+//! The in-process transport: our `ServerEngine` driven by a small deterministic driver with a
+//! virtual clock, its terminals' children simulated.
+//!
+//! The simulated child echoes what is written to it (as a PTY's line discipline would) and
+//! ends, without an exit status, on INTERRUPT, TERMINATE, KILL or KILL_TERMINAL, like `cat`
+//! under the default signal dispositions. Its terminal starts canonical, so the
+//! canonical-line guard applies. A spawn whose program is an absolute path that does not exist
+//! here, or whose working directory does not exist, fails as a real spawn would.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use phux_core::Instant;
+use phux_core::encoder::CanonicalGuard;
+use phux_core::server::{
+    ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
+    WriteOutcome,
+};
+use phux_proto::command::Signal;
+use phux_proto::notation::Value;
+
+use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list};
+
+/// The in-process server: a fresh engine for every transcript.
+#[derive(Clone, Debug, Default)]
+pub struct InProcess;
+
+impl Connector for InProcess {
+    fn describe(&self) -> String {
+        "in-process".to_owned()
+    }
+
+    fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(Sim::new()))
+    }
+}
+
+/// The incarnation id of every in-process server (fixed: runs are deterministic).
+const SIM_SERVER_ID: [u8; 16] = *b"phux-conf-sim-01";
+
+/// A bound on engine round trips per drive, so a livelock is an error rather than a hang.
+const MAX_DRIVE_STEPS: usize = 100_000;
+
+#[derive(Debug, Default)]
+struct SimConn {
+    /// Bytes the engine sent that the runner has not taken yet.
+    pending: Vec<u8>,
+    /// The engine asked to close, or the client disconnected.
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct SimChild {
+    alive: bool,
+    canonical: bool,
+}
+
+struct Sim {
+    engine: ServerEngine,
+    now: Instant,
+    conns: BTreeMap<ConnKey, SimConn>,
+    children: BTreeMap<u32, SimChild>,
+    next_conn: ConnKey,
+}
+
+impl Sim {
+    fn new() -> Self {
+        Self {
+            engine: ServerEngine::new(ServerConfig::new(SIM_SERVER_ID.to_vec())),
+            now: Instant::ZERO,
+            conns: BTreeMap::new(),
+            children: BTreeMap::new(),
+            next_conn: 1,
+        }
+    }
+
+    fn handle(&mut self, event: ServerEvent<'_>) {
+        self.engine.handle(self.now, event);
+    }
+
+    /// Carries out actions until the engine has nothing more to say.
+    fn drive(&mut self) -> Result<(), TransportError> {
+        for _ in 0..MAX_DRIVE_STEPS {
+            let Some(action) = self.engine.poll_action() else {
+                return Ok(());
+            };
+            self.perform(action);
+        }
+        Err(TransportError::Unsupported(
+            "the engine did not settle (livelock?)".into(),
+        ))
+    }
+
+    fn perform(&mut self, action: ServerAction) {
+        match action {
+            ServerAction::Send { conn, bytes } => {
+                let len = bytes.len();
+                if let Some(c) = self.conns.get_mut(&key(conn))
+                    && !c.closed
+                {
+                    c.pending.extend_from_slice(&bytes);
+                }
+                self.handle(ServerEvent::Sent { conn, bytes: len });
+            }
+            ServerAction::Close { conn } => {
+                if let Some(c) = self.conns.get_mut(&key(conn)) {
+                    c.closed = true;
+                }
+                self.handle(ServerEvent::Disconnected { conn });
+            }
+            ServerAction::Spawn { terminal, spec } => {
+                if let Some(message) = spawn_failure(&spec) {
+                    self.handle(ServerEvent::SpawnFailed { terminal, message });
+                } else {
+                    self.children.insert(
+                        terminal,
+                        SimChild {
+                            alive: true,
+                            canonical: true,
+                        },
+                    );
+                    self.handle(ServerEvent::Spawned {
+                        terminal,
+                        pid: 10_000 + terminal,
+                    });
+                }
+            }
+            ServerAction::Write {
+                terminal,
+                job,
+                bytes,
+                canonical_check,
+            } => {
+                let child = self.children.get(&terminal);
+                let outcome = match child {
+                    Some(c) if c.alive => {
+                        match canonical_check
+                            .then(|| CanonicalGuard::check(&bytes, c.canonical, true))
+                        {
+                            Some(Err(refused)) => WriteOutcome::CanonicalRefused {
+                                limit: refused.limit as u32,
+                            },
+                            _ => WriteOutcome::Written,
+                        }
+                    }
+                    _ => WriteOutcome::NotWritten,
+                };
+                let echo = outcome == WriteOutcome::Written && !bytes.is_empty();
+                self.handle(ServerEvent::WriteDone {
+                    terminal,
+                    job,
+                    outcome,
+                });
+                if echo {
+                    self.handle(ServerEvent::PtyOutput {
+                        terminal,
+                        bytes: &bytes,
+                    });
+                }
+            }
+            ServerAction::Resize { .. } | ServerAction::Shutdown => {}
+            ServerAction::Signal { terminal, signal } => match signal {
+                Signal::Interrupt | Signal::Terminate | Signal::Kill => self.exit(terminal),
+                // A stopped `cat` still has its input echoed by the line discipline.
+                _ => {}
+            },
+            ServerAction::Kill { terminal } => self.exit(terminal),
+        }
+    }
+
+    fn exit(&mut self, terminal: u32) {
+        if let Some(child) = self.children.get_mut(&terminal)
+            && child.alive
+        {
+            child.alive = false;
+            self.handle(ServerEvent::ChildExited {
+                terminal,
+                exit_status: None,
+            });
+        }
+    }
+}
+
+/// Why a real spawn of `spec` would fail on this machine, if it would.
+fn spawn_failure(spec: &SpawnSpec) -> Option<String> {
+    let program = spec.command.first()?;
+    if program.starts_with('/') && !Path::new(program).exists() {
+        return Some(format!("{program}: no such file or directory"));
+    }
+    if let Some(cwd) = &spec.cwd
+        && !Path::new(cwd).is_dir()
+    {
+        return Some(format!("{cwd}: no such directory"));
+    }
+    None
+}
+
+fn key(conn: ConnId) -> ConnKey {
+    conn.0 as ConnKey
+}
+
+fn conn_id(key: ConnKey) -> ConnId {
+    ConnId(key as u64)
+}
+
+impl Transport for Sim {
+    fn virtual_time(&self) -> bool {
+        true
+    }
+
+    fn max_connections(&self) -> Option<usize> {
+        None
+    }
+
+    fn vars(&self) -> Vec<(String, Value)> {
+        vec![("ECHO".to_owned(), command_list(&[ECHO_COMMAND]))]
+    }
+
+    fn connect(&mut self) -> Result<ConnKey, TransportError> {
+        let key = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(key, SimConn::default());
+        self.handle(ServerEvent::Connected {
+            conn: conn_id(key),
+            peer: PeerInfo::local(),
+        });
+        self.drive()?;
+        Ok(key)
+    }
+
+    fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
+        if self.conns.get(&conn).is_none_or(|c| c.closed) {
+            // Like writing to a socket the server has closed: the bytes go nowhere.
+            return Ok(());
+        }
+        self.handle(ServerEvent::Received {
+            conn: conn_id(conn),
+            bytes,
+        });
+        self.drive()
+    }
+
+    fn recv(&mut self, conn: ConnKey, _wait: Duration) -> Result<Recv, TransportError> {
+        self.drive()?;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return Ok(Recv::Closed);
+        };
+        if !c.pending.is_empty() {
+            return Ok(Recv::Bytes(std::mem::take(&mut c.pending)));
+        }
+        Ok(if c.closed {
+            Recv::Closed
+        } else {
+            Recv::Nothing
+        })
+    }
+
+    fn disconnect(&mut self, conn: ConnKey) {
+        if let Some(c) = self.conns.get_mut(&conn)
+            && !c.closed
+        {
+            c.closed = true;
+            self.handle(ServerEvent::Disconnected {
+                conn: conn_id(conn),
+            });
+            let _ = self.drive();
+        }
+    }
+
+    fn advance(&mut self, by: Duration) {
+        let target = self.now + by;
+        // Visit every wake-up on the way, in order, so timers fire at their own instants.
+        for _ in 0..MAX_DRIVE_STEPS {
+            match self.engine.poll_timeout() {
+                Some(at) if at <= target => {
+                    self.now = self.now.max(at);
+                    self.handle(ServerEvent::Timeout);
+                    if self.drive().is_err() {
+                        break;
+                    }
+                    if self.engine.poll_timeout() == Some(at) {
+                        // A timer that does not move would spin: let time jump past it.
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.now = target;
+        self.handle(ServerEvent::Timeout);
+        let _ = self.drive();
+    }
+}

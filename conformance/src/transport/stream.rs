@@ -1,0 +1,317 @@
+//! Byte-stream transports: a Unix socket to a running server, and a server started as a
+//! child that speaks on its standard input and output (`--stdio`).
+//!
+//! Each connection has a reader thread that forwards what it reads over a channel, so
+//! `recv` can wait with a timeout on any kind of stream without non-blocking I/O.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use phux_proto::notation::Value;
+
+use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list};
+
+/// How long to wait for a child server to exit after its stdin closed, before killing it.
+const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Reads `source` until EOF, forwarding chunks; `None` marks the end.
+fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match source.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None);
+                    return;
+                }
+                Ok(n) => {
+                    if tx.send(Some(buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+fn recv_from(rx: &Receiver<Option<Vec<u8>>>, eof: &mut bool, wait: Duration) -> Recv {
+    if *eof {
+        return Recv::Closed;
+    }
+    match rx.recv_timeout(wait) {
+        Ok(Some(bytes)) => {
+            // Take whatever else is already there in the same call.
+            let mut bytes = bytes;
+            while let Ok(more) = rx.try_recv() {
+                if let Some(b) = more {
+                    bytes.extend_from_slice(&b);
+                } else {
+                    *eof = true;
+                    break;
+                }
+            }
+            Recv::Bytes(bytes)
+        }
+        Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+            *eof = true;
+            Recv::Closed
+        }
+        Err(RecvTimeoutError::Timeout) => Recv::Nothing,
+    }
+}
+
+/// Variables for a real server: `$ECHO` is `cat`; `$PROBE` the probe child, when given.
+fn real_vars(probe: Option<&[String]>) -> Vec<(String, Value)> {
+    let mut vars = vec![("ECHO".to_owned(), command_list(&[ECHO_COMMAND]))];
+    if let Some(words) = probe {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        vars.push(("PROBE".to_owned(), command_list(&words)));
+    }
+    vars
+}
+
+/// A Unix socket to a server that is already running.
+#[derive(Clone, Debug)]
+pub struct SocketConnector {
+    /// The server's socket.
+    pub path: PathBuf,
+    /// The probe child's command line, if the server can run it.
+    pub probe: Option<Vec<String>>,
+}
+
+impl Connector for SocketConnector {
+    fn describe(&self) -> String {
+        format!("socket {}", self.path.display())
+    }
+
+    fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(SocketTransport {
+            path: self.path.clone(),
+            probe: self.probe.clone(),
+            conns: Vec::new(),
+        }))
+    }
+}
+
+struct SocketConn {
+    stream: UnixStream,
+    rx: Receiver<Option<Vec<u8>>>,
+    eof: bool,
+}
+
+struct SocketTransport {
+    path: PathBuf,
+    probe: Option<Vec<String>>,
+    conns: Vec<SocketConn>,
+}
+
+impl SocketTransport {
+    fn conn(&mut self, conn: ConnKey) -> Result<&mut SocketConn, TransportError> {
+        self.conns
+            .get_mut(conn)
+            .ok_or_else(|| TransportError::Unsupported(format!("no connection {conn}")))
+    }
+}
+
+impl Transport for SocketTransport {
+    fn virtual_time(&self) -> bool {
+        false
+    }
+
+    fn shared_server(&self) -> bool {
+        true
+    }
+
+    fn max_connections(&self) -> Option<usize> {
+        None
+    }
+
+    fn vars(&self) -> Vec<(String, Value)> {
+        real_vars(self.probe.as_deref())
+    }
+
+    fn connect(&mut self) -> Result<ConnKey, TransportError> {
+        let stream = UnixStream::connect(&self.path)
+            .map_err(|e| TransportError::io(format!("connect {}", self.path.display()), e))?;
+        let reader = stream
+            .try_clone()
+            .map_err(|e| TransportError::io("clone the socket", e))?;
+        self.conns.push(SocketConn {
+            stream,
+            rx: spawn_reader(reader),
+            eof: false,
+        });
+        Ok(self.conns.len() - 1)
+    }
+
+    fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
+        let c = self.conn(conn)?;
+        // A server that closed first makes this fail; the transcript's expectations (not
+        // the write) decide whether that was right.
+        let _ = c.stream.write_all(bytes);
+        Ok(())
+    }
+
+    fn recv(&mut self, conn: ConnKey, wait: Duration) -> Result<Recv, TransportError> {
+        let c = self.conn(conn)?;
+        Ok(recv_from(&c.rx, &mut c.eof, wait))
+    }
+
+    fn disconnect(&mut self, conn: ConnKey) {
+        if let Ok(c) = self.conn(conn) {
+            let _ = c.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn advance(&mut self, by: Duration) {
+        std::thread::sleep(by);
+    }
+}
+
+impl Drop for SocketTransport {
+    fn drop(&mut self) {
+        for c in &self.conns {
+            let _ = c.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// A server started as a child per transcript (`sh -c CMD`), one client on its stdio.
+#[derive(Clone, Debug)]
+pub struct ExecConnector {
+    /// The shell command line, e.g. `phux-mio-server --stdio`.
+    pub command: String,
+    /// The probe child's command line, if the server can run it.
+    pub probe: Option<Vec<String>>,
+}
+
+impl Connector for ExecConnector {
+    fn describe(&self) -> String {
+        format!("exec '{}'", self.command)
+    }
+
+    fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(ExecTransport {
+            command: self.command.clone(),
+            probe: self.probe.clone(),
+            child: None,
+        }))
+    }
+}
+
+struct ExecChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Option<Vec<u8>>>,
+    eof: bool,
+}
+
+struct ExecTransport {
+    command: String,
+    probe: Option<Vec<String>>,
+    child: Option<ExecChild>,
+}
+
+impl ExecTransport {
+    fn conn(&mut self, conn: ConnKey) -> Result<&mut ExecChild, TransportError> {
+        match (&mut self.child, conn) {
+            (Some(c), 0) => Ok(c),
+            _ => Err(TransportError::Unsupported(format!("no connection {conn}"))),
+        }
+    }
+}
+
+impl Transport for ExecTransport {
+    fn virtual_time(&self) -> bool {
+        false
+    }
+
+    fn max_connections(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn local_socket(&self) -> bool {
+        false
+    }
+
+    fn vars(&self) -> Vec<(String, Value)> {
+        real_vars(self.probe.as_deref())
+    }
+
+    fn connect(&mut self) -> Result<ConnKey, TransportError> {
+        if self.child.is_some() {
+            return Err(TransportError::Unsupported(
+                "a --stdio server carries exactly one connection".into(),
+            ));
+        }
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&self.command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| TransportError::io(format!("start `{}`", self.command), e))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| TransportError::Unsupported("the child has no stdout pipe".into()))?;
+        let stdin = child.stdin.take();
+        self.child = Some(ExecChild {
+            child,
+            stdin,
+            rx: spawn_reader(stdout),
+            eof: false,
+        });
+        Ok(0)
+    }
+
+    fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
+        let c = self.conn(conn)?;
+        if let Some(stdin) = &mut c.stdin {
+            let _ = stdin.write_all(bytes);
+            let _ = stdin.flush();
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, conn: ConnKey, wait: Duration) -> Result<Recv, TransportError> {
+        let c = self.conn(conn)?;
+        Ok(recv_from(&c.rx, &mut c.eof, wait))
+    }
+
+    fn disconnect(&mut self, conn: ConnKey) {
+        if let Ok(c) = self.conn(conn) {
+            c.stdin = None;
+        }
+    }
+
+    fn advance(&mut self, by: Duration) {
+        std::thread::sleep(by);
+    }
+}
+
+impl Drop for ExecTransport {
+    fn drop(&mut self) {
+        let Some(mut c) = self.child.take() else {
+            return;
+        };
+        // Closing stdin ends a --stdio server; give it a moment, then make sure.
+        c.stdin = None;
+        let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = c.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = c.child.kill();
+        let _ = c.child.wait();
+    }
+}

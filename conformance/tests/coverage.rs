@@ -1,0 +1,154 @@
+//! Coverage of the spec by the transcripts, and clause ids cited in the repository's code.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use phux_conformance::coverage::{Coverage, cited_in_source, parse_exemptions};
+use phux_conformance::suite::{Paths, Suite};
+use phux_conformance::transcript::Level;
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn uncovered_list(paths: &Paths) -> BTreeSet<String> {
+    let path = paths.not_wire_checkable.with_file_name("uncovered.txt");
+    read(&path)
+        .lines()
+        .map(|l| l.split_once('#').map_or(l, |(c, _)| c).trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_wire_checkable_must_clause_is_cited_by_a_transcript_step() {
+    let paths = Paths::default();
+    let suite = Suite::load(&paths).unwrap();
+    let exemptions = parse_exemptions(&read(&paths.not_wire_checkable)).unwrap();
+    let cov = Coverage::new(&suite.spec, &suite.transcripts, &exemptions);
+    assert!(
+        cov.unknown_exemptions.is_empty(),
+        "not-wire-checkable.txt names clauses the spec lacks: {:?}",
+        cov.unknown_exemptions
+    );
+    assert!(
+        cov.unknown_citations.is_empty(),
+        "transcript steps cite clauses the spec lacks: {:?}",
+        cov.unknown_citations
+    );
+    // A MUST clause is cited, or exempt with a reason, or listed as still to do.
+    let todo = uncovered_list(&paths);
+    let uncovered: BTreeSet<String> = cov.uncovered_must().iter().map(|r| r.id.clone()).collect();
+    let missing: Vec<&String> = uncovered.difference(&todo).collect();
+    assert!(
+        missing.is_empty(),
+        "MUST clauses with no transcript step citing them: {missing:?}\n{}",
+        cov.table()
+    );
+    let done: Vec<&String> = todo.difference(&uncovered).collect();
+    assert!(
+        done.is_empty(),
+        "uncovered.txt lists clauses that are now cited or exempt (delete them): {done:?}"
+    );
+    // Exemptions are for MUST clauses that are truly off the wire, not for cited ones.
+    for e in &exemptions {
+        let row = cov.rows.iter().find(|r| r.id == e.id).unwrap();
+        assert_eq!(
+            row.level,
+            Level::Must,
+            "{} is exempt but not a MUST clause",
+            e.id
+        );
+        assert!(
+            row.transcripts.is_empty(),
+            "{} is exempt but cited by {:?}",
+            e.id,
+            row.transcripts
+        );
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != ".git" {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_clause_cited_in_the_code_exists_in_the_spec() {
+    let paths = Paths::default();
+    let suite = Suite::load(&paths).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() > 20, "found only {} .rs files", files.len());
+    // Citations that predate this check, listed so that no new one slips in; each line is
+    // `path-from-the-repository-root [ID]` and should go once its code cites a real clause.
+    let known: BTreeSet<String> = read(
+        &paths
+            .not_wire_checkable
+            .with_file_name("stale-citations.txt"),
+    )
+    .lines()
+    .map(|l| l.split_once('#').map_or(l, |(c, _)| c).trim().to_owned())
+    .filter(|l| !l.is_empty())
+    .collect();
+    let mut found = BTreeSet::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for id in cited_in_source(&read(&file)) {
+            if !suite.spec.clauses.contains_key(&id) {
+                found.insert(format!("{rel} [{id}]"));
+            }
+        }
+    }
+    let new: Vec<&String> = found.difference(&known).collect();
+    let fixed: Vec<&String> = known.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "cited clause ids not in spec/ (fix the citation or add the clause):\n{}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        fixed.is_empty(),
+        "stale-citations.txt lists fixed citations (delete them): {fixed:?}"
+    );
+    if !found.is_empty() {
+        eprintln!(
+            "{} known stale citations remain (stale-citations.txt)",
+            found.len()
+        );
+    }
+}
+
+#[test]
+fn coverage_table_lists_every_clause() {
+    let paths = Paths::default();
+    let suite = Suite::load(&paths).unwrap();
+    let exemptions = parse_exemptions(&read(&paths.not_wire_checkable)).unwrap();
+    let cov = Coverage::new(&suite.spec, &suite.transcripts, &exemptions);
+    let table = cov.table();
+    for id in suite.spec.clauses.keys() {
+        assert!(table.contains(id.as_str()), "{id} missing from the table");
+    }
+    assert!(table.contains("handshake/002"));
+}
