@@ -212,7 +212,7 @@ impl AckLane {
             }),
             Some(p) => {
                 let op = p.op;
-                // [INPUT.LANE.5] a refusal before handoff frees the lane at once.
+                // [INPUT.LANE.4] a refusal before handoff frees the lane at once.
                 self.slots.remove(terminal);
                 Ok(op)
             }
@@ -407,7 +407,7 @@ mod tests {
     }
 
     proptest! {
-        // [INPUT.LANE.1]-[INPUT.LANE.5]: one unresolved op per terminal; each admitted op
+        // [INPUT.LANE.1]-[INPUT.LANE.4]: one unresolved op per terminal; each admitted op
         // resolves exactly once; deadlines are exact; late completions change nothing.
         #[test]
         fn lane_invariants(steps in proptest::collection::vec(step_strategy(), 1..200)) {

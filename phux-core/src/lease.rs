@@ -289,7 +289,7 @@ impl LeaseTable {
     /// The client disconnected: releases every lease it holds, in terminal order.
     pub fn disconnect(&mut self, client: ClientId) -> Vec<LeaseChange> {
         let mut changes = Vec::new();
-        // [LEASE.RELEASE.3] a departing holder's leases end; actor = the departing client.
+        // [LEASE.DISCONNECT.1] a departing holder's leases end; actor = the departing client.
         self.leases.retain(|terminal, held| {
             if held.holder != client {
                 return true;

@@ -67,7 +67,7 @@ fn paste_data(input: &ApplyInput) -> Vec<u8> {
         .collect()
 }
 
-// [CLIENT.SPLIT.1] The per-operation limit is computed from the encoding: a paste of exactly
+// [CLIENT.PASTE.1] The per-operation limit is computed from the encoding: a paste of exactly
 // that size encodes at the 64 KiB bound, and one byte more does not decode.
 #[test]
 fn client_split_1_limit_is_exactly_the_encoding_bound() {
@@ -97,7 +97,7 @@ fn client_split_1_limit_is_exactly_the_encoding_bound() {
     }
 }
 
-// [CLIENT.SPLIT.2] Large pastes split at UTF-8 character boundaries, in order, each piece in
+// [CLIENT.PASTE.2] Large pastes split at UTF-8 character boundaries, in order, each piece in
 // limit; multi-byte characters straddling the limit move whole to the next piece.
 #[test]
 fn client_split_2_paste_splits_at_char_boundaries_in_order() {
@@ -178,7 +178,7 @@ fn client_split_events_pack_under_the_event_count_bound() {
     assert_eq!(flat, events);
 }
 
-// [CLIENT.SPLIT.3] Input over the ceiling is refused up front; nothing is queued or journaled.
+// [CLIENT.PASTE.3] Input over the ceiling is refused up front; nothing is queued or journaled.
 #[test]
 fn client_split_3_ceiling_refuses_up_front() {
     let terminal = TerminalId::Local(1);
@@ -339,7 +339,7 @@ fn client_outbox_5_records_round_trip_and_decode_strictly() {
     );
 }
 
-// [CLIENT.OUTBOX.6] A torn last record is dropped and reported at every truncation point;
+// [CLIENT.JOURNAL.5] A torn last record is dropped and reported at every truncation point;
 // damage before the last record is corruption.
 #[test]
 fn client_outbox_6_torn_tail_is_tolerated_at_every_cut() {
@@ -468,7 +468,7 @@ fn event_strategy() -> impl Strategy<Value = InputEvent> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    // [CLIENT.SPLIT.2] Any text splits into in-limit operations whose pastes are whole
+    // [CLIENT.PASTE.2] Any text splits into in-limit operations whose pastes are whole
     // characters and concatenate back to the text.
     #[test]
     fn client_split_2_any_text_round_trips(

@@ -59,7 +59,7 @@ impl Wire for KeyEvent {
             2 => KeyAction::Repeat,
             v => return Err(unknown("KeyAction", v)),
         };
-        // [INPUT.KEY.1] Unknown physical keys and modifier bits are kept (rule R5).
+        // [FIELD.OPEN.1] Unknown physical keys and modifier bits are kept (rule R5).
         let key = PhysicalKey(r.u32()?);
         let mods = ModSet(r.u16()?);
         let consumed_mods = ModSet(r.u16()?);
@@ -260,7 +260,7 @@ pub(crate) fn read_asked(bytes: &[u8]) -> Result<Asked> {
         match field {
             1 => once(&mut id, field, "asked.id", || utf8(value))?,
             2 => once(&mut question, field, "asked.question", || utf8(value))?,
-            // [EVENT.ASKED.1] Suggestions are the one repeated field, kept in order.
+            // [FIELD.DUP.1] Suggestions are the one repeated field, kept in order.
             3 => suggestions.push(utf8(value).map_err(|e| e.with_field("asked.suggestion"))?),
             4 => once(&mut elapsed, field, "asked.elapsed_seconds", || {
                 Reader::new(value).u64()
@@ -291,7 +291,7 @@ pub(crate) fn write_asked(asked: &Asked, out: &mut Vec<u8>) {
 impl Wire for AgentEvent {
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let tag = r.u8()?;
-        // [EVENT.BODY.1] `tag ‖ u32 body_len ‖ body`; known bodies ignore trailing bytes.
+        // [EVENT.FRAME.1] `tag ‖ u32 body_len ‖ body`; known bodies ignore trailing bytes.
         let body = r.bytes_ref()?;
         let mut b = Reader::new(body);
         Ok(match tag {
@@ -310,7 +310,7 @@ impl Wire for AgentEvent {
             0x08 => Self::TerminalControl(TerminalControl::read(&mut b)?),
             0x09 => Self::Asked(read_asked(body)?),
             0x0a => Self::CwdChanged { cwd: b.str()? },
-            // [EVENT.UNKNOWN.1] Unknown tags are kept byte-exact (rule R5).
+            // [EVENT.FRAME.2] Unknown tags are kept byte-exact (rule R5).
             _ => Self::Unknown {
                 tag,
                 body: body.to_vec(),

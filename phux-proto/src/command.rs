@@ -667,7 +667,7 @@ impl Command {
             Self::GET_SCREEN => Self::GetScreen {
                 terminal: TerminalId::read(r)?,
                 request_scrollback: r.optional(Reader::u32)?,
-                // [SCREEN.CELLS.1] The cells byte is optional trailing data: absent = false.
+                // [SCREEN.GET.1] The cells byte is optional trailing data: absent = false.
                 cells: if r.is_empty() { false } else { r.bool()? },
             },
             Self::ROUTE_INPUT => Self::RouteInput {
@@ -690,7 +690,7 @@ impl Command {
             Self::SUBSCRIBE_TERMINAL_EVENTS => {
                 let terminal = TerminalId::read(r)?;
                 let count = usize::from(r.u16()?);
-                // [SUBSCRIBE.TYPES.1] Unknown event types are kept (rule R5).
+                // [SUBSCRIBE.TERMINAL.3] Unknown event types are kept (rule R5).
                 let event_types = r
                     .take(count)?
                     .iter()
@@ -745,7 +745,7 @@ impl Command {
                     v => return Err(unknown("AgentState", v)),
                 },
             },
-            // [COMMAND.TAG.1] Unallocated and retired tags are INVALID_COMMAND (rule R7).
+            // [ERROR.COMMAND.1] Unallocated and retired tags are INVALID_COMMAND (rule R7).
             tag => return Err(DecodeError::new(DecodeErrorKind::UnknownCommand { tag })),
         })
     }
@@ -1078,7 +1078,7 @@ impl Wire for WindowInfo {
 
 impl LayoutNode {
     fn read_depth(r: &mut Reader<'_>, depth: usize) -> Result<Self> {
-        // [ID.LAYOUT.1] Layout trees are bounded so decoding cannot exhaust the stack.
+        // [FIELD.LIMIT.1] Layout trees are bounded so decoding cannot exhaust the stack.
         if depth > MAX_LAYOUT_DEPTH {
             return Err(limit("layout depth", MAX_LAYOUT_DEPTH, depth));
         }

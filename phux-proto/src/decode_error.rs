@@ -168,7 +168,7 @@ impl DecodeError {
             | DecodeErrorKind::FrameTruncated { .. }
             | DecodeErrorKind::TrailingBytes { .. } => ErrorCode::FRAME_TOO_LARGE,
             DecodeErrorKind::UnknownFrameType { .. } => ErrorCode::UNKNOWN_MESSAGE_TYPE,
-            // [COMMAND.TAG.1] An unknown command tag is INVALID_COMMAND (our rule R7).
+            // [ERROR.COMMAND.1] An unknown command tag is INVALID_COMMAND (our rule R7).
             DecodeErrorKind::UnknownCommand { .. } => ErrorCode::INVALID_COMMAND,
             _ => ErrorCode::MALFORMED_MESSAGE,
         }

@@ -160,7 +160,7 @@ impl<'a> Reader<'a> {
         for i in 0..MAX_VARINT_LEN {
             let byte = self.u8()?;
             let group = u64::from(byte & 0x7f);
-            // [VARINT.WIDTH.1] The tenth group may only carry bit 63.
+            // [VARINT.LIMIT.1] The tenth group may only carry bit 63.
             if i == MAX_VARINT_LEN - 1 && group > 1 {
                 return Err(DecodeError::new(DecodeErrorKind::VarintOverflow));
             }
@@ -210,10 +210,10 @@ impl<'a> Fields<'a> {
             return Ok(None);
         }
         let id = self.r.varint()?;
-        // [FIELD.ID.1] A field id fits in u32.
+        // [VARINT.LIMIT.1] A field id fits in u32.
         let id =
             u32::try_from(id).map_err(|_| DecodeError::new(DecodeErrorKind::VarintOverflow))?;
-        // [FIELD.WIRE.1] The wire type is 4 (length-delimited); we reject others (rule R2).
+        // [FIELD.TLV.2] The wire type is 4 (length-delimited); we reject others (rule R2).
         let wire_type = self.r.u8()?;
         if wire_type != WIRE_TYPE_BYTES {
             return Err(DecodeError::new(DecodeErrorKind::WireType {
@@ -221,7 +221,7 @@ impl<'a> Fields<'a> {
             }));
         }
         let len = self.r.varint()?;
-        // [FIELD.LENGTH.1] A field's value lies inside the body.
+        // [FIELD.TLV.3] A field's value lies inside the body.
         let len = usize::try_from(len).map_err(|_| eof())?;
         let value = self.r.take(len)?;
         Ok(Some((id, value)))
@@ -236,7 +236,7 @@ pub(crate) fn once<T>(
     name: &'static str,
     decode: impl FnOnce() -> Result<T>,
 ) -> Result<()> {
-    // [FIELD.DUPLICATE.1] A known field appears at most once.
+    // [FIELD.DUP.1] A known field appears at most once.
     if slot.is_some() {
         return Err(DecodeError::new(DecodeErrorKind::DuplicateField { id }).with_field(name));
     }
@@ -452,7 +452,7 @@ mod tests {
         }
     }
 
-    // [FIELD.WIRE.1]
+    // [FIELD.TLV.2]
     #[test]
     fn wire_type_other_than_four_is_refused() {
         let mut fields = Fields::new(&[0x01, 0x00, 0x01, 0xaa]);

@@ -83,7 +83,7 @@ use phux_proto::Frame;
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
-    // [FRAME.CANON.1] decode(encode(v)) == v, and encode(decode(b)) == b for canonical b.
+    // [FIELD.CANON.1] decode(encode(v)) == v, and encode(decode(b)) == b for canonical b.
     #[test]
     fn every_frame_round_trips(frame in strategies::frame()) {
         let bytes = frame.to_bytes();

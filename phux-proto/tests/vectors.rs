@@ -197,7 +197,7 @@ fn error_table() -> Vec<(
             None,
         ),
         // Reference UnknownEnumValue{Command} = our UnknownCommand, with the request id
-        // (rule R7). [COMMAND.TAG.1]
+        // (rule R7). [ERROR.COMMAND.1]
         (
             "raw_command_unknown_tag",
             "UnknownEnumValue",
@@ -661,7 +661,7 @@ fn kill_terminal_example() {
     assert_eq!(Frame::decode(&bytes), Ok(frame));
 }
 
-// [PING.NONCE.1] DIGEST 4.1's example.
+// [PING.ECHO.1] DIGEST 4.1's example.
 #[test]
 fn ping_example() {
     let frame = Frame::Ping(Ping {
@@ -672,7 +672,7 @@ fn ping_example() {
     assert_eq!(Frame::decode(&bytes), Ok(frame));
 }
 
-// [EVENT.BODY.1] DIGEST 7.6's terminal_control example: ACQUIRED by client 3 on local 5.
+// [EVENT.FRAME.1] DIGEST 7.6's terminal_control example: ACQUIRED by client 3 on local 5.
 #[test]
 fn terminal_control_example() {
     let frame = Frame::Event(EventFrame {

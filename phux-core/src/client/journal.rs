@@ -442,7 +442,7 @@ pub fn decode_journal(bytes: &[u8]) -> Result<DecodedJournal, JournalError> {
                 offset += used;
             }
             Err(error) => {
-                // [CLIENT.OUTBOX.6] Torn means the damaged record runs to the end of the file:
+                // [CLIENT.JOURNAL.5] Torn means the damaged record runs to the end of the file:
                 // nothing whole follows it.
                 let declared = rest
                     .first_chunk::<LEN_LEN>()

@@ -194,7 +194,7 @@ pub fn split_utf8(data: &[u8], limit: usize) -> Vec<&[u8]> {
     let mut pieces = Vec::new();
     let mut rest = data;
     while rest.len() > limit {
-        // [CLIENT.SPLIT.2] Back up over at most three continuation bytes (0b10xx_xxxx) so the
+        // [CLIENT.PASTE.2] Back up over at most three continuation bytes (0b10xx_xxxx) so the
         // cut lands on a character's first byte.
         let mut cut = limit;
         while cut > limit - 3 && rest.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
@@ -302,7 +302,7 @@ impl Outbox {
         if events.is_empty() {
             return Err(OutboxError::Empty);
         }
-        // [CLIENT.SPLIT.3] Input over the ceiling is refused before anything is queued.
+        // [CLIENT.PASTE.3] Input over the ceiling is refused before anything is queued.
         let len: usize = events
             .iter()
             .map(|e| match e {
@@ -643,7 +643,7 @@ fn split_events(terminal: &TerminalId, events: Vec<InputEvent>) -> Vec<Vec<Input
     let mut batch: Vec<InputEvent> = Vec::new();
     let mut batch_len = 0;
     for event in events {
-        // [CLIENT.SPLIT.1] A paste too large for one operation becomes several, in order.
+        // [CLIENT.PASTE.1] A paste too large for one operation becomes several, in order.
         let pieces: Vec<InputEvent> = match event {
             InputEvent::Paste(p) if p.data.len() > max_paste => split_utf8(&p.data, max_paste)
                 .into_iter()

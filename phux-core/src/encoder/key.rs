@@ -562,7 +562,7 @@ fn legacy_text(key: &KeyEvent, us: Option<(char, char)>, derive: bool, out: &mut
             return;
         }
     }
-    // [INPUT.ENCODE.KEY.1] Text keys write their text; [INPUT.ENCODE.KEY.11] Alt/Meta
+    // [INPUT.ENCODE.KEY.1] Text keys write their text; [INPUT.ENCODE.KEY.5] Alt/Meta
     // prefixes ESC.
     if let Some(text) = text {
         if alt {
@@ -859,7 +859,7 @@ fn kitty_text_key(
             .filter(|b| *b != code)
             .map(u32::from);
     }
-    // [INPUT.ENCODE.KITTY.10] Associated text (report-all-keys + report-associated-text) as
+    // [INPUT.ENCODE.KITTY.9] Associated text (report-all-keys + report-associated-text) as
     // code points in the third field; releases carry none.
     if assoc && !release {
         seq.text = text.map(str::to_owned);
@@ -1054,7 +1054,7 @@ mod tests {
 
     // kitty keyboard-protocol "Legacy text keys" example table (plain, shift, alt, shift+alt)
     // and the "Legacy ctrl mapping of ASCII keys" table.
-    // [INPUT.ENCODE.KEY.1] [INPUT.ENCODE.KEY.10] [INPUT.ENCODE.KEY.11]
+    // [INPUT.ENCODE.KEY.1] [INPUT.ENCODE.KEY.10] [INPUT.ENCODE.KEY.5]
     #[test]
     fn legacy_text_and_ctrl() {
         let d = TerminalModes::default();
@@ -1350,7 +1350,7 @@ mod tests {
     // kitty "Report all keys as escape codes" and "Text as code points": `shift+a -> CSI 97
     // ; 2 ; 65 u`, `option+a -> CSI 97 ; ; 229 u`; modifier keys reported with their own bit
     // as it is after the event (LEFT_SHIFT 57441 ...). [INPUT.ENCODE.KITTY.6]
-    // [INPUT.ENCODE.KITTY.7] [INPUT.ENCODE.KITTY.8] [INPUT.ENCODE.KITTY.10]
+    // [INPUT.ENCODE.KITTY.7] [INPUT.ENCODE.KITTY.8] [INPUT.ENCODE.KITTY.9]
     #[test]
     fn kitty_report_all_and_text() {
         let all = kitty(0b1000);

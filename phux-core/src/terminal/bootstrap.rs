@@ -20,7 +20,7 @@ impl TerminalState {
         let modes = self.modes();
         let mut out = String::new();
 
-        // [BOOTSTRAP.SYNTH.1] both screens: the main one first, then the alternate over it.
+        // [BOOTSTRAP.CHUNK.2] both screens: the main one first, then the alternate over it.
         if modes.alternate_screen {
             if let Some(main) = &self.main_snapshot {
                 out.push_str(main);
@@ -32,7 +32,7 @@ impl TerminalState {
         out.push_str(&screen.contents_formatted());
         push_kitty_stack(&mut out, self.tracker.kitty_stack(modes.alternate_screen));
 
-        // [BOOTSTRAP.SYNTH.2] every mode the input encoder reads. A fresh terminal has them
+        // [BOOTSTRAP.CHUNK.2] every mode the input encoder reads. A fresh terminal has them
         // all off, so only the set ones are sent.
         let mut dec = |on: bool, mode: u16| {
             if on {

@@ -33,7 +33,7 @@ impl TerminalState {
             .map(Value::from)
             .collect();
 
-        // [SCREEN.SCROLLBACK.1] absent = none, 0 = all retained, n = the n newest.
+        // [SCREEN.JSON.3] absent = none, 0 = all retained, n = the n newest.
         let history = &self.parser.callbacks().history;
         let wanted = match request_scrollback {
             None => 0,

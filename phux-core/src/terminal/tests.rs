@@ -321,7 +321,7 @@ fn screen_json_shape() {
     );
 }
 
-// [SCREEN.SCROLLBACK.1]
+// [SCREEN.JSON.3]
 #[test]
 fn scrollback_selection() {
     let mut t = TerminalState::new(4, 2, 3);
@@ -428,7 +428,7 @@ const VARIED: &[u8] = b"\x1b]2;build: ok\x07\x1b[1;32muser@host\x1b[m:\x1b[34m~/
     \x1b[5;3Hmoved\x1b[2;10H\x1b[K\x1b[1;5r\x1b[4 q\x1b[?25l\
     \x1b[?1;67;2004;1004;1002;1016h\x1b=\x1b[20h\x1b[>1u\x1b[>9u\x1b[=4;2u\x1b[2;31m";
 
-// [BOOTSTRAP.SYNTH.1] [BOOTSTRAP.SYNTH.2]
+// [BOOTSTRAP.CHUNK.2] [BOOTSTRAP.CHUNK.2]
 #[test]
 fn bootstrap_rebuilds_screen_and_modes() {
     let mut t = TerminalState::new(30, 8, 10);

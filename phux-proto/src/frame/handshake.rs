@@ -414,7 +414,7 @@ impl Wire for ClientCapabilities {
 impl Wire for ServerCapabilities {
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         let layers = LayerSet::from_bits_truncate(r.u8()?);
-        // [HELLO.SERVERCAPS.1] Features follow only if bytes remain; absent = empty.
+        // [HELLO.OK.5] Features follow only if bytes remain; absent = empty.
         let features = if r.is_empty() {
             ServerFeatures::empty()
         } else {

@@ -297,12 +297,12 @@ fn u64_value(v: &[u8]) -> Result<u64> {
 }
 
 fn stream_value(v: &[u8]) -> Result<StreamId> {
-    // [OUTPUT.STREAM.1] Stream ids are non-zero.
+    // [ID.STREAM.1] Stream ids are non-zero.
     StreamId::new(u64_value(v)?).ok_or_else(|| DecodeError::new(DecodeErrorKind::ZeroId))
 }
 
 fn bootstrap_value(v: &[u8]) -> Result<BootstrapId> {
-    // [OUTPUT.BOOTSTRAP.1] Bootstrap ids are non-zero.
+    // [ID.STREAM.1] Bootstrap ids are non-zero.
     BootstrapId::new(u64_value(v)?).ok_or_else(|| DecodeError::new(DecodeErrorKind::ZeroId))
 }
 
@@ -647,7 +647,7 @@ impl BootstrapBegin {
         })?;
         let codec = required(codec, "codec")?;
         let output_mode = required(mode, "output_mode")?;
-        // [BOOTSTRAP.PROFILE.1] A native bootstrap is raw output only.
+        // [BOOTSTRAP.CODEC.1] A native bootstrap is raw output only.
         if codec == BootstrapCodec::Native && output_mode == OutputMode::StateSync {
             return Err(DecodeError::new(DecodeErrorKind::Invalid {
                 what: "native codec with state-sync output",
