@@ -56,14 +56,12 @@ fn vectors() -> Vec<Vector> {
                 v.hex = body;
             }
             lines.next();
-        } else if let Some(result) = line.strip_prefix("Decoder result: `") {
-            if let Some(v) = out.last_mut() {
-                v.reference_err = result.starts_with("Err(");
-            }
-        } else if let Some(ours) = line.strip_prefix("OURS: ") {
-            if let Some(v) = out.last_mut() {
-                v.ours = Some(ours.to_owned());
-            }
+        } else if let (Some(result), Some(v)) =
+            (line.strip_prefix("Decoder result: `"), out.last_mut())
+        {
+            v.reference_err = result.starts_with("Err(");
+        } else if let (Some(ours), Some(v)) = (line.strip_prefix("OURS: "), out.last_mut()) {
+            v.ours = Some(ours.to_owned());
         }
     }
     out
