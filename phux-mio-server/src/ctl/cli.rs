@@ -148,8 +148,8 @@ pub struct PasteArgs {
     /// Read the paste from this file instead of stdin.
     #[arg(long, value_name = "F")]
     pub file: Option<PathBuf>,
-    /// Mark the paste untrusted: the server refuses it if it could break out of bracketed
-    /// paste or carries control characters a program might act on.
+    /// Mark the paste untrusted: the server refuses it if it holds a line feed, the
+    /// end-of-paste marker or invalid UTF-8, and blanks the control characters it carries.
     #[arg(long)]
     pub untrusted: bool,
 }
