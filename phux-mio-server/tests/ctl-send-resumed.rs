@@ -15,10 +15,11 @@ fn operation_id(stderr: &str, marker: &str) -> String {
         .lines()
         .find(|l| l.contains(marker))
         .unwrap_or_else(|| panic!("no {marker:?} in stderr:\n{stderr}"));
-    line.split_whitespace()
+    let word = line
+        .split_whitespace()
         .find(|w| w.starts_with("0x"))
-        .map(|w| w.trim_end_matches(':').to_owned())
-        .unwrap_or_else(|| panic!("no operation id in {line:?}"))
+        .unwrap_or_else(|| panic!("no operation id in {line:?}"));
+    word.trim_end_matches(':').to_owned()
 }
 
 #[test]
@@ -26,6 +27,9 @@ fn the_next_run_resumes_the_operation_with_the_same_id_and_it_is_not_written_twi
     // [CLIENT.OUTBOX.5] [CLIENT.RETRY.2] [INPUT.DEDUPE.2]
     let server = Server::start();
     let ctl = Ctl::new(&server);
+    // Reads screens with an outbox of its own: every run settles its own journal first, and
+    // this test wants the interrupted operation settled by one run it chose.
+    let observer = Ctl::new(&server);
     let id = ctl.spawn(&["/bin/sh", "-c", COUNTER]);
 
     let first = ctl
@@ -44,7 +48,7 @@ fn the_next_run_resumes_the_operation_with_the_same_id_and_it_is_not_written_twi
     );
 
     // The server wrote it: the child read it once.
-    ctl.wait_screen(&id, "got 1", |s| s.contains("got 1: once"));
+    observer.wait_screen(&id, "got 1", |s| s.contains("got 1: once"));
 
     // Any next run settles it first: same id, resent, answered from the server's record.
     let next = ctl.run(&["list"]);

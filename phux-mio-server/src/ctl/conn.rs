@@ -66,12 +66,15 @@ pub enum Incoming {
 /// What [`Session::step`] found.
 #[derive(Debug)]
 pub enum Step {
-    /// An engine event (operation resolutions are collected, not returned).
+    /// An engine event (operation resolutions are collected for
+    /// [`Session::wait_resolved`] and only named by [`Step::Resolved`]).
     Event(ClientEvent),
     /// A tty event.
     Tty(crossterm::event::Event),
     /// The tty could not be read.
     TtyFailed(String),
+    /// An acknowledged-input operation resolved (see [`Session::wait_resolved`]).
+    Resolved(OperationId),
     /// The caller's deadline passed.
     Deadline,
     /// The connection ended (and no redial was due).
@@ -331,6 +334,7 @@ impl Session {
                         resolution,
                     } => {
                         self.resolved.insert(op, (terminal, resolution));
+                        return Ok(Step::Resolved(op));
                     }
                     ClientEvent::Redial { .. } => self.redial()?,
                     ClientEvent::ConnectionFailed(why) => return Err(CtlError::Protocol(why)),
@@ -528,10 +532,16 @@ impl Session {
         deadline: StdInstant,
     ) -> Result<Vec<Option<(TerminalId, Resolution)>>, CtlError> {
         loop {
-            let pending = ops.iter().any(|op| {
-                !self.resolved.contains_key(op) && self.engine.outbox().pending(*op).is_some()
+            if ops.iter().all(|op| self.resolved.contains_key(op)) {
+                break;
+            }
+            // A resolution may still sit in the event queue (one decided at HELLO_OK is queued
+            // behind it); only an operation neither queued nor pending is gone for good.
+            self.flush()?;
+            let gone = ops.iter().all(|op| {
+                self.resolved.contains_key(op) || self.engine.outbox().pending(*op).is_none()
             });
-            if !pending {
+            if gone && self.events.is_empty() {
                 break;
             }
             match self.step_live(Some(deadline))? {

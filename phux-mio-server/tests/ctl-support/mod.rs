@@ -25,8 +25,12 @@ pub(crate) struct Ctl {
 
 impl Ctl {
     pub(crate) fn new(server: &Server) -> Self {
+        Self::at(&server.socket)
+    }
+
+    pub(crate) fn at(socket: &Path) -> Self {
         Self {
-            socket: server.socket.clone(),
+            socket: socket.to_owned(),
             state: tempfile::tempdir().expect("state dir"),
         }
     }
@@ -100,7 +104,7 @@ impl Ctl {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "journal"))
             .map(|p| {
-                let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+                let len = std::fs::metadata(&p).map_or(0, |m| m.len());
                 (p, len)
             })
             .collect()
@@ -150,4 +154,40 @@ pub(crate) fn read_pid(path: &Path) -> u32 {
         path.display()
     );
     pid.unwrap_or_default()
+}
+
+/// The server binary at a socket path of the caller's choosing (to restart a server on the
+/// same path), once it printed its ready line. Killed when dropped.
+pub(crate) struct ServerAt(pub(crate) std::process::Child);
+
+impl ServerAt {
+    pub(crate) fn start(socket: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_phux-mio-server"))
+            .arg("--socket")
+            .arg(socket)
+            .args(["--log-level", "warn", "--shell", "/bin/sh"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(DEADLINE).expect("no ready line");
+        assert!(line.contains("listening on"), "{line:?}");
+        Self(child)
+    }
+}
+
+impl Drop for ServerAt {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
