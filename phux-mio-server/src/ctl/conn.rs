@@ -1,0 +1,560 @@
+//! One phuxctl session: a [`ClientEngine`] driven over a blocking Unix stream, with its
+//! outbox journal on disk.
+//!
+//! A reader thread turns the socket into messages on a channel; the main thread waits on that
+//! channel with the engine's timeout, so one loop serves the socket, the engine's timers and
+//! (for `attach`) the local tty, whose events arrive on the same channel. The order the
+//! engine asks for is kept: events, then journal records (appended and synced), then bytes.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant as StdInstant, SystemTime};
+
+use phux_core::client::journal::JournalRecord;
+use phux_core::client::outbox::{Input, OutboxConfig, Resolution};
+use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
+use phux_core::time::Instant;
+use phux_proto::frame::{SpawnResult, SpawnTerminal};
+use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
+
+use super::CtlError;
+use super::outbox_store::OutboxStore;
+
+/// How long a command may go unanswered: the server answers at once, so this only ends the
+/// wait on a server that stopped (a loaded machine gets plenty).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long to wait for acknowledged input to resolve before reporting it still pending (the
+/// engine itself redials after 9 s of silence; a busy terminal can keep an operation retrying
+/// for longer). What is still pending stays in the outbox for the next run.
+pub const INPUT_TIMEOUT: Duration = Duration::from_mins(1);
+
+/// How often one run redials a connection that dropped while operations were pending.
+const MAX_REDIALS: u32 = 3;
+
+/// A blocked write to a server that stopped reading fails after this.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Test-only: with this set to 1, phuxctl exits (status [`super::EXIT_TEST_HOOK`]) right
+/// after it has sent an acknowledged operation and before the answer, as if killed there.
+pub const TEST_EXIT_AFTER_SEND: &str = "PHUXCTL_TEST_EXIT_AFTER_SEND";
+
+/// What the waiting thread is woken by.
+#[derive(Debug)]
+pub enum Incoming {
+    /// Bytes from connection number `conn`.
+    Bytes {
+        /// Which dial they belong to (stale ones are dropped after a redial).
+        conn: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Connection number `conn` reached end of stream or failed.
+    Closed {
+        /// Which dial.
+        conn: u64,
+    },
+    /// An event from the local tty (`attach`).
+    Tty(crossterm::event::Event),
+    /// Reading the local tty failed.
+    TtyFailed(String),
+}
+
+/// What [`Session::step`] found.
+#[derive(Debug)]
+pub enum Step {
+    /// An engine event (operation resolutions are collected for
+    /// [`Session::wait_resolved`] and only named by [`Step::Resolved`]).
+    Event(ClientEvent),
+    /// A tty event.
+    Tty(crossterm::event::Event),
+    /// The tty could not be read.
+    TtyFailed(String),
+    /// An acknowledged-input operation resolved (see [`Session::wait_resolved`]).
+    Resolved(OperationId),
+    /// The caller's deadline passed.
+    Deadline,
+    /// The connection ended (and no redial was due).
+    Closed,
+}
+
+/// The engine's clock: microseconds since the Unix epoch, so an operation's age survives a
+/// restart of phuxctl (the retry policy resends only young operations).
+pub fn unix_now() -> Instant {
+    let since = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    Instant::from_micros(u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A source of fresh operation ids: a random 128-bit base from the OS RNG, counted up (ids
+/// must be unique and unguessable by other clients, which a random base gives them).
+#[derive(Debug)]
+pub struct OperationIds {
+    next: u128,
+}
+
+impl OperationIds {
+    /// A new source, drawing its base from `getrandom(2)`.
+    pub fn new() -> Result<Self, CtlError> {
+        let mut bytes = [0u8; 16];
+        let mut filled = 0;
+        while let Some(rest) = bytes.get_mut(filled..).filter(|r| !r.is_empty()) {
+            match rustix::rand::getrandom(rest, rustix::rand::GetRandomFlags::empty()) {
+                Ok(0) => return Err(CtlError::Local("getrandom returned nothing".to_owned())),
+                Ok(n) => filled += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(CtlError::Local(format!("getrandom: {e}"))),
+            }
+        }
+        Ok(Self {
+            next: u128::from_be_bytes(bytes),
+        })
+    }
+
+    /// The next id (zero is not an id, so it is skipped).
+    pub fn next_id(&mut self) -> OperationId {
+        loop {
+            let value = self.next;
+            self.next = self.next.wrapping_add(1);
+            if let Some(id) = OperationId::from_u128(value) {
+                return id;
+            }
+        }
+    }
+}
+
+/// A connected session.
+#[derive(Debug)]
+pub struct Session {
+    engine: ClientEngine,
+    store: Option<OutboxStore>,
+    path: PathBuf,
+    stream: Option<UnixStream>,
+    conn: u64,
+    redials: u32,
+    tx: Sender<Incoming>,
+    rx: Receiver<Incoming>,
+    events: VecDeque<ClientEvent>,
+    /// Events a command's wait passed over (output, bootstrap), for the next `step`.
+    deferred: VecDeque<ClientEvent>,
+    resolved: HashMap<OperationId, (TerminalId, Resolution)>,
+    next_spawn_request: u32,
+    detached: Option<String>,
+    test_exit_after_send: bool,
+}
+
+impl Session {
+    /// Rebuilds the engine from `records` (the journal; empty without a store), dials `path`
+    /// and completes the handshake. Restored operations are resent or decided from here on.
+    pub fn connect(
+        path: &Path,
+        store: Option<OutboxStore>,
+        records: Vec<JournalRecord>,
+    ) -> Result<Self, CtlError> {
+        let config = ClientConfig {
+            client_name: concat!("phuxctl/", env!("CARGO_PKG_VERSION")).to_owned(),
+            outbox: OutboxConfig {
+                // Without the journal's lock this run must not submit input at all.
+                journal: store.is_some(),
+                ..OutboxConfig::default()
+            },
+            ..ClientConfig::default()
+        };
+        let had_records = !records.is_empty();
+        let engine = ClientEngine::restore(config, records).map_err(|error| {
+            CtlError::Local(format!("the outbox journal does not replay: {error}"))
+        })?;
+        let (tx, rx) = mpsc::channel();
+        let mut session = Self {
+            engine,
+            store,
+            path: path.to_owned(),
+            stream: None,
+            conn: 0,
+            redials: 0,
+            tx,
+            rx,
+            events: VecDeque::new(),
+            deferred: VecDeque::new(),
+            resolved: HashMap::new(),
+            next_spawn_request: 1,
+            detached: None,
+            test_exit_after_send: std::env::var_os(TEST_EXIT_AFTER_SEND).is_some_and(|v| v == "1"),
+        };
+        if had_records && let Some(store) = &mut session.store {
+            // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending.
+            store.rewrite(&session.engine.outbox().compact())?;
+        }
+        session.dial()?;
+        session.wait_hello()?;
+        Ok(session)
+    }
+
+    fn dial(&mut self) -> Result<(), CtlError> {
+        let stream = UnixStream::connect(&self.path).map_err(|source| CtlError::Connect {
+            path: self.path.clone(),
+            source,
+        })?;
+        stream
+            .set_write_timeout(Some(WRITE_TIMEOUT))
+            .map_err(|e| CtlError::Local(format!("socket option: {e}")))?;
+        let mut reader = stream
+            .try_clone()
+            .map_err(|e| CtlError::Local(format!("socket clone: {e}")))?;
+        self.conn += 1;
+        let conn = self.conn;
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Incoming::Closed { conn });
+                        return;
+                    }
+                    Ok(n) => {
+                        let bytes = buf[..n].to_vec();
+                        if tx.send(Incoming::Bytes { conn, bytes }).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        self.stream = Some(stream);
+        self.engine.handle_connected(unix_now());
+        Ok(())
+    }
+
+    fn wait_hello(&mut self) -> Result<(), CtlError> {
+        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        loop {
+            match self.step_live(Some(deadline))? {
+                Step::Event(ClientEvent::HelloOk(_)) => return Ok(()),
+                Step::Deadline => return Err(CtlError::Timeout("HELLO_OK")),
+                Step::Closed => return Err(self.lost("during the handshake")),
+                _ => {}
+            }
+        }
+    }
+
+    fn lost(&self, when: &str) -> CtlError {
+        let why = self
+            .detached
+            .as_ref()
+            .map_or_else(String::new, |m| format!(" (server: {m})"));
+        CtlError::ConnectionLost(format!("the connection ended {when}{why}"))
+    }
+
+    /// A sender for the wake-up channel, so the tty reader can join the loop.
+    pub fn waker(&self) -> Sender<Incoming> {
+        self.tx.clone()
+    }
+
+    /// Gives up the outbox (and its lock) when nothing is pending, so a long-running command
+    /// does not hold other phuxctl processes back. Returns whether it was released.
+    pub fn release_outbox(&mut self) -> bool {
+        if self.engine.outbox().is_empty() {
+            self.store = None;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Performs what the engine asks for: collect events, persist journal records (synced
+    /// before anything is sent), write the transmit queue.
+    fn flush(&mut self) -> Result<(), CtlError> {
+        while let Some(event) = self.engine.poll_event() {
+            self.events.push_back(event);
+        }
+        let mut sent = Vec::new();
+        while let Some(record) = self.engine.poll_journal() {
+            if let JournalRecord::Sent { op, .. } = &record {
+                sent.push(*op);
+            }
+            let Some(store) = &mut self.store else {
+                return Err(CtlError::Local(
+                    "acknowledged input without the outbox journal".to_owned(),
+                ));
+            };
+            store.append(&record)?;
+        }
+        if let Some(store) = &mut self.store {
+            // [CLIENT.OUTBOX.1] Durable before the bytes it describes leave.
+            store.sync()?;
+        }
+        while let Some(bytes) = self.engine.poll_transmit() {
+            let Some(stream) = &mut self.stream else {
+                break;
+            };
+            if stream.write_all(&bytes).is_err() {
+                // The reader thread sees the same failure and reports Closed.
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                break;
+            }
+        }
+        if self.test_exit_after_send && !sent.is_empty() {
+            for op in &sent {
+                eprintln!("phuxctl: test hook: exiting after sending operation {op}");
+            }
+            std::process::exit(super::EXIT_TEST_HOOK);
+        }
+        if let Some(store) = &mut self.store
+            && self.engine.outbox().is_empty()
+            && !store.is_empty()
+        {
+            // [CLIENT.OUTBOX.4] Compacted when the outbox empties.
+            store.rewrite(&[])?;
+        }
+        Ok(())
+    }
+
+    /// Runs the loop until something for the caller happens or `deadline` passes.
+    pub fn step(&mut self, deadline: Option<StdInstant>) -> Result<Step, CtlError> {
+        if let Some(event) = self.deferred.pop_front() {
+            return Ok(Step::Event(event));
+        }
+        self.step_live(deadline)
+    }
+
+    /// [`Session::step`] without the deferred events (for waits that defer what they skip).
+    fn step_live(&mut self, deadline: Option<StdInstant>) -> Result<Step, CtlError> {
+        loop {
+            self.flush()?;
+            if let Some(event) = self.events.pop_front() {
+                match event {
+                    ClientEvent::OperationResolved {
+                        op,
+                        terminal,
+                        resolution,
+                    } => {
+                        self.resolved.insert(op, (terminal, resolution));
+                        return Ok(Step::Resolved(op));
+                    }
+                    ClientEvent::Redial { .. } => self.redial()?,
+                    ClientEvent::ConnectionFailed(why) => return Err(CtlError::Protocol(why)),
+                    ClientEvent::Detached { ref message, .. } => {
+                        self.detached = Some(message.clone());
+                        return Ok(Step::Event(event));
+                    }
+                    other => return Ok(Step::Event(other)),
+                }
+                continue;
+            }
+            let engine_wait = self.engine.poll_timeout().map(|at| {
+                let wait = at.saturating_duration_since(unix_now());
+                // Whole milliseconds, rounded up, so a wake-up never lands just short.
+                Duration::from_millis(
+                    u64::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
+                )
+            });
+            let caller_wait = match deadline {
+                Some(d) => {
+                    let now = StdInstant::now();
+                    if d <= now {
+                        return Ok(Step::Deadline);
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            let wait = match (engine_wait, caller_wait) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let message = match wait {
+                Some(wait) => self.rx.recv_timeout(wait),
+                None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match message {
+                Ok(Incoming::Bytes { conn, bytes }) if conn == self.conn => {
+                    self.engine.handle_received(unix_now(), &bytes);
+                }
+                Ok(Incoming::Closed { conn }) if conn == self.conn => {
+                    if !self.on_closed()? {
+                        self.flush()?;
+                        return Ok(Step::Closed);
+                    }
+                }
+                Ok(Incoming::Tty(event)) => return Ok(Step::Tty(event)),
+                Ok(Incoming::TtyFailed(e)) => return Ok(Step::TtyFailed(e)),
+                // A stale connection's leftovers.
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => self.engine.handle_timeout(unix_now()),
+                // We hold a sender ourselves, so this cannot happen; treat it as an end.
+                Err(RecvTimeoutError::Disconnected) => return Ok(Step::Closed),
+            }
+        }
+    }
+
+    /// The connection ended. Redials when operations are pending (they are decided after
+    /// the new HELLO_OK); returns whether it did.
+    fn on_closed(&mut self) -> Result<bool, CtlError> {
+        self.stream = None;
+        self.engine.handle_disconnected(unix_now());
+        if self.engine.outbox().is_empty() || self.redials >= MAX_REDIALS {
+            return Ok(false);
+        }
+        self.redials += 1;
+        self.dial().map_err(|e| {
+            CtlError::ConnectionLost(format!(
+                "{e}; pending input stays in the outbox for the next phuxctl run"
+            ))
+        })?;
+        Ok(true)
+    }
+
+    fn redial(&mut self) -> Result<(), CtlError> {
+        if let Some(stream) = self.stream.take() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        if !self.on_closed()? {
+            return Err(CtlError::ConnectionLost(
+                "the server stopped answering; pending input stays in the outbox for the next \
+                 phuxctl run"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a command and waits for its answer.
+    pub fn command(&mut self, command: Command) -> Result<CommandResult, CtlError> {
+        let request_id = self
+            .engine
+            .command(command)
+            .map_err(|e| CtlError::Local(e.to_string()))?;
+        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        loop {
+            match self.step_live(Some(deadline))? {
+                Step::Event(ClientEvent::CommandResult {
+                    request_id: id,
+                    result,
+                }) if id == request_id => return Ok(result),
+                Step::Event(ClientEvent::CommandAbandoned { request_id: id })
+                    if id == request_id =>
+                {
+                    return Err(self.lost("before the answer"));
+                }
+                Step::Deadline => return Err(CtlError::Timeout("the command's answer")),
+                Step::Closed => return Err(self.lost("before the answer")),
+                // Output and bootstrap frames may come before the answer (ATTACH_TERMINAL).
+                Step::Event(other) => self.deferred.push_back(other),
+                _ => {}
+            }
+        }
+    }
+
+    /// Sends a command and requires OK (a refusal is an error).
+    pub fn command_ok(
+        &mut self,
+        command: Command,
+    ) -> Result<Option<phux_proto::CommandValue>, CtlError> {
+        match self.command(command)? {
+            CommandResult::Ok => Ok(None),
+            CommandResult::OkWith(value) => Ok(Some(value)),
+            CommandResult::Error { code, message } => Err(CtlError::Refused { code, message }),
+        }
+    }
+
+    /// Sends a frame that needs no answer.
+    pub fn send(&mut self, frame: &Frame) -> Result<(), CtlError> {
+        self.engine
+            .send(frame)
+            .map_err(|e| CtlError::Local(e.to_string()))?;
+        self.flush()
+    }
+
+    /// SPAWN_TERMINAL; the new terminal.
+    pub fn spawn(&mut self, mut spawn: SpawnTerminal) -> Result<TerminalId, CtlError> {
+        let request_id = self.next_spawn_request;
+        self.next_spawn_request = self.next_spawn_request.wrapping_add(1).max(1);
+        spawn.request_id = request_id;
+        self.send(&Frame::SpawnTerminal(spawn))?;
+        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        loop {
+            match self.step_live(Some(deadline))? {
+                Step::Event(ClientEvent::Frame(Frame::TerminalSpawned(s)))
+                    if s.request_id == request_id =>
+                {
+                    return match s.result {
+                        SpawnResult::Ok(id) => Ok(id),
+                        SpawnResult::Err(e) => Err(CtlError::SpawnFailed(format!("{e:?}"))),
+                    };
+                }
+                Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
+                    return Err(CtlError::Refused {
+                        code: e.code,
+                        message: e.message,
+                    });
+                }
+                Step::Deadline => return Err(CtlError::Timeout("TERMINAL_SPAWNED")),
+                Step::Closed => return Err(self.lost("before TERMINAL_SPAWNED")),
+                Step::Event(other) => self.deferred.push_back(other),
+                _ => {}
+            }
+        }
+    }
+
+    /// Puts acknowledged input in the outbox (journaled before it is sent); its operations.
+    pub fn submit(
+        &mut self,
+        terminal: TerminalId,
+        input: Input,
+    ) -> Result<Vec<OperationId>, CtlError> {
+        if self.store.is_none() {
+            return Err(CtlError::Local(
+                "acknowledged input needs the outbox journal".to_owned(),
+            ));
+        }
+        let now = unix_now();
+        let mut ids = OperationIds::new()?;
+        let new_id = || ids.next_id();
+        let ops = match input {
+            Input::Events(events) => self.engine.apply_input(now, terminal, events, new_id),
+            Input::Paste { data, trust } => self.engine.paste(now, terminal, data, trust, new_id),
+        }
+        .map_err(|e| CtlError::Input(e.to_string()))?;
+        self.flush()?;
+        Ok(ops)
+    }
+
+    /// Waits until every one of `ops` resolved, or `deadline`; the resolutions found, in the
+    /// order of `ops` (`None`: still pending).
+    pub fn wait_resolved(
+        &mut self,
+        ops: &[OperationId],
+        deadline: StdInstant,
+    ) -> Result<Vec<Option<(TerminalId, Resolution)>>, CtlError> {
+        loop {
+            if ops.iter().all(|op| self.resolved.contains_key(op)) {
+                break;
+            }
+            // A resolution may still sit in the event queue (one decided at HELLO_OK is queued
+            // behind it); only an operation neither queued nor pending is gone for good.
+            self.flush()?;
+            let gone = ops.iter().all(|op| {
+                self.resolved.contains_key(op) || self.engine.outbox().pending(*op).is_none()
+            });
+            if gone && self.events.is_empty() {
+                break;
+            }
+            match self.step_live(Some(deadline))? {
+                Step::Deadline => break,
+                Step::Closed => {
+                    return Err(self.lost(
+                        "with input pending; it stays in the outbox for the next phuxctl run",
+                    ));
+                }
+                Step::Event(other) => self.deferred.push_back(other),
+                _ => {}
+            }
+        }
+        Ok(ops.iter().map(|op| self.resolved.remove(op)).collect())
+    }
+}
