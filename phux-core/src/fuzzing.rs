@@ -10,7 +10,7 @@ mod server;
 
 pub use lease::{LeaseModel, LeaseOut, LeaseStep, run_lease};
 pub use ledger::{LedgerModel, LedgerOut, LedgerScenario, LedgerStep, final_result, run_ledger};
-pub use server::{ServerSchedule, ServerStep, run_server};
+pub use server::{ServerRunStats, ServerSchedule, ServerStep, prelude, run_server};
 
 use phux_proto::Frame;
 use phux_proto::decode_error::DecodeError;

@@ -184,13 +184,18 @@ mod structured {
                 out.put_u32(u.int_in_range(0..=4).unwrap_or(1));
             }
         }
-        let events = u.int_in_range(0usize..=300).unwrap_or(1);
-        let lie: i8 = if u.ratio(1, 8).unwrap_or(false) {
-            u.int_in_range(-2..=2).unwrap_or(1)
+        let events = u.int_in_range(0u16..=300).unwrap_or(1);
+        // One time in eight the count lies by up to two in either direction.
+        let count = if u.ratio(1, 8).unwrap_or(false) {
+            match u.int_in_range(0u8..=3).unwrap_or(0) {
+                0 => events.saturating_sub(2),
+                1 => events.saturating_sub(1),
+                2 => events + 1,
+                _ => events + 2,
+            }
         } else {
-            0
+            events
         };
-        let count = (events as i64 + i64::from(lie)).clamp(0, 0xffff) as u16;
         out.put_u16(count);
         for _ in 0..events {
             if u.is_empty() {

@@ -41,8 +41,42 @@ const CLOCK_CAP: Duration = Duration::from_mins(9);
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ServerSchedule {
+    /// Unless a multiple of 4: start from a live server (see [`prelude`]) so most schedules
+    /// attack the deep states rather than rediscovering the handshake.
+    pub prelude: u8,
     /// The steps.
     pub steps: Vec<ServerStep>,
+}
+
+/// Two local clients past HELLO, two running terminals, client 0 attached to terminal 1 and
+/// client 1 to terminal 2.
+pub fn prelude() -> Vec<ServerStep> {
+    vec![
+        ServerStep::Connect { conn: 0, kind: 0 },
+        ServerStep::Hello { conn: 0 },
+        ServerStep::Connect { conn: 1, kind: 0 },
+        ServerStep::Hello { conn: 1 },
+        ServerStep::Spawn {
+            conn: 0,
+            request_id: 1,
+        },
+        ServerStep::Spawn {
+            conn: 1,
+            request_id: 1,
+        },
+        ServerStep::SpawnDone { which: 0, ok: true },
+        ServerStep::SpawnDone { which: 0, ok: true },
+        ServerStep::Attach {
+            conn: 0,
+            terminal: 0,
+            request_id: 2,
+        },
+        ServerStep::Attach {
+            conn: 1,
+            terminal: 1,
+            request_id: 2,
+        },
+    ]
 }
 
 /// One step. Slots, terminals and operations are small numbers reduced modulo their ranges.
@@ -209,7 +243,22 @@ struct Driver {
     written_per_op: BTreeMap<u8, usize>,
     /// Closes to report as disconnects once the actions are drained.
     to_disconnect: Vec<ConnId>,
-    largest_queue: usize,
+    stats: ServerRunStats,
+}
+
+/// What one schedule reached, for judging a corpus's depth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerRunStats {
+    /// PTY write jobs handed to the driver.
+    pub writes: usize,
+    /// Of those, APPLY_INPUT jobs.
+    pub apply_writes: usize,
+    /// COMMAND_RESULT and ERROR frames with a request id.
+    pub answers: usize,
+    /// Connections the engine closed.
+    pub closes: usize,
+    /// The largest per-connection queue seen, in bytes.
+    pub largest_queue: usize,
 }
 
 fn config() -> ServerConfig {
@@ -273,7 +322,7 @@ impl Driver {
             writes_this_step: 0,
             written_per_op: BTreeMap::new(),
             to_disconnect: Vec::new(),
-            largest_queue: 0,
+            stats: ServerRunStats::default(),
         }
     }
 
@@ -319,10 +368,12 @@ impl Driver {
                         Ok(None) => break,
                         Ok(Some(Frame::CommandResult(r))) => {
                             *client.answered.entry(r.request_id).or_default() += 1;
+                            self.stats.answers += 1;
                         }
                         Ok(Some(Frame::Error(e))) => {
                             if let Some(rid) = e.request_id {
                                 *client.answered.entry(rid).or_default() += 1;
+                                self.stats.answers += 1;
                             }
                         }
                         Ok(Some(_)) => {}
@@ -334,6 +385,7 @@ impl Driver {
                 if let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) {
                     client.closed = true;
                     self.to_disconnect.push(conn);
+                    self.stats.closes += 1;
                 }
             }
             ServerAction::Spawn { terminal, spec } => {
@@ -346,6 +398,7 @@ impl Driver {
                 assert!(!jobs.contains(&job), "job {job:?} written twice");
                 jobs.push_back(job);
                 self.writes_this_step += 1;
+                self.stats.writes += 1;
             }
             ServerAction::Resize { cols, rows, .. } => {
                 assert!(cols >= 1 && rows >= 1, "resize to zero");
@@ -458,6 +511,7 @@ impl Driver {
                 assert!(self.writes_this_step <= 1, "one APPLY_INPUT, several jobs");
                 let written = self.written_per_op.entry(op % OPERATIONS).or_default();
                 *written += self.writes_this_step;
+                self.stats.apply_writes += self.writes_this_step;
                 // [INPUT.DEDUPE.2] A known operation id never writes again.
                 assert!(*written <= 1, "operation {op} written {written} times");
             }
@@ -585,7 +639,7 @@ impl Driver {
             );
             let queued = client.unsent;
             assert!(queued <= bound, "{queued} bytes queued for {:?}", client.id);
-            self.largest_queue = self.largest_queue.max(queued);
+            self.stats.largest_queue = self.stats.largest_queue.max(queued);
         }
     }
 
@@ -616,14 +670,86 @@ impl Driver {
     }
 }
 
-/// Runs one schedule; panics when an invariant fails. Returns the largest per-connection
-/// queue seen, in bytes.
-pub fn run_server(schedule: &ServerSchedule) -> usize {
+/// Runs one schedule; panics when an invariant fails. Returns what it reached.
+pub fn run_server(schedule: &ServerSchedule) -> ServerRunStats {
     let mut driver = Driver::new();
-    for step in &schedule.steps {
+    let prelude = if schedule.prelude % 4 == 0 {
+        Vec::new()
+    } else {
+        prelude()
+    };
+    for step in prelude.iter().chain(&schedule.steps) {
         driver.step(step);
         driver.check_bounds();
     }
     driver.finish();
-    driver.largest_queue
+    driver.stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(op: u8, variant: u8, request_id: u32) -> ServerStep {
+        ServerStep::Apply {
+            conn: 0,
+            op,
+            variant,
+            terminal: 0,
+            request_id,
+        }
+    }
+
+    /// The driver reaches the acknowledged-input path: a job is written once, its retries
+    /// are answered from the ledger, another payload under the id is refused, and a job
+    /// never completed is answered unknown after the bound.
+    #[test]
+    fn driver_reaches_apply_input_and_checks_dedupe() {
+        let mut d = Driver::new();
+        for step in [
+            ServerStep::Connect { conn: 0, kind: 0 },
+            ServerStep::Hello { conn: 0 },
+            ServerStep::Spawn {
+                conn: 0,
+                request_id: 1,
+            },
+            ServerStep::SpawnDone { which: 0, ok: true },
+            apply(1, 0, 10),
+            ServerStep::WriteDone {
+                terminal: 0,
+                outcome: 0,
+            },
+            apply(1, 0, 11),
+            apply(1, 1, 12),
+            apply(2, 0, 13),
+        ] {
+            d.step(&step);
+            d.check_bounds();
+        }
+        assert_eq!(d.written_per_op.get(&1), Some(&1));
+        assert_eq!(d.written_per_op.get(&2), Some(&1));
+        let client = d.clients[0].as_ref().unwrap();
+        assert_eq!(client.asked.len(), 4);
+        // Op 2's job is still with the writer: its answer waits for the completion bound.
+        assert_eq!(client.answered.get(&13), None);
+        for rid in [10, 11, 12] {
+            assert_eq!(client.answered.get(&rid), Some(&1), "request {rid}");
+        }
+        d.finish();
+        assert_eq!(d.clients[0].as_ref().unwrap().answered.get(&13), Some(&1));
+    }
+
+    /// The end-of-schedule check fails when a decoded command goes unanswered.
+    #[test]
+    #[should_panic(expected = "asked 1 times, answered 0")]
+    fn an_unanswered_command_is_caught() {
+        let mut d = Driver::new();
+        d.step(&ServerStep::Connect { conn: 0, kind: 0 });
+        d.step(&ServerStep::Hello { conn: 0 });
+        // Pretend the server decoded a command it never saw.
+        if let Some(client) = d.clients[0].as_mut() {
+            client.asked.insert(99, 1);
+        }
+        d.finish();
+    }
 }
