@@ -178,6 +178,20 @@ pub enum ServerStep {
         /// The bytes.
         bytes: Vec<u8>,
     },
+    /// A burst of output (`1 + chunks % 24` chunks of 4 KiB), past the 64 KiB output budget.
+    PtyFlood {
+        /// Terminal.
+        terminal: u8,
+        /// How many chunks.
+        chunks: u8,
+    },
+    /// Many PINGs in one read (`16 × (1 + count % 80)`), past the 16 KiB control budget.
+    PingFlood {
+        /// Slot.
+        conn: u8,
+        /// How many, in sixteens.
+        count: u8,
+    },
     /// The writer finished the terminal's oldest pending job.
     WriteDone {
         /// Terminal.
@@ -636,6 +650,26 @@ impl Driver {
                 terminal: terminal(*t),
                 bytes,
             }),
+            ServerStep::PtyFlood {
+                terminal: t,
+                chunks,
+            } => {
+                let chunk: Vec<u8> = b"y\r\n".iter().copied().cycle().take(4096).collect();
+                for _ in 0..=chunks % 24 {
+                    self.handle(ServerEvent::PtyOutput {
+                        terminal: terminal(*t),
+                        bytes: &chunk,
+                    });
+                    self.check_bounds();
+                }
+            }
+            ServerStep::PingFlood { conn, count } => {
+                let mut bytes = Vec::new();
+                for nonce in 0..16 * (1 + u64::from(*count % 80)) {
+                    Frame::Ping(phux_proto::frame::Ping { nonce }).encode(&mut bytes);
+                }
+                self.receive(*conn, &bytes);
+            }
             ServerStep::WriteDone {
                 terminal: t,
                 outcome,
@@ -739,7 +773,7 @@ impl Driver {
 /// `guard_known_bugs`, inputs that hit a known, reported bug are left out.
 pub fn run_server(schedule: &ServerSchedule, guard_known_bugs: bool) -> ServerRunStats {
     let mut driver = Driver::new(guard_known_bugs);
-    let prelude = if schedule.prelude % 4 == 0 {
+    let prelude = if schedule.prelude.is_multiple_of(4) {
         Vec::new()
     } else {
         prelude()
@@ -803,6 +837,24 @@ mod tests {
         }
         d.finish();
         assert_eq!(d.clients[0].as_ref().unwrap().answered.get(&13), Some(&1));
+    }
+
+    /// [QUEUE.OUTPUT.1] [QUEUE.CONTROL.2] Floods reach both budgets and the queue stays bounded:
+    /// a reader that never reads is tombstoned (output) and detached (control).
+    #[test]
+    fn floods_reach_the_budgets_and_stay_bounded() {
+        let mut steps = prelude();
+        steps.push(ServerStep::PtyFlood {
+            terminal: 0,
+            chunks: 23,
+        });
+        steps.push(ServerStep::PingFlood { conn: 1, count: 79 });
+        let stats = run_server(&ServerSchedule { prelude: 0, steps }, true);
+        let config = config();
+        assert!(stats.largest_queue > config.control_budget, "{stats:?}");
+        assert!(stats.largest_queue <= config.output_budget + config.control_budget + 4096 + 64);
+        // The PING flood overflows the control budget: that client is detached.
+        assert!(stats.closes >= 1, "{stats:?}");
     }
 
     /// The end-of-schedule check fails when a decoded command goes unanswered.
