@@ -557,180 +557,23 @@ mod tests {
     }
 
     // ---- model-based property test ----
+    // The naive model lives in `crate::fuzzing` so the `lease_model` fuzzer shares it.
 
-    const TERMINALS: usize = 3;
-    const CLIENTS: u32 = 3;
+    use crate::fuzzing::LeaseStep;
 
-    #[derive(Clone, Copy, Debug)]
-    struct MLease {
-        holder: ClientId,
-        mode: AcquireMode,
-        expires: Option<Instant>,
-    }
-
-    /// The naive reference: one slot per terminal, rules written out directly.
-    #[derive(Default)]
-    struct Model {
-        slots: [Option<MLease>; TERMINALS],
-        now: Instant,
-    }
-
-    #[derive(Clone, Debug)]
-    enum Step {
-        Acquire(usize, u32, AcquireMode, u32),
-        Release(usize, u32),
-        Disconnect(u32),
-        RemoveTerminal(usize),
-        Advance(u64),
-        HandleTimeout,
-        Check(usize, u32),
-    }
-
-    #[derive(PartialEq, Debug)]
-    enum Out {
-        Acquire(Result<LeaseChange, LeaseHeld>),
-        Changes(Vec<LeaseChange>),
-        Holder(Option<ClientId>),
-        Check(Result<(), LeaseHeld>),
-        None,
-    }
-
-    fn released(i: usize, prior: ClientId, actor: Option<ClientId>) -> LeaseChange {
-        LeaseChange {
-            terminal: term(i as u32),
-            holder: None,
-            action: ControlAction::Released,
-            actor,
-            prior_holder: Some(prior),
-        }
-    }
-
-    impl Model {
-        fn lapsed(&self, l: &MLease) -> bool {
-            matches!(l.expires, Some(at) if at <= self.now)
-        }
-
-        fn step(&mut self, s: &Step) -> Out {
-            match *s {
-                Step::Acquire(i, c, mode, ttl) => {
-                    let c = ClientId(c);
-                    let prior = self.slots[i];
-                    let live = prior.filter(|l| !self.lapsed(l));
-                    let action = match live {
-                        Some(l) if l.holder != c => {
-                            if mode == AcquireMode::Cooperative {
-                                return Out::Acquire(Err(LeaseHeld { holder: l.holder }));
-                            }
-                            ControlAction::Seized
-                        }
-                        _ => ControlAction::Acquired,
-                    };
-                    let expires = if ttl == 0 {
-                        None
-                    } else {
-                        Some(Instant::from_micros(
-                            self.now.as_micros() + u64::from(ttl) * 1000,
-                        ))
-                    };
-                    self.slots[i] = Some(MLease {
-                        holder: c,
-                        mode,
-                        expires,
-                    });
-                    Out::Acquire(Ok(LeaseChange {
-                        terminal: term(i as u32),
-                        holder: Some(c),
-                        action,
-                        actor: Some(c),
-                        prior_holder: prior.map(|l| l.holder),
-                    }))
-                }
-                Step::Release(i, c) => {
-                    let c = ClientId(c);
-                    match self.slots[i] {
-                        Some(l) if l.holder == c => {
-                            self.slots[i] = None;
-                            Out::Changes(vec![released(i, c, Some(c))])
-                        }
-                        _ => Out::Changes(vec![]),
-                    }
-                }
-                Step::Disconnect(c) => {
-                    let c = ClientId(c);
-                    let mut out = vec![];
-                    for i in 0..TERMINALS {
-                        if self.slots[i].is_some_and(|l| l.holder == c) {
-                            self.slots[i] = None;
-                            out.push(released(i, c, Some(c)));
-                        }
-                    }
-                    Out::Changes(out)
-                }
-                Step::RemoveTerminal(i) => Out::Holder(self.slots[i].take().map(|l| l.holder)),
-                Step::Advance(us) => {
-                    self.now = Instant::from_micros(self.now.as_micros() + us);
-                    Out::None
-                }
-                Step::HandleTimeout => {
-                    let mut due: Vec<(Instant, usize)> = (0..TERMINALS)
-                        .filter_map(|i| {
-                            let l = self.slots[i]?;
-                            self.lapsed(&l).then(|| (l.expires.unwrap(), i))
-                        })
-                        .collect();
-                    due.sort_unstable();
-                    let mut out = vec![];
-                    for (_, i) in due {
-                        let l = self.slots[i].take().unwrap();
-                        out.push(released(i, l.holder, None));
-                    }
-                    Out::Changes(out)
-                }
-                Step::Check(i, c) => Out::Check(match self.slots[i] {
-                    Some(l) if !self.lapsed(&l) && l.holder != ClientId(c) => {
-                        Err(LeaseHeld { holder: l.holder })
-                    }
-                    _ => Ok(()),
-                }),
-            }
-        }
-    }
-
-    fn real_step(l: &mut LeaseTable, now: &mut Instant, s: &Step) -> Out {
-        match *s {
-            Step::Acquire(i, c, mode, ttl) => {
-                Out::Acquire(l.acquire(*now, term(i as u32), ClientId(c), mode, ttl))
-            }
-            Step::Release(i, c) => Out::Changes(
-                l.release(&term(i as u32), ClientId(c))
-                    .into_iter()
-                    .collect(),
-            ),
-            Step::Disconnect(c) => Out::Changes(l.disconnect(ClientId(c))),
-            Step::RemoveTerminal(i) => Out::Holder(l.remove_terminal(&term(i as u32))),
-            Step::Advance(us) => {
-                *now = Instant::from_micros(now.as_micros() + us);
-                Out::None
-            }
-            Step::HandleTimeout => Out::Changes(l.handle_timeout(*now)),
-            Step::Check(i, c) => Out::Check(l.check_input(*now, &term(i as u32), ClientId(c))),
-        }
-    }
-
-    fn step_strategy() -> impl Strategy<Value = Step> {
-        let t = 0..TERMINALS;
-        let c = 1..=CLIENTS;
-        let mode = prop_oneof![Just(AcquireMode::Cooperative), Just(AcquireMode::Seize)];
+    fn step_strategy() -> impl Strategy<Value = LeaseStep> {
+        let t = 0usize..3;
+        let c = 1u32..=3;
         let ttl = prop_oneof![Just(0u32), 1u32..30];
         prop_oneof![
-            4 => (t.clone(), c.clone(), mode, ttl)
-                .prop_map(|(t, c, m, ttl)| Step::Acquire(t, c, m, ttl)),
-            2 => (t.clone(), c.clone()).prop_map(|(t, c)| Step::Release(t, c)),
-            1 => c.clone().prop_map(Step::Disconnect),
-            1 => t.clone().prop_map(Step::RemoveTerminal),
-            3 => (0u64..20).prop_map(|ms| Step::Advance(ms * 1000)),
-            2 => Just(Step::HandleTimeout),
-            2 => (t, c).prop_map(|(t, c)| Step::Check(t, c)),
+            4 => (t.clone(), c.clone(), any::<bool>(), ttl)
+                .prop_map(|(t, c, seize, ttl)| LeaseStep::Acquire(t, c, seize, ttl)),
+            2 => (t.clone(), c.clone()).prop_map(|(t, c)| LeaseStep::Release(t, c)),
+            1 => c.clone().prop_map(LeaseStep::Disconnect),
+            1 => t.clone().prop_map(LeaseStep::RemoveTerminal),
+            3 => (0u64..20).prop_map(|ms| LeaseStep::Advance(ms * 1000)),
+            2 => Just(LeaseStep::HandleTimeout),
+            2 => (t, c).prop_map(|(t, c)| LeaseStep::Check(t, c)),
         ]
     }
 
@@ -740,68 +583,7 @@ mod tests {
         fn lease_table_matches_naive_model(
             steps in proptest::collection::vec(step_strategy(), 1..150),
         ) {
-            let mut real = LeaseTable::new();
-            let mut model = Model::default();
-            let mut now = Instant::ZERO;
-            for (n, s) in steps.iter().enumerate() {
-                let before: Vec<_> = (0..TERMINALS).map(|i| real.holder(&term(i as u32))).collect();
-                let want = model.step(s);
-                let got = real_step(&mut real, &mut now, s);
-                prop_assert_eq!(&got, &want, "step {} {:?}", n, s);
-                let after: Vec<_> = (0..TERMINALS).map(|i| real.holder(&term(i as u32))).collect();
-                for i in 0..TERMINALS {
-                    let want = model.slots[i].map_or(LeaseState::Open, |l| LeaseState::Held {
-                        holder: l.holder,
-                        mode: l.mode,
-                        expires_at: l.expires,
-                    });
-                    prop_assert_eq!(real.state(&term(i as u32)), want);
-                }
-                prop_assert_eq!(
-                    real.poll_timeout(),
-                    model.slots.iter().flatten().filter_map(|l| l.expires).min()
-                );
-
-                // At most one holder per terminal, and gating admits exactly that holder.
-                for (i, holder) in after.iter().enumerate() {
-                    let admitted = (1..=CLIENTS)
-                        .filter(|&c| real.check_input(now, &term(i as u32), ClientId(c)).is_ok())
-                        .count();
-                    let lapsed = real.expires_at(&term(i as u32)).is_some_and(|at| at <= now);
-                    match holder {
-                        Some(_) if !lapsed => prop_assert_eq!(admitted, 1),
-                        _ => prop_assert_eq!(admitted, CLIENTS as usize),
-                    }
-                }
-
-                // Every holder change is reported by exactly one change; none when nothing changed.
-                if matches!(s, Step::RemoveTerminal(_)) {
-                    continue; // a terminal going away is not a lease event
-                }
-                let changes: Vec<LeaseChange> = match got {
-                    Out::Acquire(Ok(c)) => vec![c],
-                    Out::Changes(v) => v,
-                    _ => vec![],
-                };
-                for i in 0..TERMINALS {
-                    let reported: Vec<_> = changes
-                        .iter()
-                        .filter(|c| c.terminal == term(i as u32) && c.is_transition())
-                        .collect();
-                    if before[i] == after[i] {
-                        prop_assert!(reported.is_empty(), "terminal {} unchanged: {:?}", i, reported);
-                    } else {
-                        prop_assert_eq!(reported.len(), 1);
-                        prop_assert_eq!(reported[0].prior_holder, before[i]);
-                        prop_assert_eq!(reported[0].holder, after[i]);
-                    }
-                }
-                // A non-transition change is only ever a renewal by the holder itself.
-                for c in changes.iter().filter(|c| !c.is_transition()) {
-                    prop_assert_eq!(c.action, ControlAction::Acquired);
-                    prop_assert_eq!(c.actor, c.holder);
-                }
-            }
+            crate::fuzzing::run_lease(&steps);
         }
     }
 }

@@ -627,188 +627,21 @@ mod tests {
     }
 
     // ---- model-based property test ----
+    // The naive model lives in `crate::fuzzing` so the `ledger_model` fuzzer shares it.
 
-    /// The naive reference: a Vec of records, linear scans, no queue.
-    #[derive(Default)]
-    struct Model {
-        records: Vec<(OperationId, Record)>,
-        capacity: usize,
-        horizon: Duration,
-        clock: Instant,
-    }
+    use crate::fuzzing::{LedgerScenario, LedgerStep};
 
-    impl Model {
-        fn prune(&mut self) {
-            let (clock, horizon) = (self.clock, self.horizon);
-            for (_, r) in &mut self.records {
-                if !r.overdue && r.admitted_at + horizon <= clock {
-                    r.overdue = true;
-                }
-            }
-            self.records
-                .retain(|(_, r)| !r.overdue || r.state == OperationState::InFlight);
-        }
-
-        fn find(&mut self, id: OperationId) -> Option<&mut Record> {
-            self.records
-                .iter_mut()
-                .find(|(i, _)| *i == id)
-                .map(|(_, r)| r)
-        }
-
-        fn admit(&mut self, now: Instant, id: OperationId, d: PayloadDigest) -> Out {
-            self.clock = self.clock.max(now);
-            self.prune();
-            let full = self.records.len() >= self.capacity;
-            let clock = self.clock;
-            Out::Admit(match self.find(id) {
-                Some(r) if r.digest != d => Err(LedgerRefusal::DigestMismatch),
-                Some(r) => Ok(match r.state {
-                    OperationState::Bound => Admission::Rebound,
-                    OperationState::InFlight => Admission::InFlight,
-                    OperationState::Final(x) => Admission::Cached(x),
-                }),
-                None if full => Err(LedgerRefusal::Full),
-                None => {
-                    self.records.push((
-                        id,
-                        Record {
-                            digest: d,
-                            admitted_at: clock,
-                            state: OperationState::Bound,
-                            overdue: false,
-                        },
-                    ));
-                    Ok(Admission::Fresh)
-                }
-            })
-        }
-
-        fn step(&mut self, s: &Step) -> Out {
-            match *s {
-                Step::Admit(id, d) => self.admit(self.clock, op(id), dg(d)),
-                Step::HandedOff(id) => Out::Unit(match self.find(op(id)) {
-                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
-                    Some(r) if r.state == OperationState::Bound => {
-                        r.state = OperationState::InFlight;
-                        Ok(())
-                    }
-                    Some(r) => Err(LedgerMisuse::NotBound {
-                        id: op(id),
-                        state: r.state,
-                    }),
-                }),
-                Step::Complete(id, result) => Out::Unit(match self.find(op(id)) {
-                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
-                    Some(r) if r.state == OperationState::InFlight => {
-                        r.state = OperationState::Final(result);
-                        if r.overdue {
-                            self.records.retain(|(i, _)| *i != op(id));
-                        }
-                        Ok(())
-                    }
-                    Some(r) => Err(LedgerMisuse::NotInFlight {
-                        id: op(id),
-                        state: r.state,
-                    }),
-                }),
-                Step::Release(id) => Out::Unit(match self.find(op(id)) {
-                    None => Err(LedgerMisuse::Unknown { id: op(id) }),
-                    Some(r) if r.state == OperationState::Bound => Ok(()),
-                    Some(r) => Err(LedgerMisuse::NotBound {
-                        id: op(id),
-                        state: r.state,
-                    }),
-                }),
-                Step::Advance(us) => {
-                    self.clock = self.clock.saturating_add(Duration::from_micros(us));
-                    Out::None
-                }
-                Step::HandleTimeout => {
-                    self.prune();
-                    Out::None
-                }
-                Step::Lookup(id) => {
-                    let e = self.find(op(id)).map(|r| LedgerEntry {
-                        digest: r.digest,
-                        admitted_at: r.admitted_at,
-                        state: r.state,
-                    });
-                    Out::Lookup(e)
-                }
-                Step::Poll => {
-                    let min = self
-                        .records
-                        .iter()
-                        .filter(|(_, r)| !r.overdue)
-                        .map(|(_, r)| r.admitted_at + self.horizon)
-                        .min();
-                    Out::Poll(min, self.records.len())
-                }
-            }
-        }
-    }
-
-    #[derive(Clone, Debug)]
-    enum Step {
-        Admit(u128, u8),
-        HandedOff(u128),
-        Complete(u128, FinalResult),
-        Release(u128),
-        Advance(u64),
-        HandleTimeout,
-        Lookup(u128),
-        Poll,
-    }
-
-    #[derive(PartialEq, Debug)]
-    enum Out {
-        Admit(Result<Admission, LedgerRefusal>),
-        Unit(Result<(), LedgerMisuse>),
-        Lookup(Option<LedgerEntry>),
-        Poll(Option<Instant>, usize),
-        None,
-    }
-
-    fn real_step(l: &mut OperationLedger, clock: &mut Instant, s: &Step) -> Out {
-        match *s {
-            Step::Admit(id, d) => Out::Admit(l.admit(*clock, op(id), dg(d))),
-            Step::HandedOff(id) => Out::Unit(l.handed_off(op(id))),
-            Step::Complete(id, r) => Out::Unit(l.complete(op(id), r)),
-            Step::Release(id) => Out::Unit(l.release(op(id))),
-            Step::Advance(us) => {
-                *clock = clock.saturating_add(Duration::from_micros(us));
-                Out::None
-            }
-            Step::HandleTimeout => {
-                l.handle_timeout(*clock);
-                Out::None
-            }
-            Step::Lookup(id) => Out::Lookup(l.get(&op(id))),
-            Step::Poll => Out::Poll(l.poll_timeout(), l.len()),
-        }
-    }
-
-    fn result_strategy() -> impl Strategy<Value = FinalResult> {
-        prop_oneof![
-            Just(FinalResult::Ok),
-            Just(FinalResult::DeliveryUnknown),
-            (0u32..3).prop_map(|limit| FinalResult::CanonicalLimitExceeded { limit }),
-            Just(FinalResult::NotWritten),
-        ]
-    }
-
-    fn step_strategy() -> impl Strategy<Value = Step> {
+    fn step_strategy() -> impl Strategy<Value = LedgerStep> {
         let id = 1u128..=6;
         prop_oneof![
-            4 => (id.clone(), 0u8..3).prop_map(|(i, d)| Step::Admit(i, d)),
-            2 => id.clone().prop_map(Step::HandedOff),
-            2 => (id.clone(), result_strategy()).prop_map(|(i, r)| Step::Complete(i, r)),
-            1 => id.clone().prop_map(Step::Release),
-            2 => (0u64..40).prop_map(Step::Advance),
-            1 => Just(Step::HandleTimeout),
-            1 => id.prop_map(Step::Lookup),
-            1 => Just(Step::Poll),
+            4 => (id.clone(), 0u8..3).prop_map(|(i, d)| LedgerStep::Admit(i, d)),
+            2 => id.clone().prop_map(LedgerStep::HandedOff),
+            2 => (id.clone(), 0u8..4, 0u32..3).prop_map(|(i, k, l)| LedgerStep::Complete(i, k, l)),
+            1 => id.clone().prop_map(LedgerStep::Release),
+            2 => (0u64..40).prop_map(LedgerStep::Advance),
+            1 => Just(LedgerStep::HandleTimeout),
+            1 => id.prop_map(LedgerStep::Lookup),
+            1 => Just(LedgerStep::Poll),
         ]
     }
 
@@ -816,20 +649,11 @@ mod tests {
         // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.7] checked step by step against the naive model.
         #[test]
         fn ledger_matches_naive_model(
-            capacity in 1usize..5,
-            horizon_us in 1u64..120,
+            capacity in 1u8..5,
+            horizon_us in 1u8..120,
             steps in proptest::collection::vec(step_strategy(), 1..200),
         ) {
-            let horizon = Duration::from_micros(horizon_us);
-            let mut real = OperationLedger::with_limits(capacity, horizon);
-            let mut model = Model { capacity, horizon, ..Model::default() };
-            let mut clock = Instant::ZERO;
-            for (i, s) in steps.iter().enumerate() {
-                let want = model.step(s);
-                let got = real_step(&mut real, &mut clock, s);
-                prop_assert_eq!(&got, &want, "step {} {:?}", i, s);
-                prop_assert!(real.len() <= capacity);
-            }
+            crate::fuzzing::run_ledger(&LedgerScenario { capacity, horizon_us, steps });
         }
     }
 }

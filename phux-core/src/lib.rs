@@ -10,6 +10,8 @@ pub mod client;
 pub mod digest;
 pub mod encoder;
 pub mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod lane;
 pub mod lease;
 pub mod ledger;

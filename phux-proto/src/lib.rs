@@ -16,6 +16,8 @@ pub mod event;
 pub mod field;
 pub mod frame;
 pub mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ids;
 pub mod input;
 pub mod notation;
