@@ -157,18 +157,10 @@ mod structured {
         }
     }
 
-    /// An arbitrary schedule against the server engine (see `fuzzing::server`), leaving out
-    /// inputs that hit a known, reported bug.
+    /// An arbitrary schedule against the server engine (see `fuzzing::server`).
     pub fn server_engine(data: &[u8]) {
         if let Ok(schedule) = super::ServerSchedule::arbitrary(&mut Unstructured::new(data)) {
-            super::run_server(&schedule, true);
-        }
-    }
-
-    /// [`server_engine`] without leaving anything out: replays the known crashes.
-    pub fn server_engine_unguarded(data: &[u8]) {
-        if let Ok(schedule) = super::ServerSchedule::arbitrary(&mut Unstructured::new(data)) {
-            super::run_server(&schedule, false);
+            super::run_server(&schedule);
         }
     }
 
@@ -255,6 +247,4 @@ mod structured {
 }
 
 #[cfg(feature = "arbitrary")]
-pub use structured::{
-    input_encoder, lease_model, ledger_model, server_engine, server_engine_unguarded,
-};
+pub use structured::{input_encoder, lease_model, ledger_model, server_engine};

@@ -261,8 +261,6 @@ struct Driver {
     /// Closes to report as disconnects once the actions are drained.
     to_disconnect: Vec<ConnId>,
     stats: ServerRunStats,
-    /// Leave out inputs that hit a known, reported bug (see `KNOWN_BUG_MAX_CELLS`).
-    guard_known_bugs: bool,
 }
 
 /// What one schedule reached, for judging a corpus's depth.
@@ -344,22 +342,6 @@ fn walk(stream: &[u8]) -> (Vec<Frame>, usize, bool) {
     }
 }
 
-/// Known bug (fuzz/regressions/known_crashes/server_engine/bug-1.bin): a TERMINAL_RESIZE or
-/// SPAWN_TERMINAL with a huge size makes the terminal's screen allocate `cols × rows` cells
-/// (65535 × 65535 is gigabytes), so one frame can exhaust the server's memory. Until the
-/// engine bounds terminal sizes, the fuzzer leaves such frames out so it can look for other
-/// bugs; `server_engine_unguarded` keeps them.
-const KNOWN_BUG_MAX_CELLS: u32 = 1 << 16;
-
-fn hits_known_bug(frame: &Frame) -> bool {
-    let huge = |cols: u16, rows: u16| u32::from(cols) * u32::from(rows) > KNOWN_BUG_MAX_CELLS;
-    match frame {
-        Frame::TerminalResize(r) => huge(r.size.cols, r.size.rows),
-        Frame::SpawnTerminal(s) => s.initial_size.is_some_and(|z| huge(z.cols, z.rows)),
-        _ => false,
-    }
-}
-
 fn terminal(t: u8) -> u32 {
     1 + u32::from(t) % TERMINALS
 }
@@ -369,7 +351,7 @@ fn slot(conn: u8) -> usize {
 }
 
 impl Driver {
-    fn new(guard_known_bugs: bool) -> Self {
+    fn new() -> Self {
         let config = config();
         Self {
             engine: ServerEngine::new(config.clone()),
@@ -383,7 +365,6 @@ impl Driver {
             written_per_op: BTreeMap::new(),
             to_disconnect: Vec::new(),
             stats: ServerRunStats::default(),
-            guard_known_bugs,
         }
     }
 
@@ -470,7 +451,6 @@ impl Driver {
 
     /// Client bytes, mirrored to learn which COMMANDs the server decodes.
     fn receive(&mut self, conn: u8, bytes: &[u8]) {
-        let guard = self.guard_known_bugs;
         let Some(client) = self.clients[slot(conn)].as_mut() else {
             return;
         };
@@ -485,10 +465,6 @@ impl Driver {
         } else {
             walk(&stream)
         };
-        if guard && frames.iter().any(hits_known_bug) {
-            // Leave this input out; see `KNOWN_BUG_MAX_CELLS`.
-            return;
-        }
         client.pending = if fused {
             Vec::new()
         } else {
@@ -769,10 +745,9 @@ impl Driver {
     }
 }
 
-/// Runs one schedule; panics when an invariant fails. Returns what it reached. With
-/// `guard_known_bugs`, inputs that hit a known, reported bug are left out.
-pub fn run_server(schedule: &ServerSchedule, guard_known_bugs: bool) -> ServerRunStats {
-    let mut driver = Driver::new(guard_known_bugs);
+/// Runs one schedule; panics when an invariant fails. Returns what it reached.
+pub fn run_server(schedule: &ServerSchedule) -> ServerRunStats {
+    let mut driver = Driver::new();
     let prelude = if schedule.prelude.is_multiple_of(4) {
         Vec::new()
     } else {
@@ -805,7 +780,7 @@ mod tests {
     /// never completed is answered unknown after the bound.
     #[test]
     fn driver_reaches_apply_input_and_checks_dedupe() {
-        let mut d = Driver::new(true);
+        let mut d = Driver::new();
         for step in [
             ServerStep::Connect { conn: 0, kind: 0 },
             ServerStep::Hello { conn: 0 },
@@ -849,7 +824,7 @@ mod tests {
             chunks: 23,
         });
         steps.push(ServerStep::PingFlood { conn: 1, count: 79 });
-        let stats = run_server(&ServerSchedule { prelude: 0, steps }, true);
+        let stats = run_server(&ServerSchedule { prelude: 0, steps });
         let config = config();
         assert!(stats.largest_queue > config.control_budget, "{stats:?}");
         assert!(stats.largest_queue <= config.output_budget + config.control_budget + 4096 + 64);
@@ -861,7 +836,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "asked 1 times, answered 0")]
     fn an_unanswered_command_is_caught() {
-        let mut d = Driver::new(true);
+        let mut d = Driver::new();
         d.step(&ServerStep::Connect { conn: 0, kind: 0 });
         d.step(&ServerStep::Hello { conn: 0 });
         // Pretend the server decoded a command it never saw.
