@@ -2,6 +2,8 @@
 
 use std::process::{Command, Output};
 
+use phux_proto::Frame;
+
 fn wire(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_phux-conformance"))
         .arg("wire")
@@ -101,4 +103,120 @@ fn help_explains_both_subcommands() {
     assert!(help.contains("decode") && help.contains("encode"), "{help}");
     let out = wire(&["decode", "--help"]);
     assert!(stdout(&out).contains("wire error code"), "{}", stdout(&out));
+}
+
+// Every wire vector through the CLI: frames decode to the notation and, unless marked not
+// canonical, encode back to the same bytes; error vectors exit 2 and print the same typed
+// error and wire code the library gives.
+
+struct Vector {
+    name: String,
+    hex: String,
+    reference_err: bool,
+    ours: Option<String>,
+}
+
+impl Vector {
+    fn expects_error(&self) -> bool {
+        match self.ours.as_deref() {
+            Some(o) if o.starts_with("decode error") || o.starts_with("typed error") => true,
+            Some(o) if o.starts_with("decodes") => false,
+            _ => self.reference_err,
+        }
+    }
+
+    fn canonical(&self) -> bool {
+        !self
+            .ours
+            .as_deref()
+            .is_some_and(|o| o.contains("not canonical"))
+    }
+}
+
+fn vectors() -> Vec<Vector> {
+    let text = include_str!("../../phux-proto/testdata/vectors.md");
+    let mut out: Vec<Vector> = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("### ") {
+            out.push(Vector {
+                name: name.trim().to_owned(),
+                hex: String::new(),
+                reference_err: false,
+                ours: None,
+            });
+        } else if line == "```" {
+            let body = lines.next().unwrap_or_default().trim().to_owned();
+            if let Some(v) = out.last_mut() {
+                v.hex = body;
+            }
+            lines.next();
+        } else if let (Some(result), Some(v)) =
+            (line.strip_prefix("Decoder result: `"), out.last_mut())
+        {
+            v.reference_err = result.starts_with("Err(");
+        } else if let (Some(ours), Some(v)) = (line.strip_prefix("OURS: "), out.last_mut()) {
+            v.ours = Some(ours.to_owned());
+        }
+    }
+    out
+}
+
+fn bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_vector_gives_its_result_through_the_cli() {
+    let vectors = vectors();
+    assert_eq!(vectors.len(), 65, "every vector in vectors.md is checked");
+    let mut failures = Vec::new();
+    for v in &vectors {
+        let decoded = wire(&["decode", &v.hex]);
+        let stdout = String::from_utf8_lossy(&decoded.stdout).trim().to_owned();
+        let stderr = String::from_utf8_lossy(&decoded.stderr).into_owned();
+        if v.expects_error() {
+            let Err(err) = Frame::decode(&bytes(&v.hex)) else {
+                failures.push(format!("{}: the library decodes an error vector", v.name));
+                continue;
+            };
+            let code = err.code();
+            let code_line = format!("wire code: {} ({})", code, code.0);
+            if decoded.status.code() != Some(2)
+                || !stderr.contains(&code_line)
+                || !stdout.is_empty()
+            {
+                failures.push(format!(
+                    "{}: want exit 2 and {code_line:?}, got {:?} {stderr:?}",
+                    v.name,
+                    decoded.status.code()
+                ));
+            }
+            continue;
+        }
+        if !decoded.status.success() {
+            failures.push(format!("{}: decode failed: {stderr}", v.name));
+            continue;
+        }
+        let encoded = wire(&["encode", &stdout]);
+        let hex = String::from_utf8_lossy(&encoded.stdout).trim().to_owned();
+        if !encoded.status.success() {
+            failures.push(format!("{}: encode of {stdout:?} failed", v.name));
+        } else if v.canonical() && hex != v.hex {
+            failures.push(format!("{}: re-encoded to {hex}, not {}", v.name, v.hex));
+        } else if !v.canonical() {
+            // Our canonical form decodes to the same frame.
+            let again = wire(&["decode", &hex]);
+            if String::from_utf8_lossy(&again.stdout).trim() != stdout {
+                failures.push(format!(
+                    "{}: the canonical form decodes differently",
+                    v.name
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

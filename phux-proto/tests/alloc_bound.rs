@@ -2,47 +2,12 @@
 //! the peak bytes held during each decode of truncated, mutated and huge-declared-length
 //! inputs. (Its own test binary, one test, so nothing else allocates meanwhile.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common {
+    pub(crate) mod alloc;
+}
 
+use common::alloc::peak_during_decode;
 use phux_proto::Frame;
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// GlobalAlloc contract holds exactly as it does for `System`; the counters are plain atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged (see the impl).
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        ptr
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-/// Peak bytes allocated while decoding `bytes`, above what was held before.
-fn peak_during_decode(bytes: &[u8]) -> usize {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let result = Frame::decode(bytes);
-    let peak = PEAK.load(Ordering::Relaxed) - base;
-    drop(result);
-    peak
-}
 
 /// The bound: a small constant, plus per input byte at most the in-memory size of the
 /// densest structure a byte can become (a 2-byte focus event in an APPLY_INPUT list is one

@@ -4,40 +4,15 @@
 //! holds for each `frame_decode` input: never more than a small constant over the input.
 //! (One test in this binary, so nothing else allocates meanwhile.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use phux_proto::Frame;
-use phux_proto::fuzzing;
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// GlobalAlloc contract holds exactly as it does for `System`; the counters are plain atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged (see the impl).
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        ptr
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged (see the impl).
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
+mod common {
+    pub(crate) mod alloc;
 }
 
-#[global_allocator]
-static ALLOC: Counting = Counting;
+use common::alloc::peak_during_decode;
+use phux_proto::fuzzing;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
@@ -80,16 +55,6 @@ fn replay(target: &str, body: fn(&[u8])) -> (usize, Vec<String>) {
         }
     }
     (all.len(), failures)
-}
-
-/// Peak bytes allocated while decoding `bytes`, above what was held before.
-fn peak_during_decode(bytes: &[u8]) -> usize {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let result = Frame::decode(bytes);
-    let peak = PEAK.load(Ordering::Relaxed) - base;
-    drop(result);
-    peak
 }
 
 /// As in `alloc_bound.rs`: a constant, plus per input byte at most half the size of the

@@ -8,9 +8,9 @@ use phux_proto::event::{AgentEvent, ControlAction, Lifecycle, TerminalControl};
 use phux_proto::frame::FrameType;
 use phux_proto::frame::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapProfiles, BootstrapReady,
-    BootstrapTombstone, ByteLimit, CommandFrame, ErrorFrame, EventFrame, Hello, OutputMode, Pong,
-    SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize,
-    TerminalSpawned, TombstoneReason,
+    BootstrapTombstone, ByteLimit, CommandFrame, EventFrame, Hello, OutputMode, Pong, SpawnError,
+    SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize, TerminalSpawned,
+    TombstoneReason,
 };
 use phux_proto::ids::{BootstrapId, StreamId};
 use phux_proto::input::InputEvent;
@@ -136,14 +136,7 @@ impl ServerEngine {
         if ready && !err.is_framing() && frame == Some(FrameType::COMMAND) {
             // [ERROR.COMMAND.1] [ERROR.COMMAND.2] A COMMAND body that does not decode, with
             // framing intact, gets ERROR{request_id, code}; the connection stays up (R7).
-            self.send(
-                id,
-                &Frame::Error(ErrorFrame {
-                    request_id: err.request_id(),
-                    code: err.code(),
-                    message,
-                }),
-            );
+            self.send_error(id, err.request_id(), err.code(), &message);
             return;
         }
         let known_before_hello = matches!(frame, Some(FrameType::HELLO | FrameType::PING));
@@ -502,14 +495,7 @@ impl ServerEngine {
                 Err(e) => {
                     // [SUBSCRIBE.EVENTS.4] No reply frame exists; a bad scope gets an ERROR.
                     let (code, message) = e.code();
-                    self.send(
-                        id,
-                        &Frame::Error(ErrorFrame {
-                            request_id: None,
-                            code,
-                            message: message.to_owned(),
-                        }),
-                    );
+                    self.send_error(id, None, code, message);
                 }
             },
         }

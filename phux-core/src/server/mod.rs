@@ -566,15 +566,20 @@ impl ServerEngine {
 
     /// [ERROR.FATAL.1] ERROR, then DETACHED{PROTOCOL_ERROR} with the same text, then close.
     fn fail(&mut self, id: ConnId, code: ErrorCode, message: &str) {
+        self.send_error(id, None, code, message);
+        self.detach(id, DetachReason::PROTOCOL_ERROR, message);
+    }
+
+    /// An ERROR frame (connection-level; command failures go in COMMAND_RESULT).
+    fn send_error(&mut self, id: ConnId, request_id: Option<u32>, code: ErrorCode, message: &str) {
         self.send(
             id,
             &Frame::Error(ErrorFrame {
-                request_id: None,
+                request_id,
                 code,
                 message: message.to_owned(),
             }),
         );
-        self.detach(id, DetachReason::PROTOCOL_ERROR, message);
     }
 
     fn hello_ok(&self, conn: &Conn) -> HelloOk {
