@@ -49,10 +49,12 @@ impl ServerProc {
             }
             None => Process::new(server),
         };
+        // FAULT_SERVER_LOG=info (or debug) shows what the server did when a test fails.
+        let log = std::env::var("FAULT_SERVER_LOG").unwrap_or_else(|_| "error".to_owned());
         let mut process = command
             .arg("--socket")
             .arg(socket)
-            .args(["--log-level", "error", "--shell", "/bin/sh"])
+            .args(["--log-level", &log, "--shell", "/bin/sh"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
