@@ -39,11 +39,13 @@ const RESTART_AFTER: usize = OPERATIONS / 2;
 /// No single operation may take longer than this to resolve.
 const OP_DEADLINE: Duration = Duration::from_secs(40);
 
+/// server_id → (incarnation index, one counting terminal per client).
+type Published = HashMap<Vec<u8>, (usize, Vec<TerminalId>)>;
+
 /// What the clients and the coordinator share.
 #[derive(Default)]
 struct Shared {
-    /// server_id → (incarnation index, one counting terminal per client).
-    terminals: Mutex<HashMap<Vec<u8>, (usize, Vec<TerminalId>)>>,
+    terminals: Mutex<Published>,
     changed: Condvar,
     resolved: AtomicUsize,
     /// The coordinator asks clients to park one operation for the restart.
@@ -343,12 +345,12 @@ impl Worker {
             .push((line.to_owned(), whole && written));
         self.shared.parked.fetch_add(1, Ordering::SeqCst);
         let guard = self.shared.terminals.lock().expect("lock");
-        let _guard = self
+        let guard = self
             .shared
             .changed
             .wait_while(guard, |_| !self.shared.restarted.load(Ordering::SeqCst))
             .expect("wait");
-        drop(_guard);
+        drop(guard);
         self.drop_connection();
         self.calm = false;
     }
@@ -445,14 +447,14 @@ fn every_operation_is_counted_once_or_reported_unknown_under_chaos() {
 
     // The restart, once half the operations are resolved.
     assert!(
-        eventually(Duration::from_secs(60), || {
+        eventually(Duration::from_mins(1), || {
             shared.resolved.load(Ordering::SeqCst) >= RESTART_AFTER
         }),
         "the clients made no progress"
     );
     shared.hold.store(true, Ordering::SeqCst);
     assert!(
-        eventually(Duration::from_secs(60), || {
+        eventually(Duration::from_mins(1), || {
             shared.parked.load(Ordering::SeqCst) == CLIENTS
         }),
         "the clients did not park"

@@ -329,7 +329,7 @@ fn hostile_peers_get_typed_errors_while_the_server_stays_up_and_honest_clients_a
     for i in 0..PARTIAL_PEERS {
         let mut s = UnixStream::connect(&socket).expect("connect");
         let mut bytes = hello_frame().to_bytes();
-        bytes.extend_from_slice(&ping_bytes[..1 + i % (ping_bytes.len() - 1)]);
+        bytes.extend_from_slice(&ping_bytes[..=(i % (ping_bytes.len() - 1))]);
         s.write_all(&bytes).expect("partial");
         stalled_peers.push(s);
     }
@@ -359,7 +359,7 @@ fn hostile_peers_get_typed_errors_while_the_server_stays_up_and_honest_clients_a
             b
         } else {
             let mut b = hello_frame().to_bytes();
-            for _ in 0..1 + rng.below(8) {
+            for _ in 0..=rng.below(8) {
                 b.extend(mutate(&mut rng, &bases));
             }
             b

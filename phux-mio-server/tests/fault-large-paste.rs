@@ -6,6 +6,7 @@
 mod client;
 mod faults;
 
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use client::{Client, DEADLINE, Server};
@@ -122,10 +123,12 @@ fn every_large_paste_reaches_the_child_byte_for_byte() {
     for i in 0..PASTES {
         let data = text(&mut rng, SIZES[i % SIZES.len()]);
         let expected = as_read(&data);
-        let digest: String = Sha256::digest(&expected)
+        let digest = Sha256::digest(&expected)
             .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+            .fold(String::new(), |mut s, b| {
+                let _ = write!(s, "{b:02x}");
+                s
+            });
         apply(&mut c, next(), &mut rng, &terminal, data.clone());
         apply(&mut c, next(), &mut rng, &terminal, b":checksum\n".to_vec());
         let line = report(&mut c, &terminal, &mut from, "CHECKSUM ");

@@ -264,6 +264,7 @@ pub(crate) struct FrameStream {
     pub(crate) stream: UnixStream,
     buf: Vec<u8>,
     start: usize,
+    chunk: Vec<u8>,
     pub(crate) eof: bool,
 }
 
@@ -277,6 +278,7 @@ impl FrameStream {
             stream,
             buf: Vec::new(),
             start: 0,
+            chunk: vec![0; 64 * 1024],
             eof: false,
         }
     }
@@ -313,10 +315,9 @@ impl FrameStream {
             self.stream
                 .set_read_timeout(Some((end - now).max(Duration::from_millis(1))))
                 .expect("timeout");
-            let mut chunk = [0u8; 64 * 1024];
-            match self.stream.read(&mut chunk) {
+            match self.stream.read(&mut self.chunk) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.buf.extend_from_slice(&self.chunk[..n]),
                 Err(e)
                     if matches!(
                         e.kind(),
