@@ -72,6 +72,8 @@ struct OpRecord {
 struct ChaosStats {
     kills: usize,
     cuts: usize,
+    /// Cuts that fell after the last byte: the server got everything, the client no answer.
+    whole_cuts: usize,
     reconnects: usize,
 }
 
@@ -185,6 +187,7 @@ impl Worker {
             Chaos::Kill => self.kill_and_restore(),
             Chaos::Cut => {
                 self.stats.cuts += 1;
+                self.stats.whole_cuts += usize::from(len == bytes.len());
                 self.drop_connection();
             }
             Chaos::None if !written => self.drop_connection(),
@@ -498,6 +501,7 @@ fn every_operation_is_counted_once_or_reported_unknown_under_chaos() {
         records.extend(r);
         stats.kills += s.kills;
         stats.cuts += s.cuts;
+        stats.whole_cuts += s.whole_cuts;
         stats.reconnects += s.reconnects;
     }
     assert_eq!(records.len(), OPERATIONS);
@@ -608,10 +612,11 @@ fn every_operation_is_counted_once_or_reported_unknown_under_chaos() {
         strays.len()
     );
     println!(
-        "chaos: client kills {}, connection cuts {}, connections {}, server restarts 1 \
-         (at {restart_at:?}), total {:?}",
+        "chaos: client kills {} (each after a whole write), connection cuts {} ({} after the \
+         last byte), connections {}, server restarts 1 (at {restart_at:?}), total {:?}",
         stats.kills,
         stats.cuts,
+        stats.whole_cuts,
         stats.reconnects,
         started.elapsed()
     );
