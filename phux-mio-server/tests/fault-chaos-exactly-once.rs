@@ -7,7 +7,9 @@
 //!
 //! At the end every operation was counted exactly once by the child of the incarnation it was
 //! sent to, or was reported unknown by its client: zero duplicates, zero silent losses.
-//! `FAULT_SEED=<n>` replays a run.
+//! `FAULT_SEED=<n>` picks another chaos sequence. The seed fixes each client's choices per
+//! write, but thread timing changes how many writes there are, so a rerun is similar, not
+//! identical.
 
 mod client;
 mod faults;
