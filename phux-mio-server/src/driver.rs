@@ -430,6 +430,10 @@ impl Driver {
 
     /// The peer ended its stream or the transport failed.
     fn peer_gone(&mut self, id: ConnId, err: Option<&io::Error>) {
+        // The engine's answers to bytes read in this same wake-up (an ERROR for a bad frame,
+        // say) are queued but not yet performed; once the connection is reported gone they
+        // would be dropped, and a peer that half-closes after writing would never see them.
+        self.drive();
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
