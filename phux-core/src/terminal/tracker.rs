@@ -29,6 +29,8 @@ pub(crate) enum Hit {
 pub(crate) struct Advance {
     /// Bytes consumed. With a hit, the last consumed byte is the sequence's final byte.
     pub(crate) consumed: usize,
+    // The grid acts on these sequences itself; the hit pins where each one ends (its tests).
+    #[allow(dead_code)]
     pub(crate) hit: Option<Hit>,
 }
 
@@ -83,6 +85,7 @@ impl ModeTracker {
     }
 
     /// Whether the alternate screen is active.
+    #[cfg(test)]
     pub(crate) fn alternate_screen(&self) -> bool {
         self.modes.alternate_screen
     }
