@@ -95,14 +95,14 @@ impl TerminalState {
                     text.push(cell.ch);
                     text.extend(row.marks_at(x as u16));
                 }
-                out.push(cell_json(y, x, cell, text));
+                out.push(cell_json(y, x, cell, &text));
             }
         }
         out
     }
 }
 
-fn cell_json(row: usize, col: usize, cell: Cell, text: String) -> Value {
+fn cell_json(row: usize, col: usize, cell: Cell, text: &str) -> Value {
     let pen = cell.pen();
     json!({
         "row": row,

@@ -569,15 +569,15 @@ impl Vt {
         }
     }
 
-    fn csi_dispatch(&mut self, b: u8) {
+    fn csi_dispatch(&mut self, fin: u8) {
         let marker = (self.n_intermediates > 0).then_some(self.intermediates[0]);
-        let (a0, a1) = (self.params.get(0, 0), self.params.get(1, 0));
+        let (first, second) = (self.params.get(0, 0), self.params.get(1, 0));
         // The first two parameters with their defaults (0 means "default", as in vt100).
-        let p = |n: usize, d: u16| match if n == 0 { a0 } else { a1 } {
-            0 => d,
-            v => v,
+        let p = |index: usize, default: u16| match if index == 0 { first } else { second } {
+            0 => default,
+            value => value,
         };
-        match (marker, b) {
+        match (marker, fin) {
             (None, b'@') => self.insert_chars(p(0, 1)),
             (None, b'A') => self.cursor_up(p(0, 1)),
             (None, b'B' | b'e') => self.cursor_down(p(0, 1)),
@@ -633,7 +633,7 @@ impl Vt {
                 _ => {}
             },
             (None, b'h' | b'l') => {
-                let set = b == b'h';
+                let set = fin == b'h';
                 if self.params.iter().any(|g| *g == [20]) {
                     self.line_feed_mode = set;
                 }
@@ -651,7 +651,7 @@ impl Vt {
             }
             (None, b's') => self.save_cursor(),
             (None, b'u') => self.restore_cursor(),
-            (Some(b'?'), b'h' | b'l') => self.dec_modes(b == b'h'),
+            (Some(b'?'), b'h' | b'l') => self.dec_modes(fin == b'h'),
             (Some(b' '), b'q') => {
                 let style = p(0, 0);
                 if style <= 6 {
@@ -778,11 +778,7 @@ impl Vt {
                     Err(()) => break,
                 },
                 // Underline colour: consumed so its numbers are not read as attributes.
-                [58, ..] => {
-                    if extended(group, &mut it).is_err() {
-                        break;
-                    }
-                }
+                [58, ..] if extended(group, &mut it).is_err() => break,
                 _ => {}
             }
         }
@@ -889,7 +885,8 @@ impl Vt {
         self.autowrap = s.autowrap;
     }
 
-    /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm.
+    /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm, but not
+    /// its wrap-pending state.
     fn switch_screen(&mut self, alternate: bool) {
         if alternate == self.alt_active {
             return;
@@ -899,6 +896,8 @@ impl Vt {
         }
         std::mem::swap(&mut self.screen, &mut self.other);
         self.alt_active = alternate;
+        // The pending wrap belonged to a character on the screen just left.
+        self.cur.pending = false;
     }
 
     fn reset(&mut self) {
@@ -1183,11 +1182,7 @@ impl Vt {
                 }
             }
             // [SCREEN.JSON.3] ED 3 erases the retained history; the alternate screen has none.
-            3 => {
-                if !self.alt_active {
-                    self.history.clear();
-                }
-            }
+            3 if !self.alt_active => self.history.clear(),
             _ => {}
         }
     }
@@ -1241,9 +1236,9 @@ impl Vt {
         if x >= end {
             return;
         }
-        let (s, e) = (usize::from(x), usize::from(end));
+        let (from, to) = (usize::from(x), usize::from(end));
         // A wide character cut by either edge loses its other half (as vt100 does).
-        for i in [s, e - 1] {
+        for i in [from, to - 1] {
             if row.cells[i].is_wide() && i + 1 < row.cells.len() {
                 let c = &mut row.cells[i + 1];
                 *c = Cell::erased(c.pen());
@@ -1252,9 +1247,9 @@ impl Vt {
                 *c = Cell::erased(c.pen());
             }
         }
-        let count = e - s;
-        row.cells[s..e].fill(Cell::BLANK);
-        row.cells[s..].rotate_left(count);
+        let count = to - from;
+        row.cells[from..to].fill(Cell::BLANK);
+        row.cells[from..].rotate_left(count);
         if !row.marks.is_empty() {
             row.marks.retain_mut(|(col, _)| {
                 if *col >= end {
