@@ -165,15 +165,26 @@ impl Row {
     }
 
     /// Back to a fresh row, touching only the used cells.
+    #[inline]
     pub(crate) fn reset(&mut self) {
         let used = usize::from(self.used);
-        self.cells[..used].fill(Cell::BLANK);
+        // Short rows (`yes`, a progress bar's line) are common: no call to memset for them.
+        match used {
+            0 => {}
+            1 => self.cells[0] = Cell::BLANK,
+            2 => {
+                self.cells[0] = Cell::BLANK;
+                self.cells[1] = Cell::BLANK;
+            }
+            _ => self.cells[..used].fill(Cell::BLANK),
+        }
         self.used = 0;
         self.wrapped = false;
         self.marks.clear();
     }
 
     /// Declares that cells up to `end` (exclusive) may now be written.
+    #[inline]
     pub(crate) fn touch(&mut self, end: u16) {
         if end > self.used {
             self.used = end.min(self.cols());
@@ -181,6 +192,7 @@ impl Row {
     }
 
     /// Drops the marks of the cells in `start..end`.
+    #[inline]
     pub(crate) fn drop_marks(&mut self, start: u16, end: u16) {
         if !self.marks.is_empty() {
             self.marks.retain(|&(col, _)| col < start || col >= end);
@@ -231,21 +243,46 @@ impl Row {
         self.wrapped = false;
     }
 
-    /// The row's text: empty cells as spaces, continuation halves skipped, marks after their
-    /// cell, trailing spaces removed. Appends to `out`.
-    pub(crate) fn write_text(&self, out: &mut String) {
-        let start = out.len();
-        for (col, cell) in self.cells[..usize::from(self.used)].iter().enumerate() {
-            if cell.is_wide_cont() {
-                continue;
+    /// The row's text as UTF-8: empty cells as spaces, continuation halves skipped, marks
+    /// after their cell, trailing spaces removed. Appends to `out`.
+    #[inline]
+    pub(crate) fn write_text(&self, out: &mut Vec<u8>) {
+        let cells = &self.cells[..usize::from(self.used)];
+        let mut put = |c: char| {
+            if c.is_ascii() {
+                out.push(c as u8);
+            } else {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
-            out.push(if cell.has_contents() { cell.ch } else { ' ' });
-            if !self.marks.is_empty() {
-                out.extend(self.marks_at(col as u16));
+        };
+        if !self.marks.is_empty() {
+            let mut text = String::new();
+            for (col, cell) in cells.iter().enumerate() {
+                if !cell.is_wide_cont() {
+                    text.push(if cell.has_contents() { cell.ch } else { ' ' });
+                    text.extend(self.marks_at(col as u16));
+                }
+            }
+            text.trim_end_matches(' ').chars().for_each(put);
+            return;
+        }
+        // Without marks a trailing blank is a blank cell: trim before writing.
+        let end = cells
+            .iter()
+            .rposition(|c| !matches!(c.ch, ' ' | '\0') || c.is_wide_cont())
+            .map_or(0, |i| i + 1);
+        for cell in &cells[..end] {
+            if !cell.is_wide_cont() {
+                put(if cell.has_contents() { cell.ch } else { ' ' });
             }
         }
-        let trimmed = out[start..].trim_end_matches(' ').len();
-        out.truncate(start + trimmed);
+    }
+
+    /// The row's text (see [`write_text`](Self::write_text)).
+    pub(crate) fn text(&self) -> String {
+        let mut bytes = Vec::new();
+        self.write_text(&mut bytes);
+        String::from_utf8(bytes).unwrap_or_default()
     }
 
     /// The heap bytes this row holds.
@@ -279,6 +316,7 @@ impl Grid {
         self.rows.len() as u16
     }
 
+    #[inline]
     fn index(&self, y: u16) -> usize {
         let i = self.top + usize::from(y);
         if i >= self.rows.len() {
@@ -292,6 +330,7 @@ impl Grid {
         &self.rows[self.index(y)]
     }
 
+    #[inline]
     pub(crate) fn row_mut(&mut self, y: u16) -> &mut Row {
         let i = self.index(y);
         &mut self.rows[i]
@@ -306,6 +345,7 @@ impl Grid {
     /// Scrolls the whole screen up by one: the top row becomes the (reset) bottom row. O(1)
     /// apart from the reset, which touches only the row's used cells. `retire` sees the top row
     /// before it is reset.
+    #[inline]
     pub(crate) fn rotate_up(&mut self, retire: impl FnOnce(&Row)) {
         let top = self.top;
         retire(&self.rows[top]);
@@ -319,6 +359,7 @@ impl Grid {
 
     /// Scrolls rows `top..=bottom` up by `n`: the rows leaving the top are passed to `retire`
     /// (oldest first) and come back blank at the bottom.
+    #[inline]
     pub(crate) fn scroll_up(
         &mut self,
         top: u16,
@@ -430,13 +471,7 @@ mod tests {
     use super::*;
 
     fn text(g: &Grid) -> Vec<String> {
-        g.iter()
-            .map(|r| {
-                let mut s = String::new();
-                r.write_text(&mut s);
-                s
-            })
-            .collect()
+        g.iter().map(Row::text).collect()
     }
 
     fn put(g: &mut Grid, y: u16, s: &str) {
@@ -467,11 +502,7 @@ mod tests {
             put(&mut g, y as u16, s);
         }
         let mut gone = Vec::new();
-        g.scroll_up(0, 3, 1, |r| {
-            let mut s = String::new();
-            r.write_text(&mut s);
-            gone.push(s);
-        });
+        g.scroll_up(0, 3, 1, |r| gone.push(r.text()));
         assert_eq!(gone, ["a"]);
         assert_eq!(text(&g), ["b", "c", "d", ""]);
         g.scroll_up(1, 2, 1, |_| {});
@@ -491,8 +522,6 @@ mod tests {
         assert_eq!(r.used(), 3);
         r.fill(5, 8, Cell::erased(Pen { fg: 0, bg: 4 }));
         assert_eq!(r.used(), 8);
-        let mut s = String::new();
-        r.write_text(&mut s);
-        assert_eq!(s, "xxx");
+        assert_eq!(r.text(), "xxx");
     }
 }

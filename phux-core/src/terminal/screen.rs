@@ -27,9 +27,7 @@ impl TerminalState {
         let mut lines = Vec::with_capacity(usize::from(rows));
         let mut wrapped_lines = Vec::new();
         for (y, row) in vt.screen.iter().enumerate() {
-            let mut text = String::new();
-            row.write_text(&mut text);
-            lines.push(Value::String(text));
+            lines.push(Value::String(row.text()));
             if row.wrapped {
                 wrapped_lines.push(Value::from(y));
             }
@@ -43,9 +41,9 @@ impl TerminalState {
         };
         let mut scrollback = Vec::new();
         let mut wrapped_scrollback = Vec::new();
-        for (i, row) in vt.history.newest(wanted).enumerate() {
-            scrollback.push(Value::String(row.text.clone()));
-            if row.wrapped {
+        for (i, (text, wrapped)) in vt.history.newest(wanted).enumerate() {
+            scrollback.push(Value::String(text.to_owned()));
+            if wrapped {
                 wrapped_scrollback.push(Value::from(i));
             }
         }

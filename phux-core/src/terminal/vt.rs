@@ -262,6 +262,21 @@ impl Vt {
                     self.print_ascii(&bytes[start..i]);
                     continue;
                 }
+                // The line ends of ordinary output, without the trip through `execute`.
+                match bytes[i] {
+                    b'\r' => {
+                        self.cur.x = 0;
+                        self.cur.pending = false;
+                        i += 1;
+                        continue;
+                    }
+                    b'\n' if !self.line_feed_mode => {
+                        self.linefeed();
+                        i += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
             }
             let b = bytes[i];
             i += 1;
@@ -928,6 +943,7 @@ impl Vt {
     }
 
     /// Writes a run of printable ASCII: each row's share in one pass over its cells.
+    #[inline]
     fn print_ascii(&mut self, mut run: &[u8]) {
         let cols = self.cols;
         let pen = self.pen;
