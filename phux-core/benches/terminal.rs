@@ -89,7 +89,10 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    summary();
+    // `PHUX_BENCH_SUMMARY=0` skips the summary (when profiling one variant).
+    if std::env::var_os("PHUX_BENCH_SUMMARY").is_none_or(|v| v != "0") {
+        summary();
+    }
 }
 
 /// Medians of alternating rounds (ours, bare, ours, bare, ...), printed with ratios. A

@@ -342,6 +342,12 @@ impl Grid {
         head.iter().chain(tail)
     }
 
+    /// The top visual row.
+    #[inline]
+    pub(crate) fn top_row(&self) -> &Row {
+        &self.rows[self.top]
+    }
+
     /// Scrolls the whole screen up by one: the top row becomes the (reset) bottom row. O(1)
     /// apart from the reset, which touches only the row's used cells. `retire` sees the top row
     /// before it is reset.

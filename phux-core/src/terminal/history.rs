@@ -8,12 +8,12 @@
 //! of it: the log stays within 4/3 of the live text, and each byte is moved at most three
 //! times on average.
 
-use std::collections::VecDeque;
-
 use super::grid::Row;
 
 /// Compaction waits for at least this much dead space, so small logs are never moved.
 const MIN_COMPACT: usize = 16 << 10;
+/// The soft-wrap flag, in the top bit of a row's end offset.
+const WRAPPED: u64 = 1 << 63;
 
 /// A bounded ring of history rows, oldest first.
 #[derive(Debug, Default)]
@@ -23,8 +23,10 @@ pub(crate) struct History {
     origin: u64,
     /// Absolute offset where the oldest retained row starts.
     first: u64,
-    /// Per retained row: the absolute offset where it ends, and its soft-wrap flag.
-    rows: VecDeque<(u64, bool)>,
+    /// Per retained row: the absolute offset where it ends, with [`WRAPPED`] set if the row
+    /// continues on the next one. A ring: once full, `ends[head]` is the oldest row.
+    ends: Vec<u64>,
+    head: usize,
     capacity: usize,
 }
 
@@ -37,32 +39,34 @@ impl History {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.rows.len()
+        self.ends.len()
     }
 
     pub(crate) fn clear(&mut self) {
         self.origin += self.bytes.len() as u64;
         self.first = self.origin;
         self.bytes.clear();
-        self.rows.clear();
+        self.ends.clear();
+        self.head = 0;
     }
 
     /// The `n` newest rows (all of them if fewer are retained), oldest first, as (text,
     /// continues on the next row).
     pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = (&str, bool)> {
-        let skip = self.rows.len().saturating_sub(n);
+        let (newer, older) = self.ends.split_at(self.head);
+        let skip = self.ends.len().saturating_sub(n);
+        let ordered = || older.iter().chain(newer).map(|&e| e & !WRAPPED);
         let mut start = match skip.checked_sub(1) {
             None => self.first,
-            Some(i) => self.rows[i].0,
+            Some(i) => ordered().nth(i).unwrap_or(self.first),
         };
-        self.rows.iter().skip(skip).map(move |&(end, wrapped)| {
+        older.iter().chain(newer).skip(skip).map(move |&entry| {
+            let end = entry & !WRAPPED;
             let (a, b) = ((start - self.origin) as usize, (end - self.origin) as usize);
             start = end;
             // Only whole characters are ever written, so this never falls back.
-            (
-                std::str::from_utf8(&self.bytes[a..b]).unwrap_or(""),
-                wrapped,
-            )
+            let text = std::str::from_utf8(&self.bytes[a..b]).unwrap_or("");
+            (text, entry & WRAPPED != 0)
         })
     }
 
@@ -72,23 +76,27 @@ impl History {
         if self.capacity == 0 {
             return;
         }
-        if self.rows.len() >= self.capacity
-            && let Some((end, _)) = self.rows.pop_front()
-        {
-            self.first = end;
-            let dead = (self.first - self.origin) as usize;
-            if dead >= MIN_COMPACT && dead * 4 >= self.bytes.len() {
-                self.bytes.drain(..dead);
-                self.origin = self.first;
-            }
-        }
         row.write_text(&mut self.bytes);
-        self.rows
-            .push_back((self.origin + self.bytes.len() as u64, row.wrapped));
+        let entry = (self.origin + self.bytes.len() as u64) | if row.wrapped { WRAPPED } else { 0 };
+        if self.ends.len() < self.capacity {
+            self.ends.push(entry);
+            return;
+        }
+        let oldest = std::mem::replace(&mut self.ends[self.head], entry);
+        self.head += 1;
+        if self.head == self.ends.len() {
+            self.head = 0;
+        }
+        self.first = oldest & !WRAPPED;
+        let dead = (self.first - self.origin) as usize;
+        if dead >= MIN_COMPACT && dead * 4 >= self.bytes.len() {
+            self.bytes.drain(..dead);
+            self.origin = self.first;
+        }
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + self.rows.capacity() * size_of::<(u64, bool)>()
+        self.bytes.capacity() + self.ends.capacity() * size_of::<u64>()
     }
 }
 

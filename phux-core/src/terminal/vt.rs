@@ -841,7 +841,8 @@ impl Vt {
 
     fn tab_forward(&mut self, n: u16) {
         let mut x = self.cur.x;
-        for _ in 0..n {
+        // Past `cols` steps the cursor is at the edge whatever the stops: bounded work.
+        for _ in 0..n.min(self.cols) {
             let next = (usize::from(x) + 1..usize::from(self.cols)).find(|&c| self.tabs[c]);
             x = next.map_or(self.cols - 1, |c| c as u16);
         }
@@ -850,7 +851,7 @@ impl Vt {
 
     fn tab_backward(&mut self, n: u16) {
         let mut x = self.cur.x;
-        for _ in 0..n {
+        for _ in 0..n.min(self.cols) {
             let prev = (0..usize::from(x)).rev().find(|&c| self.tabs[c]);
             x = prev.map_or(0, |c| c as u16);
         }
@@ -862,7 +863,16 @@ impl Vt {
     fn linefeed(&mut self) {
         let y = self.cur.y;
         if y == self.bottom {
-            self.scroll_up(1);
+            if self.top == 0 && y + 1 == self.rows {
+                // The common case, spelled out so it compiles to a straight line: the whole
+                // screen scrolls, its top row goes to history (main screen only).
+                if !self.alt_active {
+                    self.history.push(self.screen.top_row());
+                }
+                self.screen.rotate_up(|_| {});
+            } else {
+                self.scroll_up(1);
+            }
         } else if y + 1 < self.rows {
             self.cur.y = y + 1;
         }
