@@ -25,12 +25,12 @@ impl TerminalState {
         // [BOOTSTRAP.SYNTH.1] both screens: the main one first, then the alternate over it.
         if vt.alt_active {
             push_grid(&mut out, vt.other());
-            push_kitty_stack(&mut out, self.tracker.kitty_stack(false));
+            push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(false));
             // 1049 saves the cursor as it enters: enter from the main screen's saved cursor.
             push_saved(&mut out, vt.saved[0], 0, "\x1b[?1049h");
         }
         push_grid(&mut out, &vt.screen);
-        push_kitty_stack(&mut out, self.tracker.kitty_stack(vt.alt_active));
+        push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(vt.alt_active));
         push_layout(&mut out, vt);
 
         // [BOOTSTRAP.SYNTH.2] every mode the input encoder reads. A fresh terminal has them

@@ -25,7 +25,6 @@ mod screen;
 mod tracker;
 mod vt;
 
-use tracker::ModeTracker;
 use vt::Vt;
 
 use crate::modes::TerminalModes;
@@ -39,10 +38,8 @@ pub struct SeqExhausted;
 
 /// The server's model of one terminal's output: grid, modes, sequence number and title.
 pub struct TerminalState {
+    /// Parser, screens, history and the mode tracker.
     vt: Vt,
-    /// The modes the input encoder needs, read from the same bytes by a small scanner of its
-    /// own (it also keeps the kitty flag stacks).
-    tracker: ModeTracker,
     seq: u64,
 }
 
@@ -52,7 +49,6 @@ impl TerminalState {
     pub fn new(cols: u16, rows: u16, scrollback_lines: usize) -> Self {
         Self {
             vt: Vt::new(cols.max(1), rows.max(1), scrollback_lines),
-            tracker: ModeTracker::default(),
             seq: 0,
         }
     }
@@ -66,13 +62,6 @@ impl TerminalState {
         // [OUTPUT.SEQ.2] it never wraps; exhaustion is an error, not a reuse.
         let seq = self.seq.checked_add(1).ok_or(SeqExhausted)?;
         self.seq = seq;
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            // The grid acts on the alternate-screen and history sequences itself; the tracker
-            // only keeps the modes.
-            let advance = self.tracker.advance(rest);
-            rest = &rest[advance.consumed..];
-        }
         self.vt.advance(bytes);
         Ok(seq)
     }
@@ -98,7 +87,7 @@ impl TerminalState {
 
     /// The modes the input encoder must use now.
     pub fn modes(&self) -> TerminalModes {
-        self.tracker.modes()
+        self.vt.tracker.modes()
     }
 
     /// The window title set by OSC 0 or OSC 2, if any.

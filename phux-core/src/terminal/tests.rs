@@ -74,7 +74,7 @@ fn observable(
 type KittyStack2 = (u8, Vec<u8>);
 
 fn kitty(t: &TerminalState, alternate: bool) -> KittyStack2 {
-    let s = t.tracker.kitty_stack(alternate);
+    let s = t.vt.tracker.kitty_stack(alternate);
     (s.current().0, s.saved().to_vec())
 }
 
@@ -574,12 +574,32 @@ proptest! {
         prop_assert_eq!(drawing(&t), drawing(&fresh));
     }
 
-    /// The mode tracker and the grid read the alternate-screen switches the same way.
+    /// The modes as the grid's parser hands them to the tracker are the modes the tracker's
+    /// own byte scanner reads from the same stream, however it is split.
     #[test]
-    fn tracker_and_grid_agree_on_the_screen(bytes in stream()) {
+    fn modes_match_the_tracker_scanning_the_bytes_itself(
+        bytes in stream(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+    ) {
         let mut t = TerminalState::new(12, 4, 0);
-        t.ingest(&bytes).unwrap();
-        prop_assert_eq!(t.modes().alternate_screen, t.vt.alt_active);
+        let mut scanner = tracker::ModeTracker::default();
+        let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+        points.sort_unstable();
+        let mut start = 0;
+        for p in points.into_iter().chain(std::iter::once(bytes.len())) {
+            let chunk = &bytes[start..p];
+            t.ingest(chunk).unwrap();
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                rest = &rest[scanner.advance(rest).consumed..];
+            }
+            start = p;
+        }
+        prop_assert_eq!(t.modes(), scanner.modes());
+        for alternate in [false, true] {
+            prop_assert_eq!(t.vt.tracker.kitty_stack(alternate), scanner.kitty_stack(alternate));
+        }
+        prop_assert_eq!(scanner.alternate_screen(), t.vt.alt_active, "the grid's screen");
     }
 }
 

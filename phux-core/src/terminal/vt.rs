@@ -18,6 +18,7 @@ use super::grid::{
     ATTR_MASK, BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, Row, UNDERLINE, WIDE, WIDE_CONT,
 };
 use super::history::History;
+use super::tracker::ModeTracker;
 
 /// `vte` keeps at most this many parameters and sub-parameters; later ones are dropped.
 const MAX_PARAMS: usize = 32;
@@ -200,6 +201,8 @@ pub(crate) struct Vt {
     pub(crate) history: History,
     pub(crate) title: Option<String>,
     pub(crate) bells: u32,
+    /// The input encoder's modes: every CSI and ESC sequence is handed to it as dispatched.
+    pub(crate) tracker: ModeTracker,
 }
 
 fn default_tabs(cols: u16) -> Vec<bool> {
@@ -237,6 +240,7 @@ impl Vt {
             history: History::new(scrollback),
             title: None,
             bells: 0,
+            tracker: ModeTracker::default(),
         }
     }
 
@@ -565,6 +569,7 @@ impl Vt {
             // Character set designations and the like: not modelled.
             return;
         }
+        self.tracker.esc(b);
         match b {
             b'7' => self.save_cursor(),
             b'8' => self.restore_cursor(),
@@ -586,6 +591,7 @@ impl Vt {
 
     fn csi_dispatch(&mut self, fin: u8) {
         let marker = (self.n_intermediates > 0).then_some(self.intermediates[0]);
+        self.tracker.csi(marker, self.params.iter(), fin);
         let (first, second) = (self.params.get(0, 0), self.params.get(1, 0));
         // The first two parameters with their defaults (0 means "default", as in vt100).
         let p = |index: usize, default: u16| match if index == 0 { first } else { second } {
@@ -930,7 +936,10 @@ impl Vt {
         let history = std::mem::take(&mut self.history);
         let title = self.title.take();
         let bells = self.bells;
+        let tracker = std::mem::take(&mut self.tracker);
         *self = Self::new(cols, rows, 0);
+        // The tracker applied RIS to the modes itself.
+        self.tracker = tracker;
         // RIS resets the terminal, not what it already said: history, title and unread bells
         // stay.
         self.history = history;
