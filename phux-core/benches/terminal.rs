@@ -150,8 +150,9 @@ fn memory() {
         full.ingest(b"\r\n").unwrap();
     }
     println!(
-        "\nheap bytes per terminal ({COLS}x{ROWS}, {HISTORY} history): idle {}, full screen {}, \
-         full history {} ({} rows)",
+        "\nbytes per terminal ({COLS}x{ROWS}, {HISTORY} history; the struct is {} more): \
+         idle {}, full screen {}, full history {} ({} rows)",
+        size_of::<TerminalState>(),
         idle.heap_bytes(),
         screen.heap_bytes(),
         full.heap_bytes(),
