@@ -574,6 +574,48 @@ proptest! {
         prop_assert_eq!(drawing(&t), drawing(&fresh));
     }
 
+    /// Any output interleaved with any resizes keeps the grid's invariants: the cursor and
+    /// saved cursors on the screen, every row as wide as the screen, nothing but blanks past a
+    /// row's used bound, marks only on used cells; and the bootstrap still rebuilds it.
+    #[test]
+    fn output_and_resizes_keep_the_grid_consistent(
+        steps in proptest::collection::vec(
+            (stream(), proptest::option::of((0u16..30, 0u16..10))),
+            1..12,
+        ),
+    ) {
+        let mut t = TerminalState::new(12, 4, 5);
+        for (bytes, resize) in steps {
+            t.ingest(&bytes).unwrap();
+            if let Some((cols, rows)) = resize {
+                t.resize(cols, rows);
+            }
+            let vt = &t.vt;
+            let (cols, rows) = t.size();
+            prop_assert!(vt.cur.x < cols && vt.cur.y < rows);
+            prop_assert!(vt.top < vt.bottom || rows == 1);
+            prop_assert!(vt.bottom < rows);
+            prop_assert!(vt.saved.iter().all(|s| s.x < cols && s.y < rows));
+            prop_assert_eq!(vt.tabs.len(), usize::from(cols));
+            for grid in [&vt.screen, vt.other()] {
+                if grid.rows() == 0 {
+                    continue;
+                }
+                prop_assert_eq!(grid.rows(), rows);
+                for row in grid.iter() {
+                    prop_assert_eq!(row.cells.len(), usize::from(cols));
+                    let used = usize::from(row.used());
+                    prop_assert!(row.cells[used..].iter().all(|&c| c == Cell::BLANK));
+                    prop_assert!(row.marks.iter().all(|&(col, _)| usize::from(col) < used));
+                }
+            }
+            let _ = t.screen_json(1, Some(0), true);
+            let mut fresh = TerminalState::new(cols, rows, 0);
+            fresh.ingest(&t.bootstrap()).unwrap();
+            prop_assert_eq!(drawing(&t), drawing(&fresh), "bootstrap after resizes");
+        }
+    }
+
     /// The modes as the grid's parser hands them to the tracker are the modes the tracker's
     /// own byte scanner reads from the same stream, however it is split.
     #[test]
