@@ -1,7 +1,9 @@
-//! Ingest throughput of `TerminalState` on typical PTY output.
+//! Ingest throughput of `TerminalState` on typical PTY output, next to a bare `vt100` parser.
 //!
 //! The server must keep up with about 70 MiB/s of PTY output per terminal, so ingest is
-//! measured on 1 MiB inputs, fed whole and in 4 KiB reads (what a PTY read returns).
+//! measured on 1 MiB inputs: fed whole, and in 64 KiB and 4 KiB reads (what PTY reads return),
+//! with the server's default 2,000-row history. After the criterion groups a summary pass
+//! times each variant against bare `vt100` in alternating rounds and prints medians and ratios.
 
 use std::hint::black_box;
 
@@ -9,6 +11,10 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use phux_core::terminal::TerminalState;
 
 const MIB: usize = 1 << 20;
+/// `ServerConfig::scrollback_lines`' default.
+const HISTORY: usize = 2000;
+const COLS: u16 = 80;
+const ROWS: u16 = 24;
 
 /// Shell-like output: coloured prompts, `ls -l`-style listings, cursor moves and erases.
 fn shell_output() -> Vec<u8> {
@@ -35,12 +41,8 @@ fn shell_output() -> Vec<u8> {
     out
 }
 
-fn yes_output() -> Vec<u8> {
-    b"y\n".repeat(MIB / 2)
-}
-
 /// `yes` as a PTY delivers it (the line discipline turns LF into CR LF).
-fn yes_pty_output() -> Vec<u8> {
+fn yes_output() -> Vec<u8> {
     let mut out = b"y\r\n".repeat(MIB / 3 + 1);
     out.truncate(MIB);
     out
@@ -50,49 +52,112 @@ fn nz(v: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(v).unwrap()
 }
 
+fn ours(input: &[u8], read: usize) {
+    let mut t = TerminalState::new(COLS, ROWS, HISTORY);
+    for chunk in input.chunks(read) {
+        t.ingest(black_box(chunk)).unwrap();
+    }
+    black_box(&t);
+}
+
+fn bare(input: &[u8], read: usize) {
+    let mut p = vt100::Parser::new(nz(ROWS), nz(COLS), 0);
+    for chunk in input.chunks(read) {
+        p.process(black_box(chunk));
+    }
+    black_box(&p);
+}
+
+fn inputs() -> [(&'static str, Vec<u8>); 2] {
+    [("shell", shell_output()), ("yes-crlf", yes_output())]
+}
+
+const READS: [(&str, usize); 3] = [("whole", MIB), ("64KiB", 64 << 10), ("4KiB", 4 << 10)];
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("ingest");
     group.throughput(Throughput::Bytes(MIB as u64));
-    for (name, input) in [
-        ("shell", shell_output()),
-        ("yes", yes_output()),
-        ("yes-crlf", yes_pty_output()),
-    ] {
-        group.bench_function(format!("{name}/whole"), |b| {
-            b.iter_batched_ref(
-                || TerminalState::new(120, 40, 10_000),
-                |t| t.ingest(black_box(&input)).unwrap(),
-                criterion::BatchSize::LargeInput,
-            );
-        });
-        // Baseline: the bare grid, no scrollback, no tracking.
+    for (name, input) in inputs() {
+        for (read_name, read) in READS {
+            group.bench_function(format!("{name}/{read_name}"), |b| {
+                b.iter(|| ours(&input, read));
+            });
+        }
+        // Baseline: the bare grid, no history, no mode tracking.
         group.bench_function(format!("{name}/bare-vt100"), |b| {
-            b.iter_batched_ref(
-                || vt100::Parser::new(nz(40), nz(120), 0),
-                |p| p.process(black_box(&input)),
-                criterion::BatchSize::LargeInput,
-            );
-        });
-        group.bench_function(format!("{name}/no-history"), |b| {
-            b.iter_batched_ref(
-                || TerminalState::new(120, 40, 0),
-                |t| t.ingest(black_box(&input)).unwrap(),
-                criterion::BatchSize::LargeInput,
-            );
-        });
-        group.bench_function(format!("{name}/4KiB-reads"), |b| {
-            b.iter_batched_ref(
-                || TerminalState::new(120, 40, 10_000),
-                |t| {
-                    for chunk in black_box(&input).chunks(4096) {
-                        t.ingest(chunk).unwrap();
-                    }
-                },
-                criterion::BatchSize::LargeInput,
-            );
+            b.iter(|| bare(&input, MIB));
         });
     }
     group.finish();
+    // `PHUX_BENCH_SUMMARY=0` skips the summary (when profiling one variant).
+    if std::env::var_os("PHUX_BENCH_SUMMARY").is_none_or(|v| v != "0") {
+        summary();
+    }
+}
+
+/// Medians of alternating rounds (ours, bare, ours, bare, ...), printed with ratios. A
+/// benchmark is a driver, so it may read the clock the crate itself never touches.
+#[allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    clippy::cast_precision_loss
+)]
+fn summary() {
+    const ROUNDS: usize = 9;
+    let mib_s = |f: &dyn Fn()| {
+        let start = std::time::Instant::now();
+        f();
+        1.0 / start.elapsed().as_secs_f64()
+    };
+    println!(
+        "\n{:<20} {:>12} {:>12} {:>8}",
+        "input/read", "ours MiB/s", "vt100 MiB/s", "ratio"
+    );
+    for (name, input) in inputs() {
+        for (read_name, read) in READS {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                a.push(mib_s(&|| ours(&input, read)));
+                b.push(mib_s(&|| bare(&input, read)));
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let (a, b) = (median(&mut a), median(&mut b));
+            println!(
+                "{:<20} {a:>12.1} {b:>12.1} {:>8.2}",
+                format!("{name}/{read_name}"),
+                a / b
+            );
+        }
+    }
+    memory();
+}
+
+/// Heap bytes held by one terminal: idle, with a full screen, with a full history.
+fn memory() {
+    let idle = TerminalState::new(COLS, ROWS, HISTORY);
+    let mut screen = TerminalState::new(COLS, ROWS, HISTORY);
+    let line: Vec<u8> = (0..COLS).map(|i| b'a' + (i % 26) as u8).collect();
+    for _ in 0..ROWS - 1 {
+        screen.ingest(&line).unwrap();
+        screen.ingest(b"\r\n").unwrap();
+    }
+    let mut full = TerminalState::new(COLS, ROWS, HISTORY);
+    for _ in 0..HISTORY + usize::from(ROWS) {
+        full.ingest(&line).unwrap();
+        full.ingest(b"\r\n").unwrap();
+    }
+    println!(
+        "\nbytes per terminal ({COLS}x{ROWS}, {HISTORY} history; the struct is {} more): \
+         idle {}, full screen {}, full history {} ({} rows)",
+        size_of::<TerminalState>(),
+        idle.heap_bytes(),
+        screen.heap_bytes(),
+        full.heap_bytes(),
+        full.scrollback_len(),
+    );
 }
 
 criterion_group!(benches, bench);

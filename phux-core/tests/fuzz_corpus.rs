@@ -53,7 +53,7 @@ fn replay(target: &str, body: fn(&[u8])) {
     );
 }
 
-// [FRAME.LENGTH.1] [FRAME.CANON.1]
+// [FRAME.LENGTH.1] [FIELD.CANON.1]
 #[test]
 fn frame_decode_corpus() {
     replay("frame_decode", fuzzing::frame_decode);

@@ -55,7 +55,7 @@ fn a_held_lease_refuses_others_until_seized_and_release_is_ok() {
 
 #[test]
 fn freeze_resume_and_terminate_reach_the_child() {
-    // [SIGNAL.FREEZE.1] [SIGNAL.RESUME.1] [SIGNAL.TERMINATE.1]
+    // [SIGNAL.MAP.1] [SIGNAL.MAP.1] [SIGNAL.MAP.1]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -93,7 +93,7 @@ fn freeze_resume_and_terminate_reach_the_child() {
 
 #[test]
 fn interrupt_reaches_the_shell_trap() {
-    // [SIGNAL.INTERRUPT.1]
+    // [SIGNAL.MAP.1]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&[

@@ -26,7 +26,7 @@ fn content() -> Vec<u8> {
 
 #[test]
 fn a_200_kib_paste_arrives_intact() {
-    // [CLIENT.SPLIT.2] [CLIENT.OUTBOX.2] [INPUT.ENCODE.PASTE.1]
+    // [CLIENT.PASTE.2] [CLIENT.OUTBOX.2] [INPUT.ENCODE.PASTE.1]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");

@@ -29,7 +29,7 @@ pub fn frame_decode(data: &[u8]) {
 
 /// The canonical-encoding and notation properties every decoded frame must have.
 fn check_canonical(frame: &Frame) {
-    // [FRAME.CANON.1] decode(encode(f)) == f and the encoding is a fixed point.
+    // [FIELD.CANON.1] decode(encode(f)) == f and the encoding is a fixed point.
     let bytes = frame.to_bytes();
     let again = Frame::decode(&bytes)
         .unwrap_or_else(|e| panic!("canonical bytes do not decode: {e}: {bytes:02x?}"));

@@ -3,34 +3,35 @@
 use std::fmt::Write as _;
 
 use super::TerminalState;
+use super::grid::{BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, UNDERLINE};
 use super::kitty::KittyStack;
+use super::vt::{Saved, Vt};
 use crate::modes::{MouseEncoding, MouseTracking};
 
 impl TerminalState {
     /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen
-    /// (text, attributes, colours, cursor position, visibility and style), the title, and the
-    /// modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking and encoding,
-    /// DECBKM, LNM, the alternate screen (with the main screen behind it) and both kitty flag
-    /// stacks.
+    /// (text, attributes, colours, soft wraps, cursor position, visibility and style, the
+    /// pen), the title, the scroll region, tab stops, origin and autowrap modes, the saved
+    /// cursor, and the modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking
+    /// and encoding, DECBKM, LNM, the alternate screen (with the main screen behind it) and
+    /// both kitty flag stacks.
     ///
-    /// Not rebuilt: the scroll region, origin mode, saved cursor, character sets and tab stops
-    /// (vt100 does not expose them), and history rows.
+    /// Not rebuilt: history rows and character sets (not modelled).
     pub fn bootstrap(&self) -> Vec<u8> {
-        let screen = self.parser.screen();
+        let vt = &self.vt;
         let modes = self.modes();
         let mut out = String::new();
 
         // [BOOTSTRAP.CHUNK.2] both screens: the main one first, then the alternate over it.
-        if modes.alternate_screen {
-            if let Some(main) = &self.main_snapshot {
-                out.push_str(main);
-            }
-            push_kitty_stack(&mut out, self.tracker.kitty_stack(false));
-            out.push_str("\x1b[?1049h");
+        if vt.alt_active {
+            push_grid(&mut out, vt.other());
+            push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(false));
+            // 1049 saves the cursor as it enters: enter from the main screen's saved cursor.
+            push_saved(&mut out, vt.saved[0], 0, "\x1b[?1049h");
         }
-        // Clears, draws every row, places the cursor and leaves the current pen set.
-        out.push_str(&screen.contents_formatted());
-        push_kitty_stack(&mut out, self.tracker.kitty_stack(modes.alternate_screen));
+        push_grid(&mut out, &vt.screen);
+        push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(vt.alt_active));
+        push_layout(&mut out, vt);
 
         // [BOOTSTRAP.CHUNK.2] every mode the input encoder reads. A fresh terminal has them
         // all off, so only the set ones are sent.
@@ -69,17 +70,8 @@ impl TerminalState {
         if modes.line_feed_mode {
             out.push_str("\x1b[20h");
         }
-        let style = match screen.cursor_style() {
-            vt100::CursorStyle::Default => 0,
-            vt100::CursorStyle::BlinkBlock => 1,
-            vt100::CursorStyle::SteadyBlock => 2,
-            vt100::CursorStyle::BlinkUnderline => 3,
-            vt100::CursorStyle::SteadyUnderline => 4,
-            vt100::CursorStyle::BlinkVerticalBar => 5,
-            vt100::CursorStyle::SteadyVerticalBar => 6,
-        };
-        if style != 0 {
-            let _ = write!(out, "\x1b[{style} q");
+        if vt.cursor_style != 0 {
+            let _ = write!(out, "\x1b[{} q", vt.cursor_style);
         }
         if let Some(title) = self.title() {
             // Controls cannot come from an OSC body, but a title must never be able to end
@@ -89,6 +81,209 @@ impl TerminalState {
             out.push_str("\x1b\\");
         }
         out.into_bytes()
+    }
+}
+
+/// SGR that sets exactly `pen` (from any pen).
+fn push_pen(out: &mut String, pen: Pen) {
+    out.push_str("\x1b[0");
+    for (bit, code) in [
+        (BOLD, 1),
+        (DIM, 2),
+        (ITALIC, 3),
+        (UNDERLINE, 4),
+        (INVERSE, 7),
+    ] {
+        if pen.has(bit) {
+            let _ = write!(out, ";{code}");
+        }
+    }
+    for (word, base, bright, ext) in [(pen.fg, 30, 90, 38), (pen.bg, 40, 100, 48)] {
+        match Color::unpack(word) {
+            Color::Default => {}
+            Color::Idx(i @ 0..=7) => {
+                let _ = write!(out, ";{}", base + u16::from(i));
+            }
+            Color::Idx(i @ 8..=15) => {
+                let _ = write!(out, ";{}", bright + u16::from(i) - 8);
+            }
+            Color::Idx(i) => {
+                let _ = write!(out, ";{ext};5;{i}");
+            }
+            Color::Rgb(r, g, b) => {
+                let _ = write!(out, ";{ext};2;{r};{g};{b}");
+            }
+        }
+    }
+    out.push('m');
+}
+
+/// Writes pens only when they change.
+struct PenWriter {
+    current: Pen,
+}
+
+impl PenWriter {
+    fn set(&mut self, out: &mut String, pen: Pen) {
+        if pen != self.current {
+            push_pen(out, pen);
+            self.current = pen;
+        }
+    }
+}
+
+/// Clears the screen and draws every row of `grid`, soft wraps included. Leaves the pen at
+/// the default.
+fn push_grid(out: &mut String, grid: &Grid) {
+    out.push_str("\x1b[m\x1b[H\x1b[2J");
+    let mut pens = PenWriter {
+        current: Pen::default(),
+    };
+    let cols = grid.cols();
+    let rows = grid.rows();
+    // Whether the previous row was drawn up to its last column and wraps into this one.
+    let mut wrapping = false;
+    for (y, row) in grid.iter().enumerate() {
+        let used = usize::from(row.used());
+        let first = row.cells.first().copied().unwrap_or(Cell::BLANK);
+        if wrapping {
+            if first.has_contents() {
+                // The first character printed wraps, as it did in the original.
+            } else {
+                // Force the wrap with a space, then make the cell empty again.
+                pens.set(out, first.pen());
+                out.push_str(" \x08\x1b[X");
+            }
+        } else if used > 0 {
+            let _ = write!(out, "\x1b[{};1H", y + 1);
+        }
+        // The column the fresh terminal's cursor is at (`cols` when wrap-pending).
+        let mut at = 0;
+        let mut x = 0;
+        while x < used {
+            let cell = row.cells[x];
+            if cell.is_wide_cont() {
+                x += 1;
+                continue;
+            }
+            if cell == Cell::BLANK || (!cell.has_contents() && !cell.styled()) {
+                x += 1;
+                continue;
+            }
+            if x > at {
+                let _ = write!(out, "\x1b[{}C", x - at);
+                at = x;
+            }
+            if cell.has_contents() {
+                pens.set(out, cell.pen());
+                out.push(cell.ch);
+                out.extend(row.marks_at(x as u16));
+                let width = if cell.is_wide() { 2 } else { 1 };
+                x += width;
+                at = x.min(usize::from(cols) - 1);
+                if x >= usize::from(cols) {
+                    // Pending wrap: the cursor stays on the last column.
+                    at = usize::from(cols);
+                }
+            } else {
+                // An erased cell with a style: erase a run of them with that pen.
+                let mut end = x + 1;
+                while end < used && row.cells[end] == cell {
+                    end += 1;
+                }
+                pens.set(out, cell.pen());
+                let _ = write!(out, "\x1b[{}X", end - x);
+                x = end;
+            }
+        }
+        let last = row.cells.last().copied().unwrap_or(Cell::BLANK);
+        wrapping = row.wrapped
+            && y + 1 < usize::from(rows)
+            && at == usize::from(cols)
+            && (last.has_contents() || last.is_wide_cont());
+    }
+    pens.set(out, Pen::default());
+}
+
+/// The scroll region, tab stops, saved cursor, origin and autowrap modes, then the cursor
+/// (with its wrap-pending state), the pen and the cursor's visibility.
+fn push_layout(out: &mut String, vt: &Vt) {
+    let (cols, rows) = vt.size();
+    if (vt.top, vt.bottom) != (0, rows - 1) {
+        let _ = write!(out, "\x1b[{};{}r", vt.top + 1, vt.bottom + 1);
+    }
+    let default_tabs = vt
+        .tabs
+        .iter()
+        .enumerate()
+        .all(|(c, &t)| t == (c > 0 && c % 8 == 0));
+    if !default_tabs {
+        out.push_str("\x1b[3g");
+        for (c, _) in vt.tabs.iter().enumerate().filter(|&(_, &t)| t) {
+            let _ = write!(out, "\x1b[1;{}H\x1bH", c + 1);
+        }
+    }
+    let slot = vt.saved[usize::from(vt.alt_active)];
+    if slot != Saved::default() {
+        push_saved(out, slot, vt.top, "\x1b7");
+    }
+    if vt.origin {
+        out.push_str("\x1b[?6h");
+    }
+    let cur = vt.cur;
+    let row = vt.screen.row(cur.y);
+    let base = if vt.origin { vt.top } else { 0 };
+    let last = row.cells[usize::from(cols) - 1];
+    let x = if last.is_wide_cont() {
+        cols.saturating_sub(2)
+    } else {
+        cols - 1
+    };
+    let cell = row.cells[usize::from(x)];
+    if cur.pending && cell.has_contents() {
+        // Redraw the character on the last column: that leaves the cursor wrap-pending.
+        let _ = write!(out, "\x1b[{};{}H", cur.y.saturating_sub(base) + 1, x + 1);
+        push_pen(out, cell.pen());
+        out.push(cell.ch);
+        out.extend(row.marks_at(x));
+    } else {
+        let _ = write!(
+            out,
+            "\x1b[{};{}H",
+            cur.y.saturating_sub(base) + 1,
+            cur.x + 1
+        );
+    }
+    if !vt.autowrap {
+        out.push_str("\x1b[?7l");
+    }
+    push_pen(out, vt.pen);
+    if vt.cursor_hidden {
+        out.push_str("\x1b[?25l");
+    }
+}
+
+/// Puts the cursor, pen, origin and autowrap modes as saved, then `save` (DECSC, or 1049
+/// which saves as it switches); leaves the pen default and both modes at their defaults.
+/// `top` is the scroll region's top row in force at this point (origin mode counts from it).
+fn push_saved(out: &mut String, s: Saved, top: u16, save: &str) {
+    let mut y = s.y;
+    if s.origin {
+        out.push_str("\x1b[?6h");
+        y = y.saturating_sub(top);
+    }
+    let _ = write!(out, "\x1b[{};{}H", y + 1, s.x + 1);
+    push_pen(out, s.pen);
+    if !s.autowrap {
+        out.push_str("\x1b[?7l");
+    }
+    out.push_str(save);
+    out.push_str("\x1b[m");
+    if !s.autowrap {
+        out.push_str("\x1b[?7h");
+    }
+    if s.origin {
+        out.push_str("\x1b[?6l");
     }
 }
 

@@ -1,234 +1,171 @@
-//! Scrollback kept outside `vt100`, and the `vt100` callbacks that feed it.
+//! Scrollback: a bounded ring of the rows that left the top of the main screen.
 //!
-//! `vt100` can only read its own scrollback by moving its viewport (`&mut`), and it allocates a
-//! fresh row for every line it retains. We run it with no scrollback and capture each row as it
-//! leaves the top of the main screen instead: reading history never touches the live screen,
-//! and once the ring is full a captured row reuses the buffer of the row it evicts.
+//! Only a row's text and soft-wrap flag are ever read back (GET_SCREEN's `scrollback`; the
+//! bootstrap rebuilds the viewport only), so a retired row is kept as its UTF-8 text, appended
+//! to one contiguous byte log: about a byte per column instead of a cell's twelve, no
+//! allocation per row, and the append stays in a few cache lines however many rows are
+//! retained. Evicted rows' bytes are reclaimed by compacting the log once they are a quarter
+//! of it: the log stays within 4/3 of the live text, and each byte is moved at most three
+//! times on average.
 
-use std::collections::VecDeque;
-use std::fmt;
+use super::grid::Row;
 
-use vt100::capture::{BasicFormattedCaptureState, RowContents};
-
-/// One retained history row: its text (right-trimmed) and whether it continues onto the next.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct HistoryRow {
-    pub(crate) text: String,
-    pub(crate) wrapped: bool,
-}
+/// Compaction waits for at least this much dead space, so small logs are never moved.
+const MIN_COMPACT: usize = 16 << 10;
+/// The soft-wrap flag, in the top bit of a row's end offset.
+const WRAPPED: u64 = 1 << 63;
 
 /// A bounded ring of history rows, oldest first.
 #[derive(Debug, Default)]
 pub(crate) struct History {
-    rows: VecDeque<HistoryRow>,
+    /// Row text, back to back. `bytes[0]` is at absolute offset `origin`.
+    bytes: Vec<u8>,
+    origin: u64,
+    /// Absolute offset where the oldest retained row starts.
+    first: u64,
+    /// Per retained row: the absolute offset where it ends, with [`WRAPPED`] set if the row
+    /// continues on the next one. A ring: once full, `ends[head]` is the oldest row.
+    ends: Vec<u64>,
+    head: usize,
     capacity: usize,
 }
 
 impl History {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            rows: VecDeque::new(),
             capacity,
+            ..Self::default()
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.rows.len()
+        self.ends.len()
     }
 
     pub(crate) fn clear(&mut self) {
-        self.rows.clear();
+        self.origin += self.bytes.len() as u64;
+        self.first = self.origin;
+        self.bytes.clear();
+        self.ends.clear();
+        self.head = 0;
     }
 
-    /// The `n` newest rows (all of them if fewer are retained), oldest first.
-    pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = &HistoryRow> {
-        self.rows.iter().skip(self.rows.len().saturating_sub(n))
+    /// The `n` newest rows (all of them if fewer are retained), oldest first, as (text,
+    /// continues on the next row).
+    pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = (&str, bool)> {
+        let (newer, older) = self.ends.split_at(self.head);
+        let skip = self.ends.len().saturating_sub(n);
+        let ordered = || older.iter().chain(newer).map(|&e| e & !WRAPPED);
+        let mut start = match skip.checked_sub(1) {
+            None => self.first,
+            Some(i) => ordered().nth(i).unwrap_or(self.first),
+        };
+        older.iter().chain(newer).skip(skip).map(move |&entry| {
+            let end = entry & !WRAPPED;
+            let (a, b) = ((start - self.origin) as usize, (end - self.origin) as usize);
+            start = end;
+            // Only whole characters are ever written, so this never falls back.
+            let text = std::str::from_utf8(&self.bytes[a..b]).unwrap_or("");
+            (text, entry & WRAPPED != 0)
+        })
     }
 
-    fn push(&mut self, row: &RowContents<'_>) {
+    /// Retains `row`, evicting the oldest row when full.
+    #[inline]
+    pub(crate) fn push(&mut self, row: &Row) {
         if self.capacity == 0 {
             return;
         }
-        let mut slot = if self.rows.len() >= self.capacity {
-            self.rows.pop_front().unwrap_or_default()
-        } else {
-            HistoryRow::default()
-        };
-        slot.text.clear();
-        // A fresh capture state starts with no newline pending, so the first write is the row
-        // itself; the text sink drops the SGR sequences and keeps the characters.
-        let mut state = BasicFormattedCaptureState::new();
-        let mut sink = PlainText {
-            out: &mut slot.text,
-            in_escape: false,
-        };
-        // Writing to a String cannot fail.
-        let _ = row.write_formatted_basic(&mut sink, &mut state);
-        let trimmed = slot.text.trim_end_matches(' ').len();
-        slot.text.truncate(trimmed);
-        // The state now holds "newline pending" = the row does not wrap. A second write shows
-        // it as a leading '\n'; the probe stops the write at its first piece.
-        let mut probe = WrapProbe { newline: false };
-        let _ = row.write_formatted_basic(&mut probe, &mut state);
-        slot.wrapped = !probe.newline;
-        self.rows.push_back(slot);
-    }
-}
-
-/// Keeps the characters of a "basic formatted" row (text and SGR sequences only).
-struct PlainText<'a> {
-    out: &'a mut String,
-    in_escape: bool,
-}
-
-impl fmt::Write for PlainText<'_> {
-    // vt100 writes the blanks between cells one `write_char` at a time: keep that path short.
-    fn write_char(&mut self, c: char) -> fmt::Result {
-        if self.in_escape {
-            self.in_escape = c != 'm';
-        } else if c == '\x1b' {
-            self.in_escape = true;
-        } else {
-            self.out.push(c);
+        row.write_text(&mut self.bytes);
+        let entry = (self.origin + self.bytes.len() as u64) | if row.wrapped { WRAPPED } else { 0 };
+        if self.ends.len() < self.capacity {
+            self.ends.push(entry);
+            return;
         }
-        Ok(())
-    }
-
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let mut rest = s;
-        while !rest.is_empty() {
-            if self.in_escape {
-                let Some(end) = rest.find('m') else {
-                    return Ok(());
-                };
-                self.in_escape = false;
-                rest = &rest[end + 1..];
-            } else if let Some(start) = rest.find('\x1b') {
-                self.out.push_str(&rest[..start]);
-                self.in_escape = true;
-                rest = &rest[start + 1..];
-            } else {
-                self.out.push_str(rest);
-                return Ok(());
-            }
+        let oldest = std::mem::replace(&mut self.ends[self.head], entry);
+        self.head += 1;
+        if self.head == self.ends.len() {
+            self.head = 0;
         }
-        Ok(())
-    }
-}
-
-/// Records whether a write starts with '\n', then fails to cut the write short.
-struct WrapProbe {
-    newline: bool,
-}
-
-impl fmt::Write for WrapProbe {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.newline = s.starts_with('\n');
-        Err(fmt::Error)
-    }
-}
-
-/// What `vt100` reports through its callbacks.
-#[derive(Debug, Default)]
-pub(crate) struct Observer {
-    pub(crate) history: History,
-    pub(crate) title: Option<String>,
-    pub(crate) bells: u32,
-}
-
-impl Observer {
-    fn set_title(&mut self, title: &[u8]) {
-        // An empty title clears it: there is nothing to show.
-        self.title = if title.is_empty() {
-            None
-        } else {
-            Some(String::from_utf8_lossy(title).into_owned())
-        };
-    }
-}
-
-impl vt100::Callbacks for Observer {
-    fn audible_bell(&mut self, _: &mut vt100::Screen) {
-        self.bells = self.bells.saturating_add(1);
-    }
-
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
-        self.set_title(title);
-    }
-
-    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
-        // vt100 reports OSC 0 / 2 only when the title holds no ';' (it splits on them); join
-        // the pieces back together for titles that do.
-        if let [b"0" | b"2", pieces @ ..] = params
-            && pieces.len() > 1
-        {
-            let joined = pieces.join(&b';');
-            self.set_title(&joined);
+        self.first = oldest & !WRAPPED;
+        let dead = (self.first - self.origin) as usize;
+        if dead >= MIN_COMPACT && dead * 4 >= self.bytes.len() {
+            self.bytes.drain(..dead);
+            self.origin = self.first;
         }
     }
 
-    fn on_scroll(&mut self, contents: RowContents<'_>, alternate_screen: bool) {
-        // The alternate screen keeps no history (as in xterm).
-        if !alternate_screen {
-            self.history.push(&contents);
-        }
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * size_of::<u64>()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::grid::{Cell, Pen};
     use super::*;
 
-    fn parser(cap: usize) -> vt100::Parser<Observer> {
-        let observer = Observer {
-            history: History::new(cap),
-            ..Observer::default()
-        };
-        let n = |v| std::num::NonZeroU16::new(v).unwrap();
-        vt100::Parser::new_with_callbacks(n(3), n(5), 0, observer)
+    fn row(s: &str, wrapped: bool) -> Row {
+        let mut r = Row::new(8);
+        for (x, ch) in s.chars().enumerate() {
+            r.cells[x] = Cell::new(ch, Pen::default());
+        }
+        r.touch(s.chars().count() as u16);
+        r.wrapped = wrapped;
+        r
     }
 
     fn texts(h: &History) -> Vec<(String, bool)> {
         h.newest(usize::MAX)
-            .map(|r| (r.text.clone(), r.wrapped))
+            .map(|(t, w)| (t.to_owned(), w))
             .collect()
     }
 
     #[test]
-    fn rows_leaving_the_top_are_captured_with_their_wrap_flag() {
-        let mut p = parser(10);
-        p.process(b"\x1b[31mab\x1b[m \r\nabcdefg\r\n\r\nx\r\ny");
-        let h = &p.callbacks().history;
+    fn rows_keep_their_text_and_wrap_flag() {
+        let mut h = History::new(10);
+        h.push(&row("ab  ", false));
+        h.push(&row("abcd\u{e9}fgh", true));
+        h.push(&row("", false));
         assert_eq!(
-            texts(h),
+            texts(&h),
             [
                 ("ab".into(), false),
-                ("abcde".into(), true),
-                ("fg".into(), false)
+                ("abcd\u{e9}fgh".into(), true),
+                (String::new(), false)
             ]
         );
+        assert_eq!(h.newest(1).count(), 1);
+        assert_eq!(h.newest(2).next(), Some(("abcd\u{e9}fgh", true)));
     }
 
     #[test]
-    fn the_ring_is_bounded_and_reuses_rows() {
-        let mut p = parser(2);
-        p.process(b"1\r\n2\r\n3\r\n4\r\n5\r\n6");
-        assert_eq!(
-            texts(&p.callbacks().history),
-            [("2".into(), false), ("3".into(), false)]
+    fn the_ring_is_bounded_and_compacts() {
+        let mut h = History::new(2);
+        for s in ["1", "2", "3"] {
+            h.push(&row(s, false));
+        }
+        assert_eq!(texts(&h), [("2".into(), false), ("3".into(), false)]);
+        // Far more rows than fit: the log stays bounded by the live rows plus slack.
+        let mut h = History::new(100);
+        for i in 0..100_000u32 {
+            h.push(&row(&format!("{i:08}"), i % 3 == 0));
+        }
+        assert_eq!(h.len(), 100);
+        assert!(
+            h.bytes.len() <= 100 * 8 + MIN_COMPACT * 2,
+            "{}",
+            h.bytes.len()
         );
-        assert_eq!(p.callbacks().history.newest(1).count(), 1);
-    }
-
-    #[test]
-    fn titles_with_semicolons_and_bells() {
-        let mut p = parser(0);
-        p.process(b"\x1b]2;a;b;c\x07\x07\x1b]0;plain\x1b\\\x07");
-        assert_eq!(p.callbacks().title.as_deref(), Some("plain"));
-        assert_eq!(p.callbacks().bells, 2);
-        p.process(b"\x1b]2;x;y\x07");
-        assert_eq!(p.callbacks().title.as_deref(), Some("x;y"));
-        p.process(b"\x1b]2;\x07");
-        assert_eq!(p.callbacks().title, None);
+        let t = texts(&h);
+        assert_eq!(t[0], ("00099900".into(), true));
+        assert_eq!(t[99], ("00099999".into(), true));
+        h.clear();
+        assert_eq!(h.len(), 0);
+        h.push(&row("x", false));
+        assert_eq!(texts(&h), [("x".into(), false)]);
+        let mut none = History::new(0);
+        none.push(&row("x", false));
+        assert_eq!(none.len(), 0);
     }
 }

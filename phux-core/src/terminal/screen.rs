@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::TerminalState;
+use super::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, UNDERLINE};
 
 /// The `schema_version` of the documents built here.
 pub const SCREEN_SCHEMA_VERSION: u32 = 3;
@@ -19,22 +20,20 @@ impl TerminalState {
     /// `request_scrollback`: `None` returns no history, `Some(0)` all that is retained,
     /// `Some(n)` the `n` newest rows. `cells` adds the sparse `cells` array.
     pub fn screen_value(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> Value {
-        let screen = self.parser.screen();
+        let vt = &self.vt;
         let (cols, rows) = self.size();
-        let (cursor_row, cursor_col) = screen.cursor_position();
 
-        // [SCREEN.STATE.1] viewport rows top to bottom, right-trimmed.
-        let lines: Vec<Value> = screen
-            .rows(0, cols)
-            .map(|row| Value::String(trim_right(row)))
-            .collect();
-        let wrapped_lines: Vec<Value> = (0..rows)
-            .filter(|&r| screen.row_wrapped(r))
-            .map(Value::from)
-            .collect();
+        // [SCREEN.JSON.2] exactly `rows` viewport rows top to bottom, right-trimmed.
+        let mut lines = Vec::with_capacity(usize::from(rows));
+        let mut wrapped_lines = Vec::new();
+        for (y, row) in vt.screen.iter().enumerate() {
+            lines.push(Value::String(row.text()));
+            if row.wrapped {
+                wrapped_lines.push(Value::from(y));
+            }
+        }
 
-        // [SCREEN.JSON.3] absent = none, 0 = all retained, n = the n newest.
-        let history = &self.parser.callbacks().history;
+        // [SCREEN.JSON.3] absent = none, 0 = all retained, n = the n newest, oldest first.
         let wanted = match request_scrollback {
             None => 0,
             Some(0) => usize::MAX,
@@ -42,30 +41,31 @@ impl TerminalState {
         };
         let mut scrollback = Vec::new();
         let mut wrapped_scrollback = Vec::new();
-        for (i, row) in history.newest(wanted).enumerate() {
-            scrollback.push(Value::String(row.text.clone()));
-            if row.wrapped {
+        for (i, (text, wrapped)) in vt.history.newest(wanted).enumerate() {
+            scrollback.push(Value::String(text.to_owned()));
+            if wrapped {
                 wrapped_scrollback.push(Value::from(i));
             }
         }
 
+        // [SCREEN.JSON.1]
         let mut doc = Map::new();
         doc.insert("schema_version".into(), SCREEN_SCHEMA_VERSION.into());
         doc.insert("pane".into(), pane.into());
         doc.insert("cols".into(), cols.into());
         doc.insert("rows".into(), rows.into());
-        // vt100 leaves the column one past the edge after writing the last cell (the
-        // pending-wrap state); report the cell the cursor is drawn on.
+        // In the wrap-pending state the cursor is drawn on the last column, where it is kept.
         doc.insert(
             "cursor".into(),
             json!({
-                "x": cursor_col.min(cols.saturating_sub(1)),
-                "y": cursor_row,
-                "visible": !screen.hide_cursor(),
+                "x": vt.cur.x,
+                "y": vt.cur.y,
+                "visible": !vt.cursor_hidden,
             }),
         );
         doc.insert("lines".into(), lines.into());
         doc.insert("scrollback".into(), scrollback.into());
+        // [SCREEN.JSON.4]
         if let Some(title) = self.title() {
             doc.insert("title".into(), title.into());
         }
@@ -73,6 +73,7 @@ impl TerminalState {
             "soft_wrap".into(),
             json!({ "lines": wrapped_lines, "scrollback": wrapped_scrollback }),
         );
+        // [SCREEN.JSON.5]
         if cells {
             doc.insert("cells".into(), self.styled_cells().into());
         }
@@ -81,57 +82,46 @@ impl TerminalState {
 
     /// One object per viewport cell whose style is not the default.
     fn styled_cells(&self) -> Vec<Value> {
-        let screen = self.parser.screen();
-        let (cols, rows) = self.size();
         let mut out = Vec::new();
-        for row in 0..rows {
-            for col in 0..cols {
-                let Some(cell) = screen.cell(row, col) else {
-                    continue;
-                };
-                if cell.is_wide_continuation() || !styled(cell) {
+        for (y, row) in self.vt.screen.iter().enumerate() {
+            for (x, &cell) in row.cells[..usize::from(row.used())].iter().enumerate() {
+                if cell.is_wide_cont() || !cell.styled() {
                     continue;
                 }
-                out.push(json!({
-                    "row": row,
-                    "col": col,
-                    "text": cell.contents(),
-                    "fg": color(cell.fgcolor()),
-                    "bg": color(cell.bgcolor()),
-                    "bold": cell.bold(),
-                    "dim": cell.dim(),
-                    "italic": cell.italic(),
-                    "underline": cell.underline(),
-                    "inverse": cell.inverse(),
-                    "wide": cell.is_wide(),
-                }));
+                let mut text = String::new();
+                if cell.has_contents() {
+                    text.push(cell.ch);
+                    text.extend(row.marks_at(x as u16));
+                }
+                out.push(cell_json(y, x, cell, &text));
             }
         }
         out
     }
 }
 
-fn styled(cell: &vt100::Cell) -> bool {
-    cell.fgcolor() != vt100::Color::Default
-        || cell.bgcolor() != vt100::Color::Default
-        || cell.bold()
-        || cell.dim()
-        || cell.italic()
-        || cell.underline()
-        || cell.inverse()
+fn cell_json(row: usize, col: usize, cell: Cell, text: &str) -> Value {
+    let pen = cell.pen();
+    json!({
+        "row": row,
+        "col": col,
+        "text": text,
+        "fg": color(Color::unpack(pen.fg)),
+        "bg": color(Color::unpack(pen.bg)),
+        "bold": pen.has(BOLD),
+        "dim": pen.has(DIM),
+        "italic": pen.has(ITALIC),
+        "underline": pen.has(UNDERLINE),
+        "inverse": pen.has(INVERSE),
+        "wide": cell.is_wide(),
+    })
 }
 
 /// A colour as JSON: `null` (the default), a palette index, or `"#rrggbb"`.
-fn color(c: vt100::Color) -> Value {
+fn color(c: Color) -> Value {
     match c {
-        vt100::Color::Default => Value::Null,
-        vt100::Color::Idx(i) => i.into(),
-        vt100::Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}").into(),
+        Color::Default => Value::Null,
+        Color::Idx(i) => i.into(),
+        Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}").into(),
     }
-}
-
-fn trim_right(mut s: String) -> String {
-    let len = s.trim_end_matches(' ').len();
-    s.truncate(len);
-    s
 }

@@ -1,12 +1,14 @@
-//! A small escape-sequence scanner that keeps [`TerminalModes`] current.
+//! The modes the input encoder needs, kept current from the program's output.
 //!
-//! `vt100` models the grid but not every mode the input encoder needs (focus reporting, DECBKM,
-//! LNM, the URXVT and SGR-pixel mouse encodings, the kitty flag stacks), and it reports unknown
-//! sequences only through callbacks that lose their order relative to the modes it does track.
-//! So this scanner runs over the same bytes and owns every mode. Its state machine follows the
-//! DEC ANSI parser that `vt100`'s `vte` implements (same C0 handling inside sequences, same
-//! parameter limits, same aborts on CAN / SUB / ESC), so both read a stream the same way however
-//! it is split into chunks. It never allocates.
+//! [`ModeTracker`] owns every mode [`TerminalModes`] holds, including the kitty flag stacks.
+//! In the server the grid's parser ([`super::vt`]) hands it each CSI and ESC sequence it
+//! dispatches ([`ModeTracker::csi`], [`ModeTracker::esc`]), so the stream is parsed once and
+//! the modes can never disagree with the screen. The tracker also has its own small byte
+//! scanner ([`ModeTracker::advance`]), whose state machine follows the DEC ANSI parser `vte`
+//! implements; the tests run it over the same streams as the reference reading of the modes.
+//! It never allocates.
+// The byte scanner is the tests' reference reading (see above); production feeds `csi` / `esc`.
+#![cfg_attr(not(test), allow(dead_code))]
 
 use super::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking, TerminalModes};
@@ -323,6 +325,31 @@ impl ModeTracker {
         None
     }
 
+    /// One CSI sequence as the grid's parser read it: the first intermediate (or private
+    /// marker) byte, the parameter groups (each a value and its sub-parameters) and the final
+    /// byte.
+    pub(crate) fn csi<'a>(
+        &mut self,
+        marker: Option<u8>,
+        groups: impl Iterator<Item = &'a [u16]>,
+        byte: u8,
+    ) {
+        self.first_intermediate = marker.unwrap_or(0);
+        self.intermediates = u8::from(marker.is_some());
+        self.groups = 0;
+        for group in groups.take(MAX_PARAMS) {
+            self.group_first[self.groups] = group.first().copied().unwrap_or(0);
+            self.group_len[self.groups] = group.len().min(usize::from(u8::MAX)) as u8;
+            self.groups += 1;
+        }
+        self.dispatch_csi(byte);
+    }
+
+    /// One ESC sequence without intermediates, as the grid's parser read it.
+    pub(crate) fn esc(&mut self, byte: u8) {
+        self.esc_dispatch(byte);
+    }
+
     fn csi_dispatch(&mut self, byte: u8) -> Option<Hit> {
         // The final value is stored unless the parameter list is already full.
         if self.total < MAX_PARAMS {
@@ -331,6 +358,10 @@ impl ModeTracker {
         } else if self.open_len > 0 {
             self.close_group();
         }
+        self.dispatch_csi(byte)
+    }
+
+    fn dispatch_csi(&mut self, byte: u8) -> Option<Hit> {
         let marker = if self.intermediates == 0 {
             None
         } else {

@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn names_encode_to_the_bytes_a_terminal_sends() {
         // [INPUT.ENCODE.KEY.3] [INPUT.ENCODE.KEY.4] [INPUT.ENCODE.KEY.6] [INPUT.ENCODE.KEY.10]
-        // [INPUT.ENCODE.KEY.11] through the server's own encoder.
+        // [INPUT.ENCODE.KEY.5] through the server's own encoder.
         let cases: &[(&str, &[u8])] = &[
             ("Enter", b"\r"),
             ("Tab", b"\t"),

@@ -177,7 +177,7 @@ impl OutboxStore {
         })?;
         let mut len = bytes.len() as u64;
         if let Some(torn) = &journal.torn_tail {
-            // [CLIENT.OUTBOX.6] A torn tail is dropped; cut it off so appends follow whole
+            // [CLIENT.JOURNAL.5] A torn tail is dropped; cut it off so appends follow whole
             // records.
             len = torn.offset as u64;
             file.set_len(len).map_err(io("truncate", &path))?;
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn records_survive_a_reopen_and_a_torn_tail_is_cut_off() {
-        // [CLIENT.OUTBOX.6]
+        // [CLIENT.JOURNAL.5]
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut store, journal) = OutboxStore::open(dir.path(), "k").expect("open");
         assert!(journal.records.is_empty() && store.is_empty());
