@@ -1,0 +1,18 @@
+//! `phux-bench`'s parts: a blocking phux client, the tmux and dtach contenders, the helper
+//! roles the binary runs as copies of itself, and the measurements of each section.
+//!
+//! The binary (`src/main.rs`) runs the sections and prints the report; everything here is
+//! usable on its own (for instance to time one contender from a test).
+
+pub mod client;
+pub mod core;
+pub mod error;
+pub mod latency;
+pub mod payload;
+pub mod procs;
+pub mod report;
+pub mod roles;
+pub mod scale;
+pub mod stats;
+pub mod throughput;
+pub mod tmux;
