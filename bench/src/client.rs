@@ -18,7 +18,7 @@ use phux_proto::{Frame, GroupId, OperationId, TerminalId};
 use crate::error::{Context, Error, Result};
 
 /// How long any one read may block before the peer counts as stuck.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+pub const READ_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// One connection to a phux server.
 #[derive(Debug)]
@@ -70,11 +70,16 @@ impl Client {
 
     fn take_frame(&mut self) -> Result<Option<Frame>> {
         let avail = self.buf.get(self.start..self.end).unwrap_or_default();
-        let Some(len) = avail.first_chunk::<LENGTH_LEN>().map(|b| u32::from_be_bytes(*b)) else {
+        let Some(len) = avail
+            .first_chunk::<LENGTH_LEN>()
+            .map(|b| u32::from_be_bytes(*b))
+        else {
             return Ok(None);
         };
         if len > MAX_FRAME_LEN {
-            return Err(Error::Protocol(format!("frame length {len} over the limit")));
+            return Err(Error::Protocol(format!(
+                "frame length {len} over the limit"
+            )));
         }
         let total = LENGTH_LEN + len as usize;
         if avail.len() < total {

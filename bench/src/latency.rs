@@ -152,7 +152,9 @@ pub struct DirectPty {
 impl DirectPty {
     /// Spawns `argv` on a fresh PTY.
     pub fn start(argv: &[String]) -> Result<Self> {
-        let (program, args) = argv.split_first().ok_or_else(|| Error::Protocol("argv".into()))?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| Error::Protocol("argv".into()))?;
         let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
             .map_err(|e| Error::Protocol(format!("spawn: {e}")))?;
         Ok(Self {

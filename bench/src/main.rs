@@ -3,7 +3,9 @@
 //!
 //! Each figure is taken against its baseline in the same run, round by round (A B A B), and
 //! reported as medians, p99s and ratios next to the targets of the benchmark issue.
-
+// Figures are statistics of timings and byte counts far below 2^52: the float conversions
+// lose nothing that matters, and spelling each one out would bury the arithmetic.
+#![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +15,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use phux_bench::error::{self, Result};
-use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, echo_argv, letter, sink_argv};
+use phux_bench::latency::{
+    self, DirectPty, PhuxTerm, Relay, TmuxTerm, echo_argv, letter, sink_argv,
+};
 use phux_bench::procs::PhuxServer;
 use phux_bench::report::{Op, Report, fmt, table};
 use phux_bench::roles::{self, RelayMode};
@@ -212,6 +216,8 @@ fn run(cli: &Cli) -> Result<()> {
         if cli.quick { "quick" } else { "full" },
         std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
     );
+    let load_start = loadavg();
+    println!("  load average at start: {load_start}");
     if !have_tmux {
         report.note("tmux is not installed (apt-get install -y tmux): its comparisons are skipped");
     }
@@ -229,13 +235,20 @@ fn run(cli: &Cli) -> Result<()> {
         }),
     );
     let server_bin = cli.server_bin.as_deref();
-    let sections: [(Section, &dyn Fn(&mut Report) -> Result<()>); 5] = [
+    type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
+    let sections: [(Section, SectionFn<'_>); 5] = [
         (Section::Throughput, &|r| {
             section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
         }),
-        (Section::Ack, &|r| section_ack(r, &plan, server_bin, have_tmux)),
-        (Section::Echo, &|r| section_echo(r, &plan, server_bin, have_tmux)),
-        (Section::Scale, &|r| section_scale(r, &plan, server_bin, have_tmux)),
+        (Section::Ack, &|r| {
+            section_ack(r, &plan, server_bin, have_tmux)
+        }),
+        (Section::Echo, &|r| {
+            section_echo(r, &plan, server_bin, have_tmux)
+        }),
+        (Section::Scale, &|r| {
+            section_scale(r, &plan, server_bin, have_tmux)
+        }),
         (Section::Core, &|r| section_core(r, cli)),
     ];
     for (s, f) in sections {
@@ -255,7 +268,13 @@ fn run(cli: &Cli) -> Result<()> {
             println!("- {n}");
         }
     }
-    println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());
+    let load_end = loadavg();
+    println!("\nload average at start: {load_start}; at end: {load_end}");
+    report.json.insert(
+        "loadavg".into(),
+        json!({"start": load_start, "end": load_end}),
+    );
+    println!("total {:.1} s", started.elapsed().as_secs_f64());
     report
         .json
         .insert("elapsed_s".into(), json!(started.elapsed().as_secs_f64()));
@@ -288,8 +307,16 @@ fn section_throughput(
     let server = PhuxServer::start(server_bin)?;
     type Runner<'a> = Box<dyn Fn() -> Result<throughput::Run> + 'a>;
     let mut contenders: Vec<(&str, &str, Runner<'_>)> = vec![
-        ("direct PTY drain", "the physical limit", Box::new(|| throughput::direct(lines))),
-        ("minimal relay (socket)", "ref 0.91x", Box::new(|| throughput::relay(lines))),
+        (
+            "direct PTY drain",
+            "the physical limit",
+            Box::new(|| throughput::direct(lines)),
+        ),
+        (
+            "minimal relay (socket)",
+            "ref 0.91x",
+            Box::new(|| throughput::relay(lines)),
+        ),
         (
             "phux, 1 client",
             "target >= 0.85x",
@@ -309,7 +336,11 @@ fn section_throughput(
         ));
     }
     if have_dtach {
-        contenders.push(("dtach -a", "ref 0.86x", Box::new(|| throughput::dtach(lines))));
+        contenders.push((
+            "dtach -a",
+            "ref 0.86x",
+            Box::new(|| throughput::dtach(lines)),
+        ));
     }
     let mut runs: Vec<Vec<throughput::Run>> = vec![Vec::new(); contenders.len()];
     for round in 0..plan.rounds {
@@ -371,7 +402,16 @@ fn section_throughput(
     print!(
         "{}",
         table(
-            &["contender", "MiB/s p50", "min", "max", "vs drain", "complete", "screen ok", "issue"],
+            &[
+                "contender",
+                "MiB/s p50",
+                "min",
+                "max",
+                "vs drain",
+                "complete",
+                "screen ok",
+                "issue"
+            ],
             &rows
         )
     );
@@ -381,19 +421,26 @@ fn section_throughput(
             .position(|c| c.0 == name)
             .and_then(|i| ratio(medians.get(i).copied().flatten().map(|s| s.p50), base))
     };
-    report.target("output to 1 client / direct drain", ratio_of("phux, 1 client"), Op::AtLeast, 0.85);
+    report.target(
+        "output to 1 client / direct drain",
+        ratio_of("phux, 1 client"),
+        Op::AtLeast,
+        0.85,
+    );
     report.target(
         "output to 8 clients (each) / direct drain",
         ratio_of("phux, 8 clients (each)"),
         Op::AtLeast,
         0.8,
     );
-    let screen_bad = runs
-        .get(2)
-        .map_or(0, |rs| rs.iter().filter(|r| r.screen_ok == Some(false)).count());
+    let screen_bad = runs.get(2).map_or(0, |rs| {
+        rs.iter().filter(|r| r.screen_ok == Some(false)).count()
+    });
     report.target(
         "phux 1-client runs with a wrong screen/bootstrap",
-        runs.get(2).filter(|rs| !rs.is_empty()).map(|_| screen_bad as f64),
+        runs.get(2)
+            .filter(|rs| !rs.is_empty())
+            .map(|_| screen_bad as f64),
         Op::AtMost,
         0.0,
     );
@@ -403,7 +450,12 @@ fn section_throughput(
             .map(|r| r.expected.saturating_sub(r.delivered) as f64 + r.tombstones as f64)
             .sum()
     });
-    report.target("phux bytes lost when the child exits (8-client runs)", lost, Op::AtMost, 0.0);
+    report.target(
+        "phux bytes lost when the child exits (8-client runs)",
+        lost,
+        Op::AtMost,
+        0.0,
+    );
     if have_tmux {
         match throughput::tmux_control(lines, false) {
             Ok(r) => {
@@ -420,16 +472,19 @@ fn section_throughput(
             Err(e) => report.note(format!("tmux exit check failed: {e}")),
         }
     }
-    report.json.insert("throughput".into(), serde_json::Value::Object(doc));
+    report
+        .json
+        .insert("throughput".into(), serde_json::Value::Object(doc));
     Ok(())
 }
 
 // ---- 2. acknowledged input ----
 
 fn summary_json(s: Option<Summary>) -> serde_json::Value {
-    s.map_or(serde_json::Value::Null, |s| {
-        json!({"n": s.n, "p50_us": s.p50, "p99_us": s.p99, "min_us": s.min, "max_us": s.max})
-    })
+    s.map_or(
+        serde_json::Value::Null,
+        |s| json!({"n": s.n, "p50_us": s.p50, "p99_us": s.p99, "min_us": s.min, "max_us": s.max}),
+    )
 }
 
 fn latency_rows(
@@ -524,13 +579,28 @@ fn section_ack(
         "tmux -C send-keys -> %end",
         "tmux send-keys (command)",
     ];
-    let refs = ["", "the limit", "ref ~8 us", "", "ref ~18 us", "ref ~1.7 ms"];
+    let refs = [
+        "",
+        "the limit",
+        "ref ~8 us",
+        "",
+        "ref ~18 us",
+        "ref ~1.7 ms",
+    ];
     let base = sums[1];
     println!("  (ratios are to the relay: one process doing socket read, PTY write, reply)");
     print!(
         "{}",
         table(
-            &["contender", "n", "p50 us", "p99 us", "p50 vs limit", "p99 vs limit", "issue"],
+            &[
+                "contender",
+                "n",
+                "p50 us",
+                "p99 us",
+                "p50 vs limit",
+                "p99 vs limit",
+                "issue"
+            ],
             &latency_rows(&names, &sums, base, &refs)
         )
     );
@@ -544,16 +614,38 @@ fn section_ack(
     );
     let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
     let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
-    report.target("APPLY_INPUT p50 / tmux -C %end p50", ratio(p50(0), p50(4)), Op::AtMost, 1.0);
-    report.target("APPLY_INPUT p50 / (socket RTT + PTY write) p50", ratio(p50(0), p50(1)), Op::AtMost, 1.5);
-    report.target("APPLY_INPUT p99 / (socket RTT + PTY write) p99", ratio(p99(0), p99(1)), Op::AtMost, 2.5);
-    report.target("tmux send-keys command p50 / APPLY_INPUT p50", ratio(p50(5), p50(0)), Op::AtLeast, 20.0);
+    report.target(
+        "APPLY_INPUT p50 / tmux -C %end p50",
+        ratio(p50(0), p50(4)),
+        Op::AtMost,
+        1.0,
+    );
+    report.target(
+        "APPLY_INPUT p50 / (socket RTT + PTY write) p50",
+        ratio(p50(0), p50(1)),
+        Op::AtMost,
+        1.5,
+    );
+    report.target(
+        "APPLY_INPUT p99 / (socket RTT + PTY write) p99",
+        ratio(p99(0), p99(1)),
+        Op::AtMost,
+        2.5,
+    );
+    report.target(
+        "tmux send-keys command p50 / APPLY_INPUT p50",
+        ratio(p50(5), p50(0)),
+        Op::AtLeast,
+        20.0,
+    );
     let mut doc = serde_json::Map::new();
     for (name, s) in names.iter().zip(&sums) {
         doc.insert((*name).to_owned(), summary_json(*s));
     }
     doc.insert("socket_rtt_plus_pty_write_p50_us".into(), json!(sum_p50));
-    report.json.insert("ack_latency".into(), serde_json::Value::Object(doc));
+    report
+        .json
+        .insert("ack_latency".into(), serde_json::Value::Object(doc));
     Ok(())
 }
 
@@ -624,7 +716,15 @@ fn section_echo(
     print!(
         "{}",
         table(
-            &["contender", "n", "p50 us", "p99 us", "p50 vs relay", "p99 vs relay", "issue"],
+            &[
+                "contender",
+                "n",
+                "p50 us",
+                "p99 us",
+                "p50 vs relay",
+                "p99 vs relay",
+                "issue"
+            ],
             &latency_rows(&names, &sums, base, &refs)
         )
     );
@@ -635,14 +735,31 @@ fn section_echo(
         fmt(ratio(p50(1), p50(2)), 2),
         fmt(ratio(p50(3), p50(2)), 2)
     );
-    report.target("echo p50 / tmux -C send-keys echo p50", ratio(p50(0), p50(3)), Op::AtMost, 1.0);
-    report.target("echo p50 / minimal relay p50", ratio(p50(0), p50(1)), Op::AtMost, 1.1);
-    report.target("echo p99 / minimal relay p99", ratio(p99(0), p99(1)), Op::AtMost, 2.0);
+    report.target(
+        "echo p50 / tmux -C send-keys echo p50",
+        ratio(p50(0), p50(3)),
+        Op::AtMost,
+        1.0,
+    );
+    report.target(
+        "echo p50 / minimal relay p50",
+        ratio(p50(0), p50(1)),
+        Op::AtMost,
+        1.1,
+    );
+    report.target(
+        "echo p99 / minimal relay p99",
+        ratio(p99(0), p99(1)),
+        Op::AtMost,
+        2.0,
+    );
     let mut doc = serde_json::Map::new();
     for (name, s) in names.iter().zip(&sums) {
         doc.insert((*name).to_owned(), summary_json(*s));
     }
-    report.json.insert("echo_latency".into(), serde_json::Value::Object(doc));
+    report
+        .json
+        .insert("echo_latency".into(), serde_json::Value::Object(doc));
     Ok(())
 }
 
@@ -700,34 +817,66 @@ fn section_scale(
         );
         match fill {
             Fill::Idle => report.target("idle terminal, KiB of server RSS", p, Op::AtMost, 64.0),
-            Fill::Screen => report.target("full-screen terminal: phux KiB / tmux KiB", ratio(p, t), Op::AtMost, 1.0),
-            Fill::History => report.target("2,000-line history: phux KiB / tmux KiB", ratio(p, t), Op::AtMost, 1.0),
+            Fill::Screen => report.target(
+                "full-screen terminal: phux KiB / tmux KiB",
+                ratio(p, t),
+                Op::AtMost,
+                1.0,
+            ),
+            Fill::History => report.target(
+                "2,000-line history: phux KiB / tmux KiB",
+                ratio(p, t),
+                Op::AtMost,
+                1.0,
+            ),
         }
     }
     println!("  memory per terminal (server RSS delta / count):");
     print!(
         "{}",
-        table(&["terminals holding", "phux KiB", "tmux KiB/pane", "phux/tmux"], &rows)
+        table(
+            &[
+                "terminals holding",
+                "phux KiB",
+                "tmux KiB/pane",
+                "phux/tmux"
+            ],
+            &rows
+        )
     );
-    println!("  (issue reference for tmux: ~4 KiB idle, ~16 KiB full screen, ~856 KiB with history)");
+    println!(
+        "  (issue reference for tmux: ~4 KiB idle, ~16 KiB full screen, ~856 KiB with history)"
+    );
     match scale::phux_per_connection(server_bin, plan.connections) {
         Ok(kib) => {
-            println!("  {} connections after HELLO: {kib:.1} KiB each", plan.connections);
+            println!(
+                "  {} connections after HELLO: {kib:.1} KiB each",
+                plan.connections
+            );
             doc.insert("connection_kib".into(), json!(kib));
         }
         Err(e) => report.note(format!("connection memory: {e}")),
     }
-    match scale::apply_under_load(server_bin, plan.streams, plan.stream_rate, plan.load_rounds, plan.load_ops) {
+    match scale::apply_under_load(
+        server_bin,
+        plan.streams,
+        plan.stream_rate,
+        plan.load_rounds,
+        plan.load_ops,
+    ) {
         Ok(l) => {
             let (q, b) = (summarize(&l.quiet), summarize(&l.loaded));
             let rate = l.streamed as f64 / l.loaded_secs.max(1e-9) / MIB;
             println!(
-                "  APPLY_INPUT with {} terminals frozen: p50 {} us, p99 {} us; streaming ({rate:.1} MiB/s in total): p50 {} us, p99 {} us",
+                "  APPLY_INPUT with {} terminals frozen: p50 {} us, p99 {} us, max {} us;\n  \
+                 streaming ({rate:.1} MiB/s in total to one attached reader): p50 {} us, p99 {} us, max {} us",
                 plan.streams,
                 fmt(q.map(|s| s.p50), 1),
                 fmt(q.map(|s| s.p99), 1),
+                fmt(q.map(|s| s.max), 1),
                 fmt(b.map(|s| s.p50), 1),
                 fmt(b.map(|s| s.p99), 1),
+                fmt(b.map(|s| s.max), 1),
             );
             doc.insert(
                 "apply_under_load".into(),
@@ -737,7 +886,9 @@ fn section_scale(
         }
         Err(e) => report.note(format!("APPLY_INPUT under load: {e}")),
     }
-    report.json.insert("scale".into(), serde_json::Value::Object(doc));
+    report
+        .json
+        .insert("scale".into(), serde_json::Value::Object(doc));
     Ok(())
 }
 
@@ -762,13 +913,7 @@ fn section_core(report: &mut Report, cli: &Cli) -> Result<()> {
     }
     let rows: Vec<Vec<String>> = figs
         .iter()
-        .map(|f| {
-            vec![
-                f.id.clone(),
-                format_ns(f.median_ns),
-                fmt(f.mib_per_s(), 1),
-            ]
-        })
+        .map(|f| vec![f.id.clone(), format_ns(f.median_ns), fmt(f.mib_per_s(), 1)])
         .collect();
     print!("{}", table(&["benchmark", "median", "MiB/s"], &rows));
     let doc: Vec<serde_json::Value> = figs
@@ -777,6 +922,13 @@ fn section_core(report: &mut Report, cli: &Cli) -> Result<()> {
         .collect();
     report.json.insert("core".into(), json!(doc));
     Ok(())
+}
+
+/// /proc/loadavg's first three fields (the machine is shared; a busy one skews everything).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn format_ns(ns: f64) -> String {

@@ -124,7 +124,13 @@ pub fn stream(rate: u64) -> Result<()> {
     loop {
         write_all_stdout(&burst)?;
         next += TICK;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        let now = Instant::now();
+        // After a stop (SIGSTOP) or a slow write, carry on at the rate instead of catching up
+        // in one flood.
+        if next < now {
+            next = now;
+        }
+        std::thread::sleep(next.saturating_duration_since(now));
     }
 }
 
@@ -138,7 +144,11 @@ mod tests {
         let b = line_text(1);
         assert_ne!(a, b);
         assert!(a.iter().all(|c| c.is_ascii_alphanumeric() || *c == b':'));
-        assert_eq!(line_text(LINES_PER_WRITE), a, "the pattern repeats per write");
+        assert_eq!(
+            line_text(LINES_PER_WRITE),
+            a,
+            "the pattern repeats per write"
+        );
         assert!(String::from_utf8_lossy(&line_text(818)).starts_with("0818:"));
     }
 

@@ -36,17 +36,14 @@ impl PhuxServer {
     pub fn start(server_bin: Option<&Path>) -> Result<Self> {
         let dir = tempfile::tempdir().context("scratch directory")?;
         let socket = dir.path().join("phux.sock");
-        let mut cmd = match server_bin {
-            Some(bin) => {
-                let mut c = Command::new(bin);
-                c.args(["--log-level", "error", "--socket"]).arg(&socket);
-                c
-            }
-            None => {
-                let mut c = Command::new(self_exe()?);
-                c.arg("__serve").arg("--socket").arg(&socket);
-                c
-            }
+        let mut cmd = if let Some(bin) = server_bin {
+            let mut c = Command::new(bin);
+            c.args(["--log-level", "error", "--socket"]).arg(&socket);
+            c
+        } else {
+            let mut c = Command::new(self_exe()?);
+            c.arg("__serve").arg("--socket").arg(&socket);
+            c
         };
         let mut process = cmd
             .stdin(Stdio::null())

@@ -83,7 +83,8 @@ impl Report {
                 };
                 vec![
                     t.name.clone(),
-                    t.value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}")),
+                    t.value
+                        .map_or_else(|| "-".to_owned(), |v| format!("{v:.3}")),
                     format!("{op} {}", t.bound),
                     t.verdict().to_owned(),
                 ]

@@ -105,7 +105,11 @@ pub fn phux_per_terminal(
 ) -> Result<f64> {
     let server = PhuxServer::start(server_bin)?;
     let mut c = server.client()?;
-    let before = settled_rss(server.pid(), Duration::from_millis(500), Duration::from_secs(5))?;
+    let before = settled_rss(
+        server.pid(),
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    )?;
     let file = match fill {
         Fill::Idle => None,
         _ => Some(fill_file(dir, fill)?),
@@ -116,12 +120,16 @@ pub fn phux_per_terminal(
         && let Some(last) = ids.last()
     {
         let want = String::from_utf8_lossy(&line_text(fill.lines() - 1)).into_owned();
-        let end = Instant::now() + Duration::from_secs(60);
+        let end = Instant::now() + Duration::from_mins(1);
         while !c.screen(last)?.contains(&want) && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let after = settled_rss(server.pid(), Duration::from_secs(1), Duration::from_secs(30))?;
+    let after = settled_rss(
+        server.pid(),
+        Duration::from_secs(1),
+        Duration::from_secs(30),
+    )?;
     Ok(after.saturating_sub(before) as f64 / count as f64)
 }
 
@@ -151,6 +159,9 @@ pub fn tmux_per_window(fill: Fill, count: usize, dir: &Path) -> Result<f64> {
         }
         left -= batch;
     }
+    // A control client that does not read makes tmux stop reading the panes (control-mode
+    // flow control), so it leaves before the panes' output is taken in.
+    drop(ctl);
     let after = settled_rss(pid, Duration::from_secs(1), Duration::from_secs(30))?;
     Ok(after.saturating_sub(before) as f64 / count as f64)
 }
@@ -159,12 +170,20 @@ pub fn tmux_per_window(fill: Fill, count: usize, dir: &Path) -> Result<f64> {
 pub fn phux_per_connection(server_bin: Option<&Path>, count: usize) -> Result<f64> {
     let server = PhuxServer::start(server_bin)?;
     let first = server.client()?;
-    let before = settled_rss(server.pid(), Duration::from_millis(500), Duration::from_secs(5))?;
+    let before = settled_rss(
+        server.pid(),
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    )?;
     let mut conns = Vec::with_capacity(count);
     for _ in 0..count {
         conns.push(server.client()?);
     }
-    let after = settled_rss(server.pid(), Duration::from_secs(1), Duration::from_secs(30))?;
+    let after = settled_rss(
+        server.pid(),
+        Duration::from_secs(1),
+        Duration::from_secs(30),
+    )?;
     drop(conns);
     drop(first);
     Ok(after.saturating_sub(before) as f64 / count as f64)

@@ -57,6 +57,8 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 #[cfg(test)]
+// The samples here are small integers and halves, exact in binary floating point.
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
 

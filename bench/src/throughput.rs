@@ -66,7 +66,11 @@ fn writer_argv(lines: u64, hold: bool) -> Result<Vec<String>> {
 }
 
 /// Reads the master until `pred(all read so far)` or the deadline; the bytes read.
-fn read_until(child: &PtyChild, deadline: Duration, pred: impl Fn(&[u8]) -> bool) -> Result<Vec<u8>> {
+fn read_until(
+    child: &PtyChild,
+    deadline: Duration,
+    pred: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<u8>> {
     let end = Instant::now() + deadline;
     let mut got = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -100,8 +104,7 @@ fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u6
     let mut buf = vec![0u8; 64 * 1024];
     let mut count = 0u64;
     let mut done = None;
-    loop {
-        let Some(fd) = child.master_fd() else { break };
+    while let Some(fd) = child.master_fd() {
         if !wait_readable(fd, Duration::from_secs(1))? {
             if Instant::now() >= end {
                 break;
@@ -125,7 +128,9 @@ fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u6
 /// The physical limit: this process reads the writer's PTY master directly.
 pub fn direct(lines: u64) -> Result<Run> {
     let argv = writer_argv(lines, false)?;
-    let (program, args) = argv.split_first().ok_or_else(|| Error::Protocol("argv".into()))?;
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::Protocol("argv".into()))?;
     let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
         .map_err(|e| Error::Protocol(format!("spawn writer: {e}")))?;
     read_until(&child, Duration::from_secs(30), |b| contains(b, READY))?;
@@ -167,10 +172,10 @@ fn view(mut c: Client, t: &TerminalId, expected: u64, tx: &mpsc::Sender<()>) -> 
                     let _ = tx.send(());
                 }
             }
-            Frame::BootstrapTombstone(b) if &b.terminal == t => {
-                if b.reason == TombstoneReason::OutboundGap {
-                    v.tombstones += 1;
-                }
+            Frame::BootstrapTombstone(b)
+                if &b.terminal == t && b.reason == TombstoneReason::OutboundGap =>
+            {
+                v.tombstones += 1;
             }
             Frame::TerminalClosed(closed) if &closed.terminal == t => {
                 if v.done.is_none() {

@@ -69,7 +69,10 @@ impl Tmux {
         let mut c = self.command();
         c.args(["new-session", "-d", "-s", session, "-x", "80", "-y", "24"]);
         c.args(argv);
-        let status = c.stdout(Stdio::null()).status().context("tmux new-session")?;
+        let status = c
+            .stdout(Stdio::null())
+            .status()
+            .context("tmux new-session")?;
         if !status.success() {
             return Err(Error::Protocol("tmux new-session failed".into()));
         }
@@ -103,7 +106,10 @@ impl Tmux {
             .stderr(Stdio::null())
             .spawn()
             .context("starting tmux -C")?;
-        let stdin = child.stdin.take().ok_or_else(|| Error::Protocol("no stdin".into()))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| Error::Protocol("no stdin".into()))?;
         let stdout = child
             .stdout
             .take()
@@ -177,7 +183,9 @@ pub fn unescape(data: &[u8], mut out: impl FnMut(u8)) {
     let mut i = 0;
     while let Some(&c) = data.get(i) {
         if c == b'\\'
-            && let Some(&[a, b, d]) = data.get(i + 1..i + 4).and_then(|s| <&[u8; 3]>::try_from(s).ok())
+            && let Some(&[a, b, d]) = data
+                .get(i + 1..i + 4)
+                .and_then(|s| <&[u8; 3]>::try_from(s).ok())
             && [a, b, d].iter().all(|x| (b'0'..=b'7').contains(x))
         {
             out(((a - b'0') << 6) | ((b - b'0') << 3) | (d - b'0'));
