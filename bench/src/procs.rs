@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
@@ -15,8 +15,19 @@ pub const START_DEADLINE: Duration = Duration::from_secs(30);
 /// wake-ups after a fork run on cold caches and unsettled CPU placement.
 pub const WARM: Duration = Duration::from_millis(300);
 
-/// This binary, for the helper roles.
+static HELPER_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the `phux-bench` binary that plays the helper roles, for callers that are not that
+/// binary themselves (integration tests). Only the first call counts.
+pub fn set_helper_exe(path: PathBuf) {
+    let _ = HELPER_EXE.set(path);
+}
+
+/// The binary that plays the helper roles: this one, unless [`set_helper_exe`] named another.
 pub fn self_exe() -> Result<PathBuf> {
+    if let Some(p) = HELPER_EXE.get() {
+        return Ok(p.clone());
+    }
     std::env::current_exe().context("locating the bench binary")
 }
 
