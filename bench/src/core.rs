@@ -45,6 +45,9 @@ pub fn run_criterion() -> Result<()> {
             "phux-proto",
             "-p",
             "phux-core",
+            // Only the bench targets: the libraries' test harness refuses criterion's flags.
+            "--bench",
+            "*",
             "--",
             "--warm-up-time",
             "1",
