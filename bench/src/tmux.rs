@@ -142,6 +142,14 @@ impl Drop for Tmux {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        // kill-server leaves the socket file behind; it is ours, so tidy it away.
+        let dir = std::env::var_os("TMUX_TMPDIR").unwrap_or_else(|| "/tmp".into());
+        let uid = rustix::process::getuid().as_raw();
+        let _ = std::fs::remove_file(
+            std::path::Path::new(&dir)
+                .join(format!("tmux-{uid}"))
+                .join(&self.name),
+        );
     }
 }
 
