@@ -1,0 +1,181 @@
+//! The processes under test: the phux server, and what /proc says about any process.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::error::{Context, Error, Result};
+
+/// How long a helper may take to say it is ready.
+pub const START_DEADLINE: Duration = Duration::from_secs(30);
+/// Processes are warmed up this long after spawn before anything is timed: the first
+/// wake-ups after a fork run on cold caches and unsettled CPU placement.
+pub const WARM: Duration = Duration::from_millis(300);
+
+static HELPER_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the `phux-bench` binary that plays the helper roles, for callers that are not that
+/// binary themselves (integration tests). Only the first call counts.
+pub fn set_helper_exe(path: PathBuf) {
+    let _ = HELPER_EXE.set(path);
+}
+
+/// The binary that plays the helper roles: this one, unless [`set_helper_exe`] named another.
+pub fn self_exe() -> Result<PathBuf> {
+    if let Some(p) = HELPER_EXE.get() {
+        return Ok(p.clone());
+    }
+    std::env::current_exe().context("locating the bench binary")
+}
+
+/// A phux server process on a socket in a private directory; killed on drop.
+#[derive(Debug)]
+pub struct PhuxServer {
+    process: Child,
+    /// The socket the server listens on.
+    pub socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl PhuxServer {
+    /// Starts `server_bin --socket ...` (the real `phux-mio-server`) or, when `None`, this
+    /// binary's `__serve` role (the same library, no log subscriber), and waits until it
+    /// listens.
+    pub fn start(server_bin: Option<&Path>) -> Result<Self> {
+        let dir = tempfile::tempdir().context("scratch directory")?;
+        let socket = dir.path().join("phux.sock");
+        let mut cmd = if let Some(bin) = server_bin {
+            let mut c = Command::new(bin);
+            c.args(["--log-level", "error", "--socket"]).arg(&socket);
+            c
+        } else {
+            let mut c = Command::new(self_exe()?);
+            c.arg("__serve").arg("--socket").arg(&socket);
+            c
+        };
+        let mut process = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the phux server")?;
+        wait_ready_line(&mut process, "phux-mio-server listening")?;
+        Ok(Self {
+            process,
+            socket,
+            _dir: dir,
+        })
+    }
+
+    /// A new connection that has completed HELLO.
+    pub fn client(&self) -> Result<Client> {
+        let mut c = Client::connect(&self.socket)?;
+        c.hello()?;
+        Ok(c)
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+}
+
+impl Drop for PhuxServer {
+    fn drop(&mut self) {
+        // SIGTERM first, so the server kills and reaps its children; SIGKILL if it lingers.
+        if let Some(pid) = i32::try_from(self.process.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if matches!(self.process.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// Waits for a line starting with `prefix` on the child's stdout (on a thread, so a silent
+/// child cannot hang us past the deadline).
+pub fn wait_ready_line(process: &mut Child, prefix: &str) -> Result<()> {
+    let stdout = process
+        .stdout
+        .take()
+        .ok_or_else(|| Error::Protocol("no stdout to wait on".into()))?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(START_DEADLINE)
+        .map_err(|_| Error::Timeout(format!("`{prefix}`")))?;
+    if line.starts_with(prefix) {
+        Ok(())
+    } else {
+        Err(Error::Protocol(format!(
+            "expected `{prefix}`, got {line:?}"
+        )))
+    }
+}
+
+/// A process's resident set (VmRSS) in KiB.
+pub fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .context(format!("reading /proc/{pid}/status"))?;
+    parse_vm_rss(&status).ok_or_else(|| Error::Protocol(format!("no VmRSS for {pid}")))
+}
+
+/// The `VmRSS:` value of a /proc/<pid>/status text, in KiB.
+pub fn parse_vm_rss(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Samples `pid`'s RSS until it has not moved by more than 0.5% for `quiet`, or `limit`
+/// passes; returns the last sample. For "the server has finished ingesting".
+pub fn settled_rss(pid: u32, quiet: Duration, limit: Duration) -> Result<u64> {
+    let end = Instant::now() + limit;
+    let mut last = rss_kib(pid)?;
+    let mut since = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = rss_kib(pid)?;
+        if now.abs_diff(last) * 200 > last.max(1) {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet || Instant::now() >= end {
+            return Ok(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_rss_is_read_in_kib() {
+        let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads:\t1\n";
+        assert_eq!(parse_vm_rss(status), Some(1234));
+        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn our_own_rss_is_positive() {
+        assert!(rss_kib(std::process::id()).expect("rss") > 0);
+    }
+}

@@ -1,0 +1,411 @@
+//! Section 1: output throughput. A child writes the same text into its PTY for every
+//! contender; we time from the go line to the last expected byte at the receiver.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use phux_mio_server::{PtyChild, PtyRead, SpawnSpec};
+use phux_proto::command::CommandResult;
+use phux_proto::frame::TombstoneReason;
+use phux_proto::{Frame, TerminalId};
+
+use crate::client::Client;
+use crate::error::{Context, Error, Result};
+use crate::latency::Relay;
+use crate::payload::{READY, line_text, master_bytes};
+use crate::procs::{PhuxServer, WARM, self_exe};
+use crate::roles::{RelayMode, wait_readable, write_pty};
+use crate::tmux::{Line, Tmux, classify, unescaped_len};
+
+/// One timed transfer.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Seconds from the go line to the last expected byte (at the slowest receiver).
+    pub secs: f64,
+    /// Bytes the receiver expected (the writer's lines as the master delivers them).
+    pub expected: u64,
+    /// Bytes the (least served) receiver actually got.
+    pub delivered: u64,
+    /// Stream restarts (BOOTSTRAP_TOMBSTONE) a phux receiver saw; each means a gap.
+    pub tombstones: u64,
+    /// For phux with `hold`: GET_SCREEN and a fresh attach's bootstrap both show the last line.
+    pub screen_ok: Option<bool>,
+}
+
+impl Run {
+    /// Bytes per second, counting only what was delivered.
+    pub fn rate(&self) -> f64 {
+        self.delivered.min(self.expected) as f64 / self.secs.max(1e-9)
+    }
+
+    /// Everything arrived, nothing was dropped or restarted.
+    pub fn complete(&self) -> bool {
+        self.delivered >= self.expected && self.tombstones == 0
+    }
+}
+
+/// A generous bound for one transfer: 1 MiB/s plus slack (the slowest contender, tmux
+/// control mode, manages well over 10 MiB/s).
+fn transfer_deadline(expected: u64) -> Duration {
+    Duration::from_secs(30 + expected / (1 << 20))
+}
+
+fn writer_argv(lines: u64, hold: bool) -> Result<Vec<String>> {
+    let mut argv = vec![
+        self_exe()?.to_string_lossy().into_owned(),
+        "__writer".to_owned(),
+        "--lines".to_owned(),
+        lines.to_string(),
+    ];
+    if hold {
+        argv.push("--hold".to_owned());
+    }
+    Ok(argv)
+}
+
+/// Reads the master until `pred(all read so far)` or the deadline; the bytes read.
+fn read_until(
+    child: &PtyChild,
+    deadline: Duration,
+    pred: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<u8>> {
+    let end = Instant::now() + deadline;
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while !pred(&got) {
+        let Some(fd) = child.master_fd() else {
+            return Err(Error::Protocol("master closed".into()));
+        };
+        if Instant::now() >= end {
+            return Err(Error::Timeout("the child's ready line".into()));
+        }
+        wait_readable(fd, Duration::from_millis(100))?;
+        loop {
+            match child.read(&mut buf).context("reading the master")? {
+                PtyRead::Data(n) => got.extend_from_slice(buf.get(..n).unwrap_or_default()),
+                PtyRead::WouldBlock => break,
+                PtyRead::Eof => return Ok(got),
+            }
+        }
+    }
+    Ok(got)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Drains a master to EOF, timing when `expected` bytes have arrived. Returns (seconds from
+/// `t0`, bytes read).
+fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u64)> {
+    let end = t0 + transfer_deadline(expected);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut count = 0u64;
+    let mut done = None;
+    while let Some(fd) = child.master_fd() {
+        if !wait_readable(fd, Duration::from_secs(1))? {
+            if Instant::now() >= end {
+                break;
+            }
+            continue;
+        }
+        match child.read(&mut buf).context("reading the master")? {
+            PtyRead::Data(n) => {
+                count += n as u64;
+                if done.is_none() && count >= expected {
+                    done = Some(t0.elapsed().as_secs_f64());
+                }
+            }
+            PtyRead::WouldBlock => {}
+            PtyRead::Eof => break,
+        }
+    }
+    Ok((done.unwrap_or_else(|| t0.elapsed().as_secs_f64()), count))
+}
+
+/// The physical limit: this process reads the writer's PTY master directly.
+pub fn direct(lines: u64) -> Result<Run> {
+    let argv = writer_argv(lines, false)?;
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::Protocol("argv".into()))?;
+    let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
+        .map_err(|e| Error::Protocol(format!("spawn writer: {e}")))?;
+    read_until(&child, Duration::from_secs(30), |b| contains(b, READY))?;
+    std::thread::sleep(WARM);
+    read_until(&child, Duration::ZERO, |_| true)?;
+    let expected = master_bytes(lines);
+    let t0 = Instant::now();
+    write_pty(&child, b"\n")?;
+    let (secs, delivered) = drain_master(&child, t0, expected)?;
+    Ok(Run {
+        secs,
+        expected,
+        delivered,
+        tombstones: 0,
+        screen_ok: None,
+    })
+}
+
+struct Viewed {
+    count: u64,
+    done: Option<Instant>,
+    tombstones: u64,
+}
+
+/// Receives one viewer's stream until TERMINAL_CLOSED, signalling `tx` once `expected`
+/// bytes are in.
+fn view(mut c: Client, t: &TerminalId, expected: u64, tx: &mpsc::Sender<()>) -> Result<Viewed> {
+    let mut v = Viewed {
+        count: 0,
+        done: None,
+        tombstones: 0,
+    };
+    loop {
+        match c.recv()? {
+            Frame::TerminalOutput(o) if &o.terminal == t => {
+                v.count += o.bytes.len() as u64;
+                if v.done.is_none() && v.count >= expected {
+                    v.done = Some(Instant::now());
+                    let _ = tx.send(());
+                }
+            }
+            Frame::BootstrapTombstone(b)
+                if &b.terminal == t && b.reason == TombstoneReason::OutboundGap =>
+            {
+                v.tombstones += 1;
+            }
+            Frame::TerminalClosed(closed) if &closed.terminal == t => {
+                if v.done.is_none() {
+                    let _ = tx.send(());
+                }
+                return Ok(v);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Polls GET_SCREEN until it contains `needle`.
+fn wait_screen(ctl: &mut Client, t: &TerminalId, needle: &str) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !ctl.screen(t)?.contains(needle) {
+        if Instant::now() >= end {
+            return Err(Error::Timeout(format!("`{needle}` on the screen")));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn ok_or(result: CommandResult, what: &str) -> Result<()> {
+    match result {
+        CommandResult::Ok => Ok(()),
+        other => Err(Error::Protocol(format!("{what}: {other:?}"))),
+    }
+}
+
+/// The phux server delivering to `clients` attached viewers. With `hold` the writer stays
+/// after its payload, so GET_SCREEN and a fresh bootstrap can be checked for the last line;
+/// without it the writer exits at once (the no-loss-on-exit check).
+pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Result<Run> {
+    let mut ctl = server.client()?;
+    let t = ctl.spawn(&writer_argv(lines, hold)?)?;
+    let mut viewers = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let mut v = server.client()?;
+        v.attach(&t)?;
+        viewers.push(v);
+    }
+    wait_screen(&mut ctl, &t, std::str::from_utf8(READY).unwrap_or_default())?;
+    std::thread::sleep(WARM);
+    for v in &mut viewers {
+        v.sync()?;
+    }
+    let expected = master_bytes(lines);
+    let (tx, rx) = mpsc::channel();
+    let handles: Vec<_> = viewers
+        .into_iter()
+        .map(|v| {
+            let (t, tx) = (t.clone(), tx.clone());
+            std::thread::spawn(move || view(v, &t, expected, &tx))
+        })
+        .collect();
+    let go = ctl.apply_paste(&t, b"\r");
+    let t0 = Instant::now();
+    let id = ctl.send_command(go)?;
+    ok_or(ctl.wait_result(id)?, "go")?;
+    let end = t0 + transfer_deadline(expected);
+    for _ in 0..clients {
+        if rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            break;
+        }
+    }
+    let mut screen_ok = None;
+    if hold {
+        let last = String::from_utf8_lossy(&line_text((lines - 1) as usize)).into_owned();
+        let on_screen = ctl.screen(&t)?.contains(&last);
+        let mut fresh = server.client()?;
+        let boot = fresh.attach(&t)?;
+        let in_bootstrap = contains(&boot, last.as_bytes());
+        drop(fresh);
+        screen_ok = Some(on_screen && in_bootstrap);
+        let release = ctl.apply_paste(&t, b"\r");
+        ok_or(ctl.command(release)?, "release")?;
+    }
+    let mut run = Run {
+        secs: 0.0,
+        expected,
+        delivered: u64::MAX,
+        tombstones: 0,
+        screen_ok,
+    };
+    for h in handles {
+        let v = h
+            .join()
+            .map_err(|_| Error::Protocol("a viewer thread panicked".into()))??;
+        let done = v.done.unwrap_or_else(Instant::now);
+        run.secs = run.secs.max((done - t0).as_secs_f64());
+        run.delivered = run.delivered.min(v.count);
+        run.tombstones += v.tombstones;
+    }
+    Ok(run)
+}
+
+/// tmux control mode (`tmux -C`) receiving the pane's output as `%output` lines. With `hold`
+/// the pane's writer stays until we have everything; without it, it exits at once (tmux then
+/// closes the pane and the session).
+pub fn tmux_control(lines: u64, hold: bool) -> Result<Run> {
+    let tmux = Tmux::new();
+    tmux.new_session("bench", &writer_argv(lines, hold)?, 2000)?;
+    let pane = tmux.pane("bench")?;
+    let end = Instant::now() + Duration::from_secs(30);
+    while !tmux
+        .run(&["capture-pane", "-p", "-t", &pane])?
+        .contains(std::str::from_utf8(READY).unwrap_or_default())
+    {
+        if Instant::now() >= end {
+            return Err(Error::Timeout("the writer in tmux".into()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut ctl = tmux.control("bench")?;
+    std::thread::sleep(WARM);
+    ctl.send("display-message -p sync")?;
+    ctl.wait_end(|_| {})?;
+    let expected = master_bytes(lines);
+    let t0 = Instant::now();
+    ctl.send(&format!("send-keys -t {pane} Enter"))?;
+    let mut count = 0u64;
+    let mut done = None;
+    while let Some(line) = ctl.next_line()? {
+        match classify(line) {
+            Line::Output(d) => {
+                count += unescaped_len(d);
+                if count >= expected {
+                    done = Some(t0.elapsed().as_secs_f64());
+                    break;
+                }
+            }
+            Line::Exit => break,
+            Line::End | Line::Other => {}
+        }
+        if t0.elapsed() > transfer_deadline(expected) {
+            break;
+        }
+    }
+    let secs = done.unwrap_or_else(|| t0.elapsed().as_secs_f64());
+    if hold {
+        let _ = ctl.send(&format!("send-keys -t {pane} Enter"));
+    }
+    Ok(Run {
+        secs,
+        expected,
+        delivered: count,
+        tombstones: 0,
+        screen_ok: None,
+    })
+}
+
+/// `dtach -a` (no screen tracking) attached through a PTY we drain; the writer runs under
+/// `dtach -n` and exits at once after its payload.
+pub fn dtach(lines: u64) -> Result<Run> {
+    let dir = tempfile::tempdir().context("scratch directory")?;
+    let sock = dir.path().join("dtach.sock");
+    let sock_s = sock.to_string_lossy().into_owned();
+    let status = Command::new("dtach")
+        .args(["-n", &sock_s, "-E", "-z"])
+        .args(writer_argv(lines, false)?)
+        .stdin(Stdio::null())
+        .status()
+        .context("dtach -n")?;
+    if !status.success() {
+        return Err(Error::Protocol("dtach -n failed".into()));
+    }
+    let attach = phux_mio_server::spawn(
+        &SpawnSpec::new("dtach").args(["-a", &sock_s, "-E", "-z", "-r", "none"]),
+    )
+    .map_err(|e| Error::Protocol(format!("spawn dtach -a: {e}")))?;
+    std::thread::sleep(WARM);
+    read_until(&attach, Duration::ZERO, |_| true)?;
+    let expected = master_bytes(lines);
+    let t0 = Instant::now();
+    write_pty(&attach, b"\n")?;
+    let (secs, delivered) = drain_master(&attach, t0, expected)?;
+    Ok(Run {
+        secs,
+        expected,
+        delivered,
+        tombstones: 0,
+        screen_ok: None,
+    })
+}
+
+/// A minimal relay (`__relay --mode echo`: PTY output copied to a Unix socket, nothing
+/// parsed or kept) delivering to one socket reader.
+pub fn relay(lines: u64) -> Result<Run> {
+    let mut relay = Relay::start(RelayMode::Echo, &writer_argv(lines, false)?)?;
+    let conn = relay.conn();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut seen = Vec::new();
+    while !contains(&seen, READY) {
+        let n = conn.read(&mut buf).context("reading the relay")?;
+        if n == 0 {
+            return Err(Error::Protocol("the relay closed early".into()));
+        }
+        seen.extend_from_slice(buf.get(..n).unwrap_or_default());
+    }
+    std::thread::sleep(WARM);
+    while wait_readable(&*conn, Duration::ZERO)? {
+        if conn.read(&mut buf).context("reading the relay")? == 0 {
+            break;
+        }
+    }
+    let expected = master_bytes(lines);
+    let t0 = Instant::now();
+    conn.write_all(b"\n").context("go")?;
+    let mut count = 0u64;
+    let mut done = None;
+    loop {
+        let n = conn.read(&mut buf).context("reading the relay")?;
+        if n == 0 {
+            break;
+        }
+        count += n as u64;
+        if done.is_none() && count >= expected {
+            done = Some(t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(Run {
+        secs: done.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+        expected,
+        delivered: count,
+        tombstones: 0,
+        screen_ok: None,
+    })
+}

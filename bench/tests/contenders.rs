@@ -1,0 +1,79 @@
+//! Each contender on a small transfer or a few operations, against the real helper binary:
+//! every byte arrives, the phux server's screen and bootstrap show the last line, and the
+//! latency probes return plausible timings.
+
+use phux_bench::latency::{DirectPty, PhuxTerm, Relay, echo_argv, letter, sink_argv};
+use phux_bench::procs::{PhuxServer, set_helper_exe};
+use phux_bench::roles::RelayMode;
+use phux_bench::throughput;
+
+const LINES: u64 = 3000;
+
+fn setup() {
+    set_helper_exe(env!("CARGO_BIN_EXE_phux-bench").into());
+}
+
+#[test]
+fn direct_drain_and_relay_deliver_every_byte() {
+    setup();
+    let d = throughput::direct(LINES).expect("direct drain");
+    // The writer's lines, each LF turned into CR LF by the line discipline, and no more.
+    assert_eq!(d.expected, LINES * 81);
+    assert_eq!(d.delivered, d.expected);
+    assert!(d.secs > 0.0);
+    let r = throughput::relay(LINES).expect("relay");
+    assert_eq!(r.delivered, r.expected);
+}
+
+#[test]
+fn phux_keeps_the_screen_and_loses_nothing_when_the_child_exits() {
+    setup();
+    let server = PhuxServer::start(None).expect("server");
+    let held = throughput::phux(&server, LINES, 1, true).expect("one client, held");
+    assert!(held.complete(), "{held:?}");
+    assert_eq!(held.delivered, held.expected);
+    assert_eq!(
+        held.screen_ok,
+        Some(true),
+        "GET_SCREEN or bootstrap lacks the last line"
+    );
+    // The writer exits right after its payload: each of 3 viewers still gets all of it.
+    let exiting = throughput::phux(&server, LINES, 3, false).expect("three clients");
+    assert!(exiting.complete(), "{exiting:?}");
+    assert_eq!(exiting.delivered, exiting.expected);
+}
+
+#[test]
+fn latency_probes_round_trip() {
+    setup();
+    let server = PhuxServer::start(None).expect("server");
+    let mut sink = PhuxTerm::start(&server, &sink_argv()).expect("sink terminal");
+    let mut echo = PhuxTerm::start(&server, &echo_argv()).expect("echo terminal");
+    let mut relay = Relay::start(RelayMode::Echo, &echo_argv()).expect("relay");
+    let mut direct = DirectPty::start(&echo_argv()).expect("direct");
+    for i in 0..20 {
+        assert!(sink.apply().expect("APPLY_INPUT") > 0.0);
+        assert!(echo.echo(letter(i)).expect("INPUT_KEY echo") > 0.0);
+        assert!(relay.round_trip(&[letter(i) as u8], 1).expect("relay echo") > 0.0);
+        assert!(direct.echo(letter(i)).expect("PTY echo") > 0.0);
+    }
+}
+
+#[test]
+fn tmux_and_dtach_receive_the_stream_when_installed() {
+    setup();
+    if phux_bench::tmux::installed("tmux", "-V") {
+        let t = throughput::tmux_control(LINES, true).expect("tmux -C");
+        assert!(t.delivered >= t.expected, "{t:?}");
+        let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
+        assert!(term.echo('q').expect("tmux echo") > 0.0);
+    } else {
+        eprintln!("tmux not installed: skipped");
+    }
+    if phux_bench::tmux::installed("dtach", "--help") {
+        let d = throughput::dtach(LINES).expect("dtach");
+        assert!(d.delivered >= d.expected, "{d:?}");
+    } else {
+        eprintln!("dtach not installed: skipped");
+    }
+}
