@@ -987,15 +987,18 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Whether `out` holds a line `PROBE <digits> <report>`.
+/// Whether `out` holds a line `PROBE <digits> <report>`, `report` ending at a word boundary
+/// (so `READ 61` does not match `READ 6162`, and a report still arriving does not match yet).
 fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
     let mut rest = out;
     while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
         let after = &rest[at + 6..];
         let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0 && after.get(digits) == Some(&b' ') && after[digits + 1..].starts_with(report)
-        {
-            return true;
+        if digits > 0 && after.get(digits) == Some(&b' ') {
+            let body = &after[digits + 1..];
+            if body.starts_with(report) && matches!(body.get(report.len()), Some(b' ' | b'\r')) {
+                return true;
+            }
         }
         rest = after;
     }
@@ -1022,6 +1025,9 @@ mod tests {
         ));
         assert!(!has_probe_report(b"PROBE x EXITING 3", b"EXITING 3"));
         assert!(!has_probe_report(b"PROBE 1 READY", b"EXITING"));
+        assert!(!has_probe_report(b"PROBE 1 READ 6162\r\n", b"READ 61"));
+        assert!(!has_probe_report(b"PROBE 1 READ 61", b"READ 61"));
+        assert!(has_probe_report(b"PROBE 1 TERMIOS raw -echo\r\n", b"TERMIOS raw"));
     }
 
     #[test]

@@ -138,11 +138,10 @@ fn in_process_suite_passes() {
     let suite = suite();
     let cases = suite.run(&InProcess, None, REAL_TIMEOUT).unwrap();
     assert!(cases.len() >= 80, "{}", cases.len());
-    // Everything but the probe cases runs in process (the probe is not hosted there yet).
-    for (c, t) in cases.iter().zip(suite.select(None)) {
-        let probe = t.requires.iter().any(|r| r == "probe");
+    // Everything runs in process, the probe cases included (a simulated probe terminal).
+    for c in &cases {
         assert!(
-            probe || !matches!(c.outcome, phux_conformance::runner::Outcome::Unsupported(_)),
+            !matches!(c.outcome, phux_conformance::runner::Outcome::Unsupported(_)),
             "{} unsupported in process",
             c.id
         );

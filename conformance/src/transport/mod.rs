@@ -10,6 +10,7 @@ use std::time::Duration;
 use phux_proto::notation::Value;
 
 mod inproc;
+mod sim_probe;
 mod stream;
 
 pub use inproc::InProcess;
