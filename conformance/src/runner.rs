@@ -507,16 +507,42 @@ impl Case {
                         (phux_proto::notation::REST_FIELD.into(), Value::Wildcard),
                     ],
                 );
-                let cond = |acc: &[u8]| has_probe_report(acc, report.as_bytes());
+                let within = within.unwrap_or(self.timeout);
+                if let Some(hex_text) = report.strip_prefix("READS ") {
+                    // The READ reports from here on, concatenated, must be exactly these bytes
+                    // (one write may arrive in several reads, so a single READ proves little).
+                    let want = parse_hex(hex_text).ok_or_else(|| {
+                        StepError::Runner(format!("`READS {hex_text}`: not hex"))
+                    })?;
+                    let cond = |acc: &[u8]| probe_reads(acc).len() >= want.len();
+                    let what = format!("READ reports adding up to {}", hex(&want));
+                    self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within)?;
+                    let got = match self.bindings.get("_") {
+                        Some(v) => probe_reads(&pattern::as_bytes(v)),
+                        None => Vec::new(),
+                    };
+                    return if got == want {
+                        Ok(())
+                    } else {
+                        Err(failed(
+                            format!("the probe reads {}", hex(&want)),
+                            format!("it read {}", hex(&got)),
+                        ))
+                    };
+                }
+                let bindings = self.bindings.clone();
+                let cond = |acc: &[u8]| match_probe_report(acc, report, &bindings).is_some();
                 let what = format!("a probe report `PROBE <seq> {report}`");
-                self.wait_accumulate(
-                    conn,
-                    &pattern,
-                    "bytes",
-                    &cond,
-                    &what,
-                    within.unwrap_or(self.timeout),
-                )
+                self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within)?;
+                let seen = self.bindings.get("_").map(pattern::as_bytes).unwrap_or_default();
+                if let Some(b) = match_probe_report(&seen, report, &self.bindings) {
+                    let underscore = self.bindings.remove("_");
+                    self.bindings = b;
+                    if let Some(u) = underscore {
+                        self.bindings.insert("_".into(), u);
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -987,22 +1013,98 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Whether `out` holds a line `PROBE <digits> <report>`, `report` ending at a word boundary
-/// (so `READ 61` does not match `READ 6162`, and a report still arriving does not match yet).
-fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
+/// The bodies of the complete probe report lines in `out` (`PROBE <seq> <body>` CR), in order.
+fn probe_report_bodies(out: &[u8]) -> Vec<&[u8]> {
+    let mut bodies = Vec::new();
     let mut rest = out;
     while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
         let after = &rest[at + 6..];
         let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0 && after.get(digits) == Some(&b' ') {
-            let body = &after[digits + 1..];
-            if body.starts_with(report) && matches!(body.get(report.len()), Some(b' ' | b'\r')) {
-                return true;
-            }
+        if digits > 0
+            && after.get(digits) == Some(&b' ')
+            && let Some(body) = after.get(digits + 1..)
+            && let Some(end) = body.iter().position(|&b| b == b'\r')
+        {
+            bodies.push(&body[..end]);
         }
         rest = after;
     }
-    false
+    bodies
+}
+
+/// The first complete report in `out` that `pattern` matches, word by word from its start:
+/// a literal word must be equal, `*` matches any word, `$name` binds the word (or, bound
+/// already, must equal it). Returns the bindings with the new captures.
+fn match_probe_report(out: &[u8], pattern: &str, bindings: &Bindings) -> Option<Bindings> {
+    let want: Vec<&str> = pattern.split_ascii_whitespace().collect();
+    'lines: for body in probe_report_bodies(out) {
+        let Ok(body) = std::str::from_utf8(body) else {
+            continue;
+        };
+        let words: Vec<&str> = body.split(' ').collect();
+        if words.len() < want.len() {
+            continue;
+        }
+        let mut trial = bindings.clone();
+        for (w, got) in want.iter().zip(&words) {
+            if *w == "*" {
+                continue;
+            }
+            if let Some(name) = w.strip_prefix('$') {
+                match trial.get(name) {
+                    Some(bound) if report_word(bound) != *got => continue 'lines,
+                    Some(_) => {}
+                    None => {
+                        trial.insert(name.to_owned(), Value::Str(got.as_bytes().to_vec()));
+                    }
+                }
+            } else if w != got {
+                continue 'lines;
+            }
+        }
+        return Some(trial);
+    }
+    None
+}
+
+/// How a captured value is spelt as a report word.
+fn report_word(value: &Value) -> String {
+    match value {
+        Value::Str(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// The payload of every complete `READ <hex>` report in `out`, in order, concatenated.
+fn probe_reads(out: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut rest = out;
+    while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
+        let after = &rest[at + 6..];
+        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits > 0
+            && let Some(body) = after.get(digits + 1..)
+            && let Some(tail) = body.strip_prefix(b"READ ")
+            && let Some(end) = tail.iter().position(|&b| b == b'\r')
+            && let Some(payload) = std::str::from_utf8(&tail[..end]).ok().and_then(parse_hex)
+        {
+            bytes.extend(payload);
+        }
+        rest = after;
+    }
+    bytes
+}
+
+/// Lowercase or uppercase hex digits, two per byte, no separators.
+fn parse_hex(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim();
+    if text.is_empty() || !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -1019,15 +1121,34 @@ mod tests {
 
     #[test]
     fn probe_reports_are_found_by_their_text_after_the_seq() {
-        assert!(has_probe_report(
-            b"x\r\nPROBE 12 EXITING 3\r\n",
-            b"EXITING 3"
-        ));
-        assert!(!has_probe_report(b"PROBE x EXITING 3", b"EXITING 3"));
-        assert!(!has_probe_report(b"PROBE 1 READY", b"EXITING"));
-        assert!(!has_probe_report(b"PROBE 1 READ 6162\r\n", b"READ 61"));
-        assert!(!has_probe_report(b"PROBE 1 READ 61", b"READ 61"));
-        assert!(has_probe_report(b"PROBE 1 TERMIOS raw -echo\r\n", b"TERMIOS raw"));
+        let found = |out: &[u8], report: &str| match_probe_report(out, report, &Bindings::new());
+        assert!(found(b"x\r\nPROBE 12 EXITING 3\r\n", "EXITING 3").is_some());
+        assert!(found(b"PROBE x EXITING 3\r\n", "EXITING 3").is_none());
+        assert!(found(b"PROBE 1 READY\r\n", "EXITING").is_none());
+        assert!(found(b"PROBE 1 READ 6162\r\n", "READ 61").is_none());
+        // Still arriving: not a report yet.
+        assert!(found(b"PROBE 1 READ 61", "READ 61").is_none());
+        assert!(found(b"PROBE 1 TERMIOS raw -echo\r\n", "TERMIOS raw").is_some());
+    }
+
+    #[test]
+    fn probe_report_words_capture_and_compare() {
+        let out = b"\r\nPROBE 2 PGRP 7 7 7 9\r\n\r\nPROBE 3 PGRP 7 7 7 7\r\n";
+        let b = match_probe_report(out, "PGRP $p $p $p $p", &Bindings::new()).unwrap();
+        assert_eq!(b.get("p"), Some(&Value::Str(b"7".to_vec())));
+        let mut bound = Bindings::new();
+        bound.insert("p".into(), Value::Str(b"8".to_vec()));
+        assert!(match_probe_report(out, "PGRP $p * * *", &bound).is_none());
+        assert!(match_probe_report(out, "PGRP * * * 9", &Bindings::new()).is_some());
+    }
+
+    #[test]
+    fn reads_concatenate_across_reports() {
+        let out = b"\r\nPROBE 3 READ 1b5b\r\n\r\nPROBE 4 MARK x\r\n\r\nPROBE 5 READ 41\r\n\r\nPROBE 6 READ 42";
+        // The last report is incomplete (no CR yet): not counted.
+        assert_eq!(probe_reads(out), b"\x1b[A");
+        assert_eq!(parse_hex("1b5B41"), Some(b"\x1b[A".to_vec()));
+        assert_eq!(parse_hex("1b5"), None);
     }
 
     #[test]
