@@ -196,6 +196,7 @@ impl Runner<'_> {
             next_request: RUNNER_REQUEST_BASE,
             next_nonce: RUNNER_NONCE_BASE,
             op_salt: 0,
+            probe_residue: BTreeMap::new(),
         };
         if !case.transport.virtual_time() {
             case.op_salt = fresh_salt();
@@ -346,6 +347,9 @@ struct Case {
     /// real server never meet each other's ledger records (0 in process: each case has its
     /// own engine).
     op_salt: u64,
+    /// Probe output a `probe … <` step received beyond the report it matched, by connection
+    /// and terminal: the next such step looks at it first.
+    probe_residue: BTreeMap<String, Vec<u8>>,
 }
 
 /// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
@@ -461,6 +465,7 @@ impl Case {
                     &cond,
                     &what,
                     within.unwrap_or(self.timeout),
+                    Vec::new(),
                 )
             }
             StepKind::Unordered { conn, patterns } => {
@@ -500,6 +505,7 @@ impl Case {
             } => {
                 let terminal =
                     pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
+                let residue_key = format!("{conn} {terminal}");
                 let pattern = Value::record(
                     "TERMINAL_OUTPUT",
                     vec![
@@ -516,7 +522,9 @@ impl Case {
                     })?;
                     let cond = |acc: &[u8]| probe_reads(acc).len() >= want.len();
                     let what = format!("READ reports adding up to {}", hex(&want));
-                    self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within)?;
+                    // Reads start now: earlier output left over is not part of them.
+                    self.probe_residue.remove(&residue_key);
+                    self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within, Vec::new())?;
                     let got = match self.bindings.get("_") {
                         Some(v) => probe_reads(&pattern::as_bytes(v)),
                         None => Vec::new(),
@@ -533,13 +541,22 @@ impl Case {
                 let bindings = self.bindings.clone();
                 let cond = |acc: &[u8]| match_probe_report(acc, report, &bindings).is_some();
                 let what = format!("a probe report `PROBE <seq> {report}`");
-                self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within)?;
+                // Reports an earlier step received but did not match come first: one output
+                // frame may carry several reports, in whichever order the probe wrote them.
+                let initial = self.probe_residue.remove(&residue_key).unwrap_or_default();
+                self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within, initial)?;
                 let seen = self.bindings.get("_").map(pattern::as_bytes).unwrap_or_default();
-                if let Some(b) = match_probe_report(&seen, report, &self.bindings) {
+                if let Some((b, start, end)) = match_probe_report_at(&seen, report, &self.bindings)
+                {
                     let underscore = self.bindings.remove("_");
                     self.bindings = b;
                     if let Some(u) = underscore {
                         self.bindings.insert("_".into(), u);
+                    }
+                    let mut rest = seen[..start].to_vec();
+                    rest.extend_from_slice(&seen[end..]);
+                    if !rest.is_empty() {
+                        self.probe_residue.insert(residue_key, rest);
                     }
                 }
                 Ok(())
@@ -732,11 +749,16 @@ impl Case {
         cond: &dyn Fn(&[u8]) -> bool,
         what: &str,
         within: Duration,
+        initial: Vec<u8>,
     ) -> Result<(), StepError> {
         let names = pattern::frame_names(pattern);
         self.conn(conn)?;
         let deadline = Instant::now() + within;
-        let mut acc = Vec::new();
+        let mut acc = initial;
+        if !acc.is_empty() && cond(&acc) {
+            self.bindings.insert("_".into(), Value::Str(acc));
+            return Ok(());
+        }
         loop {
             if let Some(c) = self.conns.get_mut(conn) {
                 let mut i = 0;
@@ -1013,31 +1035,47 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The bodies of the complete probe report lines in `out` (`PROBE <seq> <body>` CR), in order.
-fn probe_report_bodies(out: &[u8]) -> Vec<&[u8]> {
-    let mut bodies = Vec::new();
-    let mut rest = out;
-    while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
-        let after = &rest[at + 6..];
-        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+/// The complete probe report lines in `out` (`PROBE <seq> <body>` CR LF): each body with the
+/// span of its whole line (from the CR LF before it, when there is one, to the LF after it).
+fn probe_report_lines(out: &[u8]) -> Vec<(&[u8], usize, usize)> {
+    let mut lines = Vec::new();
+    let mut from = 0;
+    while let Some(at) = out[from..].windows(6).position(|w| w == b"PROBE ") {
+        let at = from + at;
+        let after = at + 6;
+        let digits = out[after..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let body_at = after + digits + 1;
         if digits > 0
-            && after.get(digits) == Some(&b' ')
-            && let Some(body) = after.get(digits + 1..)
-            && let Some(end) = body.iter().position(|&b| b == b'\r')
+            && out.get(after + digits) == Some(&b' ')
+            && let Some(len) = out[body_at..].iter().position(|&b| b == b'\r')
         {
-            bodies.push(&body[..end]);
+            let start = if out[..at].ends_with(b"\r\n") { at - 2 } else { at };
+            let mut end = body_at + len + 1;
+            if out.get(end) == Some(&b'\n') {
+                end += 1;
+            }
+            lines.push((&out[body_at..body_at + len], start, end));
         }
-        rest = after;
+        from = after;
     }
-    bodies
+    lines
 }
 
 /// The first complete report in `out` that `pattern` matches, word by word from its start:
 /// a literal word must be equal, `*` matches any word, `$name` binds the word (or, bound
 /// already, must equal it). Returns the bindings with the new captures.
 fn match_probe_report(out: &[u8], pattern: &str, bindings: &Bindings) -> Option<Bindings> {
+    match_probe_report_at(out, pattern, bindings).map(|(b, _, _)| b)
+}
+
+/// [`match_probe_report`], with the span of the matched line.
+fn match_probe_report_at(
+    out: &[u8],
+    pattern: &str,
+    bindings: &Bindings,
+) -> Option<(Bindings, usize, usize)> {
     let want: Vec<&str> = pattern.split_ascii_whitespace().collect();
-    'lines: for body in probe_report_bodies(out) {
+    'lines: for (body, start, end) in probe_report_lines(out) {
         let Ok(body) = std::str::from_utf8(body) else {
             continue;
         };
@@ -1062,7 +1100,7 @@ fn match_probe_report(out: &[u8], pattern: &str, bindings: &Bindings) -> Option<
                 continue 'lines;
             }
         }
-        return Some(trial);
+        return Some((trial, start, end));
     }
     None
 }
@@ -1077,22 +1115,12 @@ fn report_word(value: &Value) -> String {
 
 /// The payload of every complete `READ <hex>` report in `out`, in order, concatenated.
 fn probe_reads(out: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let mut rest = out;
-    while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
-        let after = &rest[at + 6..];
-        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0
-            && let Some(body) = after.get(digits + 1..)
-            && let Some(tail) = body.strip_prefix(b"READ ")
-            && let Some(end) = tail.iter().position(|&b| b == b'\r')
-            && let Some(payload) = std::str::from_utf8(&tail[..end]).ok().and_then(parse_hex)
-        {
-            bytes.extend(payload);
-        }
-        rest = after;
-    }
-    bytes
+    probe_report_lines(out)
+        .into_iter()
+        .filter_map(|(body, _, _)| body.strip_prefix(b"READ "))
+        .filter_map(|hex| std::str::from_utf8(hex).ok().and_then(parse_hex))
+        .flatten()
+        .collect()
 }
 
 /// Lowercase or uppercase hex digits, two per byte, no separators.
