@@ -517,14 +517,21 @@ impl Case {
                 if let Some(hex_text) = report.strip_prefix("READS ") {
                     // The READ reports from here on, concatenated, must be exactly these bytes
                     // (one write may arrive in several reads, so a single READ proves little).
-                    let want = parse_hex(hex_text).ok_or_else(|| {
-                        StepError::Runner(format!("`READS {hex_text}`: not hex"))
-                    })?;
+                    let want = parse_hex(hex_text)
+                        .ok_or_else(|| StepError::Runner(format!("`READS {hex_text}`: not hex")))?;
                     let cond = |acc: &[u8]| probe_reads(acc).len() >= want.len();
                     let what = format!("READ reports adding up to {}", hex(&want));
                     // Reads start now: earlier output left over is not part of them.
                     self.probe_residue.remove(&residue_key);
-                    self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within, Vec::new())?;
+                    self.wait_accumulate(
+                        conn,
+                        &pattern,
+                        "bytes",
+                        &cond,
+                        &what,
+                        within,
+                        Vec::new(),
+                    )?;
                     let got = match self.bindings.get("_") {
                         Some(v) => probe_reads(&pattern::as_bytes(v)),
                         None => Vec::new(),
@@ -545,7 +552,11 @@ impl Case {
                 // frame may carry several reports, in whichever order the probe wrote them.
                 let initial = self.probe_residue.remove(&residue_key).unwrap_or_default();
                 self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within, initial)?;
-                let seen = self.bindings.get("_").map(pattern::as_bytes).unwrap_or_default();
+                let seen = self
+                    .bindings
+                    .get("_")
+                    .map(pattern::as_bytes)
+                    .unwrap_or_default();
                 if let Some((b, start, end)) = match_probe_report_at(&seen, report, &self.bindings)
                 {
                     let underscore = self.bindings.remove("_");
@@ -1043,13 +1054,20 @@ fn probe_report_lines(out: &[u8]) -> Vec<(&[u8], usize, usize)> {
     while let Some(at) = out[from..].windows(6).position(|w| w == b"PROBE ") {
         let at = from + at;
         let after = at + 6;
-        let digits = out[after..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let digits = out[after..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         let body_at = after + digits + 1;
         if digits > 0
             && out.get(after + digits) == Some(&b' ')
             && let Some(len) = out[body_at..].iter().position(|&b| b == b'\r')
         {
-            let start = if out[..at].ends_with(b"\r\n") { at - 2 } else { at };
+            let start = if out[..at].ends_with(b"\r\n") {
+                at - 2
+            } else {
+                at
+            };
             let mut end = body_at + len + 1;
             if out.get(end) == Some(&b'\n') {
                 end += 1;

@@ -263,9 +263,7 @@ impl Sim {
             .children
             .iter()
             .filter_map(|(t, c)| match c {
-                SimChild::Probe(p) if p.poll_timeout().is_some_and(|at| at <= self.now) => {
-                    Some(*t)
-                }
+                SimChild::Probe(p) if p.poll_timeout().is_some_and(|at| at <= self.now) => Some(*t),
                 _ => None,
             })
             .collect();

@@ -104,7 +104,13 @@ impl SimProbe {
     }
 
     /// A `Write` action: the job's bytes go into the input queue as room allows.
-    pub(crate) fn write(&mut self, now: Instant, job: JobId, bytes: Vec<u8>, canonical_check: bool) {
+    pub(crate) fn write(
+        &mut self,
+        now: Instant,
+        job: JobId,
+        bytes: Vec<u8>,
+        canonical_check: bool,
+    ) {
         if !self.alive {
             self.effects
                 .push(Effect::WriteDone(job, WriteOutcome::NotWritten));
@@ -218,8 +224,10 @@ impl SimProbe {
                 let id = job.id;
                 self.jobs.pop_front();
                 let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
-                self.effects
-                    .push(Effect::WriteDone(id, WriteOutcome::CanonicalRefused { limit }));
+                self.effects.push(Effect::WriteDone(
+                    id,
+                    WriteOutcome::CanonicalRefused { limit },
+                ));
                 progress = true;
                 continue;
             }
@@ -418,9 +426,18 @@ mod tests {
         let mut p = probe();
         p.write(Instant::ZERO, JobId(1), b":raw\r:stall\r".to_vec(), false);
         p.take_effects();
-        p.write(Instant::ZERO, JobId(2), vec![b'x'; INPUT_QUEUE_CAP + 10], false);
+        p.write(
+            Instant::ZERO,
+            JobId(2),
+            vec![b'x'; INPUT_QUEUE_CAP + 10],
+            false,
+        );
         let effects = p.take_effects();
-        assert!(!effects.iter().any(|e| matches!(e, Effect::WriteDone(JobId(2), _))));
+        assert!(
+            !effects
+                .iter()
+                .any(|e| matches!(e, Effect::WriteDone(JobId(2), _)))
+        );
         p.signal(Instant::ZERO, Signal::Resume);
         let effects = p.take_effects();
         assert!(output(&effects).contains("RESUMED CONT"));
@@ -440,13 +457,26 @@ mod tests {
     #[test]
     fn signals_reach_the_grandchild_and_kill_fails_an_unfinished_job() {
         let mut p = probe();
-        p.write(Instant::ZERO, JobId(1), b":handle INT\r:grandchild\r".to_vec(), false);
+        p.write(
+            Instant::ZERO,
+            JobId(1),
+            b":handle INT\r:grandchild\r".to_vec(),
+            false,
+        );
         p.take_effects();
         p.signal(Instant::ZERO, Signal::Interrupt);
         let out = output(&p.take_effects());
-        assert!(out.contains("SIGNAL INT") && out.contains("GRANDCHILD SIGNAL INT"), "{out}");
+        assert!(
+            out.contains("SIGNAL INT") && out.contains("GRANDCHILD SIGNAL INT"),
+            "{out}"
+        );
         p.write(Instant::ZERO, JobId(2), b":raw\r:stall\r".to_vec(), false);
-        p.write(Instant::ZERO, JobId(3), vec![b'y'; INPUT_QUEUE_CAP + 1], false);
+        p.write(
+            Instant::ZERO,
+            JobId(3),
+            vec![b'y'; INPUT_QUEUE_CAP + 1],
+            false,
+        );
         p.take_effects();
         p.signal(Instant::ZERO, Signal::Kill);
         let effects = p.take_effects();
