@@ -16,11 +16,16 @@ use std::time::Duration;
 
 use phux_core::Instant;
 use phux_core::encoder::CanonicalGuard;
+use phux_core::framing::FrameDecoder;
+use phux_core::server::JobId;
 use phux_core::server::{
     ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
     WriteOutcome,
 };
-use phux_proto::command::Signal;
+use phux_proto::Frame;
+use phux_proto::command::{Command, Signal};
+use phux_proto::frame::CommandFrame;
+use phux_proto::ids::OperationId;
 use phux_proto::notation::Value;
 
 use super::sim_probe::{Effect, SimProbe};
@@ -36,8 +41,41 @@ impl Connector for InProcess {
     }
 
     fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
-        Ok(Box::new(Sim::new()))
+        Ok(Box::new(Sim::new(None)))
     }
+}
+
+/// A rule a deliberately broken in-process server gets wrong, to prove the suite notices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuleFlip {
+    /// Breaks [INPUT.DEDUPE.2]: the engine answers a retried APPLY_INPUT from its ledger as
+    /// it should, and the driver then writes the original job's bytes to the PTY again.
+    RewriteRetries,
+}
+
+/// Our engine with one rule flipped: see [`RuleFlip`]. Only for showing the suite can fail.
+#[derive(Clone, Copy, Debug)]
+pub struct BrokenInProcess(pub RuleFlip);
+
+impl Connector for BrokenInProcess {
+    fn describe(&self) -> String {
+        format!("in-process, broken: {:?}", self.0)
+    }
+
+    fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(Sim::new(Some(self.0))))
+    }
+}
+
+/// What a [`RuleFlip::RewriteRetries`] server remembers.
+#[derive(Debug, Default)]
+struct Rewriter {
+    decoders: BTreeMap<ConnKey, FrameDecoder>,
+    /// The operation of the APPLY_INPUT being handled, until its job's `Write` is seen.
+    admitting: Option<OperationId>,
+    /// Each operation's terminal and job bytes.
+    jobs: BTreeMap<OperationId, (u32, Vec<u8>)>,
 }
 
 /// The incarnation id of every in-process server (fixed: runs are deterministic).
@@ -77,11 +115,14 @@ struct Sim {
     conns: BTreeMap<ConnKey, SimConn>,
     children: BTreeMap<u32, SimChild>,
     next_conn: ConnKey,
+    /// Set only for a [`BrokenInProcess`] server.
+    rewriter: Option<Rewriter>,
 }
 
 impl Sim {
-    fn new() -> Self {
+    fn new(flip: Option<RuleFlip>) -> Self {
         Self {
+            rewriter: flip.map(|RuleFlip::RewriteRetries| Rewriter::default()),
             engine: ServerEngine::new(ServerConfig::new(SIM_SERVER_ID.to_vec())),
             now: Instant::ZERO,
             conns: BTreeMap::new(),
@@ -154,6 +195,11 @@ impl Sim {
                 bytes,
                 canonical_check,
             } => {
+                if let Some(r) = &mut self.rewriter
+                    && let Some(op) = r.admitting.take()
+                {
+                    r.jobs.insert(op, (terminal, bytes.clone()));
+                }
                 if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
                     p.write(self.now, job, bytes, canonical_check);
                     self.effects(terminal);
@@ -290,6 +336,25 @@ impl Sim {
     }
 }
 
+impl Rewriter {
+    /// The operation ids of the APPLY_INPUTs in these client bytes.
+    fn apply_inputs(&mut self, conn: ConnKey, bytes: &[u8]) -> Vec<OperationId> {
+        let decoder = self.decoders.entry(conn).or_default();
+        decoder.push(bytes);
+        let mut ops = Vec::new();
+        while let Ok(Some(frame)) = decoder.poll_frame() {
+            if let Frame::Command(CommandFrame {
+                command: Command::ApplyInput(apply),
+                ..
+            }) = frame
+            {
+                ops.push(apply.operation_id);
+            }
+        }
+        ops
+    }
+}
+
 /// Why a real spawn of `spec` would fail on this machine, if it would.
 fn spawn_failure(spec: &SpawnSpec) -> Option<String> {
     let program = spec.command.first()?;
@@ -348,10 +413,37 @@ impl Transport for Sim {
             // Like writing to a socket the server has closed: the bytes go nowhere.
             return Ok(());
         }
+        let ops = self.rewriter.as_mut().map(|r| r.apply_inputs(conn, bytes));
+        let Some(ops) = ops else {
+            self.handle(ServerEvent::Received {
+                conn: conn_id(conn),
+                bytes,
+            });
+            return self.drive();
+        };
+        // The broken server: a retry of a known operation is written again after the engine
+        // (correctly) answered it from the ledger.
+        let known = |sim: &Self, op: &OperationId| {
+            sim.rewriter.as_ref().and_then(|r| r.jobs.get(op).cloned())
+        };
+        let retries: Vec<(u32, Vec<u8>)> = ops.iter().filter_map(|op| known(self, op)).collect();
+        if let Some(r) = &mut self.rewriter {
+            r.admitting = ops.last().copied();
+        }
         self.handle(ServerEvent::Received {
             conn: conn_id(conn),
             bytes,
         });
+        self.drive()?;
+        for (terminal, bytes) in retries {
+            self.perform(ServerAction::Write {
+                terminal,
+                // A job the engine never made: its completion is ignored.
+                job: JobId(u64::MAX),
+                bytes,
+                canonical_check: false,
+            });
+        }
         self.drive()
     }
 

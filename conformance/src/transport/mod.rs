@@ -13,7 +13,7 @@ mod inproc;
 mod sim_probe;
 mod stream;
 
-pub use inproc::InProcess;
+pub use inproc::{BrokenInProcess, InProcess, RuleFlip};
 pub use stream::{ExecConnector, SocketConnector};
 
 /// A connection inside one transport, numbered by the transport.
