@@ -752,6 +752,8 @@ impl Case {
         }
     }
 
+    // Each argument is one part of the wait; a struct for them would be built once per call.
+    #[allow(clippy::too_many_arguments)]
     fn wait_accumulate(
         &mut self,
         conn: &str,
