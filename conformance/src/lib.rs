@@ -9,6 +9,7 @@
 pub mod coverage;
 pub mod pattern;
 pub mod probe;
+pub mod recorder;
 pub mod report;
 pub mod runner;
 pub mod spec;

@@ -1,9 +1,10 @@
 //! `phux-conformance`: tools for checking a phux 0.8 server: `run` replays the transcripts
 //! against a server, `coverage` prints which spec clauses they check, `wire` converts frames
-//! between wire bytes and the text notation the transcripts use, and `probe` is the child
+//! between wire bytes and the text notation the transcripts use, `record` writes a live session
+//! as a transcript draft, and `probe` is the child
 //! the transcripts run inside terminals.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -41,6 +42,21 @@ enum Command {
     Coverage {
         #[command(flatten)]
         paths: PathArgs,
+    },
+    /// Proxy a live session and write it as a transcript draft (server-chosen ids captured).
+    Record {
+        /// The server's socket.
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        /// Where to write the draft.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The socket clients connect to (default: `<out>.sock`).
+        #[arg(long, value_name = "PATH")]
+        listen: Option<PathBuf>,
+        /// How many client connections to record, one after another.
+        #[arg(long, default_value_t = 1)]
+        clients: usize,
     },
     /// Run the probe child on this terminal (what transcripts spawn; see `probe` module docs).
     Probe(phux_conformance::probe::ProbeArgs),
@@ -112,6 +128,29 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Coverage { paths } => coverage(&paths.paths()),
         Command::Probe(args) => phux_conformance::probe::run(&args),
+        Command::Record {
+            socket,
+            out,
+            listen,
+            clients,
+        } => record(&socket, &out, listen, clients),
+    }
+}
+
+fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) -> ExitCode {
+    let listen = listen.unwrap_or_else(|| out.with_extension("sock"));
+    eprintln!(
+        "phux-conformance: recording; connect to {}",
+        listen.display()
+    );
+    let result = phux_conformance::recorder::record(socket, &listen, clients)
+        .and_then(|draft| std::fs::write(out, draft));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("phux-conformance record: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -196,6 +196,7 @@ impl Runner<'_> {
             next_request: RUNNER_REQUEST_BASE,
             next_nonce: RUNNER_NONCE_BASE,
             op_salt: 0,
+            probe_residue: BTreeMap::new(),
         };
         if !case.transport.virtual_time() {
             case.op_salt = fresh_salt();
@@ -346,6 +347,9 @@ struct Case {
     /// real server never meet each other's ledger records (0 in process: each case has its
     /// own engine).
     op_salt: u64,
+    /// Probe output a `probe … <` step received beyond the report it matched, by connection
+    /// and terminal: the next such step looks at it first.
+    probe_residue: BTreeMap<String, Vec<u8>>,
 }
 
 /// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
@@ -461,6 +465,7 @@ impl Case {
                     &cond,
                     &what,
                     within.unwrap_or(self.timeout),
+                    Vec::new(),
                 )
             }
             StepKind::Unordered { conn, patterns } => {
@@ -500,6 +505,7 @@ impl Case {
             } => {
                 let terminal =
                     pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
+                let residue_key = format!("{conn} {terminal}");
                 let pattern = Value::record(
                     "TERMINAL_OUTPUT",
                     vec![
@@ -507,16 +513,64 @@ impl Case {
                         (phux_proto::notation::REST_FIELD.into(), Value::Wildcard),
                     ],
                 );
-                let cond = |acc: &[u8]| has_probe_report(acc, report.as_bytes());
+                let within = within.unwrap_or(self.timeout);
+                if let Some(hex_text) = report.strip_prefix("READS ") {
+                    // The READ reports from here on, concatenated, must be exactly these bytes
+                    // (one write may arrive in several reads, so a single READ proves little).
+                    let want = parse_hex(hex_text)
+                        .ok_or_else(|| StepError::Runner(format!("`READS {hex_text}`: not hex")))?;
+                    let cond = |acc: &[u8]| probe_reads(acc).len() >= want.len();
+                    let what = format!("READ reports adding up to {}", hex(&want));
+                    // Reads start now: earlier output left over is not part of them.
+                    self.probe_residue.remove(&residue_key);
+                    self.wait_accumulate(
+                        conn,
+                        &pattern,
+                        "bytes",
+                        &cond,
+                        &what,
+                        within,
+                        Vec::new(),
+                    )?;
+                    let got = match self.bindings.get("_") {
+                        Some(v) => probe_reads(&pattern::as_bytes(v)),
+                        None => Vec::new(),
+                    };
+                    return if got == want {
+                        Ok(())
+                    } else {
+                        Err(failed(
+                            format!("the probe reads {}", hex(&want)),
+                            format!("it read {}", hex(&got)),
+                        ))
+                    };
+                }
+                let bindings = self.bindings.clone();
+                let cond = |acc: &[u8]| match_probe_report(acc, report, &bindings).is_some();
                 let what = format!("a probe report `PROBE <seq> {report}`");
-                self.wait_accumulate(
-                    conn,
-                    &pattern,
-                    "bytes",
-                    &cond,
-                    &what,
-                    within.unwrap_or(self.timeout),
-                )
+                // Reports an earlier step received but did not match come first: one output
+                // frame may carry several reports, in whichever order the probe wrote them.
+                let initial = self.probe_residue.remove(&residue_key).unwrap_or_default();
+                self.wait_accumulate(conn, &pattern, "bytes", &cond, &what, within, initial)?;
+                let seen = self
+                    .bindings
+                    .get("_")
+                    .map(pattern::as_bytes)
+                    .unwrap_or_default();
+                if let Some((b, start, end)) = match_probe_report_at(&seen, report, &self.bindings)
+                {
+                    let underscore = self.bindings.remove("_");
+                    self.bindings = b;
+                    if let Some(u) = underscore {
+                        self.bindings.insert("_".into(), u);
+                    }
+                    let mut rest = seen[..start].to_vec();
+                    rest.extend_from_slice(&seen[end..]);
+                    if !rest.is_empty() {
+                        self.probe_residue.insert(residue_key, rest);
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -698,6 +752,8 @@ impl Case {
         }
     }
 
+    // Each argument is one part of the wait; a struct for them would be built once per call.
+    #[allow(clippy::too_many_arguments)]
     fn wait_accumulate(
         &mut self,
         conn: &str,
@@ -706,11 +762,16 @@ impl Case {
         cond: &dyn Fn(&[u8]) -> bool,
         what: &str,
         within: Duration,
+        initial: Vec<u8>,
     ) -> Result<(), StepError> {
         let names = pattern::frame_names(pattern);
         self.conn(conn)?;
         let deadline = Instant::now() + within;
-        let mut acc = Vec::new();
+        let mut acc = initial;
+        if !acc.is_empty() && cond(&acc) {
+            self.bindings.insert("_".into(), Value::Str(acc));
+            return Ok(());
+        }
         loop {
             if let Some(c) = self.conns.get_mut(conn) {
                 let mut i = 0;
@@ -987,19 +1048,111 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Whether `out` holds a line `PROBE <digits> <report>`.
-fn has_probe_report(out: &[u8], report: &[u8]) -> bool {
-    let mut rest = out;
-    while let Some(at) = rest.windows(6).position(|w| w == b"PROBE ") {
-        let after = &rest[at + 6..];
-        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits > 0 && after.get(digits) == Some(&b' ') && after[digits + 1..].starts_with(report)
+/// The complete probe report lines in `out` (`PROBE <seq> <body>` CR LF): each body with the
+/// span of its whole line (from the CR LF before it, when there is one, to the LF after it).
+fn probe_report_lines(out: &[u8]) -> Vec<(&[u8], usize, usize)> {
+    let mut lines = Vec::new();
+    let mut from = 0;
+    while let Some(at) = out[from..].windows(6).position(|w| w == b"PROBE ") {
+        let at = from + at;
+        let after = at + 6;
+        let digits = out[after..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let body_at = after + digits + 1;
+        if digits > 0
+            && out.get(after + digits) == Some(&b' ')
+            && let Some(len) = out[body_at..].iter().position(|&b| b == b'\r')
         {
-            return true;
+            let start = if out[..at].ends_with(b"\r\n") {
+                at - 2
+            } else {
+                at
+            };
+            let mut end = body_at + len + 1;
+            if out.get(end) == Some(&b'\n') {
+                end += 1;
+            }
+            lines.push((&out[body_at..body_at + len], start, end));
         }
-        rest = after;
+        from = after;
     }
-    false
+    lines
+}
+
+/// The first complete report in `out` that `pattern` matches, word by word from its start:
+/// a literal word must be equal, `*` matches any word, `$name` binds the word (or, bound
+/// already, must equal it). Returns the bindings with the new captures.
+fn match_probe_report(out: &[u8], pattern: &str, bindings: &Bindings) -> Option<Bindings> {
+    match_probe_report_at(out, pattern, bindings).map(|(b, _, _)| b)
+}
+
+/// [`match_probe_report`], with the span of the matched line.
+fn match_probe_report_at(
+    out: &[u8],
+    pattern: &str,
+    bindings: &Bindings,
+) -> Option<(Bindings, usize, usize)> {
+    let want: Vec<&str> = pattern.split_ascii_whitespace().collect();
+    'lines: for (body, start, end) in probe_report_lines(out) {
+        let Ok(body) = std::str::from_utf8(body) else {
+            continue;
+        };
+        let words: Vec<&str> = body.split(' ').collect();
+        if words.len() < want.len() {
+            continue;
+        }
+        let mut trial = bindings.clone();
+        for (w, got) in want.iter().zip(&words) {
+            if *w == "*" {
+                continue;
+            }
+            if let Some(name) = w.strip_prefix('$') {
+                match trial.get(name) {
+                    Some(bound) if report_word(bound) != *got => continue 'lines,
+                    Some(_) => {}
+                    None => {
+                        trial.insert(name.to_owned(), Value::Str(got.as_bytes().to_vec()));
+                    }
+                }
+            } else if w != got {
+                continue 'lines;
+            }
+        }
+        return Some((trial, start, end));
+    }
+    None
+}
+
+/// How a captured value is spelt as a report word.
+fn report_word(value: &Value) -> String {
+    match value {
+        Value::Str(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// The payload of every complete `READ <hex>` report in `out`, in order, concatenated.
+fn probe_reads(out: &[u8]) -> Vec<u8> {
+    probe_report_lines(out)
+        .into_iter()
+        .filter_map(|(body, _, _)| body.strip_prefix(b"READ "))
+        .filter_map(|hex| std::str::from_utf8(hex).ok().and_then(parse_hex))
+        .flatten()
+        .collect()
+}
+
+/// Lowercase or uppercase hex digits, two per byte, no separators.
+fn parse_hex(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim();
+    if text.is_empty() || !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -1016,12 +1169,34 @@ mod tests {
 
     #[test]
     fn probe_reports_are_found_by_their_text_after_the_seq() {
-        assert!(has_probe_report(
-            b"x\r\nPROBE 12 EXITING 3\r\n",
-            b"EXITING 3"
-        ));
-        assert!(!has_probe_report(b"PROBE x EXITING 3", b"EXITING 3"));
-        assert!(!has_probe_report(b"PROBE 1 READY", b"EXITING"));
+        let found = |out: &[u8], report: &str| match_probe_report(out, report, &Bindings::new());
+        assert!(found(b"x\r\nPROBE 12 EXITING 3\r\n", "EXITING 3").is_some());
+        assert!(found(b"PROBE x EXITING 3\r\n", "EXITING 3").is_none());
+        assert!(found(b"PROBE 1 READY\r\n", "EXITING").is_none());
+        assert!(found(b"PROBE 1 READ 6162\r\n", "READ 61").is_none());
+        // Still arriving: not a report yet.
+        assert!(found(b"PROBE 1 READ 61", "READ 61").is_none());
+        assert!(found(b"PROBE 1 TERMIOS raw -echo\r\n", "TERMIOS raw").is_some());
+    }
+
+    #[test]
+    fn probe_report_words_capture_and_compare() {
+        let out = b"\r\nPROBE 2 PGRP 7 7 7 9\r\n\r\nPROBE 3 PGRP 7 7 7 7\r\n";
+        let b = match_probe_report(out, "PGRP $p $p $p $p", &Bindings::new()).unwrap();
+        assert_eq!(b.get("p"), Some(&Value::Str(b"7".to_vec())));
+        let mut bound = Bindings::new();
+        bound.insert("p".into(), Value::Str(b"8".to_vec()));
+        assert!(match_probe_report(out, "PGRP $p * * *", &bound).is_none());
+        assert!(match_probe_report(out, "PGRP * * * 9", &Bindings::new()).is_some());
+    }
+
+    #[test]
+    fn reads_concatenate_across_reports() {
+        let out = b"\r\nPROBE 3 READ 1b5b\r\n\r\nPROBE 4 MARK x\r\n\r\nPROBE 5 READ 41\r\n\r\nPROBE 6 READ 42";
+        // The last report is incomplete (no CR yet): not counted.
+        assert_eq!(probe_reads(out), b"\x1b[A");
+        assert_eq!(parse_hex("1b5B41"), Some(b"\x1b[A".to_vec()));
+        assert_eq!(parse_hex("1b5"), None);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! The suite can fail: against a server with one rule broken, the case checking that rule
 //! FAILs, on a step citing that rule's clause.
 //!
-//! Each mutant is our in-process server with its output tampered with on the way to the
+//! Most mutants are our in-process server with its output tampered with on the way to the
 //! runner (a frame changed, dropped or repeated), so each breaks exactly one observable rule.
+//! One is a real rule flip in the server itself ([`BrokenInProcess`]): the driver writes a
+//! retried operation's job to the PTY again after the engine answered it from the ledger.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use phux_conformance::runner::Outcome;
 use phux_conformance::suite::{Paths, Suite};
-use phux_conformance::transport::{ConnKey, Connector, InProcess, Recv, Transport, TransportError};
+use phux_conformance::transport::{
+    BrokenInProcess, ConnKey, Connector, InProcess, Recv, RuleFlip, Transport, TransportError,
+};
 use phux_core::framing::FrameDecoder;
 use phux_proto::command::CommandResult;
 use phux_proto::event::{AgentEvent, ControlAction};
@@ -87,10 +91,14 @@ impl Transport for MutantTransport {
 
 /// Runs case `id` against the mutant; asserts FAIL on a step citing `clause`.
 fn fails_on(mutation: Mutation, id: &str, clause: &str) {
+    fails_against(&Mutant(mutation), id, clause);
+}
+
+/// Runs case `id` against a broken server; asserts FAIL on a step citing `clause`, and PASS
+/// against the untouched one.
+fn fails_against(broken: &dyn Connector, id: &str, clause: &str) {
     let suite = Suite::load(&Paths::default()).unwrap();
-    let cases = suite
-        .run(&Mutant(mutation), Some(id), Duration::from_secs(1))
-        .unwrap();
+    let cases = suite.run(broken, Some(id), Duration::from_secs(1)).unwrap();
     let [case] = cases.as_slice() else {
         panic!("{id}: {} cases", cases.len())
     };
@@ -196,5 +204,15 @@ fn route_input_accepted_under_anothers_lease_fails_lease_gate() {
         },
         "lease/008",
         "LEASE.GATE.2",
+    );
+}
+
+#[test]
+fn a_server_that_writes_retries_again_fails_dedupe() {
+    // Not a tampered frame: the server's driver really writes the job a second time.
+    fails_against(
+        &BrokenInProcess(RuleFlip::RewriteRetries),
+        "input/003",
+        "INPUT.DEDUPE.2",
     );
 }

@@ -138,11 +138,10 @@ fn in_process_suite_passes() {
     let suite = suite();
     let cases = suite.run(&InProcess, None, REAL_TIMEOUT).unwrap();
     assert!(cases.len() >= 80, "{}", cases.len());
-    // Everything but the probe cases runs in process (the probe is not hosted there yet).
-    for (c, t) in cases.iter().zip(suite.select(None)) {
-        let probe = t.requires.iter().any(|r| r == "probe");
+    // Everything runs in process, the probe cases included (a simulated probe terminal).
+    for c in &cases {
         assert!(
-            probe || !matches!(c.outcome, phux_conformance::runner::Outcome::Unsupported(_)),
+            !matches!(c.outcome, phux_conformance::runner::Outcome::Unsupported(_)),
             "{} unsupported in process",
             c.id
         );
@@ -189,4 +188,106 @@ fn json_report_carries_the_wire_log() {
         .collect();
     assert_eq!(wire[0], "c1 > PING{nonce=0xdeadbeefcafef00d}");
     assert_eq!(wire[1], "c1 < PONG{nonce=0xdeadbeefcafef00d}");
+}
+
+/// The recorder proxies a scripted session to a live server and writes a draft that, with its
+/// header filled in, replays against the same server: server-chosen ids became captures.
+#[test]
+fn a_recorded_session_replays_against_the_server() {
+    use phux_core::framing::FrameDecoder;
+    use phux_proto::Frame;
+    use phux_proto::notation::Value;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    let server = Server::start();
+    let dir = Scratch::new("rec");
+    let listen = dir.0.join("rec.sock");
+    let recorder = {
+        let (socket, listen) = (server.socket.clone(), listen.clone());
+        std::thread::spawn(move || phux_conformance::recorder::record(&socket, &listen, 1))
+    };
+    let mut client = None;
+    for _ in 0..500 {
+        if let Ok(c) = UnixStream::connect(&listen) {
+            client = Some(c);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut client = client.expect("the recorder listens");
+    client.set_read_timeout(Some(REAL_TIMEOUT)).unwrap();
+    let suite = suite();
+    let mut decoder = FrameDecoder::new();
+    // Sends a frame and reads until a frame of the named type arrives.
+    let mut client2 = client.try_clone().unwrap();
+    let mut exchange = |frame: &Value, until: &str| {
+        let frame = Frame::from_value(&suite.templates.expand(frame).unwrap()).unwrap();
+        client2.write_all(&frame.to_bytes()).unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            while let Some(f) = decoder.poll_frame().unwrap() {
+                if f.to_string().starts_with(until) {
+                    return f.to_value();
+                }
+            }
+            let n = client2.read(&mut buf).unwrap();
+            assert!(n > 0, "the server closed before {until}");
+            decoder.push(&buf[..n]);
+        }
+    };
+    exchange(&Value::ident("Hello"), "HELLO_OK");
+    let spawned = exchange(
+        &Value::parse(r#"SPAWN_TERMINAL{request_id=1 group=1 command=["/bin/cat"]}"#).unwrap(),
+        "TERMINAL_SPAWNED",
+    );
+    let text = spawned.to_string();
+    let terminal = text
+        .split("terminal=")
+        .nth(1)
+        .and_then(|t| t.split('}').next())
+        .unwrap()
+        .to_owned();
+    let resize = Value::parse(&format!(
+        "TERMINAL_RESIZE{{terminal={terminal} size={{cols=100 rows=30}}}}"
+    ))
+    .unwrap();
+    client
+        .write_all(&Frame::from_value(&resize).unwrap().to_bytes())
+        .unwrap();
+    exchange(&Value::parse("PING{nonce=77}").unwrap(), "PONG");
+    exchange(
+        &Value::parse(&format!(
+            "COMMAND{{request_id=3 command=KILL_TERMINAL{{terminal={terminal}}}}}"
+        ))
+        .unwrap(),
+        "COMMAND_RESULT",
+    );
+    exchange(&Value::ident("DETACH"), "DETACHED");
+    drop(client);
+    let draft = recorder.join().unwrap().unwrap();
+    // The terminal id the server chose is a capture, bound where the server named it first.
+    assert!(draft.contains("result=ok{terminal=$t1}"), "{draft}");
+    assert!(draft.contains("KILL_TERMINAL{terminal=$t1}"), "{draft}");
+    assert!(!draft.contains(&terminal), "{draft}");
+    let filled = draft
+        .replace("id: draft/001", "id: recorded/001")
+        .replace("clauses: TODO", "clauses: COMMAND.ENVELOPE.2")
+        .replace("description: TODO", "description: a recorded session")
+        .replace("requirement: TODO", "requirement: replays");
+    let transcript = phux_conformance::transcript::parse("recorded.phuxt", &filled)
+        .unwrap_or_else(|e| panic!("{e}\n{filled}"));
+    let mut replay = suite.clone();
+    replay.transcripts = vec![transcript];
+    let connector = SocketConnector {
+        path: server.socket.clone(),
+        probe: None,
+    };
+    let cases = replay.run(&connector, None, REAL_TIMEOUT).unwrap();
+    assert_eq!(cases.len(), 1);
+    assert!(
+        matches!(cases[0].outcome, phux_conformance::runner::Outcome::Pass),
+        "{}\n{filled}",
+        report::tree(&connector.describe(), &cases)
+    );
 }

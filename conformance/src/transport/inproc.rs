@@ -1,11 +1,14 @@
 //! The in-process transport: our `ServerEngine` driven by a small deterministic driver with a
 //! virtual clock, its terminals' children simulated.
 //!
-//! The simulated child echoes what is written to it (as a PTY's line discipline would) and
-//! ends, without an exit status, on INTERRUPT, TERMINATE, KILL or KILL_TERMINAL, like `cat`
-//! under the default signal dispositions. Its terminal starts canonical, so the
-//! canonical-line guard applies. A spawn whose program is an absolute path that does not exist
-//! here, or whose working directory does not exist, fails as a real spawn would.
+//! Two children are simulated. `$ECHO`'s echoes what is written to it (as a PTY's line
+//! discipline would) and ends, without an exit status, on INTERRUPT, TERMINATE, KILL or
+//! KILL_TERMINAL, like `cat` under the default signal dispositions; its terminal stays
+//! canonical, so the canonical-line guard applies. `$PROBE`'s is the real probe's
+//! [`ProbeMachine`](crate::probe::ProbeMachine) on a simulated PTY ([`SimProbe`]): every byte a
+//! transcript sees from it is what the probe on a real PTY would write. A spawn whose program
+//! is an absolute path that does not exist here, or whose working directory does not exist,
+//! fails as a real spawn would.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,13 +16,19 @@ use std::time::Duration;
 
 use phux_core::Instant;
 use phux_core::encoder::CanonicalGuard;
+use phux_core::framing::FrameDecoder;
+use phux_core::server::JobId;
 use phux_core::server::{
     ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
     WriteOutcome,
 };
-use phux_proto::command::Signal;
+use phux_proto::Frame;
+use phux_proto::command::{Command, Signal};
+use phux_proto::frame::CommandFrame;
+use phux_proto::ids::OperationId;
 use phux_proto::notation::Value;
 
+use super::sim_probe::{Effect, SimProbe};
 use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list};
 
 /// The in-process server: a fresh engine for every transcript.
@@ -32,8 +41,41 @@ impl Connector for InProcess {
     }
 
     fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
-        Ok(Box::new(Sim::new()))
+        Ok(Box::new(Sim::new(None)))
     }
+}
+
+/// A rule a deliberately broken in-process server gets wrong, to prove the suite notices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuleFlip {
+    /// Breaks [INPUT.DEDUPE.2]: the engine answers a retried APPLY_INPUT from its ledger as
+    /// it should, and the driver then writes the original job's bytes to the PTY again.
+    RewriteRetries,
+}
+
+/// Our engine with one rule flipped: see [`RuleFlip`]. Only for showing the suite can fail.
+#[derive(Clone, Copy, Debug)]
+pub struct BrokenInProcess(pub RuleFlip);
+
+impl Connector for BrokenInProcess {
+    fn describe(&self) -> String {
+        format!("in-process, broken: {:?}", self.0)
+    }
+
+    fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
+        Ok(Box::new(Sim::new(Some(self.0))))
+    }
+}
+
+/// What a [`RuleFlip::RewriteRetries`] server remembers.
+#[derive(Debug, Default)]
+struct Rewriter {
+    decoders: BTreeMap<ConnKey, FrameDecoder>,
+    /// The operation of the APPLY_INPUT being handled, until its job's `Write` is seen.
+    admitting: Option<OperationId>,
+    /// Each operation's terminal and job bytes.
+    jobs: BTreeMap<OperationId, (u32, Vec<u8>)>,
 }
 
 /// The incarnation id of every in-process server (fixed: runs are deterministic).
@@ -50,10 +92,21 @@ struct SimConn {
     closed: bool,
 }
 
+/// The program name `$PROBE` names in process; `<it> probe` runs the simulated probe.
+pub(crate) const SIM_PROBE_PROGRAM: &str = "phux-conformance";
+
 #[derive(Debug)]
-struct SimChild {
-    alive: bool,
-    canonical: bool,
+enum SimChild {
+    /// `cat`: echoes its input.
+    Echo { alive: bool, canonical: bool },
+    /// The probe on a simulated PTY.
+    Probe(Box<SimProbe>),
+}
+
+/// Whether `command` runs the probe (`phux-conformance probe [...]`).
+fn is_probe(command: &[String]) -> bool {
+    command.first().is_some_and(|p| p == SIM_PROBE_PROGRAM)
+        && command.get(1).is_some_and(|a| a == "probe")
 }
 
 struct Sim {
@@ -62,11 +115,14 @@ struct Sim {
     conns: BTreeMap<ConnKey, SimConn>,
     children: BTreeMap<u32, SimChild>,
     next_conn: ConnKey,
+    /// Set only for a [`BrokenInProcess`] server.
+    rewriter: Option<Rewriter>,
 }
 
 impl Sim {
-    fn new() -> Self {
+    fn new(flip: Option<RuleFlip>) -> Self {
         Self {
+            rewriter: flip.map(|RuleFlip::RewriteRetries| Rewriter::default()),
             engine: ServerEngine::new(ServerConfig::new(SIM_SERVER_ID.to_vec())),
             now: Instant::ZERO,
             conns: BTreeMap::new(),
@@ -113,17 +169,24 @@ impl Sim {
                 if let Some(message) = spawn_failure(&spec) {
                     self.handle(ServerEvent::SpawnFailed { terminal, message });
                 } else {
-                    self.children.insert(
-                        terminal,
-                        SimChild {
-                            alive: true,
-                            canonical: true,
-                        },
-                    );
-                    self.handle(ServerEvent::Spawned {
-                        terminal,
-                        pid: 10_000 + terminal,
-                    });
+                    let pid = 10_000 + terminal;
+                    let probe = is_probe(&spec.command);
+                    if !probe {
+                        self.children.insert(
+                            terminal,
+                            SimChild::Echo {
+                                alive: true,
+                                canonical: true,
+                            },
+                        );
+                    }
+                    self.handle(ServerEvent::Spawned { terminal, pid });
+                    if probe {
+                        let child = SimProbe::spawn(self.now, pid, spec.cols, spec.rows);
+                        self.children
+                            .insert(terminal, SimChild::Probe(Box::new(child)));
+                        self.effects(terminal);
+                    }
                 }
             }
             ServerAction::Write {
@@ -132,11 +195,23 @@ impl Sim {
                 bytes,
                 canonical_check,
             } => {
-                let child = self.children.get(&terminal);
-                let outcome = match child {
-                    Some(c) if c.alive => {
+                if let Some(r) = &mut self.rewriter
+                    && let Some(op) = r.admitting.take()
+                {
+                    r.jobs.insert(op, (terminal, bytes.clone()));
+                }
+                if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
+                    p.write(self.now, job, bytes, canonical_check);
+                    self.effects(terminal);
+                    return;
+                }
+                let outcome = match self.children.get(&terminal) {
+                    Some(SimChild::Echo {
+                        alive: true,
+                        canonical,
+                    }) => {
                         match canonical_check
-                            .then(|| CanonicalGuard::check(&bytes, c.canonical, true))
+                            .then(|| CanonicalGuard::check(&bytes, *canonical, true))
                         {
                             Some(Err(refused)) => WriteOutcome::CanonicalRefused {
                                 limit: refused.limit as u32,
@@ -159,26 +234,124 @@ impl Sim {
                     });
                 }
             }
-            ServerAction::Resize { .. } | ServerAction::Shutdown => {}
-            ServerAction::Signal { terminal, signal } => match signal {
-                Signal::Interrupt | Signal::Terminate | Signal::Kill => self.exit(terminal),
-                // A stopped `cat` still has its input echoed by the line discipline.
-                _ => {}
-            },
-            ServerAction::Kill { terminal } => self.exit(terminal),
+            ServerAction::Resize {
+                terminal,
+                cols,
+                rows,
+            } => {
+                if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
+                    p.resize(self.now, cols, rows);
+                    self.effects(terminal);
+                }
+            }
+            ServerAction::Shutdown => {}
+            ServerAction::Signal { terminal, signal } => {
+                if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
+                    p.signal(self.now, signal);
+                    self.effects(terminal);
+                    return;
+                }
+                match signal {
+                    Signal::Interrupt | Signal::Terminate | Signal::Kill => self.exit(terminal),
+                    // A stopped `cat` still has its input echoed by the line discipline.
+                    Signal::Freeze | Signal::Resume => {}
+                }
+            }
+            ServerAction::Kill { terminal } => {
+                if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
+                    p.kill();
+                    self.effects(terminal);
+                    return;
+                }
+                self.exit(terminal);
+            }
         }
     }
 
+    /// Hands what a probe terminal did to the engine, in order.
+    fn effects(&mut self, terminal: u32) {
+        let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) else {
+            return;
+        };
+        for effect in p.take_effects() {
+            match effect {
+                Effect::Output(bytes) => self.handle(ServerEvent::PtyOutput {
+                    terminal,
+                    bytes: &bytes,
+                }),
+                Effect::WriteDone(job, outcome) => self.handle(ServerEvent::WriteDone {
+                    terminal,
+                    job,
+                    outcome,
+                }),
+                Effect::Exited(exit_status) => self.handle(ServerEvent::ChildExited {
+                    terminal,
+                    exit_status,
+                }),
+            }
+        }
+    }
+
+    /// The earliest wake-up of the engine and of every probe's stall timer.
+    fn next_wake(&self) -> Option<Instant> {
+        let probes = self.children.values().filter_map(|c| match c {
+            SimChild::Probe(p) => p.poll_timeout(),
+            SimChild::Echo { .. } => None,
+        });
+        self.engine.poll_timeout().into_iter().chain(probes).min()
+    }
+
+    /// Tells the engine and every probe that time has come to `self.now`.
+    fn fire_timers(&mut self) -> Result<(), TransportError> {
+        self.handle(ServerEvent::Timeout);
+        self.drive()?;
+        let due: Vec<u32> = self
+            .children
+            .iter()
+            .filter_map(|(t, c)| match c {
+                SimChild::Probe(p) if p.poll_timeout().is_some_and(|at| at <= self.now) => Some(*t),
+                _ => None,
+            })
+            .collect();
+        for terminal in due {
+            if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
+                p.handle_timeout(self.now);
+            }
+            self.effects(terminal);
+            self.drive()?;
+        }
+        Ok(())
+    }
+
     fn exit(&mut self, terminal: u32) {
-        if let Some(child) = self.children.get_mut(&terminal)
-            && child.alive
+        if let Some(SimChild::Echo { alive, .. }) = self.children.get_mut(&terminal)
+            && *alive
         {
-            child.alive = false;
+            *alive = false;
             self.handle(ServerEvent::ChildExited {
                 terminal,
                 exit_status: None,
             });
         }
+    }
+}
+
+impl Rewriter {
+    /// The operation ids of the APPLY_INPUTs in these client bytes.
+    fn apply_inputs(&mut self, conn: ConnKey, bytes: &[u8]) -> Vec<OperationId> {
+        let decoder = self.decoders.entry(conn).or_default();
+        decoder.push(bytes);
+        let mut ops = Vec::new();
+        while let Ok(Some(frame)) = decoder.poll_frame() {
+            if let Frame::Command(CommandFrame {
+                command: Command::ApplyInput(apply),
+                ..
+            }) = frame
+            {
+                ops.push(apply.operation_id);
+            }
+        }
+        ops
     }
 }
 
@@ -214,7 +387,13 @@ impl Transport for Sim {
     }
 
     fn vars(&self) -> Vec<(String, Value)> {
-        vec![("ECHO".to_owned(), command_list(&[ECHO_COMMAND]))]
+        vec![
+            ("ECHO".to_owned(), command_list(&[ECHO_COMMAND])),
+            (
+                "PROBE".to_owned(),
+                command_list(&[SIM_PROBE_PROGRAM, "probe"]),
+            ),
+        ]
     }
 
     fn connect(&mut self) -> Result<ConnKey, TransportError> {
@@ -234,10 +413,37 @@ impl Transport for Sim {
             // Like writing to a socket the server has closed: the bytes go nowhere.
             return Ok(());
         }
+        let ops = self.rewriter.as_mut().map(|r| r.apply_inputs(conn, bytes));
+        let Some(ops) = ops else {
+            self.handle(ServerEvent::Received {
+                conn: conn_id(conn),
+                bytes,
+            });
+            return self.drive();
+        };
+        // The broken server: a retry of a known operation is written again after the engine
+        // (correctly) answered it from the ledger.
+        let known = |sim: &Self, op: &OperationId| {
+            sim.rewriter.as_ref().and_then(|r| r.jobs.get(op).cloned())
+        };
+        let retries: Vec<(u32, Vec<u8>)> = ops.iter().filter_map(|op| known(self, op)).collect();
+        if let Some(r) = &mut self.rewriter {
+            r.admitting = ops.last().copied();
+        }
         self.handle(ServerEvent::Received {
             conn: conn_id(conn),
             bytes,
         });
+        self.drive()?;
+        for (terminal, bytes) in retries {
+            self.perform(ServerAction::Write {
+                terminal,
+                // A job the engine never made: its completion is ignored.
+                job: JobId(u64::MAX),
+                bytes,
+                canonical_check: false,
+            });
+        }
         self.drive()
     }
 
@@ -272,14 +478,13 @@ impl Transport for Sim {
         let target = self.now + by;
         // Visit every wake-up on the way, in order, so timers fire at their own instants.
         for _ in 0..MAX_DRIVE_STEPS {
-            match self.engine.poll_timeout() {
+            match self.next_wake() {
                 Some(at) if at <= target => {
                     self.now = self.now.max(at);
-                    self.handle(ServerEvent::Timeout);
-                    if self.drive().is_err() {
+                    if self.fire_timers().is_err() {
                         break;
                     }
-                    if self.engine.poll_timeout() == Some(at) {
+                    if self.next_wake() == Some(at) {
                         // A timer that does not move would spin: let time jump past it.
                         break;
                     }
@@ -288,7 +493,6 @@ impl Transport for Sim {
             }
         }
         self.now = target;
-        self.handle(ServerEvent::Timeout);
-        let _ = self.drive();
+        let _ = self.fire_timers();
     }
 }

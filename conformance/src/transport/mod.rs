@@ -10,9 +10,10 @@ use std::time::Duration;
 use phux_proto::notation::Value;
 
 mod inproc;
+mod sim_probe;
 mod stream;
 
-pub use inproc::InProcess;
+pub use inproc::{BrokenInProcess, InProcess, RuleFlip};
 pub use stream::{ExecConnector, SocketConnector};
 
 /// A connection inside one transport, numbered by the transport.
