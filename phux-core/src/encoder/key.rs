@@ -366,7 +366,8 @@ fn ctrl_byte(c: char) -> Option<u8> {
         b'\\' | b'4' => Some(0x1c),
         b']' | b'5' => Some(0x1d),
         b'^' | b'~' | b'6' => Some(0x1e),
-        b'_' | b'/' | b'7' => Some(0x1f),
+        // xterm sends US for Ctrl+- on a US layout, as for Ctrl+_ ([INPUT.ENCODE.KEY.4]).
+        b'_' | b'-' | b'/' | b'7' => Some(0x1f),
         b'?' | b'8' => Some(0x7f),
         _ => None,
     }
