@@ -8,8 +8,8 @@
     clippy::match_like_matches_macro
 )]
 
-use phux_core::server::{ConnId, ServerAction};
-use phux_core::sim::{Harness, command_frame, error_code};
+use phux_core::server::ServerAction;
+use phux_core::sim::{Harness, command_frame, error_code, events, expect_json};
 use phux_proto::command::{Command, CommandResult, CommandValue, StateScope, TerminalEventType};
 use phux_proto::event::{AgentEvent, ControlAction, Lifecycle};
 use phux_proto::frame::{
@@ -26,31 +26,6 @@ fn sat() -> TerminalId {
 
 fn spawn_frame(rid: u32) -> SpawnTerminal {
     SpawnTerminal::new(rid, GroupId(1))
-}
-
-fn events(frames: &[Frame]) -> Vec<(Option<TerminalId>, AgentEvent)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event(e) => Some((e.terminal.clone(), e.event.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn json(result: Option<CommandResult>) -> serde_json::Value {
-    match result {
-        Some(CommandResult::OkWith(CommandValue::Json(s))) => serde_json::from_str(&s).unwrap(),
-        other => panic!("expected JSON, got {other:?}"),
-    }
-}
-
-fn subscribe_all(h: &mut Harness, c: ConnId) {
-    h.send(
-        c,
-        &Frame::SubscribeEvents(SubscribeEvents { terminal: None }),
-    );
-    h.settle();
 }
 
 // ---- COMMAND --------------------------------------------------------------------------------
@@ -170,8 +145,8 @@ fn spawn_replies_once_with_its_request_id_before_pane_spawned() {
     let mut h = Harness::new();
     let c = h.client();
     let watcher = h.client();
-    subscribe_all(&mut h, c);
-    subscribe_all(&mut h, watcher);
+    h.subscribe_all(c);
+    h.subscribe_all(watcher);
     h.send(c, &Frame::SpawnTerminal(spawn_frame(33)));
     let got = h.settle_recv(c);
     let Some(Frame::TerminalSpawned(s)) = got.first() else {
@@ -371,7 +346,7 @@ fn kill_terminal_kills_the_group_then_closes() {
             terminal: t.clone(),
         },
     );
-    subscribe_all(&mut h, c);
+    h.subscribe_all(c);
     h.recv(c);
     assert_eq!(
         h.request(
@@ -500,7 +475,7 @@ fn resize_sets_the_pty_size_silently() {
         "{:?}",
         h.actions
     );
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetScreen {
             terminal: t,
@@ -580,7 +555,7 @@ fn get_screen_reflects_all_stamped_output_without_attach() {
     let t = h.spawn(c);
     h.pty(&t).script(b"\x1b]2;my title\x07hello   \r\nworld");
     h.settle();
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetScreen {
             terminal: t.clone(),
@@ -623,7 +598,7 @@ fn get_screen_without_title_has_no_title_and_cells_on_request() {
     out.extend_from_slice(b"\x1b[1mB\x1b[0m");
     h.pty(&t).script(&out);
     h.settle();
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetScreen {
             terminal: t.clone(),
@@ -639,7 +614,7 @@ fn get_screen_without_title_has_no_title_and_cells_on_request() {
         cells.iter().any(|c| c["text"] == "B" && c["bold"] == true),
         "{cells:?}"
     );
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetScreen {
             terminal: t,
@@ -656,7 +631,7 @@ fn get_terminal_state_has_the_extra_keys() {
     let mut h = Harness::new();
     let c = h.client();
     let t = h.spawn(c);
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetTerminalState {
             terminal: t.clone(),
@@ -698,7 +673,7 @@ fn get_terminal_state_has_the_extra_keys() {
         },
     );
     h.advance(std::time::Duration::from_secs(1));
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetTerminalState {
             terminal: t,
@@ -748,8 +723,8 @@ fn subscribe_events_has_no_reply_and_repeats_are_no_ops() {
     let mut h = Harness::new();
     let c = h.client();
     let t0 = h.spawn(c);
-    subscribe_all(&mut h, c);
-    subscribe_all(&mut h, c);
+    h.subscribe_all(c);
+    h.subscribe_all(c);
     h.send(
         c,
         &Frame::SubscribeEvents(SubscribeEvents {
@@ -863,7 +838,7 @@ fn title_changed_event() {
     let mut h = Harness::new();
     let c = h.client();
     let t = h.spawn(c);
-    subscribe_all(&mut h, c);
+    h.subscribe_all(c);
     h.pty(&t).script(b"\x1b]2;build\x07");
     let ev = events(&h.settle_recv(c));
     assert_eq!(
@@ -901,7 +876,7 @@ fn terminal_control_reaches_every_kind_of_subscriber_once_in_order() {
             terminal: Some(t.clone()),
         }),
     );
-    subscribe_all(&mut h, server);
+    h.subscribe_all(server);
     h.request(
         filtered,
         Command::SubscribeTerminalEvents {
@@ -915,7 +890,7 @@ fn terminal_control_reaches_every_kind_of_subscriber_once_in_order() {
             terminal: t.clone(),
         },
     );
-    subscribe_all(&mut h, both);
+    h.subscribe_all(both);
     h.request(
         both,
         Command::SubscribeTerminalEvents {

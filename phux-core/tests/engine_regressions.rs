@@ -9,37 +9,14 @@
     clippy::match_like_matches_macro
 )]
 
-use phux_core::server::{ConnId, ServerConfig};
-use phux_core::sim::{Harness, apply_input, error_code, paste, server_id_for, untrusted_paste};
+use phux_core::server::ServerConfig;
+use phux_core::sim::{
+    Harness, apply_input, error_code, events, expect_json, paste, server_id_for, untrusted_paste,
+};
 use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::event::AgentEvent;
-use phux_proto::frame::{SpawnResult, SubscribeEvents};
+use phux_proto::frame::SpawnResult;
 use phux_proto::{ErrorCode, Frame, TerminalId};
-
-fn events(frames: &[Frame]) -> Vec<(Option<TerminalId>, AgentEvent)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event(e) => Some((e.terminal.clone(), e.event.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn json(result: Option<CommandResult>) -> serde_json::Value {
-    match result {
-        Some(CommandResult::OkWith(CommandValue::Json(s))) => serde_json::from_str(&s).unwrap(),
-        other => panic!("expected JSON, got {other:?}"),
-    }
-}
-
-fn subscribe_all(h: &mut Harness, c: ConnId) {
-    h.send(
-        c,
-        &Frame::SubscribeEvents(SubscribeEvents { terminal: None }),
-    );
-    h.settle();
-}
 
 #[test]
 fn bell_event_per_bel() {
@@ -47,7 +24,7 @@ fn bell_event_per_bel() {
     let mut h = Harness::new();
     let c = h.client();
     let t = h.spawn(c);
-    subscribe_all(&mut h, c);
+    h.subscribe_all(c);
     h.pty(&t).script(b"a\x07b\x07\x1b]2;x\x07");
     let ev = events(&h.settle_recv(c));
     assert_eq!(
@@ -66,7 +43,7 @@ fn get_terminal_state_modes_use_the_spec_keys() {
     h.pty(&t)
         .script(b"\x1b[?1h\x1b[?2004h\x1b[?1002h\x1b[?1006h\x1b[>5u");
     h.settle();
-    let v = json(h.request(
+    let v = expect_json(h.request(
         c,
         Command::GetTerminalState {
             terminal: t,

@@ -485,6 +485,15 @@ impl Harness {
         }
     }
 
+    /// SUBSCRIBE_EVENTS with server scope, delivered.
+    pub fn subscribe_all(&mut self, c: ConnId) {
+        self.send(
+            c,
+            &Frame::SubscribeEvents(phux_proto::frame::SubscribeEvents { terminal: None }),
+        );
+        self.settle();
+    }
+
     /// Takes every frame the client has received.
     pub fn recv(&mut self, c: ConnId) -> Vec<Frame> {
         self.conn_mut(c).inbox.drain(..).collect()
@@ -943,6 +952,27 @@ pub fn error_code(result: &CommandResult) -> Option<ErrorCode> {
     match result {
         CommandResult::Error { code, .. } => Some(*code),
         _ => None,
+    }
+}
+
+/// The EVENT frames among `frames`, as (terminal, event).
+pub fn events(frames: &[Frame]) -> Vec<(Option<TerminalId>, phux_proto::event::AgentEvent)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event(e) => Some((e.terminal.clone(), e.event.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The JSON document of an `OK_WITH(JSON)` result. A test helper: panics on anything else.
+pub fn expect_json(result: Option<CommandResult>) -> serde_json::Value {
+    match result {
+        Some(CommandResult::OkWith(phux_proto::command::CommandValue::Json(s))) => {
+            serde_json::from_str(&s).unwrap_or_else(|e| panic!("bad JSON {s:?}: {e}"))
+        }
+        other => panic!("expected JSON, got {other:?}"),
     }
 }
 
