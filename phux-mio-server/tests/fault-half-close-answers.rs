@@ -3,6 +3,7 @@
 //! DETACHED a bad frame earns. The fault-injection suite found these answers dropped when the
 //! peer's end of stream arrived in the same wake-up as its bytes.
 
+mod client;
 mod faults;
 
 use std::io::Write;

@@ -21,6 +21,46 @@ use phux_proto::{Frame, GroupId, TerminalId};
 /// Generous on purpose: a loaded 2-core machine can take seconds to schedule anything.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 
+/// Starts the server binary on `socket` and waits for its ready line. With `nofile`, the
+/// descriptor limit is raised first (through `sh -c 'ulimit -n N; exec server ...'`, so the
+/// tests need no unsafe `pre_exec`).
+pub(crate) fn launch_server(socket: &Path, nofile: Option<u64>, log_level: &str) -> Child {
+    let server = env!("CARGO_BIN_EXE_phux-mio-server");
+    let mut command = match nofile {
+        Some(n) => {
+            let mut c = Process::new("/bin/sh");
+            c.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(server);
+            c
+        }
+        None => Process::new(server),
+    };
+    let mut process = command
+        .arg("--socket")
+        .arg(socket)
+        .args(["--log-level", log_level, "--shell", "/bin/sh"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start server");
+    let stdout = process.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(DEADLINE)
+        .expect("server never printed its ready line");
+    assert_eq!(
+        line.trim_end(),
+        format!("phux-mio-server listening on {}", socket.display())
+    );
+    process
+}
+
 /// The server binary under test, running until dropped (then killed).
 pub(crate) struct Server {
     pub(crate) process: Child,
@@ -33,28 +73,7 @@ impl Server {
     pub(crate) fn start() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("s.sock");
-        let mut process = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
-            .arg("--socket")
-            .arg(&socket)
-            .args(["--log-level", "warn", "--shell", "/bin/sh"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start server");
-        let stdout = process.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(DEADLINE)
-            .expect("server never printed its ready line");
-        assert_eq!(
-            line.trim_end(),
-            format!("phux-mio-server listening on {}", socket.display())
-        );
+        let process = launch_server(&socket, None, "warn");
         Self {
             process,
             socket,

@@ -6,12 +6,11 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
+use std::process::{Child, Command as Process};
 use std::sync::OnceLock;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use phux_proto::command::{ApplyInput, Command};
@@ -35,46 +34,12 @@ impl ServerProc {
         Self::start_with_nofile(socket, None)
     }
 
-    /// Like [`Self::start`], with the descriptor limit raised to `nofile` first (through
-    /// `sh -c 'ulimit -n N; exec server ...'`, so the test needs no unsafe `pre_exec`).
+    /// Like [`Self::start`], with the descriptor limit raised to `nofile` first.
     pub(crate) fn start_with_nofile(socket: &Path, nofile: Option<u64>) -> Self {
-        let server = env!("CARGO_BIN_EXE_phux-mio-server");
-        let mut command = match nofile {
-            Some(n) => {
-                let mut c = Process::new("/bin/sh");
-                c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(server);
-                c
-            }
-            None => Process::new(server),
-        };
         // FAULT_SERVER_LOG=info (or debug) shows what the server did when a test fails.
         let log = std::env::var("FAULT_SERVER_LOG").unwrap_or_else(|_| "error".to_owned());
-        let mut process = command
-            .arg("--socket")
-            .arg(socket)
-            .args(["--log-level", &log, "--shell", "/bin/sh"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start server");
-        let stdout = process.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(DEADLINE)
-            .expect("server never printed its ready line");
-        assert_eq!(
-            line.trim_end(),
-            format!("phux-mio-server listening on {}", socket.display())
-        );
         Self {
-            process,
+            process: crate::client::launch_server(socket, nofile, &log),
             socket: socket.to_owned(),
         }
     }
