@@ -630,11 +630,12 @@ impl ServerEngine {
         let viewers: Vec<(ConnId, Viewer)> = t.viewers.iter().map(|(c, v)| (*c, *v)).collect();
         let tid = TerminalId::Local(terminal);
         let frame_len = bytes.len() + 64;
-        // One owned copy of the bytes, re-stamped per viewer.
+        // One owned copy of the bytes, re-stamped per viewer; none when nobody is attached.
+        let live = viewers.iter().any(|(_, v)| v.paused_at.is_none());
         let mut frame = Frame::TerminalOutput(TerminalOutput {
             terminal: tid.clone(),
             seq,
-            bytes: bytes.to_vec(),
+            bytes: if live { bytes.to_vec() } else { Vec::new() },
             stream: viewers.first().map_or(StreamId::MIN, |(_, v)| v.stream),
             bootstrap: viewers
                 .first()
