@@ -841,10 +841,8 @@ fn kitty_text_key(
         // Nothing identifies this key (R5): there is nothing to report.
         return;
     }
-    // Kitty: lock modifiers are not reported for text keys unless every key is reported.
-    if !report_all {
-        seq.mods &= !(64 | 128);
-    }
+    // Kitty drops the lock modifiers only from a key it sends as its text (above); a text key
+    // that has become an escape code (Ctrl, Alt, Super, a release, report-all) carries them.
     // [INPUT.ENCODE.KITTY.9] Alternate keys: the shifted key (only with Shift) and the
     // base-layout (US PC-101) key, each only when it differs from the key code.
     if alternates && let Some(code) = code {
@@ -1245,9 +1243,10 @@ mod tests {
             // Lock modifiers are reported for functional keys (caps_lock 64, num_lock 128)...
             (press(K::ARROW_UP, ModSet::CAPS_LOCK), b"\x1b[1;65A"),
             (press(K::ESCAPE, ModSet::NUM_LOCK), b"\x1b[27;129u"),
-            // ...but not for text keys.
+            // ...and for text keys sent as escape codes, but not for a key sent as its text.
             (with_text(K::KEY_A, ModSet::CAPS_LOCK, "A"), b"A"),
-            (press(K::KEY_A, C | ModSet::CAPS_LOCK), b"\x1b[97;5u"),
+            (press(K::KEY_A, C | ModSet::CAPS_LOCK), b"\x1b[97;69u"),
+            (press(K::KEY_A, C | ModSet::NUM_LOCK), b"\x1b[97;133u"),
             // Without report-all-keys modifier keys are not reported.
             (press(K::SHIFT_LEFT, S), b""),
             (press(K::CAPS_LOCK, N), b""),
