@@ -234,11 +234,12 @@ impl Row {
         self.cells.resize(usize::from(cols), Cell::BLANK);
         self.used = self.used.min(cols);
         self.marks.retain(|&(col, _)| col < cols);
-        // A wide character cut in half by the new edge becomes a blank.
+        // A wide character cut in half by the new edge becomes a blank, marks and all.
         if let Some(last) = self.cells.last_mut()
             && last.is_wide()
         {
             *last = Cell::erased(last.pen());
+            self.drop_marks(cols - 1, cols);
         }
         self.wrapped = false;
     }

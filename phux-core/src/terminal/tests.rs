@@ -411,6 +411,19 @@ fn title_and_bells() {
 }
 
 #[test]
+fn a_wide_character_cut_by_a_resize_loses_its_combining_marks() {
+    let mut t = TerminalState::new(12, 4, 0);
+    // 中 in columns 0-1, 😀 with a combining grave in 2-3; three columns cut the emoji.
+    t.ingest("中😀\u{300}".as_bytes()).unwrap();
+    t.resize(3, 1);
+    let v = screen(&t, Some(0), false);
+    assert_eq!(v["lines"], serde_json::json!(["中"]), "no orphaned mark");
+    let mut fresh = TerminalState::new(3, 1, 0);
+    fresh.ingest(&t.bootstrap()).unwrap();
+    assert_eq!(drawing(&t), drawing(&fresh));
+}
+
+#[test]
 fn resize_clamps_and_keeps_content() {
     let mut t = TerminalState::new(0, 0, 10);
     assert_eq!(t.size(), (1, 1));
