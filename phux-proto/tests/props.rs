@@ -92,6 +92,23 @@ proptest! {
         prop_assert_eq!(decoded.unwrap().to_bytes(), bytes);
     }
 
+    // The borrowed form a server fans out encodes exactly as the owned frame, after
+    // whatever is already in the buffer.
+    #[test]
+    fn borrowed_terminal_output_encodes_as_the_frame(
+        seed in proptest::collection::vec(any::<u8>(), 0..512),
+        prefix in proptest::collection::vec(any::<u8>(), 0..8),
+    ) {
+        let Frame::TerminalOutput(out) = strategies::frame_of_kind(18, &seed) else {
+            unreachable!("kind 18 is TERMINAL_OUTPUT");
+        };
+        let mut borrowed = prefix.clone();
+        out.borrowed().encode(&mut borrowed);
+        let mut owned = prefix;
+        Frame::TerminalOutput(out).encode(&mut owned);
+        prop_assert_eq!(borrowed, owned);
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         let _ = Frame::decode(&bytes);

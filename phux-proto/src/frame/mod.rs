@@ -23,8 +23,8 @@ pub use input::{InputFocus, InputKey, InputMouse, InputPaste, ViewportInfo, View
 pub use lifecycle::{DetachReason, Detached, Ping, Pong};
 pub use terminal::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
-    SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize,
-    TerminalSize, TerminalSpawned, TombstoneReason,
+    SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalOutputRef,
+    TerminalResize, TerminalSize, TerminalSpawned, TombstoneReason,
 };
 
 use crate::macros::open_enum;
@@ -153,6 +153,21 @@ pub enum Frame {
     Bell(Bell),
 }
 
+/// Appends the length prefix, the type byte and the body `body` writes.
+pub(crate) fn encode_framed(
+    out: &mut Vec<u8>,
+    frame_type: FrameType,
+    body: impl FnOnce(&mut Vec<u8>),
+) {
+    let start = out.len();
+    out.extend_from_slice(&[0; LENGTH_LEN]);
+    out.push(frame_type.0);
+    body(out);
+    // [FRAME.HEADER.1] The length counts the type byte and body, not itself.
+    let length = (out.len() - start - LENGTH_LEN) as u32;
+    out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
+}
+
 impl Frame {
     /// This frame's type byte.
     pub fn frame_type(&self) -> FrameType {
@@ -196,9 +211,10 @@ impl Frame {
     /// Encoding cannot fail; keeping a frame under `MAX_FRAME_LEN` is the caller's job (the
     /// types bound nothing a server would send near it).
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; LENGTH_LEN]);
-        out.push(self.frame_type().0);
+        encode_framed(out, self.frame_type(), |out| self.encode_body(out));
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) {
         match self {
             Self::Hello(f) => f.encode_body(out),
             Self::HelloOk(f) => f.encode_body(out),
@@ -227,9 +243,6 @@ impl Frame {
             Self::Event(f) => f.encode_body(out),
             Self::Bell(f) => f.encode_body(out),
         }
-        // [FRAME.HEADER.1] The length counts the type byte and body, not itself.
-        let length = (out.len() - start - LENGTH_LEN) as u32;
-        out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
     }
 
     /// This frame's canonical encoding in a new vector.

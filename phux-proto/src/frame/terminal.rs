@@ -562,10 +562,50 @@ impl TerminalOutput {
         })
     }
     pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        self.borrowed().encode_body(out);
+    }
+
+    /// The same frame with its bytes borrowed.
+    pub fn borrowed(&self) -> TerminalOutputRef<'_> {
+        TerminalOutputRef {
+            terminal: &self.terminal,
+            seq: self.seq,
+            bytes: &self.bytes,
+            stream: self.stream,
+            bootstrap: self.bootstrap,
+        }
+    }
+}
+
+/// A TERMINAL_OUTPUT whose bytes are borrowed: a server fanning one chunk of output out to
+/// many viewers encodes it for each without first copying the chunk into an owned frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TerminalOutputRef<'a> {
+    /// The terminal.
+    pub terminal: &'a TerminalId,
+    /// See [`TerminalOutput::seq`].
+    pub seq: u64,
+    /// The output bytes.
+    pub bytes: &'a [u8],
+    /// The stream.
+    pub stream: StreamId,
+    /// The bootstrap this output follows.
+    pub bootstrap: BootstrapId,
+}
+
+impl TerminalOutputRef<'_> {
+    /// Appends the whole frame: byte for byte what [`Frame::TerminalOutput`] encodes.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        super::encode_framed(out, super::FrameType::TERMINAL_OUTPUT, |out| {
+            self.encode_body(out);
+        });
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) {
         out.reserve(self.bytes.len() + 48);
         out.put_field_with(1, |o| self.terminal.write(o));
         out.put_field(2, &self.seq.to_be_bytes());
-        out.put_field(3, &self.bytes);
+        out.put_field(3, self.bytes);
         out.put_field(4, &self.stream.get().to_be_bytes());
         out.put_field(5, &self.bootstrap.get().to_be_bytes());
     }
