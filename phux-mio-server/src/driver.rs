@@ -75,6 +75,8 @@ pub struct Driver {
     shutdown: Option<Instant>,
     /// The stdio client is gone: finish up.
     done: bool,
+    /// Connections with queued bytes not yet offered to the kernel (see [`Self::drive`]).
+    unflushed: Vec<ConnId>,
     buf: Vec<u8>,
 }
 
@@ -110,6 +112,16 @@ struct Conn {
     reported: bool,
     /// Reads ended (EOF or error): do not read again.
     read_done: bool,
+}
+
+/// Why one wake-up's reading of a PTY master stopped.
+enum MasterRead {
+    /// More may be waiting (the per-wake cap or the buffer ran out).
+    More,
+    /// Nothing more to read for now.
+    Drained,
+    /// End of output (EOF or a read error).
+    Ended,
 }
 
 #[derive(Debug)]
@@ -154,6 +166,7 @@ impl Driver {
             stdio,
             shutdown: None,
             done: false,
+            unflushed: Vec::new(),
             buf: vec![0; READ_CHUNK],
         };
         if stdio {
@@ -272,8 +285,17 @@ impl Driver {
 
     /// Performs every action the engine has queued (and those they lead to), in order.
     fn drive(&mut self) {
-        while let Some(action) = self.engine.poll_action() {
-            self.perform(action);
+        loop {
+            while let Some(action) = self.engine.poll_action() {
+                self.perform(action);
+            }
+            if self.unflushed.is_empty() {
+                return;
+            }
+            // Flushing reports `Sent`, which may queue more actions: go round again.
+            for id in std::mem::take(&mut self.unflushed) {
+                self.flush_conn(id);
+            }
         }
     }
 
@@ -468,7 +490,11 @@ impl Driver {
             return;
         }
         conn.queue.push(bytes);
-        self.flush_conn(id);
+        // Written once the engine has nothing more to say, so that the frames of one
+        // wake-up leave in one vectored write per connection rather than one each.
+        if !self.unflushed.contains(&id) {
+            self.unflushed.push(id);
+        }
     }
 
     /// Writes what the connection's queue holds; keeps `WRITABLE` interest while anything is
@@ -478,7 +504,11 @@ impl Driver {
             return;
         };
         let (sent, state) = conn.queue.flush_to(&mut conn.transport);
+        let spent = conn.queue.take_spent();
         let reported = conn.reported;
+        for buffer in spent {
+            self.engine.reclaim(buffer);
+        }
         if sent > 0 {
             trace!(conn = id.0, bytes = sent, "sent");
             if !reported {
@@ -711,6 +741,10 @@ impl Driver {
     }
 
     fn read_master(&mut self, terminal: u32, token: Token) {
+        // A PTY read returns at most a few KiB; the reads of one wake-up are gathered into
+        // one chunk so that the screen parser and every viewer see one frame, not a dozen.
+        let mut filled = 0;
+        let mut stop = MasterRead::More;
         for _ in 0..READS_PER_WAKE {
             let Some(t) = self.terminals.get_mut(&terminal) else {
                 return;
@@ -718,22 +752,38 @@ impl Driver {
             if t.eof {
                 return;
             }
-            match t.child.read(&mut self.buf) {
-                Ok(PtyRead::Data(n)) => {
-                    let now = self.clock.now();
-                    let bytes = self.buf.get(..n).unwrap_or_default();
-                    self.engine
-                        .handle(now, ServerEvent::PtyOutput { terminal, bytes });
+            let Some(room) = self.buf.get_mut(filled..).filter(|r| !r.is_empty()) else {
+                break;
+            };
+            match t.child.read(room) {
+                Ok(PtyRead::Data(n)) => filled += n,
+                Ok(PtyRead::WouldBlock) => {
+                    stop = MasterRead::Drained;
+                    break;
                 }
-                Ok(PtyRead::WouldBlock) => return,
-                Ok(PtyRead::Eof) => return self.master_eof(terminal),
+                Ok(PtyRead::Eof) => {
+                    stop = MasterRead::Ended;
+                    break;
+                }
                 Err(e) => {
                     warn!(terminal, error = %e, "reading the terminal failed");
-                    return self.master_eof(terminal);
+                    stop = MasterRead::Ended;
+                    break;
                 }
             }
         }
-        self.again.push(token);
+        if filled > 0 {
+            let now = self.clock.now();
+            let bytes = self.buf.get(..filled).unwrap_or_default();
+            self.engine
+                .handle(now, ServerEvent::PtyOutput { terminal, bytes });
+        }
+        match stop {
+            MasterRead::Ended => self.master_eof(terminal),
+            MasterRead::Drained => {}
+            // The cap or a full buffer stopped us with more to read: come back before waiting.
+            MasterRead::More => self.again.push(token),
+        }
     }
 
     /// No more output will come: every holder of the slave closed it.

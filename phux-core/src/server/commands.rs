@@ -9,14 +9,14 @@ use phux_proto::frame::FrameType;
 use phux_proto::frame::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapProfiles, BootstrapReady,
     BootstrapTombstone, ByteLimit, CommandFrame, EventFrame, Hello, OutputMode, Pong, SpawnError,
-    SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalResize, TerminalSpawned,
+    SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutputRef, TerminalResize, TerminalSpawned,
     TombstoneReason,
 };
-use phux_proto::ids::{BootstrapId, StreamId};
+use phux_proto::ids::StreamId;
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::conn::Phase;
+use super::conn::{Budget, Phase};
 use super::terminal::{EventFilter, Terminal, Viewer};
 use super::{ConnId, ServerAction, ServerEngine, SpawnSpec};
 use crate::encoder::CellGeometry;
@@ -630,17 +630,6 @@ impl ServerEngine {
         let viewers: Vec<(ConnId, Viewer)> = t.viewers.iter().map(|(c, v)| (*c, *v)).collect();
         let tid = TerminalId::Local(terminal);
         let frame_len = bytes.len() + 64;
-        // One owned copy of the bytes, re-stamped per viewer; none when nobody is attached.
-        let live = viewers.iter().any(|(_, v)| v.paused_at.is_none());
-        let mut frame = Frame::TerminalOutput(TerminalOutput {
-            terminal: tid.clone(),
-            seq,
-            bytes: if live { bytes.to_vec() } else { Vec::new() },
-            stream: viewers.first().map_or(StreamId::MIN, |(_, v)| v.stream),
-            bootstrap: viewers
-                .first()
-                .map_or(BootstrapId::MIN, |(_, v)| v.bootstrap),
-        });
         for (conn, viewer) in viewers {
             if viewer.paused_at.is_some() {
                 continue;
@@ -669,12 +658,17 @@ impl ServerEngine {
                 );
                 continue;
             }
-            if let Frame::TerminalOutput(out) = &mut frame {
-                out.stream = viewer.stream;
-                out.bootstrap = viewer.bootstrap;
-            }
-            // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap.
-            self.send(conn, &frame);
+            // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap. The
+            // chunk is encoded straight from the PTY's bytes for each viewer, never copied
+            // into an owned frame first.
+            let out = TerminalOutputRef {
+                terminal: &tid,
+                seq,
+                bytes,
+                stream: viewer.stream,
+                bootstrap: viewer.bootstrap,
+            };
+            self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
         }
         // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in
         // a loop cannot flood its subscribers into a control-queue overflow.

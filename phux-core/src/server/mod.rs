@@ -304,7 +304,15 @@ pub struct ServerEngine {
     next_stream: u64,
     next_job: u64,
     shutting_down: bool,
+    /// Emptied `Send` buffers the driver gave back ([`Self::reclaim`]), reused for new sends.
+    spare: Vec<Vec<u8>>,
 }
+
+/// How many reclaimed send buffers are kept, and the largest capacity worth keeping: enough
+/// for a terminal's output fanned out to a handful of viewers without an allocation (and a
+/// page fault) per frame, bounded so a burst does not pin memory.
+const SPARE_BUFFERS: usize = 32;
+const SPARE_CAPACITY: usize = 256 * 1024;
 
 /// The protocol version we speak.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::CURRENT;
@@ -330,6 +338,17 @@ impl ServerEngine {
             next_stream: 1,
             next_job: 1,
             shutting_down: false,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Gives back the buffer of a `Send` action once its bytes are written, so that the
+    /// next sends reuse it instead of allocating. Optional: a driver that drops its buffers
+    /// loses only the reuse.
+    pub fn reclaim(&mut self, mut buffer: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && buffer.capacity() <= SPARE_CAPACITY {
+            buffer.clear();
+            self.spare.push(buffer);
         }
     }
 
@@ -483,6 +502,11 @@ impl ServerEngine {
             | Frame::BootstrapReady(_) => Budget::Output,
             _ => Budget::Control,
         };
+        self.send_encoded(id, budget, |bytes| frame.encode(bytes));
+    }
+
+    /// Queues the frame `encode` appends, counted against `budget`.
+    fn send_encoded(&mut self, id: ConnId, budget: Budget, encode: impl FnOnce(&mut Vec<u8>)) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
@@ -494,7 +518,7 @@ impl ServerEngine {
             _ => {
                 self.actions.push_back(ServerAction::Send {
                     conn: id,
-                    bytes: Vec::new(),
+                    bytes: self.spare.pop().unwrap_or_default(),
                 });
                 let Some(ServerAction::Send { bytes, .. }) = self.actions.back_mut() else {
                     return;
@@ -503,7 +527,7 @@ impl ServerEngine {
             }
         };
         let before = bytes.len();
-        frame.encode(bytes);
+        encode(bytes);
         conn.outbound.push(budget, bytes.len() - before);
         // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
         // up past the budget is detached instead of growing server memory.
