@@ -382,12 +382,20 @@ fn section_throughput(
         let complete = rs.iter().filter(|r| r.complete()).count();
         let screen: Vec<bool> = rs.iter().filter_map(|r| r.screen_ok).collect();
         let r = ratio(m.map(|s| s.p50), base);
+        // The server's own cost, which a loaded machine does not distort the way it does
+        // rates: CPU milliseconds per MiB of terminal output.
+        let cpu = summarize(
+            &rs.iter()
+                .filter_map(|r| Some(r.server_cpu? * 1000.0 / (r.expected as f64 / MIB)))
+                .collect::<Vec<_>>(),
+        );
         rows.push(vec![
             (*name).to_owned(),
             fmt(m.map(|s| s.p50), 1),
             fmt(m.map(|s| s.min), 1),
             fmt(m.map(|s| s.max), 1),
             r.map_or_else(|| "-".into(), |r| format!("{r:.2}x")),
+            fmt(cpu.map(|s| s.p50), 2),
             format!("{complete}/{}", rs.len()),
             if screen.is_empty() {
                 "-".into()
@@ -407,6 +415,7 @@ fn section_throughput(
                 "delivered": rs.iter().map(|r| r.delivered).collect::<Vec<_>>(),
                 "tombstones": rs.iter().map(|r| r.tombstones).collect::<Vec<_>>(),
                 "expected": rs.first().map(|r| r.expected),
+                "server_cpu_ms_per_mib": cpu.map(|s| s.p50),
             }),
         );
     }
@@ -419,6 +428,7 @@ fn section_throughput(
                 "min",
                 "max",
                 "vs drain",
+                "srv CPU ms/MiB",
                 "complete",
                 "screen ok",
                 "issue"

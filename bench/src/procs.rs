@@ -145,6 +145,28 @@ pub fn parse_vm_rss(status: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
+/// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+pub fn cpu_secs(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .context(format!("reading /proc/{pid}/stat"))?;
+    parse_cpu_ticks(&stat)
+        .map(|ticks| ticks as f64 / USER_HZ)
+        .ok_or_else(|| Error::Protocol(format!("no CPU times for {pid}")))
+}
+
+/// The unit of /proc's CPU times: fixed at 100 by the kernel's ABI, whatever the tick rate.
+const USER_HZ: f64 = 100.0;
+
+/// utime + stime (fields 14 and 15) of a /proc/<pid>/stat line. The command name (field 2)
+/// may hold spaces and parentheses, so the fields are counted after its last `)`.
+pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// Samples `pid`'s RSS until it has not moved by more than 0.5% for `quiet`, or `limit`
 /// passes; returns the last sample. For "the server has finished ingesting".
 pub fn settled_rss(pid: u32, quiet: Duration, limit: Duration) -> Result<u64> {
@@ -172,6 +194,14 @@ mod tests {
         let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads:\t1\n";
         assert_eq!(parse_vm_rss(status), Some(1234));
         assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn cpu_ticks_are_counted_after_the_command_name() {
+        let stat = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5 1000 200";
+        assert_eq!(parse_cpu_ticks(stat), Some(10));
+        assert_eq!(parse_cpu_ticks("42 (x) S 1"), None);
+        assert!(cpu_secs(std::process::id()).expect("cpu") >= 0.0);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::client::Client;
 use crate::error::{Context, Error, Result};
 use crate::latency::Relay;
 use crate::payload::{READY, line_text, master_bytes};
-use crate::procs::{PhuxServer, WARM, self_exe};
+use crate::procs::{PhuxServer, WARM, cpu_secs, self_exe};
 use crate::roles::{RelayMode, wait_readable, write_pty};
 use crate::tmux::{Line, Tmux, classify, unescaped_len};
 
@@ -32,6 +32,8 @@ pub struct Run {
     pub tombstones: u64,
     /// For phux with `hold`: GET_SCREEN and a fresh attach's bootstrap both show the last line.
     pub screen_ok: Option<bool>,
+    /// For phux: CPU seconds the server spent from the go line to the last expected byte.
+    pub server_cpu: Option<f64>,
 }
 
 impl Run {
@@ -146,6 +148,7 @@ pub fn direct(lines: u64) -> Result<Run> {
         delivered,
         tombstones: 0,
         screen_ok: None,
+        server_cpu: None,
     })
 }
 
@@ -234,6 +237,7 @@ pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Resu
         })
         .collect();
     let go = ctl.apply_paste(&t, b"\r");
+    let cpu0 = cpu_secs(server.pid())?;
     let t0 = Instant::now();
     let id = ctl.send_command(go)?;
     ok_or(ctl.wait_result(id)?, "go")?;
@@ -246,6 +250,7 @@ pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Resu
             break;
         }
     }
+    let server_cpu = Some(cpu_secs(server.pid())? - cpu0);
     let mut screen_ok = None;
     if hold {
         let last = String::from_utf8_lossy(&line_text((lines - 1) as usize)).into_owned();
@@ -264,6 +269,7 @@ pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Resu
         delivered: u64::MAX,
         tombstones: 0,
         screen_ok,
+        server_cpu,
     };
     for h in handles {
         let v = h
@@ -329,6 +335,7 @@ pub fn tmux_control(lines: u64, hold: bool) -> Result<Run> {
         delivered: count,
         tombstones: 0,
         screen_ok: None,
+        server_cpu: None,
     })
 }
 
@@ -363,6 +370,7 @@ pub fn dtach(lines: u64) -> Result<Run> {
         delivered,
         tombstones: 0,
         screen_ok: None,
+        server_cpu: None,
     })
 }
 
@@ -407,5 +415,6 @@ pub fn relay(lines: u64) -> Result<Run> {
         delivered: count,
         tombstones: 0,
         screen_ok: None,
+        server_cpu: None,
     })
 }
