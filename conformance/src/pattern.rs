@@ -104,7 +104,8 @@ fn merge(base: Value, overrides: Vec<(String, Value)>) -> Result<Value, String> 
     Ok(Value::Record { name, fields })
 }
 
-/// Replaces every `$name` with its bound value; an unbound capture is an error.
+/// Replaces every `$name` with its bound value; an unbound capture is an error. A list element
+/// `$name` bound to a list is spliced in: `[$PROBE "a"]` is the probe's command plus `"a"`.
 pub fn substitute(value: &Value, bindings: &Bindings) -> Result<Value, String> {
     Ok(match value {
         Value::Capture(name) => bindings
@@ -118,12 +119,16 @@ pub fn substitute(value: &Value, bindings: &Bindings) -> Result<Value, String> {
                 .map(|(k, v)| Ok((k.clone(), substitute(v, bindings)?)))
                 .collect::<Result<_, String>>()?,
         },
-        Value::List(items) => Value::List(
-            items
-                .iter()
-                .map(|v| substitute(v, bindings))
-                .collect::<Result<_, _>>()?,
-        ),
+        Value::List(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match (item, substitute(item, bindings)?) {
+                    (Value::Capture(_), Value::List(spliced)) => out.extend(spliced),
+                    (_, v) => out.push(v),
+                }
+            }
+            Value::List(out)
+        }
         Value::Union(items) => Value::Union(
             items
                 .iter()
@@ -421,6 +426,14 @@ mod tests {
             "X{terminal=local:9}"
         );
         assert!(substitute(&v("X{terminal=$u}"), &b).is_err());
+        // A list capture inside a list is spliced; elsewhere it stays one value.
+        b.insert("cmd".into(), v(r#"["/bin/p" "probe"]"#));
+        assert_eq!(
+            substitute(&v(r#"X{command=[$cmd "a b" ""] list=$cmd}"#), &b)
+                .unwrap()
+                .to_string(),
+            v(r#"X{command=["/bin/p" "probe" "a b" ""] list=["/bin/p" "probe"]}"#).to_string()
+        );
         let mut cyc = Templates::default();
         cyc.define("A", v("B"));
         cyc.define("B", v("A"));

@@ -1083,7 +1083,9 @@ fn probe_report_lines(out: &[u8]) -> Vec<(&[u8], usize, usize)> {
 
 /// The first complete report in `out` that `pattern` matches, word by word from its start:
 /// a literal word must be equal, `*` matches any word, `$name` binds the word (or, bound
-/// already, must equal it). Returns the bindings with the new captures.
+/// already, must equal it; bound to a list, it stands for one word per element, see
+/// [`list_words`]), and a last word `$` means the report has no more words. Returns the
+/// bindings with the new captures.
 fn match_probe_report(out: &[u8], pattern: &str, bindings: &Bindings) -> Option<Bindings> {
     match_probe_report_at(out, pattern, bindings).map(|(b, _, _)| b)
 }
@@ -1094,13 +1096,23 @@ fn match_probe_report_at(
     pattern: &str,
     bindings: &Bindings,
 ) -> Option<(Bindings, usize, usize)> {
-    let want: Vec<&str> = pattern.split_ascii_whitespace().collect();
+    let mut want: Vec<String> = Vec::new();
+    for w in pattern.split_ascii_whitespace() {
+        match w.strip_prefix('$').and_then(|name| bindings.get(name)) {
+            Some(Value::List(items)) => want.extend(list_words(items)),
+            _ => want.push(w.to_owned()),
+        }
+    }
+    let exact = want.last().is_some_and(|w| w == "$");
+    if exact {
+        want.pop();
+    }
     'lines: for (body, start, end) in probe_report_lines(out) {
         let Ok(body) = std::str::from_utf8(body) else {
             continue;
         };
         let words: Vec<&str> = body.split(' ').collect();
-        if words.len() < want.len() {
+        if words.len() < want.len() || (exact && words.len() != want.len()) {
             continue;
         }
         let mut trial = bindings.clone();
@@ -1123,6 +1135,23 @@ fn match_probe_report_at(
         return Some((trial, start, end));
     }
     None
+}
+
+/// The report words a list stands for: byte strings as the probe spells them (lowercase hex,
+/// `-` when empty), other values as in the notation. `$PROBE` is the probe's command words.
+fn list_words(items: &[Value]) -> Vec<String> {
+    use std::fmt::Write as _;
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Str(b) | Value::HexStr(b) if b.is_empty() => "-".to_owned(),
+            Value::Str(b) | Value::HexStr(b) => b.iter().fold(String::new(), |mut word, x| {
+                let _ = write!(word, "{x:02x}");
+                word
+            }),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// How a captured value is spelt as a report word.
@@ -1188,6 +1217,21 @@ mod tests {
         bound.insert("p".into(), Value::Str(b"8".to_vec()));
         assert!(match_probe_report(out, "PGRP $p * * *", &bound).is_none());
         assert!(match_probe_report(out, "PGRP * * * 9", &Bindings::new()).is_some());
+    }
+
+    #[test]
+    fn a_list_capture_is_its_words_and_a_final_dollar_ends_the_report() {
+        let out = b"\r\nPROBE 4 ARGS 2f70 70726f6265 612062 -\r\n";
+        let mut b = Bindings::new();
+        b.insert("cmd".into(), Value::parse(r#"["/p" "probe"]"#).unwrap());
+        assert!(match_probe_report(out, "ARGS $cmd 612062 - $", &b).is_some());
+        assert!(match_probe_report(out, "ARGS $cmd 612062", &b).is_some());
+        // Exactly these words: one fewer or one more is no match.
+        assert!(match_probe_report(out, "ARGS $cmd 612062 $", &b).is_none());
+        assert!(match_probe_report(out, "ARGS $cmd 612062 - - $", &b).is_none());
+        b.insert("cmd".into(), Value::parse(r#"["/q" "probe"]"#).unwrap());
+        assert!(match_probe_report(out, "ARGS $cmd", &b).is_none());
+        assert!(match_probe_report(b"\r\nPROBE 5 ENVIRON\r\n", "ENVIRON $", &b).is_some());
     }
 
     #[test]

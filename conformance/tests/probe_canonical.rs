@@ -35,6 +35,35 @@ fn canonical_payload_is_reported_per_line_in_hex() {
 }
 
 #[test]
+fn the_probe_reports_the_argv_cwd_and_environment_it_was_started_with() {
+    let hex = |s: &str| {
+        s.bytes().fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+    };
+    let exe = env!("CARGO_BIN_EXE_phux-conformance");
+    let mut spec = Probe::spec().args(["a b", "", "--x"]);
+    spec.cwd = Some("/".into());
+    spec.env = Some(vec![("B".into(), String::new()), ("A".into(), "1".into())]);
+    spec.term = "vt100".into();
+    let mut p = Probe::spawn_with(&spec);
+    assert_eq!(
+        p.command(":report args"),
+        format!("ARGS {} 70726f6265 612062 - 2d2d78", hex(exe))
+    );
+    assert_eq!(p.command(":report cwd"), "CWD 2f");
+    // Exactly the environment given plus TERM, sorted.
+    assert_eq!(
+        p.command(":report environ"),
+        "ENVIRON 413d31 423d 5445524d3d7674313030"
+    );
+    assert_eq!(p.command(":report env B"), "ENV B -");
+    assert_eq!(p.command(":report env TERM"), "ENV TERM 7674313030");
+    assert_eq!(p.command(":report env PATH"), "ENV PATH UNSET");
+}
+
+#[test]
 fn the_probe_leads_its_group_session_and_the_foreground() {
     // [SIGNAL.GROUP.1] the group a server signals is the one the child leads.
     let mut p = Probe::spawn();

@@ -263,6 +263,49 @@ fn spawn_passes_command_env_term_cwd_and_size() {
     assert!(!specs[1].command.is_empty());
 }
 
+#[test]
+fn an_absent_term_keeps_the_term_of_the_given_environment() {
+    // [SPAWN.ENV.1] [SPAWN.TERM.1]: `term` wins when present; absent, the env's own TERM (the
+    // last one, as an environment keeps the last of duplicates) is the child's TERM.
+    let mut h = Harness::new();
+    let c = h.client();
+    let env = |pairs: &[(&str, &str)]| {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    for (env, term) in [
+        (
+            env(&[("A", "1"), ("TERM", "vt100"), ("TERM", "vt220")]),
+            None,
+        ),
+        (env(&[("TERM", "vt100")]), Some("xterm-kitty")),
+        (env(&[("A", "1")]), None),
+        (None, None),
+    ] {
+        let mut s = spawn_frame(0);
+        s.command = Some(vec!["/bin/true".into()]);
+        s.env = env;
+        s.term = term.map(str::to_owned);
+        h.spawn_with(c, s);
+    }
+    let terms: Vec<String> = h
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            ServerAction::Spawn { spec, .. } => Some(spec.term.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        terms,
+        ["vt220", "xterm-kitty", "xterm-256color", "xterm-256color"]
+    );
+}
+
 // ---- TERMINAL -------------------------------------------------------------------------------
 
 #[test]

@@ -16,6 +16,11 @@ pub(crate) enum Command {
     ReportTermios,
     ReportPgrp,
     ReportSize,
+    ReportArgs,
+    ReportCwd,
+    ReportEnviron,
+    /// One variable, by name.
+    ReportEnv(String),
     /// `None`: until SIGCONT or SIGUSR1.
     Stall(Option<Duration>),
     Exit(u8),
@@ -37,8 +42,14 @@ impl Command {
         let mut words = text.split_ascii_whitespace();
         let name = words.next()?;
         let arg = words.next();
+        let extra = words.next();
         if words.next().is_some() {
             return None;
+        }
+        // Only `report env NAME` takes a second argument.
+        if let Some(var) = extra {
+            return (name == "report" && arg == Some("env") && is_word(var))
+                .then(|| Self::ReportEnv(var.to_owned()));
         }
         let command = match (name, arg) {
             ("raw", None) => Self::Raw,
@@ -48,6 +59,9 @@ impl Command {
             ("report", Some("termios")) => Self::ReportTermios,
             ("report", Some("pgrp")) => Self::ReportPgrp,
             ("report", Some("size")) => Self::ReportSize,
+            ("report", Some("args")) => Self::ReportArgs,
+            ("report", Some("cwd")) => Self::ReportCwd,
+            ("report", Some("environ")) => Self::ReportEnviron,
             ("stall", None) => Self::Stall(None),
             ("stall", Some(ms)) => Self::Stall(Some(Duration::from_millis(decimal(ms)?))),
             ("exit", None) => Self::Exit(0),
@@ -115,6 +129,13 @@ mod tests {
         assert_eq!(parse("report termios"), Some(Command::ReportTermios));
         assert_eq!(parse("report pgrp"), Some(Command::ReportPgrp));
         assert_eq!(parse("report size"), Some(Command::ReportSize));
+        assert_eq!(parse("report args"), Some(Command::ReportArgs));
+        assert_eq!(parse("report cwd"), Some(Command::ReportCwd));
+        assert_eq!(parse("report environ"), Some(Command::ReportEnviron));
+        assert_eq!(
+            parse("report env TERM"),
+            Some(Command::ReportEnv("TERM".into()))
+        );
         assert_eq!(parse("stall"), Some(Command::Stall(None)));
         assert_eq!(
             parse("stall 250"),
@@ -154,6 +175,11 @@ mod tests {
             "echo maybe",
             "report",
             "report pid",
+            "report env",
+            "report env A B",
+            "report env a=b",
+            "report size TERM",
+            "mark env TERM",
             "stall -1",
             "stall +5",
             "stall 1.5",

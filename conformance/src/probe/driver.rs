@@ -5,8 +5,10 @@
 //! it performs the machine's actions and reports what the OS says.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::fd::BorrowedFd;
+use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::net::UnixStream;
 use std::process::{Child, ChildStdout, ExitCode, Stdio};
 use std::time::Instant;
@@ -31,6 +33,10 @@ pub struct ProbeArgs {
     /// Run as the probe's grandchild (started by the `:grandchild` command, not by hand).
     #[arg(long, hide = true)]
     pub grandchild: bool,
+    /// Arguments the probe ignores, so a spawner can give any argument vector and read it
+    /// back with `:report args` (after `--` they may start with `-`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub ignored: Vec<OsString>,
 }
 
 /// Runs the probe on this process's stdin and stdout (a tty, normally) until it exits.
@@ -315,6 +321,21 @@ impl Driver {
                 },
                 Err(e) => Answer::Failed(e.to_string()),
             },
+            Query::Args => Answer::Args(std::env::args_os().map(OsString::into_vec).collect()),
+            Query::Cwd => match std::env::current_dir() {
+                Ok(dir) => Answer::Cwd(dir.into_os_string().into_vec()),
+                Err(e) => Answer::Failed(e.to_string()),
+            },
+            Query::Environ => Answer::Environ(
+                std::env::vars_os()
+                    .map(|(name, value)| {
+                        let mut entry = name.into_vec();
+                        entry.push(b'=');
+                        entry.extend(value.into_vec());
+                        entry
+                    })
+                    .collect(),
+            ),
         }
     }
 

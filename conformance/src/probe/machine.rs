@@ -100,6 +100,12 @@ pub enum Query {
     Process,
     /// The tty's window size, as [`Answer::Size`].
     Size,
+    /// The probe's argument vector, as [`Answer::Args`].
+    Args,
+    /// The probe's working directory, as [`Answer::Cwd`].
+    Cwd,
+    /// The probe's environment, as [`Answer::Environ`].
+    Environ,
 }
 
 impl Query {
@@ -108,6 +114,9 @@ impl Query {
             Self::Termios => "termios",
             Self::Process => "pgrp",
             Self::Size => "size",
+            Self::Args => "args",
+            Self::Cwd => "cwd",
+            Self::Environ => "environ",
         }
     }
 }
@@ -152,6 +161,12 @@ pub enum Answer {
         /// Rows.
         rows: u16,
     },
+    /// For [`Query::Args`]: every element of the argument vector, the program name first.
+    Args(Vec<Vec<u8>>),
+    /// For [`Query::Cwd`]: the working directory's path.
+    Cwd(Vec<u8>),
+    /// For [`Query::Environ`]: every environment entry, `NAME=VALUE`, in any order.
+    Environ(Vec<Vec<u8>>),
     /// The query could not be answered; the message is reported (sanitised) in `FAILED`.
     Failed(String),
 }
@@ -244,6 +259,8 @@ pub struct ProbeMachine {
     payload_lines: u64,
     hasher: Sha256,
     hashed: u64,
+    /// The variable a pending [`Query::Environ`] is for (`:report env NAME`); `None`: all.
+    env_wanted: Option<String>,
 }
 
 impl Default for ProbeMachine {
@@ -274,6 +291,7 @@ impl ProbeMachine {
             payload_lines: 0,
             hasher: Sha256::new(),
             hashed: 0,
+            env_wanted: None,
         }
     }
 
@@ -337,6 +355,18 @@ impl ProbeMachine {
                                 .map_or_else(|| "-".to_owned(), |fg| fg.to_string()),
                         ),
                         Answer::Size { cols, rows } => format!("SIZE {cols} {rows}"),
+                        Answer::Args(args) => words("ARGS", args.iter().map(Vec::as_slice)),
+                        Answer::Cwd(path) => format!("CWD {}", byte_word(&path)),
+                        Answer::Environ(entries) => {
+                            if let Some(name) = self.env_wanted.take() {
+                                env_report(&name, &entries)
+                            } else {
+                                let mut sorted: Vec<&[u8]> =
+                                    entries.iter().map(Vec::as_slice).collect();
+                                sorted.sort_unstable();
+                                words("ENVIRON", sorted.into_iter())
+                            }
+                        }
                         Answer::Failed(why) => {
                             format!("FAILED {} {}", query.name(), sanitize(&why))
                         }
@@ -496,6 +526,16 @@ impl ProbeMachine {
             Command::ReportTermios => self.query(Query::Termios, out),
             Command::ReportPgrp => self.query(Query::Process, out),
             Command::ReportSize => self.query(Query::Size, out),
+            Command::ReportArgs => self.query(Query::Args, out),
+            Command::ReportCwd => self.query(Query::Cwd, out),
+            Command::ReportEnviron => {
+                self.env_wanted = None;
+                self.query(Query::Environ, out);
+            }
+            Command::ReportEnv(name) => {
+                self.env_wanted = Some(name);
+                self.query(Query::Environ, out);
+            }
             Command::Stall(duration) => {
                 let how =
                     duration.map_or_else(|| "forever".to_owned(), |d| d.as_millis().to_string());
@@ -629,6 +669,37 @@ impl ProbeMachine {
         let line = format!("\r\nPROBE {} {body}\r\n", self.seq);
         self.seq += 1;
         out.push(ProbeAction::Write(line.into_bytes()));
+    }
+}
+
+/// A byte string as one report word: lowercase hex, or `-` when it is empty.
+fn byte_word(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        "-".to_owned()
+    } else {
+        hex(bytes)
+    }
+}
+
+/// `KIND` followed by one word per byte string.
+fn words<'a>(kind: &str, items: impl Iterator<Item = &'a [u8]>) -> String {
+    items.fold(kind.to_owned(), |mut body, item| {
+        body.push(' ');
+        body.push_str(&byte_word(item));
+        body
+    })
+}
+
+/// `ENV <name> <value word>`, or `ENV <name> UNSET`: the first entry named so, as getenv(3)
+/// finds it.
+fn env_report(name: &str, entries: &[Vec<u8>]) -> String {
+    let value = entries.iter().find_map(|entry| {
+        let eq = entry.iter().position(|&b| b == b'=')?;
+        (entry.get(..eq) == Some(name.as_bytes())).then(|| entry.get(eq + 1..).unwrap_or_default())
+    });
+    match value {
+        Some(value) => format!("ENV {name} {}", byte_word(value)),
+        None => format!("ENV {name} UNSET"),
     }
 }
 
@@ -914,6 +985,69 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn reports_of_args_cwd_and_environment() {
+        let mut m = started();
+        assert_eq!(m.feed(b":report args\n"), [ProbeAction::Query(Query::Args)]);
+        let first = m.next_seq();
+        let args = vec![b"/bin/probe".to_vec(), b"a b".to_vec(), Vec::new()];
+        let a = handle(&mut m, ProbeEvent::Answer(Answer::Args(args)));
+        assert_eq!(
+            bodies_from(first, &a),
+            ["ARGS 2f62696e2f70726f6265 612062 -"]
+        );
+
+        assert_eq!(m.feed(b":report cwd\n"), [ProbeAction::Query(Query::Cwd)]);
+        let first = m.next_seq();
+        let a = handle(&mut m, ProbeEvent::Answer(Answer::Cwd(b"/".to_vec())));
+        assert_eq!(bodies_from(first, &a), ["CWD 2f"]);
+
+        let environ = || {
+            Answer::Environ(vec![
+                b"TERM=vt100".to_vec(),
+                b"B=".to_vec(),
+                b"A=1".to_vec(),
+                b"A=2".to_vec(),
+            ])
+        };
+        // The whole environment, sorted, so a transcript can compare it with one list.
+        assert_eq!(
+            m.feed(b":report environ\n"),
+            [ProbeAction::Query(Query::Environ)]
+        );
+        let first = m.next_seq();
+        let a = handle(&mut m, ProbeEvent::Answer(environ()));
+        assert_eq!(
+            bodies_from(first, &a),
+            ["ENVIRON 413d31 413d32 423d 5445524d3d7674313030"]
+        );
+        for (name, body) in [
+            ("TERM", "ENV TERM 7674313030"),
+            ("A", "ENV A 31"),
+            ("B", "ENV B -"),
+            ("C", "ENV C UNSET"),
+            ("TER", "ENV TER UNSET"),
+        ] {
+            let line = format!(":report env {name}\n");
+            assert_eq!(
+                m.feed(line.as_bytes()),
+                [ProbeAction::Query(Query::Environ)]
+            );
+            let first = m.next_seq();
+            let a = handle(&mut m, ProbeEvent::Answer(environ()));
+            assert_eq!(bodies_from(first, &a), [body]);
+        }
+        // After a single variable, `environ` reports everything again.
+        m.feed(b":report environ\n");
+        let first = m.next_seq();
+        let a = handle(&mut m, ProbeEvent::Answer(Answer::Environ(Vec::new())));
+        assert_eq!(bodies_from(first, &a), ["ENVIRON"]);
+        m.feed(b":report args\n");
+        let first = m.next_seq();
+        let a = handle(&mut m, ProbeEvent::Answer(Answer::Failed("gone".into())));
+        assert_eq!(bodies_from(first, &a), ["FAILED args gone"]);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   [`ProbeAction`]s for a host to perform in order. Every byte a transcript can observe is
 //!   produced by the machine, so the in-process conformance transport can host it as a
 //!   simulated child and see exactly what a real PTY shows.
-//! - [`run`]: the thin driver behind `phux-conformance probe`, for a real tty (termios on
-//!   stdin, signals, a grandchild process).
+//! - [`run`]: the thin driver behind `phux-conformance probe [ARGS]...`, for a real tty
+//!   (termios on stdin, signals, a grandchild process). Arguments after `probe` are ignored
+//!   (only a leading `--grandchild` means something), so a spawner can pass any argument
+//!   vector and read it back with `:report args`.
 //!
 //! # Host contract
 //!
@@ -33,7 +35,8 @@
 //! puts it on a line of its own even after echoed input. `<seq>` is a decimal counter, 0 for
 //! the first report and one more for each report after it, so reports can be matched in order
 //! and none can be missed unnoticed. Arguments are single words separated by one space; byte
-//! strings are lowercase hex with two digits per byte. The real driver turns output processing
+//! strings are lowercase hex with two digits per byte, and `-` when a string that may be empty
+//! is (an argument, a value). The real driver turns output processing
 //! (OPOST) off, so the terminal receives exactly these bytes.
 //!
 //! The probe starts in the terminal's own mode (canonical, as a fresh PTY is) with echo turned
@@ -63,6 +66,10 @@
 //! | `:report termios` | read termios now | `TERMIOS <canon\|raw> <[-]echo> <[-]isig> <[-]icrnl>` |
 //! | `:report pgrp` | pid, process group, session, the tty's foreground group | `PGRP <pid> <pgrp> <sid> <fg\|->` |
 //! | `:report size` | the tty's window size | `SIZE <cols> <rows>` |
+//! | `:report args` | the argument vector, the program name first | `ARGS <str>...` |
+//! | `:report cwd` | the working directory | `CWD <str>` |
+//! | `:report environ` | every environment entry `NAME=VALUE`, sorted by bytes | `ENVIRON <str>...` |
+//! | `:report env <NAME>` | one variable (the first entry named so, as getenv(3) finds it) | `ENV <NAME> <str>` or `ENV <NAME> UNSET` |
 //! | `:stall <ms>` | stop reading for `<ms>` milliseconds | `STALLING <ms>`, later `RESUMED timer` |
 //! | `:stall` | stop reading until SIGCONT or SIGUSR1 | `STALLING forever`, later `RESUMED <SIG>` |
 //! | `:exit <code>` | exit with `<code>` (0-255; `:exit` alone is 0) | `EXITING <code>` |
@@ -107,6 +114,10 @@
 //!          / "TERMIOS" SP ("canon" / "raw") SP flag "echo" SP flag "isig" SP flag "icrnl"
 //!          / "PGRP" SP num SP num SP num SP (num / "-")
 //!          / "SIZE" SP num SP num
+//!          / "ARGS" *(SP str)
+//!          / "CWD" SP str
+//!          / "ENVIRON" *(SP str)
+//!          / "ENV" SP word SP (str / "UNSET")
 //!          / "STALLING" SP (num / "forever")
 //!          / "RESUMED" SP ("timer" / sig)
 //!          / "EXITING" SP num
@@ -119,11 +130,13 @@
 //!          / "PRINTED" SP num
 //!          / "MARK" SP word
 //!          / "EOF"
-//!          / "FAILED" SP ("termios" / "pgrp" / "size" / "grandchild") SP *VCHAR-or-SP
+//!          / "FAILED" SP ("termios" / "pgrp" / "size" / "args" / "cwd" / "environ"
+//!                       / "grandchild") SP *VCHAR-or-SP
 //!          / "BADCMD" SP hex
 //! flag     = [ "-" ]
 //! sig      = "INT" / "TERM" / "HUP" / "USR1" / "USR2" / "CONT" / "WINCH"
 //! hex      = 1*(2HEXLC)
+//! str      = hex / "-"                    ; "-": the empty string
 //! word     = 1*64(ALPHA / DIGIT / "-" / "_" / ".")
 //! ```
 

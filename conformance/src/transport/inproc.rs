@@ -9,8 +9,15 @@
 //! transcript sees from it is what the probe on a real PTY would write. A spawn whose program
 //! is an absolute path that does not exist here, or whose working directory does not exist,
 //! fails as a real spawn would.
+//!
+//! The simulated probe process gets what `phux-mio-server` gives a real child: the command as
+//! its argument vector, the `cwd` asked for, exactly the `env` given with `TERM` set to the
+//! engine's term. This process stands in for the server, so a spawn without `cwd` starts in
+//! this process's working directory and one without `env` inherits this process's environment.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,7 +35,7 @@ use phux_proto::frame::CommandFrame;
 use phux_proto::ids::OperationId;
 use phux_proto::notation::Value;
 
-use super::sim_probe::{Effect, SimProbe};
+use super::sim_probe::{Effect, SimProbe, SimProcess};
 use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, command_list};
 
 /// The in-process server: a fresh engine for every transcript.
@@ -182,7 +189,8 @@ impl Sim {
                     }
                     self.handle(ServerEvent::Spawned { terminal, pid });
                     if probe {
-                        let child = SimProbe::spawn(self.now, pid, spec.cols, spec.rows);
+                        let process = sim_process(&spec);
+                        let child = SimProbe::spawn(self.now, pid, process, spec.cols, spec.rows);
                         self.children
                             .insert(terminal, SimChild::Probe(Box::new(child)));
                         self.effects(terminal);
@@ -367,6 +375,41 @@ fn spawn_failure(spec: &SpawnSpec) -> Option<String> {
         return Some(format!("{cwd}: no such directory"));
     }
     None
+}
+
+/// The argument vector, working directory and environment a real server would start `spec`'s
+/// child with, this process standing in for the server.
+fn sim_process(spec: &SpawnSpec) -> SimProcess {
+    let cwd = match &spec.cwd {
+        Some(dir) => Some(dir.as_bytes().to_vec()),
+        None => std::env::current_dir()
+            .ok()
+            .map(|d| d.into_os_string().into_vec()),
+    };
+    // A map, as an environment holds each name once: the last of duplicates wins, and TERM
+    // is set over whatever the list or the inherited environment had.
+    let mut env: BTreeMap<Vec<u8>, Vec<u8>> = match &spec.env {
+        Some(vars) => vars
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect(),
+        None => std::env::vars_os()
+            .map(|(k, v)| (OsString::into_vec(k), OsString::into_vec(v)))
+            .collect(),
+    };
+    env.insert(b"TERM".to_vec(), spec.term.as_bytes().to_vec());
+    SimProcess {
+        argv: spec.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        cwd,
+        environ: env
+            .into_iter()
+            .map(|(mut entry, value)| {
+                entry.push(b'=');
+                entry.extend(value);
+                entry
+            })
+            .collect(),
+    }
 }
 
 fn key(conn: ConnId) -> ConnKey {

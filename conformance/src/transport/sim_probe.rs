@@ -50,11 +50,23 @@ struct Job {
     canonical_check: bool,
 }
 
+/// What the probe process was started with, as an `execve` would have given it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SimProcess {
+    /// The argument vector, the program name first.
+    pub(crate) argv: Vec<Vec<u8>>,
+    /// The working directory; `None` when the host could not tell.
+    pub(crate) cwd: Option<Vec<u8>>,
+    /// The environment, `NAME=VALUE` each.
+    pub(crate) environ: Vec<Vec<u8>>,
+}
+
 /// One probe terminal: the PTY's slave side and the processes on it.
 #[derive(Debug)]
 pub(crate) struct SimProbe {
     machine: ProbeMachine,
     pid: u32,
+    process: SimProcess,
     cols: u16,
     rows: u16,
     termios: TermiosReport,
@@ -73,10 +85,11 @@ pub(crate) struct SimProbe {
 
 impl SimProbe {
     /// Starts the probe on a fresh PTY of `cols` × `rows` (canonical, echo on, ICRNL, ISIG).
-    pub(crate) fn spawn(now: Instant, pid: u32, cols: u16, rows: u16) -> Self {
+    pub(crate) fn spawn(now: Instant, pid: u32, process: SimProcess, cols: u16, rows: u16) -> Self {
         let mut probe = Self {
             machine: ProbeMachine::new(),
             pid,
+            process,
             cols,
             rows,
             termios: TermiosReport {
@@ -366,6 +379,12 @@ impl SimProbe {
                 cols: self.cols,
                 rows: self.rows,
             },
+            Query::Args => Answer::Args(self.process.argv.clone()),
+            Query::Cwd => match &self.process.cwd {
+                Some(dir) => Answer::Cwd(dir.clone()),
+                None => Answer::Failed("no working directory".into()),
+            },
+            Query::Environ => Answer::Environ(self.process.environ.clone()),
         }
     }
 
@@ -405,7 +424,16 @@ mod tests {
     }
 
     fn probe() -> SimProbe {
-        let mut p = SimProbe::spawn(Instant::ZERO, 42, 80, 24);
+        let process = SimProcess {
+            argv: vec![
+                b"phux-conformance".to_vec(),
+                b"probe".to_vec(),
+                b"x".to_vec(),
+            ],
+            cwd: Some(b"/".to_vec()),
+            environ: vec![b"TERM=vt100".to_vec(), b"A=1".to_vec()],
+        };
+        let mut p = SimProbe::spawn(Instant::ZERO, 42, process, 80, 24);
         assert!(output(&p.take_effects()).contains("PROBE 0 READY"));
         p
     }
@@ -452,6 +480,25 @@ mod tests {
         p.resize(Instant::ZERO, 100, 30);
         p.write(Instant::ZERO, JobId(2), b":report size\r".to_vec(), false);
         assert!(output(&p.take_effects()).contains("SIZE 100 30"));
+        p.write(Instant::ZERO, JobId(3), b":report args\r".to_vec(), false);
+        let out = output(&p.take_effects());
+        assert!(
+            out.contains("ARGS 706875782d636f6e666f726d616e6365 70726f6265 78\r"),
+            "{out}"
+        );
+        p.write(Instant::ZERO, JobId(4), b":report cwd\r".to_vec(), false);
+        assert!(output(&p.take_effects()).contains("CWD 2f\r"));
+        p.write(
+            Instant::ZERO,
+            JobId(5),
+            b":report environ\r".to_vec(),
+            false,
+        );
+        let out = output(&p.take_effects());
+        assert!(
+            out.contains("ENVIRON 413d31 5445524d3d7674313030\r"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -26,10 +26,19 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// The spec of a plain probe: `<exe> probe`, the inherited environment.
+    pub fn spec() -> SpawnSpec {
+        SpawnSpec::new(env!("CARGO_BIN_EXE_phux-conformance")).args(["probe"])
+    }
+
     /// Spawns the probe and waits for `PROBE 0 READY`.
     pub fn spawn() -> Self {
-        let spec = SpawnSpec::new(env!("CARGO_BIN_EXE_phux-conformance")).args(["probe"]);
-        let child = spawn(&spec).expect("spawn the probe on a PTY");
+        Self::spawn_with(&Self::spec())
+    }
+
+    /// Spawns the probe from `spec` and waits for `PROBE 0 READY`.
+    pub fn spawn_with(spec: &SpawnSpec) -> Self {
+        let child = spawn(spec).expect("spawn the probe on a PTY");
         let mut probe = Self {
             child,
             output: Vec::new(),

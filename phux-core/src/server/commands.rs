@@ -390,11 +390,22 @@ impl ServerEngine {
                 (id, rid),
             ),
         );
+        // An absent `term` keeps the `TERM` the given environment names ([SPAWN.ENV.1]: the
+        // child gets exactly that environment); only without one is it `xterm-256color`.
+        let term = spawn.term.unwrap_or_else(|| {
+            spawn
+                .env
+                .iter()
+                .flatten()
+                .rev()
+                .find(|(name, _)| name == "TERM")
+                .map_or_else(|| "xterm-256color".to_owned(), |(_, value)| value.clone())
+        });
         let spec = SpawnSpec {
             command,
             cwd: spawn.cwd,
             env: spawn.env,
-            term: spawn.term.unwrap_or_else(|| "xterm-256color".to_owned()),
+            term,
             cols,
             rows,
         };

@@ -148,7 +148,7 @@ pub struct SpawnSpec {
     pub cwd: Option<String>,
     /// Environment; `None` = inherit the server's. `TERM` is set from `term` either way.
     pub env: Option<Vec<(String, String)>>,
-    /// The `TERM` value.
+    /// The `TERM` value: the `term` field, else the `TERM` in `env`, else `xterm-256color`.
     pub term: String,
     /// Initial columns.
     pub cols: u16,

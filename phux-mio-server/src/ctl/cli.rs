@@ -115,7 +115,8 @@ pub struct SpawnArgs {
     /// Start from an empty environment (plus --env and TERM).
     #[arg(long)]
     pub clear_env: bool,
-    /// The TERM for the program (default: the server's).
+    /// The TERM for the program (default: the TERM in the environment --env sends, else
+    /// xterm-256color).
     #[arg(long, value_name = "TERM")]
     pub term: Option<String>,
     /// The program and its arguments (default: the server's shell).
