@@ -84,6 +84,9 @@ impl Transport for MutantTransport {
     fn disconnect(&mut self, conn: ConnKey) {
         self.inner.disconnect(conn);
     }
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError> {
+        self.inner.set_reading(conn, reading)
+    }
     fn advance(&mut self, by: Duration) {
         self.inner.advance(by);
     }
