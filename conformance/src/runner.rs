@@ -288,7 +288,10 @@ fn step_conn(kind: &StepKind) -> Option<&str> {
         | StepKind::Disconnect { conn }
         | StepKind::Connect { conn }
         | StepKind::ProbeSend { conn, .. }
-        | StepKind::ProbeExpect { conn, .. } => Some(conn),
+        | StepKind::ProbeExpect { conn, .. }
+        | StepKind::Reading { conn, .. }
+        | StepKind::ExpectRun { conn, .. }
+        | StepKind::ReadBound { conn, .. } => Some(conn),
         StepKind::Advance(_) | StepKind::Check { .. } => None,
     }
 }
@@ -332,6 +335,11 @@ struct ConnState {
     closed: bool,
     /// The server sent bytes that are not a frame.
     garbage: Option<String>,
+    /// `pause`d: the client reads nothing until `resume`.
+    paused: bool,
+    /// Bytes received so far, and how many of them had been at the last `resume`.
+    received: u64,
+    resumed_at: Option<u64>,
 }
 
 struct Case {
@@ -492,6 +500,12 @@ impl Case {
                 Ok(())
             }
             StepKind::Check { left, op, right } => self.check(left, *op, right),
+            StepKind::Reading { conn, on } => self.set_reading(conn, *on),
+            StepKind::ExpectRun { conn, pattern } => {
+                let pattern = self.pattern(pattern)?;
+                self.expect_run(conn, &pattern)
+            }
+            StepKind::ReadBound { conn, max } => self.read_bound(conn, *max),
             StepKind::ProbeSend {
                 conn,
                 terminal,
@@ -589,6 +603,9 @@ impl Case {
                 inbox: VecDeque::new(),
                 closed: false,
                 garbage: None,
+                paused: false,
+                received: 0,
+                resumed_at: None,
             },
         );
         Ok(key)
@@ -623,12 +640,18 @@ impl Case {
         if c.closed && c.inbox.is_empty() {
             return Ok(false);
         }
+        if c.paused {
+            return Err(StepError::Runner(format!(
+                "{conn} is paused: `{conn} resume` before a step that reads it"
+            )));
+        }
         let got = self.transport.recv(key, wait)?;
         let Some(c) = self.conns.get_mut(conn) else {
             return Ok(false);
         };
         match got {
             Recv::Bytes(bytes) => {
+                c.received += bytes.len() as u64;
                 c.decoder.push(&bytes);
                 loop {
                     match c.decoder.poll_frame() {
@@ -950,6 +973,97 @@ impl Case {
                     format!("still open; received: {}", self.inbox_text(conn)),
                 ));
             }
+        }
+    }
+
+    /// `pause` / `resume`: the transport stops or resumes reading the connection.
+    fn set_reading(&mut self, conn: &str, on: bool) -> Result<(), StepError> {
+        let key = self.conn(conn)?;
+        self.wire
+            .push(format!("{conn} {}", if on { "resume" } else { "pause" }));
+        self.transport.set_reading(key, on)?;
+        if let Some(c) = self.conns.get_mut(conn) {
+            c.paused = !on;
+            if on {
+                c.resumed_at = Some(c.received);
+            }
+        }
+        Ok(())
+    }
+
+    /// `<*`: consumes the matching frames at the front of the queue; the first frame that
+    /// does not match, or the close, ends the run (and must come).
+    fn expect_run(&mut self, conn: &str, pattern: &Value) -> Result<(), StepError> {
+        let names = pattern::frame_names(pattern);
+        if names.is_empty() {
+            return Err(StepError::Runner(format!(
+                "`{pattern}` is not a frame pattern"
+            )));
+        }
+        self.conn(conn)?;
+        let deadline = Instant::now() + self.timeout;
+        let mut taken = 0usize;
+        loop {
+            if let Some(c) = self.conns.get_mut(conn) {
+                while let Some(front) = c.inbox.front() {
+                    let mut trial = self.bindings.clone();
+                    let fits = names.iter().any(|n| n == name_of(front))
+                        && pattern::matches(pattern, front, &mut trial).is_ok();
+                    if !fits {
+                        return Ok(());
+                    }
+                    self.bindings = trial;
+                    c.inbox.pop_front();
+                    taken += 1;
+                }
+                if c.closed {
+                    return Ok(());
+                }
+            }
+            if let Some(e) = self.garbage_error(conn) {
+                return Err(e);
+            }
+            let p = pattern.clone();
+            let more = self.more(conn, deadline, &|_| {
+                failed(
+                    format!("frames matching {p}, then another frame or the close"),
+                    format!("{taken} matched, then nothing more arrived"),
+                )
+            });
+            // The close that came with (or instead of) more frames ends the run.
+            if more.is_err() && !self.conns.get(conn).is_some_and(|c| c.closed) {
+                return more;
+            }
+        }
+    }
+
+    /// `bytes since resume <= N`, once nothing more arrives.
+    fn read_bound(&mut self, conn: &str, max: u64) -> Result<(), StepError> {
+        self.conn(conn)?;
+        let deadline = Instant::now() + self.timeout;
+        let wait = if self.transport.virtual_time() {
+            Duration::ZERO
+        } else {
+            POLL_SLICE
+        };
+        while self.fill(conn, wait)? && Instant::now() < deadline {}
+        let c = self
+            .conns
+            .get(conn)
+            .ok_or_else(|| StepError::Runner("no such conn".into()))?;
+        let Some(since) = c.resumed_at else {
+            return Err(StepError::Runner(format!(
+                "`{conn} bytes since resume` needs an earlier `{conn} resume`"
+            )));
+        };
+        let got = c.received - since;
+        if got <= max {
+            Ok(())
+        } else {
+            Err(failed(
+                format!("at most {max} bytes on {conn} since it resumed reading"),
+                format!("{got} bytes"),
+            ))
         }
     }
 

@@ -139,6 +139,29 @@ pub enum StepKind {
         /// The connection.
         conn: ConnName,
     },
+    /// `c1 pause` (the client stops reading `c1`) and `c1 resume` (it reads again).
+    Reading {
+        /// The connection.
+        conn: ConnName,
+        /// `true` for `resume`.
+        on: bool,
+    },
+    /// `c1 <* PATTERN`: the frames at the front of `c1`'s queue that match, however many,
+    /// up to the first that does not (it stays) or the close.
+    ExpectRun {
+        /// The connection.
+        conn: ConnName,
+        /// The pattern.
+        pattern: Value,
+    },
+    /// `c1 bytes since resume <= N`: once nothing more arrives, `c1` has received at most N
+    /// bytes since its last `resume`.
+    ReadBound {
+        /// The connection.
+        conn: ConnName,
+        /// The most bytes allowed.
+        max: u64,
+    },
     /// `~ 200ms`: advance time (virtual in process, real over a socket).
     Advance(Duration),
     /// `check $a == $b`, `check $a != $b`, `check $a contains "text"`.
@@ -463,6 +486,9 @@ fn parse_step(code: &str) -> Result<StepKind, String> {
     }
     let conn = conn.to_owned();
     let rest = rest.trim();
+    if let Some(kind) = parse_reading_step(&conn, rest) {
+        return kind;
+    }
     match rest {
         "closed" => return Ok(StepKind::Closed { conn }),
         "disconnect" => return Ok(StepKind::Disconnect { conn }),
@@ -525,6 +551,28 @@ fn parse_step(code: &str) -> Result<StepKind, String> {
         });
     }
     Err(format!("unknown step `{rest}`"))
+}
+
+/// The steps about a client that stops reading: `pause`, `resume`, `<* PATTERN` and
+/// `bytes since resume <= N`.
+fn parse_reading_step(conn: &str, rest: &str) -> Option<Result<StepKind, String>> {
+    let conn = conn.to_owned();
+    Some(match rest {
+        "pause" => Ok(StepKind::Reading { conn, on: false }),
+        "resume" => Ok(StepKind::Reading { conn, on: true }),
+        _ => {
+            if let Some(pattern) = rest.strip_prefix("<*") {
+                parse_value(pattern.trim()).map(|pattern| StepKind::ExpectRun { conn, pattern })
+            } else if let Some(max) = rest.strip_prefix("bytes since resume <=") {
+                let max = max.trim().replace('_', "");
+                max.parse()
+                    .map(|max| StepKind::ReadBound { conn, max })
+                    .map_err(|_| format!("`{max}` is not a byte count"))
+            } else {
+                return None;
+            }
+        }
+    })
 }
 
 /// Parses `define NAME = VALUE`.
@@ -776,6 +824,11 @@ c1 probe $t > :exit 3
 c1 probe $t < EXITING 3 within 1s
 c1 < nothing
 c1 closed
+c1 pause
+c1 > PING{nonce=2}
+c1 resume
+c1 <* TERMINAL_OUTPUT{terminal=$t ..}
+c1 bytes since resume <= 5_000
 ";
 
     #[test]
@@ -783,7 +836,7 @@ c1 closed
         let t = parse("x", SAMPLE).unwrap();
         assert_eq!(t.id, "handshake/001");
         assert_eq!(t.level, Level::Must);
-        assert_eq!(t.steps.len(), 12);
+        assert_eq!(t.steps.len(), 17);
         assert_eq!(t.steps[1].clauses, ["PING.ECHO.1", "HELLO.ORDER.1"]);
         assert!(matches!(t.steps[2].kind, StepKind::Send { .. }));
         assert_eq!(t.steps[2].clauses, ["SCREEN.SERVER.1"]);
@@ -814,6 +867,21 @@ c1 closed
         );
         assert!(matches!(t.steps[10].kind, StepKind::Nothing { .. }));
         assert!(matches!(t.steps[11].kind, StepKind::Closed { .. }));
+        assert!(matches!(
+            t.steps[12].kind,
+            StepKind::Reading { on: false, .. }
+        ));
+        assert!(matches!(
+            t.steps[14].kind,
+            StepKind::Reading { on: true, .. }
+        ));
+        assert!(matches!(t.steps[15].kind, StepKind::ExpectRun { .. }));
+        assert!(matches!(
+            t.steps[16].kind,
+            StepKind::ReadBound { max: 5000, .. }
+        ));
+        let e = parse("f", &SAMPLE.replace("<= 5_000", "<= lots")).unwrap_err();
+        assert!(e.message.contains("not a byte count"), "{e}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use phux_conformance::transport::{
 use phux_core::framing::FrameDecoder;
 use phux_proto::command::CommandResult;
 use phux_proto::event::{AgentEvent, ControlAction};
-use phux_proto::frame::{DetachReason, Pong};
+use phux_proto::frame::{DetachReason, Pong, TerminalOutput, TombstoneReason};
 use phux_proto::notation::Value;
 use phux_proto::{ErrorCode, Frame};
 
@@ -83,6 +83,9 @@ impl Transport for MutantTransport {
     }
     fn disconnect(&mut self, conn: ConnKey) {
         self.inner.disconnect(conn);
+    }
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError> {
+        self.inner.set_reading(conn, reading)
     }
     fn advance(&mut self, by: Duration) {
         self.inner.advance(by);
@@ -214,5 +217,38 @@ fn a_server_that_writes_retries_again_fails_dedupe() {
         &BrokenInProcess(RuleFlip::RewriteRetries),
         "input/003",
         "INPUT.DEDUPE.2",
+    );
+}
+
+#[test]
+fn output_of_a_bootstrap_after_its_outbound_gap_tombstone_fails_queue_output() {
+    fails_on(
+        |f| match f {
+            Frame::BootstrapTombstone(t) if t.reason == TombstoneReason::OutboundGap => {
+                let late = Frame::TerminalOutput(TerminalOutput {
+                    terminal: t.terminal.clone(),
+                    seq: t.last_valid_seq + 1,
+                    bytes: b"late".to_vec(),
+                    stream: t.stream,
+                    bootstrap: t.bootstrap,
+                });
+                vec![Frame::BootstrapTombstone(t), late]
+            }
+            f => vec![f],
+        },
+        "queue/001",
+        "QUEUE.OUTPUT.1",
+    );
+}
+
+#[test]
+fn a_bell_dropped_for_a_client_that_did_not_read_fails_queue_control() {
+    fails_on(
+        |f| match f {
+            Frame::Bell(_) => vec![],
+            f => vec![f],
+        },
+        "queue/001",
+        "QUEUE.CONTROL.1",
     );
 }

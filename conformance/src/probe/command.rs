@@ -6,6 +6,9 @@ use super::machine::ProbeSignal;
 
 /// The longest `:mark` word: marks are labels, not payload.
 const MAX_MARK: usize = 64;
+/// The most a `:flood` writes: enough to overrun any outbound budget, little enough to hold
+/// in memory at once.
+pub(crate) const MAX_FLOOD: usize = 64 * 1024 * 1024;
 
 /// A parsed probe command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub(crate) enum Command {
     Checksum,
     ChecksumReset,
     Print(Vec<u8>),
+    /// `:flood <n>`: `n` bytes of printable text, as fast as the terminal takes them.
+    Flood(usize),
     Mark(String),
 }
 
@@ -74,6 +79,11 @@ impl Command {
             ("checksum", None) => Self::Checksum,
             ("checksum-reset", None) => Self::ChecksumReset,
             ("print", Some(hex)) => Self::Print(parse_hex(hex)?),
+            ("flood", Some(n)) => Self::Flood(
+                usize::try_from(decimal(n)?)
+                    .ok()
+                    .filter(|&n| n <= MAX_FLOOD)?,
+            ),
             ("mark", Some(word)) if is_word(word) => Self::Mark(word.to_owned()),
             _ => return None,
         };
@@ -161,6 +171,8 @@ mod tests {
             Some(Command::Print(vec![0x1b, 0x5b, 0x3f, 0x31, 0x68]))
         );
         assert_eq!(parse("mark a-1_b.c"), Some(Command::Mark("a-1_b.c".into())));
+        assert_eq!(parse("flood 8000000"), Some(Command::Flood(8_000_000)));
+        assert_eq!(parse("flood 0"), Some(Command::Flood(0)));
         // Surrounding and repeated blanks are fine.
         assert_eq!(parse("  echo\t off "), Some(Command::Echo(false)));
     }
@@ -196,6 +208,9 @@ mod tests {
             "mark a b",
             "mark a/b",
             "count 1",
+            "flood",
+            "flood 1k",
+            "flood 67108865",
         ] {
             assert_eq!(parse(bad), None, "{bad:?}");
         }

@@ -580,6 +580,10 @@ impl ProbeMachine {
                 out.push(ProbeAction::Write(bytes));
                 self.report(out, &body);
             }
+            Command::Flood(n) => {
+                out.push(ProbeAction::Write(flood_text(n)));
+                self.report(out, &format!("FLOODED {n}"));
+            }
             Command::Mark(word) => self.report(out, &format!("MARK {word}")),
         }
     }
@@ -701,6 +705,12 @@ fn env_report(name: &str, entries: &[Vec<u8>]) -> String {
         Some(value) => format!("ENV {name} {}", byte_word(value)),
         None => format!("ENV {name} UNSET"),
     }
+}
+
+/// `n` bytes of `:flood` text: the letters a to z over and over, no control characters, so a
+/// terminal only prints (and wraps) them.
+fn flood_text(n: usize) -> Vec<u8> {
+    (b'a'..=b'z').cycle().take(n).collect()
 }
 
 fn flag(on: bool) -> &'static str {
@@ -1285,6 +1295,21 @@ mod tests {
         );
         assert_eq!(bodies_from(first, &actions[1..]), ["PRINTED 9"]);
         assert_eq!(feed(&mut m, b":mark step-2\n"), ["MARK step-2"]);
+    }
+
+    #[test]
+    fn flood_writes_that_much_plain_text_before_its_report() {
+        let mut m = started();
+        let first = m.next_seq();
+        let actions = m.feed(b":flood 60\n");
+        let Some(ProbeAction::Write(text)) = actions.first() else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(text.len(), 60);
+        assert!(text.starts_with(b"abcdefghijklmnopqrstuvwxyzabc"));
+        assert!(text.iter().all(u8::is_ascii_lowercase));
+        assert_eq!(bodies_from(first, &actions[1..]), ["FLOODED 60"]);
+        assert_eq!(feed(&mut m, b":flood 0\n"), ["FLOODED 0"]);
     }
 
     #[test]

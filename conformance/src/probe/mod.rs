@@ -79,6 +79,7 @@
 //! | `:checksum` | SHA-256 of the payload since the last reset | `CHECKSUM <64 hex> <bytes>` |
 //! | `:checksum-reset` | restart the checksum | `CHECKSUM-RESET` |
 //! | `:print <hex>` | write these bytes to the terminal (mode changes, for instance) | the bytes, then `PRINTED <n>` |
+//! | `:flood <n>` | write `n` bytes (at most 64 MiB) of text, `a` to `z` repeated, at once | the bytes, then `FLOODED <n>` |
 //! | `:mark <word>` | nothing: a synchronisation point | `MARK <word>` |
 //!
 //! Stalls: a stalled probe reads nothing, including commands, so a stall ends by its timer or
@@ -128,6 +129,7 @@
 //!          / "CHECKSUM" SP 64HEXLC SP num
 //!          / "CHECKSUM-RESET"
 //!          / "PRINTED" SP num
+//!          / "FLOODED" SP num
 //!          / "MARK" SP word
 //!          / "EOF"
 //!          / "FAILED" SP ("termios" / "pgrp" / "size" / "args" / "cwd" / "environ"

@@ -91,12 +91,27 @@ const SIM_SERVER_ID: [u8; 16] = *b"phux-conf-sim-01";
 /// A bound on engine round trips per drive, so a livelock is an error rather than a hang.
 const MAX_DRIVE_STEPS: usize = 100_000;
 
+/// How long a connection the engine closed may take to read what is queued for it before the
+/// driver drops it (our server's driver allows the same: [QUEUE.CONTROL.3]).
+const CLOSE_BOUND: Duration = Duration::from_secs(5);
+
+/// The most one PTY read returns here: large output reaches the engine in pieces, as it does
+/// from a real PTY, never as one huge frame.
+const PTY_READ: usize = 4096;
+
 #[derive(Debug, Default)]
 struct SimConn {
     /// Bytes the engine sent that the runner has not taken yet.
     pending: Vec<u8>,
     /// The engine asked to close, or the client disconnected.
     closed: bool,
+    /// The client stopped reading: the engine's bytes wait in `unsent` and are not reported
+    /// sent until it reads again.
+    paused: bool,
+    /// What the engine sent while the client was not reading (the driver's write queue).
+    unsent: Vec<u8>,
+    /// The engine closed the connection with bytes unsent: they may still be read until then.
+    closing_at: Option<Instant>,
 }
 
 /// The program name `$PROBE` names in process; `<it> probe` runs the simulated probe.
@@ -159,15 +174,24 @@ impl Sim {
         match action {
             ServerAction::Send { conn, bytes } => {
                 let len = bytes.len();
-                if let Some(c) = self.conns.get_mut(&key(conn))
-                    && !c.closed
-                {
-                    c.pending.extend_from_slice(&bytes);
+                match self.conns.get_mut(&key(conn)) {
+                    Some(c) if !c.closed && c.paused => {
+                        // Nothing takes them: the engine must see its queue stay full.
+                        c.unsent.extend_from_slice(&bytes);
+                        return;
+                    }
+                    Some(c) if !c.closed => c.pending.extend_from_slice(&bytes),
+                    _ => {}
                 }
                 self.handle(ServerEvent::Sent { conn, bytes: len });
             }
             ServerAction::Close { conn } => {
                 if let Some(c) = self.conns.get_mut(&key(conn)) {
+                    if !c.closed && !c.unsent.is_empty() {
+                        // Flushed while the client reads, dropped at the bound if it does not.
+                        c.closing_at.get_or_insert(self.now + CLOSE_BOUND);
+                        return;
+                    }
                     c.closed = true;
                 }
                 self.handle(ServerEvent::Disconnected { conn });
@@ -283,10 +307,11 @@ impl Sim {
         };
         for effect in p.take_effects() {
             match effect {
-                Effect::Output(bytes) => self.handle(ServerEvent::PtyOutput {
-                    terminal,
-                    bytes: &bytes,
-                }),
+                Effect::Output(bytes) => {
+                    for bytes in bytes.chunks(PTY_READ) {
+                        self.handle(ServerEvent::PtyOutput { terminal, bytes });
+                    }
+                }
                 Effect::WriteDone(job, outcome) => self.handle(ServerEvent::WriteDone {
                     terminal,
                     job,
@@ -300,19 +325,42 @@ impl Sim {
         }
     }
 
-    /// The earliest wake-up of the engine and of every probe's stall timer.
+    /// The earliest wake-up of the engine, of every probe's stall timer and of every close
+    /// bound.
     fn next_wake(&self) -> Option<Instant> {
         let probes = self.children.values().filter_map(|c| match c {
             SimChild::Probe(p) => p.poll_timeout(),
             SimChild::Echo { .. } => None,
         });
-        self.engine.poll_timeout().into_iter().chain(probes).min()
+        let closes = self.conns.values().filter_map(|c| c.closing_at);
+        self.engine
+            .poll_timeout()
+            .into_iter()
+            .chain(probes)
+            .chain(closes)
+            .min()
     }
 
     /// Tells the engine and every probe that time has come to `self.now`.
     fn fire_timers(&mut self) -> Result<(), TransportError> {
         self.handle(ServerEvent::Timeout);
         self.drive()?;
+        let lapsed: Vec<ConnKey> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.closing_at.is_some_and(|at| at <= self.now))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in lapsed {
+            // The client did not read in time: what is still queued is dropped with it.
+            if let Some(c) = self.conns.get_mut(&k) {
+                c.closing_at = None;
+                c.unsent.clear();
+                c.closed = true;
+            }
+            self.handle(ServerEvent::Disconnected { conn: conn_id(k) });
+            self.drive()?;
+        }
         let due: Vec<u32> = self
             .children
             .iter()
@@ -510,11 +558,42 @@ impl Transport for Sim {
             && !c.closed
         {
             c.closed = true;
+            c.unsent.clear();
+            c.closing_at = None;
             self.handle(ServerEvent::Disconnected {
                 conn: conn_id(conn),
             });
             let _ = self.drive();
         }
+    }
+
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError> {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return Ok(());
+        };
+        c.paused = !reading;
+        if !reading || c.closed {
+            return Ok(());
+        }
+        // The client reads everything queued at once.
+        let unsent = std::mem::take(&mut c.unsent);
+        c.pending.extend_from_slice(&unsent);
+        let closing = c.closing_at.take().is_some();
+        if closing {
+            c.closed = true;
+        }
+        if !unsent.is_empty() {
+            self.handle(ServerEvent::Sent {
+                conn: conn_id(conn),
+                bytes: unsent.len(),
+            });
+        }
+        if closing {
+            self.handle(ServerEvent::Disconnected {
+                conn: conn_id(conn),
+            });
+        }
+        self.drive()
     }
 
     fn advance(&mut self, by: Duration) {

@@ -92,6 +92,10 @@ pub trait Transport {
     fn recv(&mut self, conn: ConnKey, wait: Duration) -> Result<Recv, TransportError>;
     /// Closes the client's end of a connection.
     fn disconnect(&mut self, conn: ConnKey);
+    /// Stops (`false`) or resumes (`true`) reading a connection, like a client that stops
+    /// reading: once whatever lies between is full, the server's writes to it stop
+    /// completing. Bytes read before a stop are still returned by `recv`.
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError>;
     /// Lets `by` pass (virtual time jumps; real time sleeps).
     fn advance(&mut self, by: Duration);
 }

@@ -9,6 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use phux_proto::notation::Value;
@@ -18,12 +19,47 @@ use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, c
 /// How long to wait for a child server to exit after its stdin closed, before killing it.
 const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// Reads `source` until EOF, forwarding chunks; `None` marks the end.
-fn spawn_reader(mut source: impl Read + Send + 'static) -> Receiver<Option<Vec<u8>>> {
+/// Whether a reader thread may read: a client that stops reading leaves the server's bytes
+/// in the kernel's buffers, which fill, and then in the server's own queue.
+#[derive(Default)]
+struct Gate {
+    paused: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn set(&self, paused: bool) {
+        if let Ok(mut p) = self.paused.lock() {
+            *p = paused;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Returns once reading is allowed.
+    fn wait_open(&self) {
+        let Ok(mut p) = self.paused.lock() else {
+            return;
+        };
+        while *p {
+            match self.changed.wait(p) {
+                Ok(guard) => p = guard,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Reads `source` until EOF, forwarding chunks; `None` marks the end. It reads only while
+/// `gate` is open (a read already under way when it closes still completes).
+fn spawn_reader(
+    mut source: impl Read + Send + 'static,
+    gate: Arc<Gate>,
+) -> Receiver<Option<Vec<u8>>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            gate.wait_open();
             match source.read(&mut buf) {
                 Ok(0) | Err(_) => {
                     let _ = tx.send(None);
@@ -102,6 +138,7 @@ impl Connector for SocketConnector {
 struct SocketConn {
     stream: UnixStream,
     rx: Receiver<Option<Vec<u8>>>,
+    gate: Arc<Gate>,
     eof: bool,
 }
 
@@ -142,9 +179,11 @@ impl Transport for SocketTransport {
         let reader = stream
             .try_clone()
             .map_err(|e| TransportError::io("clone the socket", e))?;
+        let gate = Arc::new(Gate::default());
         self.conns.push(SocketConn {
             stream,
-            rx: spawn_reader(reader),
+            rx: spawn_reader(reader, Arc::clone(&gate)),
+            gate,
             eof: false,
         });
         Ok(self.conns.len() - 1)
@@ -166,7 +205,13 @@ impl Transport for SocketTransport {
     fn disconnect(&mut self, conn: ConnKey) {
         if let Ok(c) = self.conn(conn) {
             let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            c.gate.set(false);
         }
+    }
+
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError> {
+        self.conn(conn)?.gate.set(!reading);
+        Ok(())
     }
 
     fn advance(&mut self, by: Duration) {
@@ -178,6 +223,8 @@ impl Drop for SocketTransport {
     fn drop(&mut self) {
         for c in &self.conns {
             let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            // A paused reader thread must see the end, not wait forever.
+            c.gate.set(false);
         }
     }
 }
@@ -209,6 +256,7 @@ struct ExecChild {
     child: Child,
     stdin: Option<ChildStdin>,
     rx: Receiver<Option<Vec<u8>>>,
+    gate: Arc<Gate>,
     eof: bool,
 }
 
@@ -263,10 +311,12 @@ impl Transport for ExecTransport {
             .take()
             .ok_or_else(|| TransportError::Unsupported("the child has no stdout pipe".into()))?;
         let stdin = child.stdin.take();
+        let gate = Arc::new(Gate::default());
         self.child = Some(ExecChild {
             child,
             stdin,
-            rx: spawn_reader(stdout),
+            rx: spawn_reader(stdout, Arc::clone(&gate)),
+            gate,
             eof: false,
         });
         Ok(0)
@@ -292,6 +342,11 @@ impl Transport for ExecTransport {
         }
     }
 
+    fn set_reading(&mut self, conn: ConnKey, reading: bool) -> Result<(), TransportError> {
+        self.conn(conn)?.gate.set(!reading);
+        Ok(())
+    }
+
     fn advance(&mut self, by: Duration) {
         std::thread::sleep(by);
     }
@@ -304,6 +359,7 @@ impl Drop for ExecTransport {
         };
         // Closing stdin ends a --stdio server; give it a moment, then make sure.
         c.stdin = None;
+        c.gate.set(false);
         let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
         while std::time::Instant::now() < deadline {
             if let Ok(Some(_)) = c.child.try_wait() {
