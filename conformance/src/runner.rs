@@ -10,7 +10,7 @@ use phux_proto::notation::Value;
 
 use crate::pattern::{self, Bindings, Templates};
 use crate::spec::Spec;
-use crate::transcript::{CheckOp, Level, Step, StepKind, Transcript, Until};
+use crate::transcript::{CheckOp, Level, Repeat, Step, StepKind, Transcript, Until};
 use crate::transport::{ConnKey, Connector, Recv, Transport, TransportError};
 
 /// How a case ended.
@@ -193,6 +193,7 @@ impl Runner<'_> {
             templates,
             timeout: self.timeout,
             wire: Vec::new(),
+            wire_budget: None,
             next_request: RUNNER_REQUEST_BASE,
             next_nonce: RUNNER_NONCE_BASE,
             op_salt: 0,
@@ -243,19 +244,36 @@ impl Runner<'_> {
                 if !transport.vars().iter().any(|(k, _)| k == "PROBE") {
                     return Some("no probe child on this transport".into());
                 }
+            } else if need == "restart" {
+                if !transport.can_restart() {
+                    return Some(
+                        "the runner does not own this server's process: it cannot restart it"
+                            .into(),
+                    );
+                }
+            } else if need == "fresh-server" {
+                if transport.shared_server() {
+                    return Some("needs a server no other case uses (it fills the server's ledger, which would refuse other cases' operations for 600 s)".into());
+                }
+            } else if need == "virtual-time" {
+                if !transport.virtual_time() {
+                    return Some(
+                        "lets minutes pass: only virtual time can, a real transport would sleep"
+                            .into(),
+                    );
+                }
             } else if !self.server.features.contains(need) {
                 return Some(format!(
                     "the server does not advertise `{need}` in HELLO_OK"
                 ));
             }
         }
-        let conns: BTreeSet<&str> = t.steps.iter().filter_map(|s| step_conn(&s.kind)).collect();
+        let needed = connections_needed(&t.steps);
         if let Some(max) = transport.max_connections()
-            && conns.len() > max
+            && needed > max
         {
             return Some(format!(
-                "needs {} connections; this transport carries {max}",
-                conns.len()
+                "needs {needed} connections; this transport carries {max}"
             ));
         }
         None
@@ -292,8 +310,54 @@ fn step_conn(kind: &StepKind) -> Option<&str> {
         | StepKind::Reading { conn, .. }
         | StepKind::ExpectRun { conn, .. }
         | StepKind::ReadBound { conn, .. } => Some(conn),
-        StepKind::Advance(_) | StepKind::Check { .. } => None,
+        StepKind::Advance(_) | StepKind::Check { .. } | StepKind::Restart | StepKind::Repeat(_) => {
+            None
+        }
     }
+}
+
+/// The most connections one server incarnation sees: each name's first use, and each
+/// `connect` of a name used before (a reconnect), counted afresh after every `restart`.
+fn connections_needed(steps: &[Step]) -> usize {
+    #[derive(Default)]
+    struct Count<'a> {
+        /// Names used since the last restart.
+        used: BTreeSet<&'a str>,
+        /// Names used at all.
+        ever: BTreeSet<&'a str>,
+        opened: usize,
+        max: usize,
+    }
+    fn walk<'a>(steps: &'a [Step], n: &mut Count<'a>) {
+        for step in steps {
+            match &step.kind {
+                StepKind::Restart => {
+                    n.used.clear();
+                    n.opened = 0;
+                }
+                StepKind::Repeat(r) => walk(&r.body, n),
+                StepKind::Connect { conn } if n.ever.contains(conn.as_str()) => {
+                    n.used.insert(conn);
+                    n.opened += 1;
+                }
+                // Closing a connection opens none.
+                StepKind::Closed { conn } | StepKind::Disconnect { conn }
+                    if n.ever.contains(conn.as_str()) => {}
+                kind => {
+                    if let Some(conn) = step_conn(kind)
+                        && n.used.insert(conn)
+                    {
+                        n.ever.insert(conn);
+                        n.opened += 1;
+                    }
+                }
+            }
+            n.max = n.max.max(n.opened);
+        }
+    }
+    let mut n = Count::default();
+    walk(steps, &mut n);
+    n.max
 }
 
 /// The names in a flag-set value (`a|b`, `a`, `none`).
@@ -349,6 +413,8 @@ struct Case {
     templates: Templates,
     timeout: Duration,
     wire: Vec<String>,
+    /// Inside a `repeat`: how many more frames the wire log takes, and how many it left out.
+    wire_budget: Option<(usize, usize)>,
     next_request: u32,
     next_nonce: u64,
     /// XORed into the high 64 bits of every operation id sent, so that cases sharing one
@@ -433,9 +499,20 @@ impl Case {
     fn step(&mut self, step: &Step) -> Result<(), StepError> {
         match &step.kind {
             StepKind::Connect { conn } => {
+                if self.conns.get(conn).is_some_and(|c| c.closed) {
+                    // A reconnect: a new connection under the old name.
+                    self.conns.remove(conn);
+                    self.wire.push(format!("{conn} connect"));
+                } else if self.conns.contains_key(conn) {
+                    return Err(StepError::Runner(format!(
+                        "`{conn} connect`: {conn} is open"
+                    )));
+                }
                 self.conn(conn)?;
                 Ok(())
             }
+            StepKind::Restart => self.restart(),
+            StepKind::Repeat(r) => self.repeat(r),
             StepKind::Send { conn, frame } => self.send(conn, frame),
             StepKind::SendRaw { conn, bytes } => {
                 let key = self.conn(conn)?;
@@ -589,6 +666,131 @@ impl Case {
         }
     }
 
+    /// `restart`: what arrived before is kept for later steps; then the server is replaced
+    /// and every connection is closed (reopen one with `cN connect`).
+    fn restart(&mut self) -> Result<(), StepError> {
+        let names: Vec<String> = self.conns.keys().cloned().collect();
+        for name in &names {
+            while self.fill(name, Duration::ZERO)? {}
+        }
+        self.wire.push("restart".into());
+        self.transport.restart()?;
+        for c in self.conns.values_mut() {
+            c.closed = true;
+        }
+        Ok(())
+    }
+
+    /// `repeat`: the body once per iteration, its sends running a window of iterations ahead
+    /// of its expectations, so that many round trips cost little waiting. The wire log keeps
+    /// the block's first frames.
+    fn repeat(&mut self, r: &Repeat) -> Result<(), StepError> {
+        let done = self.repeat_body(r);
+        self.end_wire_budget();
+        done
+    }
+
+    /// Back to logging every frame, noting how many a `repeat` left out.
+    fn end_wire_budget(&mut self) {
+        if let Some((_, skipped)) = self.wire_budget.take()
+            && skipped > 0
+        {
+            self.wire
+                .push(format!("… {skipped} more frames of the repeat, not logged"));
+        }
+    }
+
+    fn repeat_body(&mut self, r: &Repeat) -> Result<(), StepError> {
+        // Templates are expanded once: only the iteration variable changes.
+        let body = r
+            .body
+            .iter()
+            .map(|s| {
+                let kind = match &s.kind {
+                    StepKind::Send { conn, frame } => StepKind::Send {
+                        conn: conn.clone(),
+                        frame: self.pattern(frame)?,
+                    },
+                    StepKind::Expect {
+                        conn,
+                        pattern,
+                        until,
+                        next,
+                    } => StepKind::Expect {
+                        conn: conn.clone(),
+                        pattern: self.pattern(pattern)?,
+                        until: until.clone(),
+                        next: *next,
+                    },
+                    other => other.clone(),
+                };
+                Ok((s, kind))
+            })
+            .collect::<Result<Vec<_>, StepError>>()?;
+        // Formatting every frame of a long block would cost more than sending it.
+        self.wire_budget = Some((WIRE_KEEP, 0));
+        // Iteration i's sends go out while iteration i - REPEAT_WINDOW's expectations are
+        // met: many round trips cost little, and the server never holds more than a window
+        // of unread answers (a server MAY detach a client whose answers pile up).
+        let window = REPEAT_WINDOW.min(r.count);
+        for i in 0..r.count + window {
+            if i < r.count {
+                self.repeat_iteration(r, &body, i, true)?;
+            }
+            if let Some(j) = i.checked_sub(window) {
+                self.repeat_iteration(r, &body, j, false)?;
+            }
+        }
+        if let Some((name, _)) = &r.var {
+            self.bindings.remove(name);
+        }
+        Ok(())
+    }
+
+    /// The sends (or the other steps) of iteration `i` of a `repeat`.
+    fn repeat_iteration(
+        &mut self,
+        r: &Repeat,
+        body: &[(&Step, StepKind)],
+        i: u64,
+        sends: bool,
+    ) -> Result<(), StepError> {
+        if let Some((name, start)) = &r.var {
+            let value = iteration_value(start, i)
+                .ok_or_else(|| StepError::Runner(format!("`{start}` + {i} overflows")))?;
+            self.bindings.insert(name.clone(), value);
+        }
+        let is_send = |k: &StepKind| matches!(k, StepKind::Send { .. } | StepKind::SendRaw { .. });
+        for (step, kind) in body.iter().filter(|(_, k)| is_send(k) == sends) {
+            let done = match kind {
+                StepKind::Send { conn, frame } => self.send_expanded(conn, frame),
+                StepKind::Expect {
+                    conn,
+                    pattern,
+                    next,
+                    ..
+                } => self.expect(conn, pattern, self.timeout, *next),
+                other => self.step(&Step {
+                    line: step.line,
+                    text: step.text.clone(),
+                    clauses: step.clauses.clone(),
+                    kind: other.clone(),
+                }),
+            };
+            done.map_err(|e| match e {
+                StepError::Failed { expected, actual } => StepError::Failed {
+                    expected,
+                    actual: format!(
+                        "{actual}\n  (iteration {i} of {}, line {}: {})",
+                        r.count, step.line, step.text
+                    ),
+                },
+                runner @ StepError::Runner(_) => runner,
+            })?;
+        }
+        Ok(())
+    }
+
     fn conn(&mut self, name: &str) -> Result<ConnKey, StepError> {
         if let Some(c) = self.conns.get(name) {
             return Ok(c.key);
@@ -618,14 +820,21 @@ impl Case {
 
     fn send(&mut self, conn: &str, frame: &Value) -> Result<(), StepError> {
         let value = self.templates.expand(frame).map_err(StepError::Runner)?;
-        let mut value = pattern::substitute(&value, &self.bindings).map_err(StepError::Runner)?;
+        self.send_expanded(conn, &value)
+    }
+
+    /// [`Self::send`] for a frame whose templates are expanded already.
+    fn send_expanded(&mut self, conn: &str, value: &Value) -> Result<(), StepError> {
+        let mut value = pattern::substitute(value, &self.bindings).map_err(StepError::Runner)?;
         if self.op_salt != 0 {
             value = salt_operation_ids(&value, self.op_salt);
         }
         let frame = Frame::from_value(&value)
             .map_err(|e| StepError::Runner(format!("not a frame: {e}")))?;
         let key = self.conn(conn)?;
-        self.wire.push(format!("{conn} > {frame}"));
+        log_frame(&mut self.wire, &mut self.wire_budget, || {
+            format!("{conn} > {frame}")
+        });
         self.transport.send(key, &frame.to_bytes())?;
         Ok(())
     }
@@ -656,7 +865,9 @@ impl Case {
                 loop {
                     match c.decoder.poll_frame() {
                         Ok(Some(frame)) => {
-                            self.wire.push(format!("{} < {frame}", c.name));
+                            log_frame(&mut self.wire, &mut self.wire_budget, || {
+                                format!("{} < {frame}", c.name)
+                            });
                             c.inbox.push_back(frame.to_value());
                         }
                         Ok(None) => break,
@@ -1162,6 +1373,42 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// How many iterations of a `repeat` block may be sent ahead of their expectations.
+const REPEAT_WINDOW: u64 = 256;
+
+/// How many frames of a `repeat` block the wire log shows.
+const WIRE_KEEP: usize = 32;
+
+/// Adds a frame's line to the wire log, unless a `repeat` has used up its share.
+fn log_frame(
+    wire: &mut Vec<String>,
+    budget: &mut Option<(usize, usize)>,
+    line: impl FnOnce() -> String,
+) {
+    match budget {
+        Some((0, skipped)) => *skipped += 1,
+        Some((left, _)) => {
+            *left -= 1;
+            wire.push(line());
+        }
+        None => wire.push(line()),
+    }
+}
+
+/// The value of a `repeat` variable in iteration `i`: the start plus `i`, spelt as the start.
+fn iteration_value(start: &Value, i: u64) -> Option<Value> {
+    match start {
+        Value::Int(v) => v.checked_add(i128::from(i)).map(Value::Int),
+        Value::HexInt { value, width } => {
+            value.checked_add(u128::from(i)).map(|value| Value::HexInt {
+                value,
+                width: *width,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The complete probe report lines in `out` (`PROBE <seq> <body>` CR LF): each body with the
 /// span of its whole line (from the CR LF before it, when there is one, to the LF after it).
 fn probe_report_lines(out: &[u8]) -> Vec<(&[u8], usize, usize)> {
@@ -1355,6 +1602,51 @@ mod tests {
         assert_eq!(probe_reads(out), b"\x1b[A");
         assert_eq!(parse_hex("1b5B41"), Some(b"\x1b[A".to_vec()));
         assert_eq!(parse_hex("1b5"), None);
+    }
+
+    fn steps(body: &str) -> Vec<Step> {
+        let text = format!("id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n{body}");
+        crate::transcript::parse("x", &text).unwrap().steps
+    }
+
+    #[test]
+    fn connections_are_counted_per_incarnation_with_reconnects() {
+        let needed = |body: &str| connections_needed(&steps(body));
+        assert_eq!(needed("c1 > PING{nonce=1}\nc1 < PONG{nonce=1}\n"), 1);
+        assert_eq!(needed("c1 > PING{nonce=1}\nc2 > PING{nonce=1}\n"), 2);
+        // A reconnect to the same server is a second connection to it ...
+        assert_eq!(needed("c1 > PING{nonce=1}\nc1 disconnect\nc1 connect\n"), 2);
+        // ... but not across a restart, and closing one opens none.
+        assert_eq!(
+            needed("c1 > PING{nonce=1}\nrestart\nc1 closed\nc1 connect\nc1 > PING{nonce=1}\n"),
+            1
+        );
+        assert_eq!(
+            needed("repeat 3 {\nc1 > PING{nonce=1}\nc2 > PING{nonce=1}\n}\n"),
+            2
+        );
+    }
+
+    #[test]
+    fn repeat_values_keep_the_start_spelling() {
+        let hex = Value::HexInt {
+            value: 0xfe,
+            width: 32,
+        };
+        assert_eq!(
+            iteration_value(&hex, 2),
+            Some(Value::HexInt {
+                value: 0x100,
+                width: 32
+            })
+        );
+        assert_eq!(iteration_value(&Value::Int(-1), 3), Some(Value::Int(2)));
+        let top = Value::HexInt {
+            value: u128::MAX,
+            width: 32,
+        };
+        assert_eq!(iteration_value(&top, 1), None);
+        assert_eq!(iteration_value(&Value::Str(b"a".to_vec()), 0), None);
     }
 
     #[test]

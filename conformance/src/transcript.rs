@@ -195,6 +195,23 @@ pub enum StepKind {
         /// How long to wait.
         within: Option<Duration>,
     },
+    /// `restart`: the server is replaced by a new incarnation; every connection is closed.
+    Restart,
+    /// `repeat N [as $i from START] {` … `}`: the body N times, `$i` bound to START,
+    /// START+1, … in turn (the runner sends ahead of the expectations, within a window).
+    Repeat(Repeat),
+}
+
+/// A `repeat` block (see [`StepKind::Repeat`]).
+#[derive(Clone, Debug)]
+pub struct Repeat {
+    /// How many iterations.
+    pub count: u64,
+    /// The iteration variable (without `$`) and its first value, an integer whose spelling
+    /// (decimal, or hex with its width) the later values keep.
+    pub var: Option<(String, Value)>,
+    /// The steps: only `cN >` and `cN <` (no `until`).
+    pub body: Vec<Step>,
 }
 
 /// A `check` comparison.
@@ -455,6 +472,9 @@ fn parse_within(text: &str) -> Result<(String, Option<Duration>), String> {
 }
 
 fn parse_step(code: &str) -> Result<StepKind, String> {
+    if code == "restart" {
+        return Ok(StepKind::Restart);
+    }
     if let Some(d) = code.strip_prefix('~') {
         let d = d.trim();
         return parse_duration(d)
@@ -573,6 +593,37 @@ fn parse_reading_step(conn: &str, rest: &str) -> Option<Result<StepKind, String>
             }
         }
     })
+}
+
+/// The most iterations a `repeat` may ask for: a bound on what one case can send.
+const MAX_REPEAT: u64 = 1 << 20;
+
+/// Parses a `repeat N [as $i from START] {` header (the `{` already stripped).
+fn parse_repeat_header(text: &str) -> Result<(u64, Option<(String, Value)>), String> {
+    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    let count = |w: &str| {
+        w.parse::<u64>()
+            .ok()
+            .filter(|n| (1..=MAX_REPEAT).contains(n))
+            .ok_or_else(|| format!("`{w}`: a repeat count is 1..={MAX_REPEAT}"))
+    };
+    match words.as_slice() {
+        [n] => Ok((count(n)?, None)),
+        [n, "as", var, "from", start] => {
+            let name = var
+                .strip_prefix('$')
+                .filter(|v| {
+                    !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+                .ok_or_else(|| format!("`{var}`: the iteration variable is `$name`"))?;
+            let start = parse_value(start)?;
+            if !matches!(start, Value::Int(_) | Value::HexInt { .. }) {
+                return Err(format!("`{start}`: a repeat starts from an integer"));
+            }
+            Ok((count(n)?, Some((name.to_owned(), start))))
+        }
+        _ => Err("expected `repeat N {` or `repeat N as $i from START {`".into()),
+    }
 }
 
 /// Parses `define NAME = VALUE`.
@@ -701,6 +752,55 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
             continue;
         }
         let clauses = cited_clauses(&line.comment);
+        if let Some(header) = line
+            .code
+            .strip_prefix("repeat ")
+            .and_then(|h| h.strip_suffix('{'))
+        {
+            let (count, var) = parse_repeat_header(header).map_err(|e| err(line.number, e))?;
+            let mut body = Vec::new();
+            let mut all = clauses.clone();
+            let mut closed = false;
+            for inner in iter.by_ref() {
+                if inner.code == "}" {
+                    closed = true;
+                    break;
+                }
+                let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
+                let allowed = matches!(
+                    kind,
+                    StepKind::Send { .. }
+                        | StepKind::SendRaw { .. }
+                        | StepKind::Expect { until: None, .. }
+                );
+                if !allowed {
+                    return Err(err(
+                        inner.number,
+                        "a repeat body holds only `cN >` and `cN <` steps (no `until`)".into(),
+                    ));
+                }
+                let cited = cited_clauses(&inner.comment);
+                all.extend(cited.iter().cloned());
+                body.push(Step {
+                    line: inner.number,
+                    text: inner.code,
+                    clauses: cited,
+                    kind,
+                });
+            }
+            if !closed {
+                return Err(err(line.number, "unclosed `repeat` block".into()));
+            }
+            all.sort_unstable();
+            all.dedup();
+            t.steps.push(Step {
+                line: line.number,
+                text: line.code.clone(),
+                clauses: all,
+                kind: StepKind::Repeat(Repeat { count, var, body }),
+            });
+            continue;
+        }
         let block = line
             .code
             .strip_suffix(" < {")
@@ -907,6 +1007,69 @@ c1 bytes since resume <= 5_000
             ["A.B.1", "C.D_E.12"]
         );
         assert_eq!(split_comment("a \"#\" b # c"), ("a \"#\" b ", " c"));
+    }
+
+    const HEADER: &str = "id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n";
+
+    #[test]
+    fn repeat_blocks_and_restart() {
+        // The body's steps start lines as any step does; an indented line continues one.
+        let text = format!(
+            "{HEADER}restart\nrepeat 3 as $op from 0x0010 {{\nc1 > PING{{\n    nonce=$op}}\n\
+             c1 < PONG{{nonce=$op}}   # [PING.ECHO.1]\n}}\nrepeat 2 {{\nc2 > PING{{nonce=1}}\n}}\n"
+        );
+        let t = parse("x", &text).unwrap();
+        assert!(matches!(t.steps[0].kind, StepKind::Restart));
+        let StepKind::Repeat(r) = &t.steps[1].kind else {
+            panic!("{:?}", t.steps[1])
+        };
+        assert_eq!(r.count, 3);
+        let (name, start) = r.var.as_ref().unwrap();
+        assert_eq!(name, "op");
+        assert_eq!(
+            *start,
+            Value::HexInt {
+                value: 16,
+                width: 4
+            }
+        );
+        assert_eq!(r.body.len(), 2);
+        assert_eq!((r.body[0].line, r.body[1].line), (8, 10));
+        // The block cites what its body cites, for coverage and for the outcome's level.
+        assert_eq!(t.steps[1].clauses, ["PING.ECHO.1"]);
+        let StepKind::Repeat(r) = &t.steps[2].kind else {
+            panic!()
+        };
+        assert!(r.var.is_none() && r.body.len() == 1);
+    }
+
+    #[test]
+    fn bad_repeat_blocks_name_the_line() {
+        let bad = |body: &str| parse("x", &format!("{HEADER}{body}")).unwrap_err();
+        assert!(bad("repeat 0 {\n}\n").message.contains("1..="));
+        assert!(
+            bad("repeat 2 as op from 1 {\n}\n")
+                .message
+                .contains("$name")
+        );
+        assert!(
+            bad("repeat 2 as $i from \"a\" {\n}\n")
+                .message
+                .contains("integer")
+        );
+        assert!(
+            bad("repeat 2 {\nc1 > PING{nonce=1}\n")
+                .message
+                .contains("unclosed")
+        );
+        let e = bad("repeat 2 {\n~ 1s\n}\n");
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("only"), "{e}");
+        assert!(
+            bad("repeat 2 {\nc1 < X{..} until bytes contains \"a\"\n}\n")
+                .message
+                .contains("only")
+        );
     }
 
     #[test]

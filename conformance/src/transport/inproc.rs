@@ -85,8 +85,11 @@ struct Rewriter {
     jobs: BTreeMap<OperationId, (u32, Vec<u8>)>,
 }
 
-/// The incarnation id of every in-process server (fixed: runs are deterministic).
-const SIM_SERVER_ID: [u8; 16] = *b"phux-conf-sim-01";
+/// The incarnation id of an in-process server: fixed per incarnation, so runs are
+/// deterministic; `restart` moves to the next one.
+fn sim_server_id(incarnation: u8) -> Vec<u8> {
+    format!("phux-conf-sim-{:02}", incarnation % 100).into_bytes()
+}
 
 /// A bound on engine round trips per drive, so a livelock is an error rather than a hang.
 const MAX_DRIVE_STEPS: usize = 100_000;
@@ -133,6 +136,8 @@ fn is_probe(command: &[String]) -> bool {
 
 struct Sim {
     engine: ServerEngine,
+    /// 1 at first, one more at every restart.
+    incarnation: u8,
     now: Instant,
     conns: BTreeMap<ConnKey, SimConn>,
     children: BTreeMap<u32, SimChild>,
@@ -145,7 +150,8 @@ impl Sim {
     fn new(flip: Option<RuleFlip>) -> Self {
         Self {
             rewriter: flip.map(|RuleFlip::RewriteRetries| Rewriter::default()),
-            engine: ServerEngine::new(ServerConfig::new(SIM_SERVER_ID.to_vec())),
+            engine: ServerEngine::new(ServerConfig::new(sim_server_id(1))),
+            incarnation: 1,
             now: Instant::ZERO,
             conns: BTreeMap::new(),
             children: BTreeMap::new(),
@@ -475,6 +481,26 @@ impl Transport for Sim {
 
     fn max_connections(&self) -> Option<usize> {
         None
+    }
+
+    fn can_restart(&self) -> bool {
+        true
+    }
+
+    /// A fresh engine with the next server id, as after a crash: connections end, and the
+    /// terminals' children go with the old server (their PTYs closed with it). Time goes on.
+    fn restart(&mut self) -> Result<(), TransportError> {
+        self.incarnation = self.incarnation.wrapping_add(1);
+        self.engine = ServerEngine::new(ServerConfig::new(sim_server_id(self.incarnation)));
+        self.children.clear();
+        for c in self.conns.values_mut() {
+            c.closed = true;
+            c.pending.clear();
+        }
+        if let Some(r) = &mut self.rewriter {
+            *r = Rewriter::default();
+        }
+        Ok(())
     }
 
     fn vars(&self) -> Vec<(String, Value)> {

@@ -79,6 +79,18 @@ pub trait Transport {
     fn local_socket(&self) -> bool {
         true
     }
+    /// Whether [`Transport::restart`] can replace the server (`restart`): the runner must own
+    /// the server's process, or be the server.
+    fn can_restart(&self) -> bool {
+        false
+    }
+    /// Replaces the server by a new incarnation, as a crash and a fresh start would: every
+    /// connection ends at once and the new server knows nothing of the old one's state.
+    fn restart(&mut self) -> Result<(), TransportError> {
+        Err(TransportError::Unsupported(
+            "this transport cannot restart the server".into(),
+        ))
+    }
     /// How many connections at once the transport can carry, if limited.
     fn max_connections(&self) -> Option<usize>;
     /// Variables every transcript may use (`$ECHO`: a command list for an echoing child;

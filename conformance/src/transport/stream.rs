@@ -288,6 +288,25 @@ impl Transport for ExecTransport {
         false
     }
 
+    fn can_restart(&self) -> bool {
+        true
+    }
+
+    /// Kills the child (SIGKILL: a crash, not a shutdown) and forgets it; the next
+    /// `connect` starts a new one.
+    fn restart(&mut self) -> Result<(), TransportError> {
+        if let Some(mut c) = self.child.take() {
+            c.stdin = None;
+            c.child
+                .kill()
+                .map_err(|e| TransportError::io("kill the server", e))?;
+            c.child
+                .wait()
+                .map_err(|e| TransportError::io("reap the server", e))?;
+        }
+        Ok(())
+    }
+
     fn vars(&self) -> Vec<(String, Value)> {
         real_vars(self.probe.as_deref())
     }
