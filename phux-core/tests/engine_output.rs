@@ -323,6 +323,43 @@ fn control_overflow_detaches_and_closes_only_that_client() {
 }
 
 #[test]
+fn a_reply_larger_than_the_control_budget_reaches_a_reader_and_a_pile_detaches() {
+    // [QUEUE.BOUND.1] [QUEUE.CONTROL.2]
+    let mut h = small_budgets(4 * 1024 * 1024, 512);
+    let c = h.client();
+    let t = h.spawn(c);
+    h.pty(&t).script(&[b'x'; 80 * 20]);
+    h.settle();
+    let screen = |t: &TerminalId| Command::GetScreen {
+        terminal: t.clone(),
+        request_scrollback: None,
+        cells: false,
+    };
+    // One reply of well over 512 bytes, nothing queued ahead of it: delivered.
+    let r = h.request(c, screen(&t));
+    let Some(CommandResult::OkWith(CommandValue::Json(json))) = r else {
+        panic!("{r:?}")
+    };
+    assert!(json.len() > 1024 && json.contains(&"x".repeat(80)));
+    assert!(h.conn(c).is_open(), "a reading client is not detached");
+    // The same replies piling up unread: the second finds the budget spent ahead of it.
+    h.stall_reader(c);
+    for id in 0..3 {
+        h.send(
+            c,
+            &Frame::Command(phux_proto::frame::CommandFrame {
+                request_id: 100 + id,
+                command: screen(&t).into(),
+            }),
+        );
+        h.settle();
+    }
+    assert!(!h.conn(c).is_open(), "detached once unread replies pile past the budget");
+    let bound = h.server.queued_bytes(c).unwrap_or(0);
+    assert!(bound < 3 * 4096, "nothing queued past the DETACHED: {bound}");
+}
+
+#[test]
 fn hello_with_large_chunks_still_streams() {
     // [OUTPUT.ATTACH.1]: a client that never attached sees no output.
     let mut h = Harness::new();

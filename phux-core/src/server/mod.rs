@@ -527,11 +527,14 @@ impl ServerEngine {
             }
         };
         let before = bytes.len();
+        let control_ahead = conn.outbound.control;
         encode(bytes);
         conn.outbound.push(budget, bytes.len() - before);
         // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
-        // up past the budget is detached instead of growing server memory.
-        if conn.outbound.control > self.config.control_budget {
+        // up past the budget is detached instead of growing server memory. A frame is judged
+        // by what is queued ahead of it ([QUEUE.BOUND.1]'s "one frame"), so a reply larger
+        // than the whole budget (a big screen with its scrollback) reaches a client that reads.
+        if budget == Budget::Control && control_ahead > self.config.control_budget {
             self.detach(
                 id,
                 DetachReason::PROTOCOL_ERROR,
