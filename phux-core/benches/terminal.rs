@@ -48,6 +48,15 @@ fn yes_output() -> Vec<u8> {
     out
 }
 
+/// Full 80-column lines of text, as the server throughput benchmark's writer produces: every
+/// line scrolls into the history.
+fn text_output() -> Vec<u8> {
+    let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
+    let mut out = line.repeat(MIB / line.len() + 1);
+    out.truncate(MIB);
+    out
+}
+
 fn nz(v: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(v).unwrap()
 }
@@ -68,8 +77,12 @@ fn bare(input: &[u8], read: usize) {
     black_box(&p);
 }
 
-fn inputs() -> [(&'static str, Vec<u8>); 2] {
-    [("shell", shell_output()), ("yes-crlf", yes_output())]
+fn inputs() -> [(&'static str, Vec<u8>); 3] {
+    [
+        ("shell", shell_output()),
+        ("yes-crlf", yes_output()),
+        ("text-80col", text_output()),
+    ]
 }
 
 const READS: [(&str, usize); 3] = [("whole", MIB), ("64KiB", 64 << 10), ("4KiB", 4 << 10)];

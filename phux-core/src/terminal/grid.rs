@@ -249,7 +249,7 @@ impl Row {
     #[inline]
     pub(crate) fn write_text(&self, out: &mut Vec<u8>) {
         let cells = &self.cells[..usize::from(self.used)];
-        let mut put = |c: char| {
+        let put = |out: &mut Vec<u8>, c: char| {
             if c.is_ascii() {
                 out.push(c as u8);
             } else {
@@ -264,7 +264,7 @@ impl Row {
                     text.extend(self.marks_at(col as u16));
                 }
             }
-            text.trim_end_matches(' ').chars().for_each(put);
+            text.trim_end_matches(' ').chars().for_each(|c| put(out, c));
             return;
         }
         // Without marks a trailing blank is a blank cell: trim before writing.
@@ -272,9 +272,23 @@ impl Row {
             .iter()
             .rposition(|c| !matches!(c.ch, ' ' | '\0') || c.is_wide_cont())
             .map_or(0, |i| i + 1);
+        // Rows of printable ASCII are most of any output (a wide character's halves are never
+        // ASCII, a blank is '\0'): copied cell by cell into place, with none of `push`'s
+        // length bookkeeping per byte; anything else takes the general path below.
+        let start = out.len();
+        out.resize(start + end, 0);
+        let mut ascii = true;
+        for (byte, cell) in out[start..].iter_mut().zip(&cells[..end]) {
+            *byte = cell.ch as u8;
+            ascii &= matches!(cell.ch, ' '..='~');
+        }
+        if ascii {
+            return;
+        }
+        out.truncate(start);
         for cell in &cells[..end] {
             if !cell.is_wide_cont() {
-                put(if cell.has_contents() { cell.ch } else { ' ' });
+                put(out, if cell.has_contents() { cell.ch } else { ' ' });
             }
         }
     }
