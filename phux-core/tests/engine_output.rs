@@ -349,7 +349,7 @@ fn a_reply_larger_than_the_control_budget_reaches_a_reader_and_a_pile_detaches()
             c,
             &Frame::Command(phux_proto::frame::CommandFrame {
                 request_id: 100 + id,
-                command: screen(&t).into(),
+                command: screen(&t),
             }),
         );
         h.settle();
