@@ -114,16 +114,6 @@ struct Conn {
     read_done: bool,
 }
 
-/// Why one wake-up's reading of a PTY master stopped.
-enum MasterRead {
-    /// More may be waiting (the per-wake cap or the buffer ran out).
-    More,
-    /// Nothing more to read for now.
-    Drained,
-    /// End of output (EOF or a read error).
-    Ended,
-}
-
 #[derive(Debug)]
 struct Term {
     child: PtyChild,
@@ -741,10 +731,10 @@ impl Driver {
     }
 
     fn read_master(&mut self, terminal: u32, token: Token) {
-        // A PTY read returns at most a few KiB; the reads of one wake-up are gathered into
-        // one chunk so that the screen parser and every viewer see one frame, not a dozen.
-        let mut filled = 0;
-        let mut stop = MasterRead::More;
+        // Each read goes to the engine at once: a PTY master hands out at most its line
+        // discipline's few KiB per read, and the time spent on one chunk is what lets the
+        // kernel refill it for the next read. The frames of all the reads of one wake-up
+        // still leave together (see `drive`).
         for _ in 0..READS_PER_WAKE {
             let Some(t) = self.terminals.get_mut(&terminal) else {
                 return;
@@ -752,38 +742,23 @@ impl Driver {
             if t.eof {
                 return;
             }
-            let Some(room) = self.buf.get_mut(filled..).filter(|r| !r.is_empty()) else {
-                break;
-            };
-            match t.child.read(room) {
-                Ok(PtyRead::Data(n)) => filled += n,
-                Ok(PtyRead::WouldBlock) => {
-                    stop = MasterRead::Drained;
-                    break;
+            match t.child.read(&mut self.buf) {
+                Ok(PtyRead::Data(n)) => {
+                    let now = self.clock.now();
+                    let bytes = self.buf.get(..n).unwrap_or_default();
+                    self.engine
+                        .handle(now, ServerEvent::PtyOutput { terminal, bytes });
                 }
-                Ok(PtyRead::Eof) => {
-                    stop = MasterRead::Ended;
-                    break;
-                }
+                Ok(PtyRead::WouldBlock) => return,
+                Ok(PtyRead::Eof) => return self.master_eof(terminal),
                 Err(e) => {
                     warn!(terminal, error = %e, "reading the terminal failed");
-                    stop = MasterRead::Ended;
-                    break;
+                    return self.master_eof(terminal);
                 }
             }
         }
-        if filled > 0 {
-            let now = self.clock.now();
-            let bytes = self.buf.get(..filled).unwrap_or_default();
-            self.engine
-                .handle(now, ServerEvent::PtyOutput { terminal, bytes });
-        }
-        match stop {
-            MasterRead::Ended => self.master_eof(terminal),
-            MasterRead::Drained => {}
-            // The cap or a full buffer stopped us with more to read: come back before waiting.
-            MasterRead::More => self.again.push(token),
-        }
+        // The cap stopped us with more to read: come back before waiting.
+        self.again.push(token);
     }
 
     /// No more output will come: every holder of the slave closed it.
