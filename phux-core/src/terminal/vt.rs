@@ -259,9 +259,7 @@ impl Vt {
         while i < bytes.len() {
             if self.state == State::Ground && self.utf8.need == 0 {
                 let start = i;
-                while i < bytes.len() && matches!(bytes[i], 0x20..=0x7e) {
-                    i += 1;
-                }
+                i += printable_run(&bytes[i..]);
                 if i > start {
                     self.print_ascii(&bytes[start..i]);
                     continue;
@@ -1394,5 +1392,56 @@ impl Vt {
             + self.tabs.capacity()
             + self.osc.capacity()
             + self.title.as_ref().map_or(0, String::capacity)
+    }
+}
+
+/// The length of the run of printable ASCII (0x20..=0x7e) that `bytes` starts with, eight
+/// bytes at a time while it lasts: scanning text for its next control byte is the innermost
+/// loop of ingesting output.
+fn printable_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut i = 0;
+    while let Some(word) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
+        let w = u64::from_ne_bytes(*word);
+        // A byte below 0x20, and a byte above 0x7e, each set their lane's high bit.
+        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let above = (w.wrapping_add(ONES) | w) & HIGH;
+        if below | above != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(|b| matches!(b, 0x20..=0x7e)) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn printable_run_is_the_plain_scan(
+            bytes in proptest::collection::vec(
+                prop_oneof![0x20u8..=0x7e, any::<u8>()], 0..64),
+        ) {
+            let plain = bytes.iter().take_while(|b| matches!(b, 0x20..=0x7e)).count();
+            prop_assert_eq!(super::printable_run(&bytes), plain);
+        }
+    }
+
+    #[test]
+    fn printable_run_stops_at_each_edge_byte() {
+        for edge in [0x00, 0x1f, 0x7f, 0x80, 0xff] {
+            for at in 0..20 {
+                let mut bytes = vec![b'~'; 20];
+                bytes[at] = edge;
+                assert_eq!(super::printable_run(&bytes), at, "{edge:#x} at {at}");
+            }
+        }
+        assert_eq!(super::printable_run(&[b' '; 17]), 17);
     }
 }
