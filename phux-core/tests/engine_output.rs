@@ -354,9 +354,15 @@ fn a_reply_larger_than_the_control_budget_reaches_a_reader_and_a_pile_detaches()
         );
         h.settle();
     }
-    assert!(!h.conn(c).is_open(), "detached once unread replies pile past the budget");
+    assert!(
+        !h.conn(c).is_open(),
+        "detached once unread replies pile past the budget"
+    );
     let bound = h.server.queued_bytes(c).unwrap_or(0);
-    assert!(bound < 3 * 4096, "nothing queued past the DETACHED: {bound}");
+    assert!(
+        bound < 3 * 4096,
+        "nothing queued past the DETACHED: {bound}"
+    );
 }
 
 #[test]
