@@ -95,6 +95,13 @@ fn read_until(
     Ok(got)
 }
 
+/// Reads whatever the master holds now, without waiting: what came before the timed part.
+fn discard_pending(child: &PtyChild) -> Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let PtyRead::Data(_) = child.read(&mut buf).context("reading the master")? {}
+    Ok(())
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -135,9 +142,11 @@ pub fn direct(lines: u64) -> Result<Run> {
         .ok_or_else(|| Error::Protocol("argv".into()))?;
     let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
         .map_err(|e| Error::Protocol(format!("spawn writer: {e}")))?;
-    read_until(&child, Duration::from_secs(30), |b| contains(b, READY))?;
+    // The ready line's end too: it is written apart from the word, and must not be counted.
+    let ready_line = [READY, b"\r\n"].concat();
+    read_until(&child, Duration::from_secs(30), |b| contains(b, &ready_line))?;
     std::thread::sleep(WARM);
-    read_until(&child, Duration::ZERO, |_| true)?;
+    discard_pending(&child)?;
     let expected = master_bytes(lines);
     let t0 = Instant::now();
     write_pty(&child, b"\n")?;
@@ -359,7 +368,7 @@ pub fn dtach(lines: u64) -> Result<Run> {
     )
     .map_err(|e| Error::Protocol(format!("spawn dtach -a: {e}")))?;
     std::thread::sleep(WARM);
-    read_until(&attach, Duration::ZERO, |_| true)?;
+    discard_pending(&attach)?;
     let expected = master_bytes(lines);
     let t0 = Instant::now();
     write_pty(&attach, b"\n")?;
