@@ -144,7 +144,9 @@ pub fn direct(lines: u64) -> Result<Run> {
         .map_err(|e| Error::Protocol(format!("spawn writer: {e}")))?;
     // The ready line's end too: it is written apart from the word, and must not be counted.
     let ready_line = [READY, b"\r\n"].concat();
-    read_until(&child, Duration::from_secs(30), |b| contains(b, &ready_line))?;
+    read_until(&child, Duration::from_secs(30), |b| {
+        contains(b, &ready_line)
+    })?;
     std::thread::sleep(WARM);
     discard_pending(&child)?;
     let expected = master_bytes(lines);

@@ -430,6 +430,9 @@ impl Driver {
                         let bytes = self.buf.get(..n).unwrap_or_default();
                         self.engine
                             .handle(now, ServerEvent::Received { conn: id, bytes });
+                        // A keystroke's PTY write goes out before the read that finds the
+                        // socket empty, not after it: one syscall off the echo path.
+                        self.drive();
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
