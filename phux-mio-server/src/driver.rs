@@ -41,6 +41,8 @@ pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
 pub const EXIT_DRAIN_BOUND: Duration = Duration::from_secs(2);
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
+/// A PTY read shorter than this is sent on at once (see `read_master`).
+const INTERACTIVE_READ: usize = 512;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -751,6 +753,12 @@ impl Driver {
                     let bytes = self.buf.get(..n).unwrap_or_default();
                     self.engine
                         .handle(now, ServerEvent::PtyOutput { terminal, bytes });
+                    // A few bytes are an echo or a prompt someone is waiting for: send them
+                    // before the read that finds the master empty. Bulk output, read in
+                    // KiB chunks, still leaves in one write per wake-up.
+                    if n < INTERACTIVE_READ {
+                        self.drive();
+                    }
                 }
                 Ok(PtyRead::WouldBlock) => return,
                 Ok(PtyRead::Eof) => return self.master_eof(terminal),
