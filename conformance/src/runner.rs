@@ -231,41 +231,48 @@ impl Runner<'_> {
 
     /// Why a case cannot run here, if it cannot.
     fn unsupported(&self, t: &Transcript, transport: &dyn Transport) -> Option<String> {
+        // Runner capabilities: whether this transport lacks each, and why that matters.
+        let lacking = |need: &str| -> Option<(bool, &str)> {
+            Some(match need {
+                "local-socket" => (
+                    !transport.local_socket(),
+                    "not a local-socket peer: the server MAY refuse this here",
+                ),
+                "own-server" => (
+                    transport.shared_server(),
+                    "would end a server that other cases share",
+                ),
+                "probe" => (
+                    !transport.vars().iter().any(|(k, _)| k == "PROBE"),
+                    "no probe child on this transport",
+                ),
+                "restart" => (
+                    !transport.can_restart(),
+                    "the runner does not own this server's process: it cannot restart it",
+                ),
+                "fresh-server" => (
+                    transport.shared_server(),
+                    "needs a server no other case uses (it fills the server's ledger, which \
+                     would refuse other cases' operations for 600 s)",
+                ),
+                "virtual-time" => (
+                    !transport.virtual_time(),
+                    "lets minutes pass: only virtual time can, a real transport would sleep",
+                ),
+                _ => return None,
+            })
+        };
         for need in &t.requires {
-            if need == "local-socket" {
-                if !transport.local_socket() {
-                    return Some("not a local-socket peer: the server MAY refuse this here".into());
+            match lacking(need) {
+                Some((true, why)) => return Some(why.into()),
+                Some((false, _)) => {}
+                // Not a runner capability: a feature the server advertises in HELLO_OK.
+                None if !self.server.features.contains(need) => {
+                    return Some(format!(
+                        "the server does not advertise `{need}` in HELLO_OK"
+                    ));
                 }
-            } else if need == "own-server" {
-                if transport.shared_server() {
-                    return Some("would end a server that other cases share".into());
-                }
-            } else if need == "probe" {
-                if !transport.vars().iter().any(|(k, _)| k == "PROBE") {
-                    return Some("no probe child on this transport".into());
-                }
-            } else if need == "restart" {
-                if !transport.can_restart() {
-                    return Some(
-                        "the runner does not own this server's process: it cannot restart it"
-                            .into(),
-                    );
-                }
-            } else if need == "fresh-server" {
-                if transport.shared_server() {
-                    return Some("needs a server no other case uses (it fills the server's ledger, which would refuse other cases' operations for 600 s)".into());
-                }
-            } else if need == "virtual-time" {
-                if !transport.virtual_time() {
-                    return Some(
-                        "lets minutes pass: only virtual time can, a real transport would sleep"
-                            .into(),
-                    );
-                }
-            } else if !self.server.features.contains(need) {
-                return Some(format!(
-                    "the server does not advertise `{need}` in HELLO_OK"
-                ));
+                None => {}
             }
         }
         let needed = connections_needed(&t.steps);

@@ -79,12 +79,10 @@ impl WriteQueue {
             // burst of output frames per wake-up, and a syscall each would dominate.
             let mut slices = [io::IoSlice::new(&[]); WRITE_SLICES];
             let mut used = 0;
-            for (i, chunk) in self.chunks.iter().take(WRITE_SLICES).enumerate() {
-                let from = if i == 0 { self.offset } else { 0 };
-                if let Some(slot) = slices.get_mut(i) {
-                    *slot = io::IoSlice::new(chunk.get(from..).unwrap_or_default());
-                    used = i + 1;
-                }
+            for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
+                let from = if used == 0 { self.offset } else { 0 };
+                *slot = io::IoSlice::new(chunk.get(from..).unwrap_or_default());
+                used += 1;
             }
             match w.write_vectored(slices.get(..used).unwrap_or_default()) {
                 Ok(0) => {
@@ -93,7 +91,6 @@ impl WriteQueue {
                 Ok(n) => {
                     let n = n.min(self.len);
                     sent += n;
-                    self.len -= n;
                     self.consume(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -106,8 +103,9 @@ impl WriteQueue {
         (sent, FlushState::Drained)
     }
 
-    /// Drops `n` written bytes from the front of the queue.
+    /// Drops `n` (at most [`Self::len`]) written bytes from the front of the queue.
     fn consume(&mut self, mut n: usize) {
+        self.len -= n;
         while n > 0 {
             let Some(front) = self.chunks.front() else {
                 return;

@@ -738,8 +738,8 @@ impl Driver {
     fn read_master(&mut self, terminal: u32, token: Token) {
         // Each read goes to the engine at once: a PTY master hands out at most its line
         // discipline's few KiB per read, and the time spent on one chunk is what lets the
-        // kernel refill it for the next read. The frames of all the reads of one wake-up
-        // still leave together (see `drive`).
+        // kernel refill it for the next read. The frames of a wake-up's bulk reads still
+        // leave together (see `drive`).
         for _ in 0..READS_PER_WAKE {
             let Some(t) = self.terminals.get_mut(&terminal) else {
                 return;
