@@ -6,7 +6,7 @@ use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::{ConnId, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
-use crate::encoder::{self, BatchError};
+use crate::encoder::{self, BatchError, CanonicalGuard};
 use crate::ledger::{Admission, FinalResult, LedgerRefusal};
 use crate::time::Instant;
 
@@ -317,12 +317,15 @@ impl ServerEngine {
         let job = JobId(self.next_job);
         self.next_job += 1;
         term.jobs.push_back((job, kind));
-        // [INPUT.CANON.1] Every job is subject to the canonical-line guard at the writer.
+        // [INPUT.CANON.1] Every job is subject to the canonical-line guard at the writer; a
+        // job too short to overflow the line buffer passes it in any mode, so the driver is
+        // spared reading the termios (a syscall on every keystroke's path).
+        let canonical_check = CanonicalGuard::needs_check(bytes.len());
         self.actions.push_back(ServerAction::Write {
             terminal: t,
             job,
             bytes,
-            canonical_check: true,
+            canonical_check,
         });
     }
 
