@@ -1,0 +1,200 @@
+//! The server engine's own cost on the hot paths, with no I/O: what the server spends in user
+//! space per acknowledged input operation, per keystroke and per PTY read fanned out to its
+//! viewers. The driver adds its syscalls to these; the latency and fan-out figures of the
+//! server benchmark are these plus the kernel's share.
+//!
+//! - `engine/apply_input`: an APPLY_INPUT of three key presses from its bytes to the `Write`
+//!   action, then the `WriteDone` to the encoded COMMAND_RESULT (the whole round trip's
+//!   server-side work).
+//! - `engine/input_key`: an INPUT_KEY from its bytes to the `Write` action and its completion.
+//! - `engine/output_4KiB/{1,8}_viewers`: one 4 KiB PTY read of 80-column text ingested and
+//!   sent to 1 or 8 attached viewers, the send buffers handed back as the driver does.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use phux_core::Instant;
+use phux_core::server::{
+    ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, WriteOutcome,
+};
+use phux_core::sim::{command_frame, hello_frame, server_id_for};
+use phux_proto::command::{ApplyInput, Command};
+use phux_proto::frame::{InputKey, SpawnTerminal};
+use phux_proto::input::{InputEvent, KeyEvent, ModSet, PhysicalKey};
+use phux_proto::{Frame, GroupId, OperationId, TerminalId};
+
+/// A server with one spawned terminal and `viewers` connections attached to it (connection 1
+/// is the first viewer, or a bare client when `viewers` is 0).
+struct Rig {
+    engine: ServerEngine,
+    terminal: u32,
+    now: Instant,
+    /// The last `Write` action's job, to complete.
+    job: Option<JobId>,
+    frame: Vec<u8>,
+}
+
+impl Rig {
+    fn new(viewers: u64) -> Self {
+        let mut rig = Self {
+            engine: ServerEngine::new(ServerConfig::new(server_id_for(1))),
+            terminal: 0,
+            now: Instant::ZERO,
+            job: None,
+            frame: Vec::new(),
+        };
+        for c in 1..=viewers.max(1) {
+            let conn = ConnId(c);
+            rig.engine.handle(
+                rig.now,
+                ServerEvent::Connected {
+                    conn,
+                    peer: PeerInfo::local(),
+                },
+            );
+            rig.receive(conn, &hello_frame());
+        }
+        rig.receive(
+            ConnId(1),
+            &Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1))),
+        );
+        assert_ne!(rig.terminal, 0, "the engine asked for no spawn");
+        rig.engine.handle(
+            rig.now,
+            ServerEvent::Spawned {
+                terminal: rig.terminal,
+                pid: 4242,
+            },
+        );
+        rig.drain();
+        let t = TerminalId::Local(rig.terminal);
+        for c in 1..=viewers {
+            let attach = Command::AttachTerminal {
+                terminal: t.clone(),
+            };
+            rig.receive(ConnId(c), &command_frame(2, attach));
+        }
+        rig
+    }
+
+    fn receive(&mut self, conn: ConnId, frame: &Frame) {
+        self.frame.clear();
+        frame.encode(&mut self.frame);
+        let bytes = std::mem::take(&mut self.frame);
+        self.engine.handle(
+            self.now,
+            ServerEvent::Received {
+                conn,
+                bytes: &bytes,
+            },
+        );
+        self.frame = bytes;
+        self.drain();
+    }
+
+    /// Performs the actions as a driver whose writes always succeed at once would.
+    fn drain(&mut self) {
+        while let Some(action) = self.engine.poll_action() {
+            match action {
+                ServerAction::Send { conn, bytes } => {
+                    let len = bytes.len();
+                    self.engine.reclaim(black_box(bytes));
+                    self.engine
+                        .handle(self.now, ServerEvent::Sent { conn, bytes: len });
+                }
+                ServerAction::Spawn { terminal, .. } => self.terminal = terminal,
+                ServerAction::Write { job, bytes, .. } => {
+                    black_box(bytes);
+                    self.job = Some(job);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn complete_write(&mut self) {
+        let job = self.job.take().expect("a Write action");
+        self.engine.handle(
+            self.now,
+            ServerEvent::WriteDone {
+                terminal: self.terminal,
+                job,
+                outcome: WriteOutcome::Written,
+            },
+        );
+        self.drain();
+    }
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent {
+        text: Some(c.to_string()),
+        ..KeyEvent::press(
+            PhysicalKey(PhysicalKey::KEY_A.0 + (c as u32 - 'a' as u32)),
+            ModSet::NONE,
+        )
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine");
+
+    let mut rig = Rig::new(1);
+    let t = TerminalId::Local(rig.terminal);
+    let mut op = 0u128;
+    let mut rid = 10u32;
+    group.bench_function("apply_input", |b| {
+        b.iter(|| {
+            op += 1;
+            rid = rid.wrapping_add(1).max(10);
+            let apply = Command::ApplyInput(ApplyInput {
+                operation_id: OperationId::from_u128(op).expect("non-zero"),
+                terminal: t.clone(),
+                events: "abc".chars().map(|c| InputEvent::Key(key(c))).collect(),
+            });
+            rig.receive(ConnId(1), &command_frame(rid, apply));
+            rig.complete_write();
+            // Virtual time moves on so that records expire (600 s) before the ledger fills
+            // (65,536): the steady state of a busy server.
+            rig.now += std::time::Duration::from_millis(10);
+        });
+    });
+
+    let mut rig = Rig::new(1);
+    let keystroke = Frame::InputKey(InputKey {
+        terminal: TerminalId::Local(rig.terminal),
+        event: key('x'),
+    });
+    group.bench_function("input_key", |b| {
+        b.iter(|| {
+            rig.receive(ConnId(1), &keystroke);
+            rig.complete_write();
+        });
+    });
+
+    let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(4096).collect();
+    group.throughput(Throughput::Bytes(chunk.len() as u64));
+    for viewers in [1, 8] {
+        let mut rig = Rig::new(viewers);
+        group.bench_function(
+            BenchmarkId::new("output_4KiB", format!("{viewers}_viewers")),
+            |b| {
+                b.iter(|| {
+                    rig.engine.handle(
+                        rig.now,
+                        ServerEvent::PtyOutput {
+                            terminal: rig.terminal,
+                            bytes: black_box(&chunk),
+                        },
+                    );
+                    rig.drain();
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
