@@ -102,13 +102,13 @@ impl History {
 
 #[cfg(test)]
 mod tests {
-    use super::super::grid::{Cell, Pen};
+    use super::super::grid::Cell;
     use super::*;
 
     fn row(s: &str, wrapped: bool) -> Row {
         let mut r = Row::new(8);
         for (x, ch) in s.chars().enumerate() {
-            r.cells[x] = Cell::new(ch, Pen::default());
+            r.cells[x] = Cell::new(ch, 0);
         }
         r.touch(s.chars().count() as u16);
         r.wrapped = wrapped;

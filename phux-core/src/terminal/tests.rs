@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 use serde_json::Value;
 
-use super::grid::{Cell, Grid, Mark};
+use super::grid::{Cell, Grid, Mark, Pen};
 use super::*;
 use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 
@@ -17,15 +17,22 @@ fn screen(t: &TerminalState, scrollback: Option<u32>, cells: bool) -> Value {
     serde_json::from_str(&t.screen_json(7, scrollback, cells)).unwrap()
 }
 
-type GridDump = Vec<(Vec<Cell>, bool, Vec<Mark>)>;
+/// A cell as seen from outside its row: character, wide and continuation flags, pen.
+type CellDump = (char, bool, bool, Pen);
+type GridDump = Vec<(Vec<CellDump>, bool, Vec<Mark>)>;
 
-/// Every cell, soft-wrap flag and mark of a grid (marks in their per-cell order).
+/// Every cell, soft-wrap flag and mark of a grid (marks in their per-cell order). Cells are
+/// dumped with their pens, not their rows' style ids, which depend on a row's history.
 fn grid_dump(g: &Grid) -> GridDump {
     g.iter()
         .map(|r| {
-            let mut marks = r.marks.clone();
+            let mut marks = r.marks().to_vec();
             marks.sort_by_key(|&(col, _)| col);
-            (r.cells.clone(), r.wrapped, marks)
+            let cells = r
+                .cells
+                .iter()
+                .map(|&c| (c.ch(), c.is_wide(), c.is_wide_cont(), r.pen(c)));
+            (cells.collect(), r.wrapped, marks)
         })
         .collect()
 }
@@ -619,7 +626,7 @@ proptest! {
                     prop_assert_eq!(row.cells.len(), usize::from(cols));
                     let used = usize::from(row.used());
                     prop_assert!(row.cells[used..].iter().all(|&c| c == Cell::BLANK));
-                    prop_assert!(row.marks.iter().all(|&(col, _)| usize::from(col) < used));
+                    prop_assert!(row.marks().iter().all(|&(col, _)| usize::from(col) < used));
                 }
             }
             let _ = t.screen_json(1, Some(0), true);

@@ -14,9 +14,7 @@
 
 use unicode_width::UnicodeWidthChar as _;
 
-use super::grid::{
-    ATTR_MASK, BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, Row, UNDERLINE, WIDE, WIDE_CONT,
-};
+use super::grid::{ATTR_MASK, BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, Row, UNDERLINE};
 use super::history::History;
 use super::tracker::ModeTracker;
 
@@ -1003,23 +1001,19 @@ impl Vt {
         }
         let row = self.screen.row_mut(y);
         let (start, end) = (usize::from(x), usize::from(x) + text.len());
+        let style = row.intern(pen, x, end as u16);
         // Overwriting half of a wide character blanks its other half (as vt100 does).
         if start > 0 && row.cells[start - 1].is_wide() {
-            let head = &mut row.cells[start - 1];
-            *head = Cell::erased(head.pen());
+            row.cells[start - 1].erase();
             row.drop_marks(x - 1, x);
         }
         let tail_was_wide = row.cells[end - 1].is_wide();
         for (cell, &b) in row.cells[start..end].iter_mut().zip(text) {
-            *cell = Cell {
-                ch: char::from(b),
-                fg: pen.fg,
-                bg: pen.bg,
-            };
+            *cell = Cell::ascii(b, style);
         }
         let mut touched = end;
         if tail_was_wide && end < row.cells.len() {
-            row.cells[end] = Cell::new(' ', pen);
+            row.cells[end] = Cell::new(' ', style);
             touched += 1;
         }
         row.drop_marks(x, end as u16);
@@ -1054,35 +1048,31 @@ impl Vt {
         let cols = self.cols;
         let pen = self.pen;
         let row = self.screen.row_mut(y);
+        let style = row.intern(pen, x, x + 1);
         let xi = usize::from(x);
         let was_wide = row.cells[xi].is_wide();
-        row.cells[xi] = Cell {
-            ch: c,
-            fg: pen.fg,
-            bg: pen.bg | if width == 2 { WIDE } else { 0 },
+        row.cells[xi] = if width == 2 {
+            Cell::wide(c, style)
+        } else {
+            Cell::new(c, style)
         };
         row.drop_marks(x, x + 1);
         row.touch(x + 1);
         if xi > 0 && row.cells[xi - 1].is_wide() {
-            let head = &mut row.cells[xi - 1];
-            *head = Cell::erased(head.pen());
+            row.cells[xi - 1].erase();
             row.drop_marks(x - 1, x);
         }
         if was_wide && width == 1 && x + 1 < cols {
-            row.cells[xi + 1] = Cell::new(' ', pen);
+            row.cells[xi + 1] = Cell::new(' ', style);
             row.touch(x + 2);
         }
         if !was_wide && width == 2 {
             let next_was_wide = row.cells[xi + 1].is_wide();
-            row.cells[xi + 1] = Cell {
-                ch: '\0',
-                fg: 0,
-                bg: WIDE_CONT,
-            };
+            row.cells[xi + 1] = Cell::WIDE_CONT;
             row.drop_marks(x + 1, x + 2);
             row.touch(x + 2);
             if next_was_wide && x + 2 < cols {
-                row.cells[xi + 2] = Cell::erased(pen);
+                row.cells[xi + 2] = Cell::erased(style);
                 row.drop_marks(x + 2, x + 3);
                 row.touch(x + 3);
                 if x + 2 == cols - 1 {
@@ -1116,16 +1106,16 @@ impl Vt {
         } else {
             base
         };
-        let bytes = row.cells[usize::from(base)].ch.len_utf8()
+        let bytes = row.cells[usize::from(base)].ch().len_utf8()
             + row.marks_at(base).map(char::len_utf8).sum::<usize>();
         if bytes >= MAX_CELL_BYTES {
             return;
         }
         let cell = &mut row.cells[usize::from(base)];
         if !cell.has_contents() {
-            cell.ch = ' ';
+            cell.set_ch(' ');
         }
-        row.marks.push((base, c));
+        row.push_mark(base, c);
         row.touch(base + 1);
     }
 
@@ -1162,10 +1152,10 @@ impl Vt {
         let cols = self.cols;
         let pen = self.pen;
         let row = self.screen.row_mut(y);
+        let style = row.intern(pen, start, end);
         let (s, e) = (usize::from(start), usize::from(end));
         if row.cells[s].is_wide_cont() && s > 0 {
-            let head = &mut row.cells[s - 1];
-            *head = Cell::erased(head.pen());
+            row.cells[s - 1].erase();
             row.drop_marks(start - 1, start);
         }
         // vt100 drops the soft wrap when the last column (or a wide character ending there)
@@ -1176,10 +1166,9 @@ impl Vt {
             row.wrapped = false;
         }
         if row.cells[e - 1].is_wide() && e < row.cells.len() {
-            let tail = &mut row.cells[e];
-            *tail = Cell::erased(tail.pen());
+            row.cells[e].erase();
         }
-        row.fill(start, end, Cell::erased(pen));
+        row.fill(start, end, Cell::erased(style));
     }
 
     fn erase_line(&mut self, mode: u16) {
@@ -1235,27 +1224,25 @@ impl Vt {
         // as its right half.
         let in_wide = row.cells[xi].is_wide_cont();
         if in_wide {
-            row.cells[xi].bg &= !WIDE_CONT;
+            row.cells[xi].set_wide_cont(false);
         }
         row.cells[xi..].rotate_right(ni);
         row.cells[xi..xi + ni].fill(Cell::BLANK);
         if in_wide {
-            row.cells[xi].bg |= WIDE_CONT;
+            row.cells[xi].set_wide_cont(true);
         }
-        if !row.marks.is_empty() {
-            row.marks.retain_mut(|(col, _)| {
-                if *col >= x {
-                    *col += n;
-                }
-                *col < cols
-            });
-        }
+        row.retain_marks(|(col, _)| {
+            if *col >= x {
+                *col += n;
+            }
+            *col < cols
+        });
         let used = row.used().saturating_add(n);
         row.touch(used);
         if let Some(last) = row.cells.last_mut()
             && last.is_wide()
         {
-            *last = Cell::erased(last.pen());
+            last.erase();
         }
     }
 
@@ -1273,26 +1260,22 @@ impl Vt {
         // A wide character cut by either edge loses its other half (as vt100 does).
         for i in [from, to - 1] {
             if row.cells[i].is_wide() && i + 1 < row.cells.len() {
-                let c = &mut row.cells[i + 1];
-                *c = Cell::erased(c.pen());
+                row.cells[i + 1].erase();
             } else if row.cells[i].is_wide_cont() && i > 0 {
-                let c = &mut row.cells[i - 1];
-                *c = Cell::erased(c.pen());
+                row.cells[i - 1].erase();
             }
         }
         let count = to - from;
         row.cells[from..to].fill(Cell::BLANK);
         row.cells[from..].rotate_left(count);
-        if !row.marks.is_empty() {
-            row.marks.retain_mut(|(col, _)| {
-                if *col >= end {
-                    *col -= end - x;
-                    true
-                } else {
-                    *col < x
-                }
-            });
-        }
+        row.retain_marks(|(col, _)| {
+            if *col >= end {
+                *col -= end - x;
+                true
+            } else {
+                *col < x
+            }
+        });
         // The blanks came in at the end; nothing past the old extent moved in.
         let used = row.used();
         if used > x {

@@ -60,10 +60,10 @@ pub(super) fn difference(ours: &TerminalState, theirs: &vt100::Screen) -> Option
             };
             let mut text = String::new();
             if cell.has_contents() {
-                text.push(cell.ch);
+                text.push(cell.ch());
                 text.extend(row.marks_at(x as u16));
             }
-            let pen = cell.pen();
+            let pen = row.pen(cell);
             let ours = (
                 text,
                 cell.is_wide(),
