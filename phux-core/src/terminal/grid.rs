@@ -683,6 +683,20 @@ impl Grid {
         self.rows.capacity() * size_of::<Row>()
             + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
     }
+
+    /// Collects every row's style table now, as a full table would be.
+    #[cfg(test)]
+    pub(crate) fn collect_styles_for_test(&mut self) {
+        for row in &mut self.rows {
+            if let Some(extra) = &mut row.extra {
+                collect(
+                    &mut extra.styles,
+                    &mut row.cells[..usize::from(row.used)],
+                    0..0,
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
