@@ -278,8 +278,8 @@ impl Row {
         if pen == Pen::default() {
             return 0;
         }
-        // Table entries only change when the table is cleared or collected, and an id is
-        // checked against the table before use, so the hint never needs invalidating.
+        // The hint is trusted only when the entry it names is `pen` (a pen is in the table at
+        // most once), so clearing or collecting the table never needs to invalidate it.
         if let Some(extra) = &self.extra
             && extra.styles.get(usize::from(self.hint).wrapping_sub(1)) == Some(&pen)
         {

@@ -2,7 +2,7 @@
 //!
 //! Only a row's text and soft-wrap flag are ever read back (GET_SCREEN's `scrollback`; the
 //! bootstrap rebuilds the viewport only), so a retired row is kept as its UTF-8 text, appended
-//! to one contiguous byte log: about a byte per column instead of a cell's twelve, no
+//! to one contiguous byte log: about a byte per column instead of a cell's six, no
 //! allocation per row, and the append stays in a few cache lines however many rows are
 //! retained. Evicted rows' bytes are reclaimed by compacting the log once they are a quarter
 //! of it: the log stays within 4/3 of the live text, and each byte is moved at most three
