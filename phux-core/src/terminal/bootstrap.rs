@@ -151,7 +151,7 @@ fn push_grid(out: &mut String, grid: &Grid) {
                 // The first character printed wraps, as it did in the original.
             } else {
                 // Force the wrap with a space, then make the cell empty again.
-                pens.set(out, first.pen());
+                pens.set(out, row.pen(first));
                 out.push_str(" \x08\x1b[X");
             }
         } else if used > 0 {
@@ -175,8 +175,8 @@ fn push_grid(out: &mut String, grid: &Grid) {
                 at = x;
             }
             if cell.has_contents() {
-                pens.set(out, cell.pen());
-                out.push(cell.ch);
+                pens.set(out, row.pen(cell));
+                out.push(cell.ch());
                 out.extend(row.marks_at(x as u16));
                 let width = if cell.is_wide() { 2 } else { 1 };
                 x += width;
@@ -191,7 +191,7 @@ fn push_grid(out: &mut String, grid: &Grid) {
                 while end < used && row.cells[end] == cell {
                     end += 1;
                 }
-                pens.set(out, cell.pen());
+                pens.set(out, row.pen(cell));
                 let _ = write!(out, "\x1b[{}X", end - x);
                 x = end;
             }
@@ -243,8 +243,8 @@ fn push_layout(out: &mut String, vt: &Vt) {
     if cur.pending && cell.has_contents() {
         // Redraw the character on the last column: that leaves the cursor wrap-pending.
         let _ = write!(out, "\x1b[{};{}H", cur.y.saturating_sub(base) + 1, x + 1);
-        push_pen(out, cell.pen());
-        out.push(cell.ch);
+        push_pen(out, row.pen(cell));
+        out.push(cell.ch());
         out.extend(row.marks_at(x));
     } else {
         let _ = write!(

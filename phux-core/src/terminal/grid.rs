@@ -1,17 +1,20 @@
 //! The cell grid: compact cells, rows with a "used" bound, and a ring of rows per screen.
 //!
-//! Built for throughput: a cell is 12 bytes (a `char` and two packed colour/attribute words),
-//! every row knows how far it may hold anything but blanks (`used`) so clearing or retiring a
-//! row touches only that much, and the screen is a ring of rows so scrolling the whole screen
-//! is a rotation of the ring's start, not a move of the grid.
+//! Built for throughput and memory: a cell is 6 bytes (a code point, two shape flags and a
+//! style id), each row interns the styles its cells use in a small table of its own (the
+//! default style is id 0 and in no table, so a row of plain text allocates nothing but its
+//! cells), every row knows how far it may hold anything but blanks (`used`) so clearing or
+//! retiring a row touches only that much, and the screen is a ring of rows so scrolling the
+//! whole screen is a rotation of the ring's start, not a move of the grid.
+//!
+//! Cells never move from one row to another (scrolls move whole rows, a resize keeps or cuts
+//! them, nothing reflows), so a style id only ever means something within its own row.
 
 /// Colour kinds, in bits 24-25 of a colour word.
 const KIND_SHIFT: u32 = 24;
 const KIND_IDX: u32 = 1 << KIND_SHIFT;
 const KIND_RGB: u32 = 2 << KIND_SHIFT;
 const KIND_MASK: u32 = 3 << KIND_SHIFT;
-/// The colour proper: the kind plus an index or 24-bit RGB value.
-pub(crate) const COLOR_MASK: u32 = KIND_MASK | 0x00ff_ffff;
 
 // Text attributes, in the foreground word above its colour.
 pub(crate) const BOLD: u32 = 1 << 26;
@@ -21,11 +24,17 @@ pub(crate) const UNDERLINE: u32 = 1 << 29;
 pub(crate) const INVERSE: u32 = 1 << 30;
 pub(crate) const ATTR_MASK: u32 = BOLD | DIM | ITALIC | UNDERLINE | INVERSE;
 
-// Cell shape flags, in the background word above its colour.
+// Cell shape flags, in a cell's code word above the code point.
 /// The left half of a double-width character.
-pub(crate) const WIDE: u32 = 1 << 26;
+const WIDE: u32 = 1 << 30;
 /// The right half of a double-width character (holds no character of its own).
-pub(crate) const WIDE_CONT: u32 = 1 << 27;
+const WIDE_CONT: u32 = 1 << 31;
+/// The code point's bits in a cell's code word.
+const CODE_MASK: u32 = 0x1f_ffff;
+
+/// Rows reset to a style table of at most this many entries' capacity: enough for a
+/// coloured prompt or listing line without a reallocation, little to keep per row.
+const KEEP_STYLES: usize = 16;
 
 /// A colour as the GET_SCREEN document and the bootstrap see it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -70,60 +79,100 @@ impl Pen {
     }
 }
 
-/// One screen cell. `ch == '\0'` is a cell nothing was written to (or one that was erased):
-/// it shows as a blank, but unlike a written space it has no contents.
+/// One screen cell: a code point, the wide-character flags and a style id, which its row
+/// resolves ([`Row::pen`]; 0 is the default pen). Code point 0 is a cell nothing was written
+/// to (or one that was erased): it shows as a blank, but unlike a written space it has no
+/// contents. [`Cell::BLANK`] is all zero bytes.
+///
+/// Packed to 2-byte alignment, so 6 bytes rather than 8; the code word is still one field,
+/// so reading a cell's character and shape is one (unaligned) load.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(C, packed(2))]
 pub(crate) struct Cell {
-    pub(crate) ch: char,
-    /// Foreground colour and text attributes.
-    pub(crate) fg: u32,
-    /// Background colour and the [`WIDE`] / [`WIDE_CONT`] flags.
-    pub(crate) bg: u32,
+    /// The code point ([`CODE_MASK`]) and the [`WIDE`] / [`WIDE_CONT`] flags.
+    code: u32,
+    /// The style's id in the row's table.
+    style: u16,
 }
 
 impl Cell {
     /// Never written, default style.
-    pub(crate) const BLANK: Self = Self {
-        ch: '\0',
-        fg: 0,
-        bg: 0,
+    pub(crate) const BLANK: Self = Self { code: 0, style: 0 };
+
+    /// The right half of a double-width character: no contents, default style.
+    pub(crate) const WIDE_CONT: Self = Self {
+        code: WIDE_CONT,
+        style: 0,
     };
 
-    pub(crate) fn new(ch: char, pen: Pen) -> Self {
+    pub(crate) fn new(ch: char, style: u16) -> Self {
         Self {
-            ch,
-            fg: pen.fg,
-            bg: pen.bg,
+            code: u32::from(ch),
+            style,
+        }
+    }
+
+    /// The left half of a double-width character.
+    pub(crate) fn wide(ch: char, style: u16) -> Self {
+        Self {
+            code: u32::from(ch) | WIDE,
+            style,
+        }
+    }
+
+    /// A printable ASCII character: the text fast path's cell.
+    #[inline]
+    pub(crate) fn ascii(byte: u8, style: u16) -> Self {
+        Self {
+            code: u32::from(byte),
+            style,
         }
     }
 
     /// An erased cell: no contents, the given style (erases keep the pen, as in vt100).
-    pub(crate) fn erased(pen: Pen) -> Self {
-        Self::new('\0', pen)
+    pub(crate) fn erased(style: u16) -> Self {
+        Self { code: 0, style }
     }
 
-    pub(crate) fn pen(self) -> Pen {
-        Pen {
-            fg: self.fg,
-            bg: self.bg & COLOR_MASK,
-        }
+    /// Erases this cell, keeping its style.
+    pub(crate) fn erase(&mut self) {
+        self.code = 0;
+    }
+
+    /// The character (`'\0'` if none).
+    pub(crate) fn ch(self) -> char {
+        // Cells are only ever built from a `char`, so the fallback is never taken.
+        char::from_u32(self.code & CODE_MASK).unwrap_or('\0')
+    }
+
+    /// Replaces the character, keeping the shape flags and the style.
+    pub(crate) fn set_ch(&mut self, ch: char) {
+        self.code = (self.code & !CODE_MASK) | u32::from(ch);
     }
 
     pub(crate) fn is_wide(self) -> bool {
-        self.bg & WIDE != 0
+        self.code & WIDE != 0
     }
 
     pub(crate) fn is_wide_cont(self) -> bool {
-        self.bg & WIDE_CONT != 0
+        self.code & WIDE_CONT != 0
+    }
+
+    pub(crate) fn set_wide_cont(&mut self, on: bool) {
+        if on {
+            self.code |= WIDE_CONT;
+        } else {
+            self.code &= !WIDE_CONT;
+        }
     }
 
     pub(crate) fn has_contents(self) -> bool {
-        self.ch != '\0'
+        self.code & CODE_MASK != 0
     }
 
-    /// Whether any style differs from the default.
+    /// Whether the style differs from the default (a row interns only other pens).
     pub(crate) fn styled(self) -> bool {
-        self.fg != 0 || self.bg & COLOR_MASK != 0
+        self.style != 0
     }
 }
 
@@ -132,26 +181,40 @@ pub(crate) type Mark = (u16, char);
 
 /// One row of cells.
 ///
-/// Invariant: `cells.len()` is the grid's width, and every cell at or after `used` is
+/// Invariants: `cells.len()` is the grid's width; every cell at or after `used` is
 /// [`Cell::BLANK`] with no marks, so clearing a row or retiring it into history costs `used`,
-/// not the width.
+/// not the width; every cell's style id is 0 or names an entry of the row's table, and the
+/// table holds each pen at most once and never the default, so two cells of one row are equal
+/// exactly when their characters, shapes and pens are.
 #[derive(Clone, Debug)]
 pub(crate) struct Row {
-    pub(crate) cells: Vec<Cell>,
+    pub(crate) cells: Box<[Cell]>,
+    /// Marks and styles: absent until the row has either.
+    extra: Option<Box<Extra>>,
     used: u16,
+    /// The id [`intern`](Self::intern) found or added last: runs of one style look it up once.
+    hint: u16,
     /// The text continues on the next row (it was wrapped, not ended by a line break).
     pub(crate) wrapped: bool,
+}
+
+/// The rare parts of a row, behind one pointer so a row of plain text stays small.
+#[derive(Clone, Debug, Default)]
+struct Extra {
     /// Combining marks, rare enough to keep outside the cells; in no particular order.
-    pub(crate) marks: Vec<Mark>,
+    marks: Vec<Mark>,
+    /// The row's styles: id `n` is `styles[n - 1]`.
+    styles: Vec<Pen>,
 }
 
 impl Row {
     pub(crate) fn new(cols: u16) -> Self {
         Self {
-            cells: vec![Cell::BLANK; usize::from(cols)],
+            cells: vec![Cell::BLANK; usize::from(cols)].into_boxed_slice(),
+            extra: None,
             used: 0,
+            hint: 0,
             wrapped: false,
-            marks: Vec::new(),
         }
     }
 
@@ -180,7 +243,10 @@ impl Row {
         }
         self.used = 0;
         self.wrapped = false;
-        self.marks.clear();
+        self.hint = 0;
+        if let Some(extra) = &mut self.extra {
+            extra.reset();
+        }
     }
 
     /// Declares that cells up to `end` (exclusive) may now be written.
@@ -191,23 +257,98 @@ impl Row {
         }
     }
 
+    /// The pen of `cell`, one of this row's cells.
+    #[inline]
+    pub(crate) fn pen(&self, cell: Cell) -> Pen {
+        if cell.style == 0 {
+            return Pen::default();
+        }
+        let extra = self
+            .extra
+            .as_deref()
+            .expect("a styled row has a style table");
+        extra.styles[usize::from(cell.style) - 1]
+    }
+
+    /// The style id under which `pen` is written to cells `start..end` (`start < end <=
+    /// cols`), which the caller then overwrites: the row's id for `pen`, added to its table if
+    /// missing. A full table is collected first, without counting those cells' styles.
+    #[inline]
+    pub(crate) fn intern(&mut self, pen: Pen, start: u16, end: u16) -> u16 {
+        if pen == Pen::default() {
+            return 0;
+        }
+        // The hint is trusted only when the entry it names is `pen` (a pen is in the table at
+        // most once), so clearing or collecting the table never needs to invalidate it.
+        if let Some(extra) = &self.extra
+            && extra.styles.get(usize::from(self.hint).wrapping_sub(1)) == Some(&pen)
+        {
+            return self.hint;
+        }
+        self.intern_slow(pen, start, end)
+    }
+
+    #[inline(never)]
+    fn intern_slow(&mut self, pen: Pen, start: u16, end: u16) -> u16 {
+        let bound = style_bound(self.cols());
+        let styles = &mut self.extra.get_or_insert_default().styles;
+        // The newest entries are the likeliest: search from the end.
+        let id = if let Some(i) = styles.iter().rposition(|&p| p == pen) {
+            i + 1
+        } else {
+            if styles.len() >= bound {
+                let used = &mut self.cells[..usize::from(self.used)];
+                collect(styles, used, usize::from(start)..usize::from(end));
+            }
+            if styles.len() == styles.capacity() {
+                // Grow as a Vec would, but never past the bound (a collection keeps the length
+                // below it).
+                let room = bound - styles.len();
+                styles.reserve_exact(styles.len().max(4).min(room));
+            }
+            styles.push(pen);
+            styles.len()
+        };
+        self.hint = id as u16;
+        self.hint
+    }
+
     /// Drops the marks of the cells in `start..end`.
     #[inline]
     pub(crate) fn drop_marks(&mut self, start: u16, end: u16) {
-        if !self.marks.is_empty() {
-            self.marks.retain(|&(col, _)| col < start || col >= end);
+        self.retain_marks(|&mut (col, _)| col < start || col >= end);
+    }
+
+    /// Keeps the marks for which `keep` is true, letting it move them.
+    #[inline]
+    pub(crate) fn retain_marks(&mut self, keep: impl FnMut(&mut Mark) -> bool) {
+        if let Some(extra) = &mut self.extra
+            && !extra.marks.is_empty()
+        {
+            extra.marks.retain_mut(keep);
         }
+    }
+
+    /// Adds a mark to the cell at `col`, after its others.
+    pub(crate) fn push_mark(&mut self, col: u16, mark: char) {
+        self.extra.get_or_insert_default().marks.push((col, mark));
+    }
+
+    /// Every mark of the row, in no particular order between cells.
+    pub(crate) fn marks(&self) -> &[Mark] {
+        self.extra.as_deref().map_or(&[], |e| &e.marks)
     }
 
     /// The marks of the cell at `col`, in the order they were written.
     pub(crate) fn marks_at(&self, col: u16) -> impl Iterator<Item = char> + '_ {
-        self.marks
+        self.marks()
             .iter()
             .filter(move |&&(c, _)| c == col)
             .map(|&(_, m)| m)
     }
 
-    /// Sets cells `start..end` to `cell` (with their marks dropped).
+    /// Sets cells `start..end` to `cell`, whose style is this row's (with their marks
+    /// dropped).
     pub(crate) fn fill(&mut self, start: u16, end: u16, cell: Cell) {
         let end = end.min(self.cols());
         if start >= end {
@@ -231,14 +372,16 @@ impl Row {
 
     /// Changes the width, keeping the cells that still fit.
     pub(crate) fn resize(&mut self, cols: u16) {
-        self.cells.resize(usize::from(cols), Cell::BLANK);
+        let mut cells = std::mem::take(&mut self.cells).into_vec();
+        cells.resize(usize::from(cols), Cell::BLANK);
+        self.cells = cells.into_boxed_slice();
         self.used = self.used.min(cols);
-        self.marks.retain(|&(col, _)| col < cols);
+        self.retain_marks(|&mut (col, _)| col < cols);
         // A wide character cut in half by the new edge becomes a blank, marks and all.
         if let Some(last) = self.cells.last_mut()
             && last.is_wide()
         {
-            *last = Cell::erased(last.pen());
+            last.erase();
             self.drop_marks(cols - 1, cols);
         }
         self.wrapped = false;
@@ -256,31 +399,33 @@ impl Row {
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
         };
-        if !self.marks.is_empty() {
+        if !self.marks().is_empty() {
             let mut text = String::new();
             for (col, cell) in cells.iter().enumerate() {
                 if !cell.is_wide_cont() {
-                    text.push(if cell.has_contents() { cell.ch } else { ' ' });
+                    text.push(if cell.has_contents() { cell.ch() } else { ' ' });
                     text.extend(self.marks_at(col as u16));
                 }
             }
             text.trim_end_matches(' ').chars().for_each(|c| put(out, c));
             return;
         }
-        // Without marks a trailing blank is a blank cell: trim before writing.
+        // Without marks a trailing blank is a blank cell: trim before writing. (A continuation
+        // half's flag makes its code word neither 0 nor a space.)
         let end = cells
             .iter()
-            .rposition(|c| !matches!(c.ch, ' ' | '\0') || c.is_wide_cont())
+            .rposition(|c| !matches!(c.code, 0 | 0x20))
             .map_or(0, |i| i + 1);
         // Rows of printable ASCII are most of any output (a wide character's halves are never
-        // ASCII, a blank is '\0'): copied cell by cell into place, with none of `push`'s
-        // length bookkeeping per byte; anything else takes the general path below.
+        // ASCII, a blank is 0): copied cell by cell into place, with none of `push`'s length
+        // bookkeeping per byte; anything else takes the general path below.
         let start = out.len();
         out.resize(start + end, 0);
         let mut ascii = true;
         for (byte, cell) in out[start..].iter_mut().zip(&cells[..end]) {
-            *byte = cell.ch as u8;
-            ascii &= matches!(cell.ch, ' '..='~');
+            let code = cell.code;
+            *byte = code as u8;
+            ascii &= matches!(code, 0x20..=0x7e);
         }
         if ascii {
             return;
@@ -288,7 +433,7 @@ impl Row {
         out.truncate(start);
         for cell in &cells[..end] {
             if !cell.is_wide_cont() {
-                put(out, if cell.has_contents() { cell.ch } else { ' ' });
+                put(out, if cell.has_contents() { cell.ch() } else { ' ' });
             }
         }
     }
@@ -302,7 +447,60 @@ impl Row {
 
     /// The heap bytes this row holds.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.cells.capacity() * size_of::<Cell>() + self.marks.capacity() * size_of::<Mark>()
+        self.cells.len() * size_of::<Cell>()
+            + self.extra.as_deref().map_or(0, |e| {
+                size_of::<Extra>()
+                    + e.marks.capacity() * size_of::<Mark>()
+                    + e.styles.capacity() * size_of::<Pen>()
+            })
+    }
+}
+
+impl Extra {
+    /// Empty again. Kept for the row's next contents (a scrolled screen reuses its rows), but
+    /// a table grown by a very colourful line shrinks back. Out of line: plain text rows have
+    /// no `Extra`, and resetting them is the hot path.
+    #[inline(never)]
+    fn reset(&mut self) {
+        self.marks.clear();
+        self.styles.clear();
+        if self.styles.capacity() > KEEP_STYLES {
+            self.styles.shrink_to(KEEP_STYLES);
+        }
+    }
+}
+
+/// The most styles a row of `cols` cells keeps: its cells use at most `cols`, and collecting
+/// only once the table holds about twice that leaves at least `cols` new styles between two
+/// collections, so a collection's pass over the row costs O(1) per style added. Ids fit a
+/// `u16`: a collection leaves fewer than `cols` entries (the cells about to be overwritten
+/// keep none alive), so the id added after it is at most `cols`.
+fn style_bound(cols: u16) -> usize {
+    (2 * usize::from(cols) + 16).min(usize::from(u16::MAX))
+}
+
+/// Drops the styles no cell of `cells` outside `skip` uses, renumbering the rest in order;
+/// the cells in `skip` whose style is dropped get the default (they are about to be
+/// overwritten).
+fn collect(styles: &mut Vec<Pen>, cells: &mut [Cell], skip: std::ops::Range<usize>) {
+    // map[id]: first "in use", then the new id (0 = dropped).
+    let mut map = vec![0u16; styles.len() + 1];
+    let (a, b) = (skip.start.min(cells.len()), skip.end.min(cells.len()));
+    for cell in cells[..a].iter().chain(&cells[b..]) {
+        map[usize::from(cell.style)] = 1;
+    }
+    map[0] = 0;
+    let mut kept = 0;
+    for id in 1..map.len() {
+        if map[id] != 0 {
+            styles[kept] = styles[id - 1];
+            kept += 1;
+            map[id] = kept as u16;
+        }
+    }
+    styles.truncate(kept);
+    for cell in cells {
+        cell.style = map[usize::from(cell.style)];
     }
 }
 
@@ -485,6 +683,20 @@ impl Grid {
         self.rows.capacity() * size_of::<Row>()
             + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
     }
+
+    /// Collects every row's style table now, as a full table would be.
+    #[cfg(test)]
+    pub(crate) fn collect_styles_for_test(&mut self) {
+        for row in &mut self.rows {
+            if let Some(extra) = &mut row.extra {
+                collect(
+                    &mut extra.styles,
+                    &mut row.cells[..usize::from(row.used)],
+                    0..0,
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -498,7 +710,7 @@ mod tests {
     fn put(g: &mut Grid, y: u16, s: &str) {
         let row = g.row_mut(y);
         for (x, ch) in s.chars().enumerate() {
-            row.cells[x] = Cell::new(ch, Pen::default());
+            row.cells[x] = Cell::new(ch, 0);
         }
         row.touch(s.len() as u16);
     }
@@ -513,7 +725,8 @@ mod tests {
         ] {
             assert_eq!(Color::unpack(c.pack()), c);
         }
-        assert_eq!(size_of::<Cell>(), 12, "cells stay compact");
+        assert_eq!(size_of::<Cell>(), 6, "cells stay compact");
+        assert_eq!(size_of::<Row>(), 32, "rows stay compact");
     }
 
     #[test]
@@ -537,12 +750,104 @@ mod tests {
     #[test]
     fn blank_fills_shrink_used() {
         let mut r = Row::new(10);
-        r.fill(0, 6, Cell::new('x', Pen::default()));
+        r.fill(0, 6, Cell::new('x', 0));
         assert_eq!(r.used(), 6);
         r.fill(3, 10, Cell::BLANK);
         assert_eq!(r.used(), 3);
-        r.fill(5, 8, Cell::erased(Pen { fg: 0, bg: 4 }));
+        let style = r.intern(Pen { fg: 0, bg: 4 }, 5, 8);
+        r.fill(5, 8, Cell::erased(style));
         assert_eq!(r.used(), 8);
         assert_eq!(r.text(), "xxx");
+    }
+
+    /// A pen per `n`: every one distinct and none the default.
+    fn nth_pen(n: usize) -> Pen {
+        Pen {
+            fg: Color::Idx((n % 256) as u8).pack(),
+            bg: Color::Rgb((n >> 8) as u8, n as u8, 1).pack(),
+        }
+    }
+
+    #[test]
+    fn styles_are_interned_once_per_row_and_the_default_costs_nothing() {
+        let mut r = Row::new(10);
+        assert_eq!(r.intern(Pen::default(), 0, 10), 0);
+        assert!(r.extra.is_none(), "plain text allocates no table");
+        assert_eq!(r.heap_bytes(), 10 * size_of::<Cell>());
+        let (a, b) = (nth_pen(1), nth_pen(2));
+        assert_eq!(r.intern(a, 0, 1), 1);
+        assert_eq!(r.intern(b, 1, 2), 2);
+        assert_eq!(r.intern(a, 2, 3), 1, "found again, not added");
+        assert_eq!(r.intern(b, 3, 4), 2);
+        assert_eq!(r.pen(Cell::new('x', 2)), b);
+        assert_eq!(r.pen(Cell::erased(0)), Pen::default());
+        r.touch(1);
+        r.reset();
+        assert!(r.marks().is_empty());
+        assert_eq!(r.intern(b, 0, 1), 1, "a reset row starts a new table");
+    }
+
+    /// Far more distinct pens than the bound, written over a row again and again: the table
+    /// stays bounded and every cell keeps its own pen through the collections.
+    #[test]
+    fn a_full_style_table_is_collected_and_cells_keep_their_pens() {
+        for cols in [1u16, 2, 5, 80] {
+            let mut r = Row::new(cols);
+            let mut want = vec![Pen::default(); usize::from(cols)];
+            for n in 1..20 * style_bound(cols) {
+                // Mostly single cells, sometimes a run, now and then the default.
+                let x = (n * 7) % usize::from(cols);
+                let len = if n % 5 == 0 { 3 } else { 1 };
+                let end = (x + len).min(usize::from(cols));
+                let pen = if n % 11 == 0 {
+                    Pen::default()
+                } else {
+                    nth_pen(n)
+                };
+                let id = r.intern(pen, x as u16, end as u16);
+                r.fill(x as u16, end as u16, Cell::new('x', id));
+                want[x..end].fill(pen);
+                let styles = &r.extra.as_ref().unwrap().styles;
+                assert!(styles.len() <= style_bound(cols), "cols {cols}");
+                assert!(styles.capacity() <= style_bound(cols), "cols {cols}");
+                for (x, &cell) in r.cells.iter().enumerate() {
+                    assert_eq!(r.pen(cell), want[x], "cols {cols}, pen {n}, cell {x}");
+                }
+            }
+            // Every pen still in the table once at most.
+            let styles = &r.extra.as_ref().unwrap().styles;
+            for (i, p) in styles.iter().enumerate() {
+                assert!(!styles[..i].contains(p) && *p != Pen::default());
+            }
+        }
+    }
+
+    /// A row whose every cell has its own pen still has an id for one more: the cells being
+    /// overwritten keep nothing alive.
+    #[test]
+    fn a_collection_frees_the_cells_about_to_be_overwritten() {
+        let cols = 3;
+        let mut r = Row::new(cols);
+        let mut want = [Pen::default(); 3];
+        let mut n = 0;
+        while r
+            .extra
+            .as_ref()
+            .is_none_or(|e| e.styles.len() < style_bound(cols))
+        {
+            n += 1;
+            let x = n % 3;
+            let id = r.intern(nth_pen(n), x as u16, x as u16 + 1);
+            r.cells[x] = Cell::new('x', id);
+            r.touch(x as u16 + 1);
+            want[x] = nth_pen(n);
+        }
+        let id = r.intern(nth_pen(n + 1), 1, 2);
+        assert_eq!(id, 3, "two live styles kept, the new one after them");
+        assert_eq!(
+            r.cells[1].style, 0,
+            "the overwritten cell's style was dropped"
+        );
+        assert_eq!([r.pen(r.cells[0]), r.pen(r.cells[2])], [want[0], want[2]]);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Only a row's text and soft-wrap flag are ever read back (GET_SCREEN's `scrollback`; the
 //! bootstrap rebuilds the viewport only), so a retired row is kept as its UTF-8 text, appended
-//! to one contiguous byte log: about a byte per column instead of a cell's twelve, no
+//! to one contiguous byte log: about a byte per column instead of a cell's six, no
 //! allocation per row, and the append stays in a few cache lines however many rows are
 //! retained. Evicted rows' bytes are reclaimed by compacting the log once they are a quarter
 //! of it: the log stays within 4/3 of the live text, and each byte is moved at most three
@@ -102,13 +102,13 @@ impl History {
 
 #[cfg(test)]
 mod tests {
-    use super::super::grid::{Cell, Pen};
+    use super::super::grid::Cell;
     use super::*;
 
     fn row(s: &str, wrapped: bool) -> Row {
         let mut r = Row::new(8);
         for (x, ch) in s.chars().enumerate() {
-            r.cells[x] = Cell::new(ch, Pen::default());
+            r.cells[x] = Cell::new(ch, 0);
         }
         r.touch(s.chars().count() as u16);
         r.wrapped = wrapped;

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::TerminalState;
-use super::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, UNDERLINE};
+use super::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, Pen, UNDERLINE};
 
 /// The `schema_version` of the documents built here.
 pub const SCREEN_SCHEMA_VERSION: u32 = 3;
@@ -90,18 +90,17 @@ impl TerminalState {
                 }
                 let mut text = String::new();
                 if cell.has_contents() {
-                    text.push(cell.ch);
+                    text.push(cell.ch());
                     text.extend(row.marks_at(x as u16));
                 }
-                out.push(cell_json(y, x, cell, &text));
+                out.push(cell_json(y, x, cell, row.pen(cell), &text));
             }
         }
         out
     }
 }
 
-fn cell_json(row: usize, col: usize, cell: Cell, text: &str) -> Value {
-    let pen = cell.pen();
+fn cell_json(row: usize, col: usize, cell: Cell, pen: Pen, text: &str) -> Value {
     json!({
         "row": row,
         "col": col,

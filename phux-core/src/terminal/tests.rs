@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 use serde_json::Value;
 
-use super::grid::{Cell, Grid, Mark};
+use super::grid::{Cell, Grid, Mark, Pen};
 use super::*;
 use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 
@@ -17,15 +17,22 @@ fn screen(t: &TerminalState, scrollback: Option<u32>, cells: bool) -> Value {
     serde_json::from_str(&t.screen_json(7, scrollback, cells)).unwrap()
 }
 
-type GridDump = Vec<(Vec<Cell>, bool, Vec<Mark>)>;
+/// A cell as seen from outside its row: character, wide and continuation flags, pen.
+type CellDump = (char, bool, bool, Pen);
+type GridDump = Vec<(Vec<CellDump>, bool, Vec<Mark>)>;
 
-/// Every cell, soft-wrap flag and mark of a grid (marks in their per-cell order).
+/// Every cell, soft-wrap flag and mark of a grid (marks in their per-cell order). Cells are
+/// dumped with their pens, not their rows' style ids, which depend on a row's history.
 fn grid_dump(g: &Grid) -> GridDump {
     g.iter()
         .map(|r| {
-            let mut marks = r.marks.clone();
+            let mut marks = r.marks().to_vec();
             marks.sort_by_key(|&(col, _)| col);
-            (r.cells.clone(), r.wrapped, marks)
+            let cells = r
+                .cells
+                .iter()
+                .map(|&c| (c.ch(), c.is_wide(), c.is_wide_cont(), r.pen(c)));
+            (cells.collect(), r.wrapped, marks)
         })
         .collect()
 }
@@ -547,7 +554,47 @@ fn stream() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(token, 0..40).prop_map(|t| t.concat())
 }
 
+/// Colour-heavy streams: many distinct pens, text (wide and combining too), cursor moves,
+/// erases, inserts and deletes, line feeds.
+fn styled_stream() -> impl Strategy<Value = Vec<u8>> {
+    let token = prop_oneof![
+        4 => any::<[u8; 3]>()
+            .prop_map(|[r, g, b]| format!("\x1b[38;2;{r};{g};{b}m").into_bytes()),
+        2 => any::<u8>().prop_map(|i| format!("\x1b[48;5;{i}m").into_bytes()),
+        1 => prop::sample::select(&["\x1b[m", "\x1b[1;7m", "\x1b[4;49m"][..])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        4 => "[a-z]{1,4}".prop_map(String::into_bytes),
+        1 => prop::sample::select(&["\u{4e2d}", "e\u{301}"][..]).prop_map(|s| s.as_bytes().to_vec()),
+        3 => (1u16..4, 1u16..8).prop_map(|(y, x)| format!("\x1b[{y};{x}H").into_bytes()),
+        2 => (prop::sample::select(&[b'K', b'J', b'X', b'@', b'P', b'L', b'M'][..]), 0u16..3)
+            .prop_map(|(f, n)| {
+                let mut s = format!("\x1b[{n}").into_bytes();
+                s.push(f);
+                s
+            }),
+        1 => Just(b"\r\n".to_vec()),
+    ];
+    proptest::collection::vec(token, 0..80).prop_map(|t| t.concat())
+}
+
 proptest! {
+    /// Collecting every row's style table (as a full table is) changes nothing observable,
+    /// then or after more output: styles are only ever read through the row's table.
+    #[test]
+    fn collecting_style_tables_changes_nothing(first in styled_stream(), then in styled_stream()) {
+        let mut kept = TerminalState::new(6, 3, 4);
+        let mut collected = TerminalState::new(6, 3, 4);
+        kept.ingest(&first).unwrap();
+        collected.ingest(&first).unwrap();
+        collected.vt.screen.collect_styles_for_test();
+        prop_assert_eq!(observable(&kept), observable(&collected));
+        prop_assert_eq!(kept.bootstrap(), collected.bootstrap());
+        kept.ingest(&then).unwrap();
+        collected.ingest(&then).unwrap();
+        prop_assert_eq!(observable(&kept), observable(&collected));
+        prop_assert_eq!(kept.bootstrap(), collected.bootstrap());
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
         let mut t = TerminalState::new(13, 4, 5);
@@ -619,7 +666,7 @@ proptest! {
                     prop_assert_eq!(row.cells.len(), usize::from(cols));
                     let used = usize::from(row.used());
                     prop_assert!(row.cells[used..].iter().all(|&c| c == Cell::BLANK));
-                    prop_assert!(row.marks.iter().all(|&(col, _)| usize::from(col) < used));
+                    prop_assert!(row.marks().iter().all(|&(col, _)| usize::from(col) < used));
                 }
             }
             let _ = t.screen_json(1, Some(0), true);
@@ -920,8 +967,35 @@ fn history_captures_rows_as_they_leave() {
 /// of server memory per idle terminal).
 #[test]
 fn memory_per_terminal() {
+    // Six bytes a cell, a 32-byte header per row, the tab stops: nothing else until used.
+    let grid = 80 * 24 * 6 + 24 * 32 + 80;
     let idle = TerminalState::new(80, 24, 2000);
-    assert!(idle.heap_bytes() <= 32 << 10, "idle: {}", idle.heap_bytes());
+    assert_eq!(idle.heap_bytes(), grid, "idle");
+    // A full screen of plain text allocates nothing more: no styles, no marks.
+    let mut screen = TerminalState::new(80, 24, 2000);
+    for y in 0..24 {
+        screen.ingest(&[b'x'; 80]).unwrap();
+        if y < 23 {
+            screen.ingest(b"\r\n").unwrap();
+        }
+    }
+    assert_eq!(screen.scrollback_len(), 0);
+    assert_eq!(screen.heap_bytes(), grid, "full screen");
+    // Colours cost a small table per row that has them: here 4 styles a row.
+    let mut coloured = TerminalState::new(80, 24, 2000);
+    for y in 0..24 {
+        let line =
+            "\x1b[1;32muser\x1b[0m:\x1b[1;34m~/src\x1b[0m$ \x1b[7m ls \x1b[m \x1b[31mred\x1b[m";
+        coloured.ingest(line.as_bytes()).unwrap();
+        if y < 23 {
+            coloured.ingest(b"\r\n").unwrap();
+        }
+    }
+    assert!(
+        coloured.heap_bytes() <= grid + 24 * 96,
+        "coloured: {}",
+        coloured.heap_bytes()
+    );
     let mut full = TerminalState::new(80, 24, 2000);
     let line = [b'x'; 80];
     for _ in 0..2100 {
@@ -929,10 +1003,51 @@ fn memory_per_terminal() {
         full.ingest(b"\r\n").unwrap();
     }
     assert_eq!(full.scrollback_len(), 2000);
-    // About a byte per column of history: far below a cell per column.
+    // About a byte per column of history (the log's capacity at most twice its 160 KB of
+    // text, plus the row index): far below a cell per column.
     assert!(
-        full.heap_bytes() <= 400 << 10,
+        full.heap_bytes() <= grid + (352 << 10),
         "full: {}",
         full.heap_bytes()
+    );
+}
+
+/// One row painted over cell by cell in far more pens than its style table holds (10 columns:
+/// 2 * 10 + 16 styles): every cell keeps its own pen, in GET_SCREEN and the bootstrap, and the
+/// table stays within its bound.
+#[test]
+fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
+    let mut t = TerminalState::new(10, 2, 0);
+    let mut want = vec![Value::Null; 10];
+    for n in 0..1000u32 {
+        let x = (n * 7 % 10) as usize;
+        let (hi, lo) = ((n >> 8) as u8, n as u8);
+        // Written characters in a true-colour foreground, erased cells in a palette background.
+        if n % 3 == 0 {
+            let bytes = format!("\x1b[m\x1b[1;{}H\x1b[48;5;{lo}m\x1b[X", x + 1);
+            t.ingest(bytes.as_bytes()).unwrap();
+            want[x] = serde_json::json!(["", null, lo]);
+        } else {
+            let c = char::from(b'a' + (n % 26) as u8);
+            let bytes = format!("\x1b[m\x1b[1;{}H\x1b[38;2;{hi};{lo};9m{c}", x + 1);
+            t.ingest(bytes.as_bytes()).unwrap();
+            want[x] = serde_json::json!([c.to_string(), format!("#{hi:02x}{lo:02x}09"), null]);
+        }
+    }
+    let v = screen(&t, None, true);
+    let got: Vec<Value> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| serde_json::json!([c["text"], c["fg"], c["bg"]]))
+        .collect();
+    assert_eq!(got, want);
+    assert_rebuilt(&t);
+    let fresh = TerminalState::new(10, 2, 0);
+    let table = 48 + (2 * 10 + 16) * size_of::<Pen>();
+    assert!(
+        t.heap_bytes() <= fresh.heap_bytes() + table,
+        "{}",
+        t.heap_bytes()
     );
 }

@@ -60,10 +60,10 @@ pub(super) fn difference(ours: &TerminalState, theirs: &vt100::Screen) -> Option
             };
             let mut text = String::new();
             if cell.has_contents() {
-                text.push(cell.ch);
+                text.push(cell.ch());
                 text.extend(row.marks_at(x as u16));
             }
-            let pen = cell.pen();
+            let pen = row.pen(cell);
             let ours = (
                 text,
                 cell.is_wide(),
@@ -212,44 +212,91 @@ fn case() -> impl Strategy<Value = (u16, u16, Vec<(Vec<u8>, Kind)>)> {
     })
 }
 
+/// Narrow screens and long, colour-heavy streams: cells painted over in place in a new true
+/// colour again and again, so rows fill their style tables (2 * cols + 16 entries) and
+/// collect them many times.
+fn colourful_case() -> impl Strategy<Value = (u16, u16, Vec<(Vec<u8>, Kind)>)> {
+    (2u16..5, 2u16..4).prop_flat_map(|(cols, rows)| {
+        let painted = (1..=rows, 1..=cols, any::<[u8; 3]>(), any::<bool>(), "[a-z]").prop_map(
+            |(y, x, [r, g, b], back, text)| {
+                let ground = if back { 48 } else { 38 };
+                let mut s = csi(&format!("{y};{x}"), 'H');
+                s.extend(csi(&format!("{ground};2;{r};{g};{b}"), 'm'));
+                s.extend(text.into_bytes());
+                (s, Kind::Plain)
+            },
+        );
+        let tokens = prop_oneof![1 => token(cols, rows), 12 => painted];
+        (
+            Just(cols),
+            Just(rows),
+            prop::collection::vec(tokens, 50..200),
+        )
+    })
+}
+
+/// Feeds `tokens` to both terminals, steering around the known differences (see the module
+/// doc), comparing the screens after each; then the bootstrap on a fresh vt100.
+fn run(cols: u16, rows: u16, tokens: Vec<(Vec<u8>, Kind)>) -> Result<(), TestCaseError> {
+    let mut ours = TerminalState::new(cols, rows, 10);
+    let mut theirs = parser(cols, rows);
+    let mut fed: Vec<u8> = Vec::new();
+    for (bytes, kind) in tokens {
+        let vt = &ours.vt;
+        let (y, pending) = (vt.cur.y, vt.cur.pending);
+        let skip = match kind {
+            Kind::Vertical => y < vt.top || y > vt.bottom,
+            Kind::ReverseIndex => y < vt.top,
+            Kind::SaveRestore => vt.alt_active,
+            Kind::Enter1049 => vt.alt_active,
+            Kind::Plain | Kind::CancelsPending => false,
+        };
+        if skip {
+            continue;
+        }
+        let mut input = Vec::new();
+        if pending && kind != Kind::Plain {
+            input.push(b'\r');
+        }
+        input.extend_from_slice(&bytes);
+        ours.ingest(&input).unwrap();
+        theirs.process(&input);
+        fed.extend_from_slice(&input);
+        if let Some(d) = difference(&ours, theirs.screen()) {
+            prop_assert!(false, "{}\nafter {:?}", d, String::from_utf8_lossy(&fed));
+        }
+    }
+    // And the bootstrap rebuilds the same screen on a fresh vt100.
+    let mut fresh = parser(cols, rows);
+    fresh.process(&ours.bootstrap());
+    if let Some(d) = difference(&ours, fresh.screen()) {
+        prop_assert!(
+            false,
+            "bootstrap: {}\nafter {:?}",
+            d,
+            String::from_utf8_lossy(&fed)
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn our_screen_matches_vt100((cols, rows, tokens) in case()) {
-        let mut ours = TerminalState::new(cols, rows, 10);
-        let mut theirs = parser(cols, rows);
-        let mut fed: Vec<u8> = Vec::new();
-        for (bytes, kind) in tokens {
-            let vt = &ours.vt;
-            let (y, pending) = (vt.cur.y, vt.cur.pending);
-            let skip = match kind {
-                Kind::Vertical => y < vt.top || y > vt.bottom,
-                Kind::ReverseIndex => y < vt.top,
-                Kind::SaveRestore => vt.alt_active,
-                Kind::Enter1049 => vt.alt_active,
-                Kind::Plain | Kind::CancelsPending => false,
-            };
-            if skip {
-                continue;
-            }
-            let mut input = Vec::new();
-            if pending && kind != Kind::Plain {
-                input.push(b'\r');
-            }
-            input.extend_from_slice(&bytes);
-            ours.ingest(&input).unwrap();
-            theirs.process(&input);
-            fed.extend_from_slice(&input);
-            if let Some(d) = difference(&ours, theirs.screen()) {
-                prop_assert!(false, "{}\nafter {:?}", d, String::from_utf8_lossy(&fed));
-            }
-        }
-        // And the bootstrap rebuilds the same screen on a fresh vt100.
-        let mut fresh = parser(cols, rows);
-        fresh.process(&ours.bootstrap());
-        if let Some(d) = difference(&ours, fresh.screen()) {
-            prop_assert!(false, "bootstrap: {}\nafter {:?}", d, String::from_utf8_lossy(&fed));
-        }
+        run(cols, rows, tokens)?;
+    }
+}
+
+proptest! {
+    // Long cases: fewer of them (still some 600 collections a run).
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn our_screen_matches_vt100_through_style_collections(
+        (cols, rows, tokens) in colourful_case(),
+    ) {
+        run(cols, rows, tokens)?;
     }
 }
