@@ -1,8 +1,6 @@
 //! The APPLY_INPUT payload digest: "same id ⇒ same canonical payload".
 
-use phux_proto::Frame;
-use phux_proto::command::{ApplyInput, Command};
-use phux_proto::frame::CommandFrame;
+use phux_proto::command::ApplyInput;
 use sha2::{Digest, Sha256};
 
 pub use crate::ledger::PayloadDigest;
@@ -12,12 +10,8 @@ impl PayloadDigest {
     /// canonical encoder writes it (phux 0.8 section 8.4), so request ids, field order and
     /// non-canonical encodings of a retry do not matter.
     pub fn of(apply: &ApplyInput) -> Self {
-        let frame = Frame::Command(CommandFrame {
-            request_id: 0,
-            command: Command::ApplyInput(apply.clone()),
-        });
-        let mut bytes = Vec::with_capacity(64);
-        frame.encode(&mut bytes);
+        let mut bytes = Vec::with_capacity(apply.value_len() + 16);
+        apply.encode_command(0, &mut bytes);
         Self(Sha256::digest(&bytes).into())
     }
 }

@@ -581,6 +581,18 @@ impl ApplyInput {
             + 2
             + self.events.iter().map(input_event_len).sum::<usize>()
     }
+
+    /// Appends `COMMAND{request_id, APPLY_INPUT{self}}`: byte for byte what
+    /// [`Frame::Command`](crate::Frame::Command) encodes for it, without first moving a copy
+    /// of the events into a [`Command`] (the server hashes this encoding on every operation).
+    pub fn encode_command(&self, request_id: u32, out: &mut Vec<u8>) {
+        crate::frame::encode_framed(out, crate::frame::FrameType::COMMAND, |out| {
+            crate::frame::command::encode_command_body(out, request_id, |o| {
+                o.put_u8(Command::APPLY_INPUT);
+                self.write_body(o);
+            });
+        });
+    }
 }
 
 #[cfg(feature = "arbitrary")]

@@ -79,6 +79,8 @@ mod strategies {
 }
 
 use phux_proto::Frame;
+use phux_proto::command::{ApplyInput, Command};
+use phux_proto::frame::CommandFrame;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
@@ -106,6 +108,25 @@ proptest! {
         out.borrowed().encode(&mut borrowed);
         let mut owned = prefix;
         Frame::TerminalOutput(out).encode(&mut owned);
+        prop_assert_eq!(borrowed, owned);
+    }
+
+    // An APPLY_INPUT encoded from a borrow (what the server hashes) is exactly the COMMAND
+    // frame the owned command encodes.
+    #[test]
+    fn borrowed_apply_input_encodes_as_the_command_frame(
+        seed in proptest::collection::vec(any::<u8>(), 0..512),
+        request_id in any::<u32>(),
+        prefix in proptest::collection::vec(any::<u8>(), 0..8),
+    ) {
+        let apply: ApplyInput = arbitrary::Arbitrary::arbitrary(
+            &mut arbitrary::Unstructured::new(&seed),
+        ).expect("arbitrary never fails on short input");
+        let mut borrowed = prefix.clone();
+        apply.encode_command(request_id, &mut borrowed);
+        let mut owned = prefix;
+        Frame::Command(CommandFrame { request_id, command: Command::ApplyInput(apply) })
+            .encode(&mut owned);
         prop_assert_eq!(borrowed, owned);
     }
 

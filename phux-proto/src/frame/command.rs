@@ -69,9 +69,18 @@ impl CommandFrame {
         })
     }
     pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
-        out.put_field(1, &self.request_id.to_be_bytes());
-        out.put_field_with(2, |o| self.command.encode_value(o));
+        encode_command_body(out, self.request_id, |o| self.command.encode_value(o));
     }
+}
+
+/// A COMMAND's body: the request id and the command value `value` writes.
+pub(crate) fn encode_command_body(
+    out: &mut Vec<u8>,
+    request_id: u32,
+    value: impl FnOnce(&mut Vec<u8>),
+) {
+    out.put_field(1, &request_id.to_be_bytes());
+    out.put_field_with(2, value);
 }
 
 impl CommandResultFrame {
