@@ -1,0 +1,68 @@
+//! The server may hold bulk output back for a moment so that a streaming program's viewers get
+//! a few large writes instead of many small ones. Held output must still arrive when nothing
+//! follows it: a burst that ends the program's output for a while is delivered whole, without
+//! waiting for more output, an exit or a client request.
+
+mod client;
+
+use client::Server;
+use phux_proto::command::{ApplyInput, Command, CommandResult};
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
+use phux_proto::{Frame, OperationId};
+
+/// Bursts of these sizes, one per line of input. The master hands out at most 4 KiB per
+/// read, and where a burst's reads are cut depends on timing, so several sizes make it likely
+/// that some burst ends with a read the server treats as bulk (2 KiB or more).
+const BURSTS: [usize; 8] = [4000, 4096, 8192, 2500, 12288, 6000, 70000, 3000];
+
+#[test]
+fn bursts_followed_by_silence_are_delivered_whole() {
+    let server = Server::start();
+    let mut c = server.connect();
+    c.hello();
+    // Quiet until a line arrives, then one burst; the child lives on between bursts.
+    let sizes: Vec<String> = BURSTS.iter().map(ToString::to_string).collect();
+    let script = format!(
+        "for n in {}; do read go; head -c $n /dev/zero | tr '\\0' x; done; exec sleep 600",
+        sizes.join(" ")
+    );
+    let t = c.spawn(&["/bin/sh", "-c", &script]);
+    assert_eq!(
+        c.command(Command::AttachTerminal {
+            terminal: t.clone()
+        }),
+        CommandResult::Ok
+    );
+    let xs = |frames: &[Frame]| {
+        frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::TerminalOutput(o) if o.terminal == t => Some(&o.bytes),
+                _ => None,
+            })
+            .flatten()
+            .filter(|&&b| b == b'x')
+            .count()
+    };
+    let mut want = 0;
+    for (i, burst) in BURSTS.into_iter().enumerate() {
+        let go = ApplyInput {
+            operation_id: OperationId::from_u128(0xb0057 + i as u128).expect("id"),
+            terminal: t.clone(),
+            events: vec![InputEvent::Paste(PasteEvent {
+                trust: PasteTrust::Trusted,
+                data: b"go\r".to_vec(),
+            })],
+        };
+        assert_eq!(c.command(Command::ApplyInput(go)), CommandResult::Ok);
+        want += burst;
+        // Counted over every output frame seen so far, the reply's wait included.
+        let mut seen = xs(&c.seen);
+        while seen < want {
+            // Panics at the deadline (tens of seconds): the burst's tail was stranded.
+            let frame = c.wait_for("the rest of the burst", |f| Some(f.clone()));
+            seen += xs(std::slice::from_ref(&frame));
+        }
+        assert_eq!(seen, want, "burst {i} of {burst} bytes");
+    }
+}
