@@ -968,16 +968,7 @@ impl Driver {
                 self.flush_conn(id);
             }
         }
-        let closing_due = |c: &Conn| c.closing.is_some_and(|d| d <= now);
-        let overdue: Vec<ConnId> = if self.conns.values().any(closing_due) {
-            self.conns
-                .iter()
-                .filter(|(_, c)| closing_due(c))
-                .map(|(id, _)| *id)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let overdue = due_keys(&self.conns, |c| c.closing.is_some_and(|d| d <= now));
         for id in overdue {
             warn!(
                 conn = id.0,
@@ -985,16 +976,7 @@ impl Driver {
             );
             self.close_now(id);
         }
-        let exit_due = |t: &Term| t.exited.is_some_and(|(_, d)| d <= now);
-        let drained: Vec<u32> = if self.terminals.values().any(exit_due) {
-            self.terminals
-                .iter()
-                .filter(|(_, t)| exit_due(t))
-                .map(|(id, _)| *id)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let drained = due_keys(&self.terminals, |t| t.exited.is_some_and(|(_, d)| d <= now));
         for terminal in drained {
             debug!(
                 terminal,
@@ -1052,6 +1034,18 @@ impl Driver {
         self.sources.insert(token, source);
         token
     }
+}
+
+/// The keys of the entries `due` picks, gathered only when there is one: on most turns
+/// nothing is due, and then nothing is allocated.
+fn due_keys<K: Copy, V>(map: &BTreeMap<K, V>, due: impl Fn(&V) -> bool) -> Vec<K> {
+    if !map.values().any(&due) {
+        return Vec::new();
+    }
+    map.iter()
+        .filter(|(_, v)| due(v))
+        .map(|(k, _)| *k)
+        .collect()
 }
 
 /// The engine's spawn request as the OS layer takes it.
