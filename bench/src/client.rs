@@ -136,13 +136,26 @@ impl Client {
 
     /// Sends a COMMAND without waiting; its request id.
     pub fn send_command(&mut self, command: Command) -> Result<u32> {
+        let (request_id, bytes) = self.encode_command(command);
+        self.send_encoded(&bytes)?;
+        Ok(request_id)
+    }
+
+    /// A COMMAND encoded for [`Self::send_encoded`], and its request id: a latency sample
+    /// starts its clock with the request's bytes ready, as the relay's do.
+    pub fn encode_command(&mut self, command: Command) -> (u32, Vec<u8>) {
         let request_id = self.next_request;
         self.next_request = self.next_request.wrapping_add(1).max(1);
-        self.send(&Frame::Command(CommandFrame {
+        let frame = Frame::Command(CommandFrame {
             request_id,
             command,
-        }))?;
-        Ok(request_id)
+        });
+        (request_id, frame.to_bytes())
+    }
+
+    /// Writes frames already encoded.
+    pub fn send_encoded(&mut self, bytes: &[u8]) -> Result<()> {
+        self.stream.write_all(bytes).context("sending a frame")
     }
 
     /// Waits for the COMMAND_RESULT of `request_id`.
@@ -264,12 +277,13 @@ impl Client {
         })
     }
 
-    /// INPUT_KEY for `c` (fire and forget).
-    pub fn key(&mut self, terminal: &TerminalId, c: char) -> Result<()> {
-        self.send(&Frame::InputKey(InputKey {
+    /// INPUT_KEY for `c` (fire and forget), encoded for [`Self::send_encoded`].
+    pub fn encode_key(terminal: &TerminalId, c: char) -> Vec<u8> {
+        Frame::InputKey(InputKey {
             terminal: terminal.clone(),
             event: key_for(c),
-        }))
+        })
+        .to_bytes()
     }
 
     /// The underlying socket, for readiness checks.

@@ -119,8 +119,9 @@ impl PhuxTerm {
     /// APPLY_INPUT of [`BATCH`] as key presses, until COMMAND_RESULT OK; microseconds.
     pub fn apply(&mut self) -> Result<f64> {
         let cmd = self.client.apply_keys(&self.terminal, BATCH);
+        let (id, request) = self.client.encode_command(cmd);
         let t0 = Instant::now();
-        let id = self.client.send_command(cmd)?;
+        self.client.send_encoded(&request)?;
         let result = self.client.wait_result(id)?;
         let us = micros(t0);
         match result {
@@ -131,8 +132,9 @@ impl PhuxTerm {
 
     /// INPUT_KEY `c`, until `c` comes back in TERMINAL_OUTPUT; microseconds.
     pub fn echo(&mut self, c: char) -> Result<f64> {
+        let key = Client::encode_key(&self.terminal, c);
         let t0 = Instant::now();
-        self.client.key(&self.terminal, c)?;
+        self.client.send_encoded(&key)?;
         let want = c as u8;
         let t = &self.terminal;
         self.client.wait_for(|f| match f {
