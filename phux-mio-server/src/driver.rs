@@ -88,8 +88,6 @@ pub struct Driver {
     done: bool,
     /// Connections with queued bytes not yet offered to the kernel (see [`Self::drive`]).
     unflushed: Vec<ConnId>,
-    /// Connections holding bulk output back until more joins it (see [`Self::drive`]).
-    held: Vec<ConnId>,
     /// The actions being performed came from a bulk PTY read.
     bulk: bool,
     /// This turn's ready sources, kept for the next turn's.
@@ -178,7 +176,6 @@ impl Driver {
             shutdown: None,
             done: false,
             unflushed: Vec::new(),
-            held: Vec::new(),
             bulk: false,
             ready: Vec::new(),
             buf: vec![0; READ_CHUNK],
@@ -245,16 +242,11 @@ impl Driver {
         if !self.again.is_empty() {
             return Some(Duration::ZERO);
         }
-        let held = self
-            .held
-            .iter()
-            .filter_map(|id| self.conns.get(id)?.held_since)
-            .map(|since| since + HOLD_BULK);
         let ours = self
             .conns
             .values()
-            .filter_map(|c| c.closing)
-            .chain(held)
+            .flat_map(|c| [c.closing, c.held_since.map(|since| since + HOLD_BULK)])
+            .flatten()
             .chain(
                 self.terminals
                     .values()
@@ -339,13 +331,7 @@ impl Driver {
             return false;
         }
         let since = *conn.held_since.get_or_insert(now);
-        if now >= since + HOLD_BULK {
-            return false;
-        }
-        if !self.held.contains(&id) {
-            self.held.push(id);
-        }
-        true
+        now < since + HOLD_BULK
     }
 
     /// Reports one event. The actions it queues are performed by the next [`Self::drive`].
@@ -559,9 +545,7 @@ impl Driver {
             return;
         };
         conn.urgent = false;
-        if conn.held_since.take().is_some() {
-            self.held.retain(|&h| h != id);
-        }
+        conn.held_since = None;
         let (sent, state) = conn.queue.flush_to(&mut conn.transport);
         let spent = conn.queue.take_spent();
         let reported = conn.reported;
@@ -648,7 +632,6 @@ impl Driver {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
-        self.held.retain(|&h| h != id);
         let registry = self.poll.registry();
         if !conn.read_done {
             let fd = conn.transport.read_fd().as_raw_fd();
@@ -950,23 +933,11 @@ impl Driver {
 
     fn on_deadlines(&mut self) {
         let now = self.clock.now();
-        // Checked before anything is gathered: on most turns nothing is due.
-        let held_due = |d: &Self, id: &ConnId| {
-            d.conns
-                .get(id)
-                .and_then(|c| c.held_since)
-                .is_none_or(|since| since + HOLD_BULK <= now)
-        };
-        if self.held.iter().any(|id| held_due(self, id)) {
-            let due: Vec<ConnId> = self
-                .held
-                .iter()
-                .copied()
-                .filter(|id| held_due(self, id))
-                .collect();
-            for id in due {
-                self.flush_conn(id);
-            }
+        let held = due_keys(&self.conns, |c| {
+            c.held_since.is_some_and(|since| since + HOLD_BULK <= now)
+        });
+        for id in held {
+            self.flush_conn(id);
         }
         let overdue = due_keys(&self.conns, |c| c.closing.is_some_and(|d| d <= now));
         for id in overdue {
