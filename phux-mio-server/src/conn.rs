@@ -163,6 +163,13 @@ impl Transport {
         matches!(self, Self::Stdio)
     }
 
+    /// Whether a read shorter than its buffer took everything the peer had sent by then: true
+    /// of a stream socket, whose reads gather every queued segment. A `--stdio` stdin may be
+    /// a terminal, which hands out one line per read however many are waiting.
+    pub fn short_read_drains(&self) -> bool {
+        matches!(self, Self::Unix(_))
+    }
+
     /// One non-blocking read. `Ok(0)` is end of stream.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {

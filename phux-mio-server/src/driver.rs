@@ -91,8 +91,21 @@ pub struct Driver {
     /// The actions being performed came from a bulk PTY read.
     bulk: bool,
     /// This turn's ready sources, kept for the next turn's.
-    ready: Vec<(Token, bool, bool)>,
+    ready: Vec<(Token, Wake)>,
     buf: Vec<u8>,
+}
+
+/// What one readiness event says about its source.
+#[derive(Debug, Clone, Copy)]
+struct Wake {
+    readable: bool,
+    writable: bool,
+    /// The peer hung up or the source failed: no further event will come, so the source is
+    /// read to its end. Until then a socket read shorter than the buffer took everything
+    /// there was (see [`Transport::short_read_drains`]) and whatever arrives later raises a
+    /// new edge-triggered event, so the read that would find the socket empty is skipped:
+    /// it cost a syscall between a reply and the next wait.
+    ended: bool,
 }
 
 impl std::fmt::Debug for Driver {
@@ -214,11 +227,27 @@ impl Driver {
             ready.extend(events.iter().map(|e| {
                 let readable = e.is_readable() || e.is_read_closed() || e.is_error();
                 let writable = e.is_writable() || e.is_write_closed() || e.is_error();
-                (e.token(), readable, writable)
+                let ended = e.is_read_closed() || e.is_error();
+                (
+                    e.token(),
+                    Wake {
+                        readable,
+                        writable,
+                        ended,
+                    },
+                )
             }));
-            ready.extend(self.again.drain(..).map(|t| (t, true, false)));
-            for (token, readable, writable) in ready.drain(..) {
-                self.dispatch(token, readable, writable);
+            // Stopped at the cap, not at a short read: read on, to the end this time.
+            ready.extend(self.again.drain(..).map(|t| {
+                let wake = Wake {
+                    readable: true,
+                    writable: false,
+                    ended: true,
+                };
+                (t, wake)
+            }));
+            for (token, wake) in ready.drain(..) {
+                self.dispatch(token, wake);
                 self.drive();
             }
             self.ready = ready;
@@ -257,7 +286,12 @@ impl Driver {
         Some(self.clock.until(next))
     }
 
-    fn dispatch(&mut self, token: Token, readable: bool, writable: bool) {
+    fn dispatch(&mut self, token: Token, wake: Wake) {
+        let Wake {
+            readable,
+            writable,
+            ended,
+        } = wake;
         match token {
             LISTENER => self.accept_all(),
             SIGNALS => {
@@ -269,7 +303,7 @@ impl Driver {
             _ => match self.sources.get(&token).copied() {
                 Some(Source::ConnRead(id)) => {
                     if readable {
-                        self.read_conn(id, token);
+                        self.read_conn(id, token, ended);
                     }
                     // A socket shares one token for both directions.
                     if writable && self.conns.get(&id).is_some_and(|c| c.write_token == token) {
@@ -459,7 +493,9 @@ impl Driver {
         Ok(())
     }
 
-    fn read_conn(&mut self, id: ConnId, token: Token) {
+    /// Reads what the connection has; to its end when the peer is known to have hung up
+    /// (see [`Wake::ended`]).
+    fn read_conn(&mut self, id: ConnId, token: Token, ended: bool) {
         for _ in 0..READS_PER_WAKE {
             let Some(conn) = self.conns.get_mut(&id) else {
                 return;
@@ -480,6 +516,14 @@ impl Driver {
                         // A keystroke's PTY write goes out before the read that finds the
                         // socket empty, not after it: one syscall off the echo path.
                         self.drive();
+                    }
+                    let drained = n < self.buf.len()
+                        && self
+                            .conns
+                            .get(&id)
+                            .is_some_and(|c| c.transport.short_read_drains());
+                    if drained && !ended {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
