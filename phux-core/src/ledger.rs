@@ -23,6 +23,7 @@
 //! still in flight at its horizon is kept until its completion arrives, then dropped: forgetting
 //! it earlier would let a retry write the same bytes a second time.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -280,33 +281,35 @@ impl OperationLedger {
         // [INPUT.DEDUPE.4] expired records go first, so an id past its horizon is unseen again
         // and a full ledger frees what it may before refusing.
         self.prune();
-        if let Some(record) = self.records.get(&id) {
-            // [INPUT.DEDUPE.3] an id is bound to one payload for its whole horizon.
-            if record.digest != digest {
-                return Err(LedgerRefusal::DigestMismatch);
+        let full = self.records.len() >= self.capacity;
+        let slot = match self.records.entry(id) {
+            Entry::Occupied(known) => {
+                let record = known.get();
+                // [INPUT.DEDUPE.3] an id is bound to one payload for its whole horizon.
+                if record.digest != digest {
+                    return Err(LedgerRefusal::DigestMismatch);
+                }
+                // [INPUT.DEDUPE.2] a known id never writes again: replay, wait, or re-evaluate.
+                return Ok(match record.state {
+                    OperationState::Bound => Admission::Rebound,
+                    OperationState::InFlight => Admission::InFlight,
+                    OperationState::Final(result) => Admission::Cached(result),
+                });
             }
-            // [INPUT.DEDUPE.2] a known id never writes again: replay, wait, or re-evaluate.
-            return Ok(match record.state {
-                OperationState::Bound => Admission::Rebound,
-                OperationState::InFlight => Admission::InFlight,
-                OperationState::Final(result) => Admission::Cached(result),
-            });
-        }
+            Entry::Vacant(slot) => slot,
+        };
         // [INPUT.DEDUPE.5] no eviction: an unseen id waits for a record to expire.
-        if self.records.len() >= self.capacity {
+        if full {
             return Err(LedgerRefusal::Full);
         }
         // [INPUT.DEDUPE.1] the binding is made at first admission; the horizon counts from here.
         let admitted_at = self.clock;
-        self.records.insert(
-            id,
-            Record {
-                digest,
-                admitted_at,
-                state: OperationState::Bound,
-                overdue: false,
-            },
-        );
+        slot.insert(Record {
+            digest,
+            admitted_at,
+            state: OperationState::Bound,
+            overdue: false,
+        });
         self.order.push_back((admitted_at, id));
         Ok(Admission::Fresh)
     }

@@ -171,6 +171,9 @@ pub fn encode_focus(focus: FocusEvent, modes: &TerminalModes, out: &mut Vec<u8>)
     });
 }
 
+/// What one key press usually encodes to, at most (a CSI sequence with modifiers).
+const TYPICAL_EVENT_BYTES: usize = 16;
+
 /// Encodes a whole APPLY_INPUT batch against one modes snapshot (phux 0.8 section 8.2 steps
 /// 7 and 8) into one contiguous PTY job.
 ///
@@ -189,7 +192,9 @@ pub fn encode_batch(
     {
         return Err(BatchError::UnsafePaste { index });
     }
-    let mut out = Vec::new();
+    // Room for a typical key's bytes per event, so a short batch is encoded without
+    // regrowing; bounded, since a batch holds at most 256 events.
+    let mut out = Vec::with_capacity(events.len().saturating_mul(TYPICAL_EVENT_BYTES));
     for (index, event) in events.iter().enumerate() {
         // A paste's encoded size is known up front; refuse before allocating for it, so a
         // huge paste never costs more memory than the bound.
