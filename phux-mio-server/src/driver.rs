@@ -101,10 +101,11 @@ struct Wake {
     readable: bool,
     writable: bool,
     /// The peer hung up or the source failed: no further event will come, so the source is
-    /// read to its end. Until then a socket read shorter than the buffer took everything
-    /// there was (see [`Transport::short_read_drains`]) and whatever arrives later raises a
-    /// new edge-triggered event, so the read that would find the socket empty is skipped:
-    /// it cost a syscall between a reply and the next wait.
+    /// read to its end. Until then a read shorter than the buffer took everything there was
+    /// (see [`Transport::short_read_drains`]; a PTY master in raw mode hands out all its line
+    /// discipline holds) and whatever arrives later raises a new edge-triggered event, so the
+    /// read that would find the source empty is skipped: it cost a syscall between a reply
+    /// or an echo and the next wait.
     ended: bool,
 }
 
@@ -317,7 +318,7 @@ impl Driver {
                 }
                 Some(Source::Master(t)) => {
                     if readable {
-                        self.read_master(t, token);
+                        self.read_master(t, token, ended);
                     }
                     if writable {
                         self.pump(t);
@@ -827,7 +828,9 @@ impl Driver {
         }
     }
 
-    fn read_master(&mut self, terminal: u32, token: Token) {
+    /// Reads the terminal's output; to its end when the slave is known to have hung up (see
+    /// [`Wake::ended`]).
+    fn read_master(&mut self, terminal: u32, token: Token, ended: bool) {
         // Each read goes to the engine at once: a PTY master hands out at most its line
         // discipline's few KiB per read, and the time spent on one chunk is what lets the
         // kernel refill it for the next read. The frames of a wake-up's bulk reads still
@@ -857,6 +860,14 @@ impl Driver {
                     // KiB chunks, still leaves in one write per wake-up.
                     if n < INTERACTIVE_READ {
                         self.drive();
+                        // A short read took all the line discipline held, and more output
+                        // raises a new event: the read that would find the master empty is
+                        // skipped, as for a socket. Not after a bulk read: there the master
+                        // is refilled as we go, and the next read waits for the refill
+                        // inside the kernel more cheaply than a trip through the poll.
+                        if !ended {
+                            return;
+                        }
                     }
                 }
                 Ok(PtyRead::WouldBlock) => return,
@@ -906,7 +917,7 @@ impl Driver {
         }
         // [SERVER.PTY.3] Output written before the exit is reported before the exit.
         if let Some(token) = t.master {
-            self.read_master(terminal, token);
+            self.read_master(terminal, token, true);
         }
     }
 

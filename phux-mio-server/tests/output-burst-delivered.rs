@@ -1,19 +1,33 @@
 //! The server may hold bulk output back for a moment so that a streaming program's viewers get
 //! a few large writes instead of many small ones. Held output must still arrive when nothing
 //! follows it: a burst that ends the program's output for a while is delivered whole, without
-//! waiting for more output, an exit or a client request.
+//! waiting for more output, an exit or a client request. So is output written a byte at a
+//! time, after which the server does not read the master again until told there is more.
 
 mod client;
 
 use client::Server;
 use phux_proto::command::{ApplyInput, Command, CommandResult};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
-use phux_proto::{Frame, OperationId};
+use phux_proto::{Frame, OperationId, TerminalId};
 
 /// Bursts of these sizes, one per line of input. The master hands out at most 4 KiB per
 /// read, and where a burst's reads are cut depends on timing, so several sizes make it likely
 /// that some burst ends with a read the server treats as bulk (2 KiB or more).
 const BURSTS: [usize; 8] = [4000, 4096, 8192, 2500, 12288, 6000, 70000, 3000];
+
+/// How many times `byte` occurs in the terminal's output among `frames`.
+fn count_output(frames: &[Frame], t: &TerminalId, byte: u8) -> usize {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::TerminalOutput(o) if &o.terminal == t => Some(&o.bytes),
+            _ => None,
+        })
+        .flatten()
+        .filter(|&&b| b == byte)
+        .count()
+}
 
 #[test]
 fn bursts_followed_by_silence_are_delivered_whole() {
@@ -33,17 +47,7 @@ fn bursts_followed_by_silence_are_delivered_whole() {
         }),
         CommandResult::Ok
     );
-    let xs = |frames: &[Frame]| {
-        frames
-            .iter()
-            .filter_map(|f| match f {
-                Frame::TerminalOutput(o) if o.terminal == t => Some(&o.bytes),
-                _ => None,
-            })
-            .flatten()
-            .filter(|&&b| b == b'x')
-            .count()
-    };
+    let xs = |frames: &[Frame]| count_output(frames, &t, b'x');
     let mut want = 0;
     for (i, burst) in BURSTS.into_iter().enumerate() {
         let go = ApplyInput {
@@ -65,4 +69,42 @@ fn bursts_followed_by_silence_are_delivered_whole() {
         }
         assert_eq!(seen, want, "burst {i} of {burst} bytes");
     }
+}
+
+/// A program writing a byte at a time, as fast as it can, then falling silent: every read of
+/// the master is short, and the server does not read again after one (more output raises a
+/// new event). The last bytes must still arrive, with no later output to prompt them.
+#[test]
+fn byte_at_a_time_output_is_delivered_whole() {
+    const BYTES: usize = 3000;
+    let server = Server::start();
+    let mut c = server.connect();
+    c.hello();
+    let script = format!(
+        "read go; i=0; while [ $i -lt {BYTES} ]; do printf y; i=$((i+1)); done; exec sleep 600"
+    );
+    let t = c.spawn(&["/bin/sh", "-c", &script]);
+    assert_eq!(
+        c.command(Command::AttachTerminal {
+            terminal: t.clone()
+        }),
+        CommandResult::Ok
+    );
+    let ys = |frames: &[Frame]| count_output(frames, &t, b'y');
+    let go = ApplyInput {
+        operation_id: OperationId::from_u128(0xb17e).expect("id"),
+        terminal: t.clone(),
+        events: vec![InputEvent::Paste(PasteEvent {
+            trust: PasteTrust::Trusted,
+            data: b"go\r".to_vec(),
+        })],
+    };
+    assert_eq!(c.command(Command::ApplyInput(go)), CommandResult::Ok);
+    let mut seen = ys(&c.seen);
+    while seen < BYTES {
+        // Panics at the deadline (tens of seconds): the last bytes were stranded.
+        let frame = c.wait_for("the rest of the output", |f| Some(f.clone()));
+        seen += ys(std::slice::from_ref(&frame));
+    }
+    assert_eq!(seen, BYTES);
 }
