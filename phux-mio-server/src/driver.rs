@@ -92,6 +92,11 @@ pub struct Driver {
     bulk: bool,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// No deadline of our own (a closing connection's, held output's, an exited child's
+    /// drain) falls before this; `None` when none is set. Lowered as each is set and worked
+    /// out afresh only once it comes due, so a turn scans every connection and terminal only
+    /// when something is due, not on every wake-up.
+    own_due: Option<Instant>,
     buf: Vec<u8>,
 }
 
@@ -192,6 +197,7 @@ impl Driver {
             unflushed: Vec::new(),
             bulk: false,
             ready: Vec::new(),
+            own_due: None,
             buf: vec![0; READ_CHUNK],
         };
         if stdio {
@@ -272,19 +278,30 @@ impl Driver {
         if !self.again.is_empty() {
             return Some(Duration::ZERO);
         }
-        let ours = self
+        let next = [self.own_due, self.shutdown, self.engine.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()?;
+        Some(self.clock.until(next))
+    }
+
+    /// A deadline of our own was set for `at` (see [`Self::own_due`]).
+    fn note_deadline(&mut self, at: Instant) {
+        self.own_due = Some(self.own_due.map_or(at, |due| due.min(at)));
+    }
+
+    /// The nearest of our own deadlines, worked out from every connection and terminal.
+    fn nearest_own_deadline(&self) -> Option<Instant> {
+        let conns = self
             .conns
             .values()
             .flat_map(|c| [c.closing, c.held_since.map(|since| since + HOLD_BULK)])
-            .flatten()
-            .chain(
-                self.terminals
-                    .values()
-                    .filter_map(|t| t.exited.map(|e| e.1)),
-            )
-            .chain(self.shutdown);
-        let next = ours.chain(self.engine.poll_timeout()).min()?;
-        Some(self.clock.until(next))
+            .flatten();
+        let terminals = self
+            .terminals
+            .values()
+            .filter_map(|t| t.exited.map(|e| e.1));
+        conns.chain(terminals).min()
     }
 
     fn dispatch(&mut self, token: Token, wake: Wake) {
@@ -365,8 +382,9 @@ impl Driver {
         if conn.urgent || conn.writable || conn.queue.len() >= HOLD_BULK_BYTES {
             return false;
         }
-        let since = *conn.held_since.get_or_insert(now);
-        now < since + HOLD_BULK
+        let until = *conn.held_since.get_or_insert(now) + HOLD_BULK;
+        self.note_deadline(until);
+        now < until
     }
 
     /// Reports one event. The actions it queues are performed by the next [`Self::drive`].
@@ -557,12 +575,13 @@ impl Driver {
         }
         // Whatever is already queued still goes out (a half-closed peer may be reading), but
         // the engine forgets the connection now.
-        if conn.closing.is_none() {
-            conn.closing = Some(self.clock.now() + CLOSE_BOUND);
-        }
+        let closing = *conn
+            .closing
+            .get_or_insert_with(|| self.clock.now() + CLOSE_BOUND);
         if err.is_some() {
             conn.queue.clear();
         }
+        self.note_deadline(closing);
         self.report_disconnected(id);
         self.flush_conn(id);
     }
@@ -667,9 +686,10 @@ impl Driver {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.closing.is_none() {
-            conn.closing = Some(self.clock.now() + CLOSE_BOUND);
-        }
+        let closing = *conn
+            .closing
+            .get_or_insert_with(|| self.clock.now() + CLOSE_BOUND);
+        self.note_deadline(closing);
         self.flush_conn(id);
     }
 
@@ -911,12 +931,15 @@ impl Driver {
             }
         };
         debug!(terminal, pid = t.child.pid(), ?exit, "child exited");
-        t.exited = Some((exit, self.clock.now() + EXIT_DRAIN_BOUND));
-        if t.eof {
+        let drain = self.clock.now() + EXIT_DRAIN_BOUND;
+        t.exited = Some((exit, drain));
+        let (eof, master) = (t.eof, t.master);
+        self.note_deadline(drain);
+        if eof {
             return self.finish_exit(terminal);
         }
         // [SERVER.PTY.3] Output written before the exit is reported before the exit.
-        if let Some(token) = t.master {
+        if let Some(token) = master {
             self.read_master(terminal, token, true);
         }
     }
@@ -988,6 +1011,23 @@ impl Driver {
 
     fn on_deadlines(&mut self) {
         let now = self.clock.now();
+        if self.own_due.is_some_and(|due| due <= now) {
+            self.on_own_deadlines(now);
+        }
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.engine.handle(now, ServerEvent::Timeout);
+        }
+        if self.shutdown.is_some_and(|d| d <= now) {
+            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            for id in ids {
+                self.close_now(id);
+            }
+        }
+    }
+
+    /// Flushes held output, drops connections that did not drain in time and finishes exits
+    /// whose output never ended, as each comes due; then works out the next such deadline.
+    fn on_own_deadlines(&mut self, now: Instant) {
         let held = due_keys(&self.conns, |c| {
             c.held_since.is_some_and(|since| since + HOLD_BULK <= now)
         });
@@ -1010,15 +1050,7 @@ impl Driver {
             );
             self.finish_exit(terminal);
         }
-        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
-            self.engine.handle(now, ServerEvent::Timeout);
-        }
-        if self.shutdown.is_some_and(|d| d <= now) {
-            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
-            for id in ids {
-                self.close_now(id);
-            }
-        }
+        self.own_due = self.nearest_own_deadline();
     }
 
     /// The engine's `Shutdown`: stop accepting, remove the socket, and stop once every
