@@ -6,7 +6,7 @@
 
 mod client;
 
-use client::Server;
+use client::{Client, Server};
 use phux_proto::command::{ApplyInput, Command, CommandResult};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{Frame, OperationId, TerminalId};
@@ -15,6 +15,31 @@ use phux_proto::{Frame, OperationId, TerminalId};
 /// read, and where a burst's reads are cut depends on timing, so several sizes make it likely
 /// that some burst ends with a read the server treats as bulk (2 KiB or more).
 const BURSTS: [usize; 8] = [4000, 4096, 8192, 2500, 12288, 6000, 70000, 3000];
+
+/// Starts `sh -c script` and attaches to its terminal.
+fn spawn_attached(c: &mut Client, script: &str) -> TerminalId {
+    let t = c.spawn(&["/bin/sh", "-c", script]);
+    assert_eq!(
+        c.command(Command::AttachTerminal {
+            terminal: t.clone()
+        }),
+        CommandResult::Ok
+    );
+    t
+}
+
+/// Sends the line the child waits for (operation `op`), acknowledged.
+fn send_go(c: &mut Client, t: &TerminalId, op: u128) {
+    let go = ApplyInput {
+        operation_id: OperationId::from_u128(op).expect("id"),
+        terminal: t.clone(),
+        events: vec![InputEvent::Paste(PasteEvent {
+            trust: PasteTrust::Trusted,
+            data: b"go\r".to_vec(),
+        })],
+    };
+    assert_eq!(c.command(Command::ApplyInput(go)), CommandResult::Ok);
+}
 
 /// How many times `byte` occurs in the terminal's output among `frames`.
 fn count_output(frames: &[Frame], t: &TerminalId, byte: u8) -> usize {
@@ -29,6 +54,18 @@ fn count_output(frames: &[Frame], t: &TerminalId, byte: u8) -> usize {
         .count()
 }
 
+/// Waits until the terminal's output has carried `want` copies of `byte` in all, counted over
+/// every frame seen so far (a reply's wait included). Panics at the client's deadline (tens
+/// of seconds): output was stranded.
+fn await_output(c: &mut Client, t: &TerminalId, byte: u8, want: usize) -> usize {
+    let mut seen = count_output(&c.seen, t, byte);
+    while seen < want {
+        let frame = c.wait_for("the rest of the output", |f| Some(f.clone()));
+        seen += count_output(std::slice::from_ref(&frame), t, byte);
+    }
+    seen
+}
+
 #[test]
 fn bursts_followed_by_silence_are_delivered_whole() {
     let server = Server::start();
@@ -40,34 +77,16 @@ fn bursts_followed_by_silence_are_delivered_whole() {
         "for n in {}; do read go; head -c $n /dev/zero | tr '\\0' x; done; exec sleep 600",
         sizes.join(" ")
     );
-    let t = c.spawn(&["/bin/sh", "-c", &script]);
-    assert_eq!(
-        c.command(Command::AttachTerminal {
-            terminal: t.clone()
-        }),
-        CommandResult::Ok
-    );
-    let xs = |frames: &[Frame]| count_output(frames, &t, b'x');
+    let t = spawn_attached(&mut c, &script);
     let mut want = 0;
     for (i, burst) in BURSTS.into_iter().enumerate() {
-        let go = ApplyInput {
-            operation_id: OperationId::from_u128(0xb0057 + i as u128).expect("id"),
-            terminal: t.clone(),
-            events: vec![InputEvent::Paste(PasteEvent {
-                trust: PasteTrust::Trusted,
-                data: b"go\r".to_vec(),
-            })],
-        };
-        assert_eq!(c.command(Command::ApplyInput(go)), CommandResult::Ok);
+        send_go(&mut c, &t, 0xb0057 + i as u128);
         want += burst;
-        // Counted over every output frame seen so far, the reply's wait included.
-        let mut seen = xs(&c.seen);
-        while seen < want {
-            // Panics at the deadline (tens of seconds): the burst's tail was stranded.
-            let frame = c.wait_for("the rest of the burst", |f| Some(f.clone()));
-            seen += xs(std::slice::from_ref(&frame));
-        }
-        assert_eq!(seen, want, "burst {i} of {burst} bytes");
+        assert_eq!(
+            await_output(&mut c, &t, b'x', want),
+            want,
+            "burst {i} of {burst} bytes"
+        );
     }
 }
 
@@ -83,28 +102,7 @@ fn byte_at_a_time_output_is_delivered_whole() {
     let script = format!(
         "read go; i=0; while [ $i -lt {BYTES} ]; do printf y; i=$((i+1)); done; exec sleep 600"
     );
-    let t = c.spawn(&["/bin/sh", "-c", &script]);
-    assert_eq!(
-        c.command(Command::AttachTerminal {
-            terminal: t.clone()
-        }),
-        CommandResult::Ok
-    );
-    let ys = |frames: &[Frame]| count_output(frames, &t, b'y');
-    let go = ApplyInput {
-        operation_id: OperationId::from_u128(0xb17e).expect("id"),
-        terminal: t.clone(),
-        events: vec![InputEvent::Paste(PasteEvent {
-            trust: PasteTrust::Trusted,
-            data: b"go\r".to_vec(),
-        })],
-    };
-    assert_eq!(c.command(Command::ApplyInput(go)), CommandResult::Ok);
-    let mut seen = ys(&c.seen);
-    while seen < BYTES {
-        // Panics at the deadline (tens of seconds): the last bytes were stranded.
-        let frame = c.wait_for("the rest of the output", |f| Some(f.clone()));
-        seen += ys(std::slice::from_ref(&frame));
-    }
-    assert_eq!(seen, BYTES);
+    let t = spawn_attached(&mut c, &script);
+    send_go(&mut c, &t, 0xb17e);
+    assert_eq!(await_output(&mut c, &t, b'y', BYTES), BYTES);
 }
