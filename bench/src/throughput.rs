@@ -112,7 +112,6 @@ fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u6
     let end = t0 + transfer_deadline(expected);
     let mut buf = vec![0u8; 64 * 1024];
     let mut count = 0u64;
-    let mut done = None;
     while let Some(fd) = child.master_fd() {
         if !wait_readable(fd, Duration::from_secs(1))? {
             if Instant::now() >= end {
@@ -123,15 +122,16 @@ fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u6
         match child.read(&mut buf).context("reading the master")? {
             PtyRead::Data(n) => {
                 count += n as u64;
-                if done.is_none() && count >= expected {
-                    done = Some(t0.elapsed().as_secs_f64());
+                if count >= expected {
+                    // Everything is in; a holding writer would keep the master open.
+                    return Ok((t0.elapsed().as_secs_f64(), count));
                 }
             }
             PtyRead::WouldBlock => {}
             PtyRead::Eof => break,
         }
     }
-    Ok((done.unwrap_or_else(|| t0.elapsed().as_secs_f64()), count))
+    Ok((t0.elapsed().as_secs_f64(), count))
 }
 
 /// The physical limit: this process reads the writer's PTY master directly.
@@ -351,14 +351,14 @@ pub fn tmux_control(lines: u64, hold: bool) -> Result<Run> {
 }
 
 /// `dtach -a` (no screen tracking) attached through a PTY we drain; the writer runs under
-/// `dtach -n` and exits at once after its payload.
+/// `dtach -n` and holds after its payload until every byte is in.
 pub fn dtach(lines: u64) -> Result<Run> {
     let dir = tempfile::tempdir().context("scratch directory")?;
     let sock = dir.path().join("dtach.sock");
     let sock_s = sock.to_string_lossy().into_owned();
     let status = Command::new("dtach")
         .args(["-n", &sock_s, "-E", "-z"])
-        .args(writer_argv(lines, false)?)
+        .args(writer_argv(lines, true)?)
         .stdin(Stdio::null())
         .status()
         .context("dtach -n")?;
@@ -375,6 +375,9 @@ pub fn dtach(lines: u64) -> Result<Run> {
     let t0 = Instant::now();
     write_pty(&attach, b"\n")?;
     let (secs, delivered) = drain_master(&attach, t0, expected)?;
+    // Released only now: dtach drops the last few KiB of a child that exits right after
+    // writing them, which would cut the stream short rather than measure its rate.
+    write_pty(&attach, b"\n")?;
     Ok(Run {
         secs,
         expected,
