@@ -532,8 +532,8 @@ impl Driver {
                         let bytes = self.buf.get(..n).unwrap_or_default();
                         self.engine
                             .handle(now, ServerEvent::Received { conn: id, bytes });
-                        // A keystroke's PTY write goes out before the read that finds the
-                        // socket empty, not after it: one syscall off the echo path.
+                        // What these bytes asked for (a keystroke's PTY write, a reply) goes
+                        // out before any further read of the socket.
                         self.drive();
                     }
                     let drained = n < self.buf.len()
@@ -876,8 +876,8 @@ impl Driver {
                     }
                     self.bulk = false;
                     // A few bytes are an echo or a prompt someone is waiting for: send them
-                    // before the read that finds the master empty. Bulk output, read in
-                    // KiB chunks, still leaves in one write per wake-up.
+                    // at once. Bulk output, read in KiB chunks, still leaves in one write
+                    // per wake-up.
                     if n < INTERACTIVE_READ {
                         self.drive();
                         // A short read took all the line discipline held, and more output
