@@ -195,10 +195,11 @@ fn bench(c: &mut Criterion) {
     let keystroke = Frame::InputKey(InputKey {
         terminal: TerminalId::Local(rig.terminal),
         event: key('x'),
-    });
+    })
+    .to_bytes();
     group.bench_function("input_key", |b| {
         b.iter(|| {
-            rig.receive(ConnId(1), &keystroke);
+            rig.receive_bytes(ConnId(1), &keystroke);
             rig.complete_write();
         });
     });

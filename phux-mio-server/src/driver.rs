@@ -146,8 +146,8 @@ struct Conn {
     reported: bool,
     /// Something other than bulk output is queued: write it at the next flush.
     urgent: bool,
-    /// Since when bulk output has been held back.
-    held_since: Option<Instant>,
+    /// Held-back bulk output must be written by then (the first of it plus [`HOLD_BULK`]).
+    held_until: Option<Instant>,
     /// Reads ended (EOF or error): do not read again.
     read_done: bool,
 }
@@ -295,7 +295,7 @@ impl Driver {
         let conns = self
             .conns
             .values()
-            .flat_map(|c| [c.closing, c.held_since.map(|since| since + HOLD_BULK)])
+            .flat_map(|c| [c.closing, c.held_until])
             .flatten();
         let terminals = self
             .terminals
@@ -357,9 +357,7 @@ impl Driver {
     /// that ends a burst) is written at once, with whatever bulk output is ahead of it.
     fn drive(&mut self) {
         loop {
-            while let Some(action) = self.engine.poll_action() {
-                self.perform(action);
-            }
+            self.perform_queued();
             if self.unflushed.is_empty() {
                 return;
             }
@@ -373,6 +371,13 @@ impl Driver {
         }
     }
 
+    /// Performs every action the engine has queued, queueing their bytes without writing.
+    fn perform_queued(&mut self) {
+        while let Some(action) = self.engine.poll_action() {
+            self.perform(action);
+        }
+    }
+
     /// Whether the connection's queued bytes may wait for more bulk output to join them.
     fn hold(&mut self, id: ConnId, now: Instant) -> bool {
         let Some(conn) = self.conns.get_mut(&id) else {
@@ -382,7 +387,7 @@ impl Driver {
         if conn.urgent || conn.writable || conn.queue.len() >= HOLD_BULK_BYTES {
             return false;
         }
-        let until = *conn.held_since.get_or_insert(now) + HOLD_BULK;
+        let until = *conn.held_until.get_or_insert(now + HOLD_BULK);
         self.note_deadline(until);
         now < until
     }
@@ -503,7 +508,7 @@ impl Driver {
                 closing: None,
                 reported: false,
                 urgent: false,
-                held_since: None,
+                held_until: None,
                 read_done: false,
             },
         );
@@ -522,6 +527,7 @@ impl Driver {
             if conn.read_done {
                 return;
             }
+            let drains = conn.transport.short_read_drains();
             match conn.transport.read(&mut self.buf) {
                 Ok(0) => return self.peer_gone(id, None),
                 Ok(n) => {
@@ -536,12 +542,7 @@ impl Driver {
                         // out before any further read of the socket.
                         self.drive();
                     }
-                    let drained = n < self.buf.len()
-                        && self
-                            .conns
-                            .get(&id)
-                            .is_some_and(|c| c.transport.short_read_drains());
-                    if drained && !ended {
+                    if drains && n < self.buf.len() && !ended {
                         return;
                     }
                 }
@@ -609,7 +610,7 @@ impl Driver {
             return;
         };
         conn.urgent = false;
-        conn.held_since = None;
+        conn.held_until = None;
         let (sent, state) = conn.queue.flush_to(&mut conn.transport);
         let spent = conn.queue.take_spent();
         let reported = conn.reported;
@@ -871,9 +872,7 @@ impl Driver {
                     // This read's frames are queued now, marked as bulk output or not by the
                     // read's size (see `drive`).
                     self.bulk = n >= BULK_READ;
-                    while let Some(action) = self.engine.poll_action() {
-                        self.perform(action);
-                    }
+                    self.perform_queued();
                     self.bulk = false;
                     // A few bytes are an echo or a prompt someone is waiting for: send them
                     // at once. Bulk output, read in KiB chunks, still leaves in one write
@@ -1028,9 +1027,7 @@ impl Driver {
     /// Flushes held output, drops connections that did not drain in time and finishes exits
     /// whose output never ended, as each comes due; then works out the next such deadline.
     fn on_own_deadlines(&mut self, now: Instant) {
-        let held = due_keys(&self.conns, |c| {
-            c.held_since.is_some_and(|since| since + HOLD_BULK <= now)
-        });
+        let held = due_keys(&self.conns, |c| c.held_until.is_some_and(|u| u <= now));
         for id in held {
             self.flush_conn(id);
         }
@@ -1094,12 +1091,8 @@ impl Driver {
     }
 }
 
-/// The keys of the entries `due` picks, gathered only when there is one: on most turns
-/// nothing is due, and then nothing is allocated.
+/// The keys of the entries `due` picks.
 fn due_keys<K: Copy, V>(map: &BTreeMap<K, V>, due: impl Fn(&V) -> bool) -> Vec<K> {
-    if !map.values().any(&due) {
-        return Vec::new();
-    }
     map.iter()
         .filter(|(_, v)| due(v))
         .map(|(k, _)| *k)
