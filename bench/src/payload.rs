@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rustix::termios::{LocalModes, OptionalActions};
 
 use crate::error::{Context, Result};
+use crate::roles::wait_readable;
 
 /// Printable columns per line; a newline follows, so each line is 80 bytes written.
 pub const LINE_TEXT: usize = 79;
@@ -57,11 +58,27 @@ fn silence_echo() -> Result<()> {
         .context("tcsetattr on the writer's stdin")
 }
 
+/// How long a holding writer waits for its release before exiting anyway: far longer than
+/// any receiver takes, short enough that a receiver that died leaves nothing running for long.
+const HOLD_BOUND: Duration = Duration::from_mins(1);
+
 /// Blocks until a line (or end of input) arrives on stdin.
 fn wait_line() {
+    wait_line_within(None);
+}
+
+/// Blocks until a line (or end of input) arrives on stdin, or `bound` passes.
+fn wait_line_within(bound: Option<Duration>) {
+    let end = bound.map(|b| Instant::now() + b);
     let mut byte = [0u8; 1];
     let mut stdin = std::io::stdin().lock();
     loop {
+        if let Some(end) = end {
+            let left = end.saturating_duration_since(Instant::now());
+            if !matches!(wait_readable(rustix::stdio::stdin(), left), Ok(true)) {
+                return;
+            }
+        }
         match stdin.read(&mut byte) {
             Ok(0) | Err(_) => return,
             Ok(_) if byte[0] == b'\n' || byte[0] == b'\r' => return,
@@ -84,7 +101,7 @@ fn write_all_stdout(mut buf: &[u8]) -> Result<()> {
 }
 
 /// `__writer`: silence echo, print [`READY`], wait for a line, write `lines` lines, and (with
-/// `hold`) wait for one more line before exiting.
+/// `hold`) wait for one more line (at most [`HOLD_BOUND`]) before exiting.
 pub fn writer(lines: u64, hold: bool) -> Result<()> {
     silence_echo()?;
     write_all_stdout(READY)?;
@@ -102,7 +119,7 @@ pub fn writer(lines: u64, hold: bool) -> Result<()> {
         left -= n;
     }
     if hold {
-        wait_line();
+        wait_line_within(Some(HOLD_BOUND));
     }
     Ok(())
 }

@@ -134,6 +134,23 @@ fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u6
     Ok((t0.elapsed().as_secs_f64(), count))
 }
 
+/// Reads and discards a master's output until it ends or `bound` passes.
+fn await_eof(child: &PtyChild, bound: Duration) -> Result<()> {
+    let end = Instant::now() + bound;
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some(fd) = child.master_fd() {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() || !wait_readable(fd, left)? {
+            break;
+        }
+        match child.read(&mut buf).context("reading the master")? {
+            PtyRead::Data(_) | PtyRead::WouldBlock => {}
+            PtyRead::Eof => break,
+        }
+    }
+    Ok(())
+}
+
 /// The physical limit: this process reads the writer's PTY master directly.
 pub fn direct(lines: u64) -> Result<Run> {
     let argv = writer_argv(lines, false)?;
@@ -376,8 +393,11 @@ pub fn dtach(lines: u64) -> Result<Run> {
     write_pty(&attach, b"\n")?;
     let (secs, delivered) = drain_master(&attach, t0, expected)?;
     // Released only now: dtach drops the last few KiB of a child that exits right after
-    // writing them, which would cut the stream short rather than measure its rate.
+    // writing them, which would cut the stream short rather than measure its rate. The
+    // session then ends, and so does the attached dtach: wait for that, so the release is
+    // forwarded before the attached end is killed and no session is left behind.
     write_pty(&attach, b"\n")?;
+    await_eof(&attach, Duration::from_secs(10))?;
     Ok(Run {
         secs,
         expected,
