@@ -6,6 +6,8 @@
 //! - `engine/apply_input`: an APPLY_INPUT of three key presses from its bytes to the `Write`
 //!   action, then the `WriteDone` to the encoded COMMAND_RESULT (the whole round trip's
 //!   server-side work).
+//! - `engine/apply_input/crowded`: the same beside a thousand idle terminals and a thousand
+//!   idle connections.
 //! - `engine/input_key`: an INPUT_KEY from its bytes to the `Write` action and its completion.
 //! - `engine/output_4KiB/{1,8}_viewers`: one 4 KiB PTY read of 80-column text ingested and
 //!   sent to 1 or 8 attached viewers, the send buffers handed back as the driver does.
@@ -54,19 +56,7 @@ impl Rig {
             );
             rig.receive(conn, &hello_frame());
         }
-        rig.receive(
-            ConnId(1),
-            &Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1))),
-        );
-        assert_ne!(rig.terminal, 0, "the engine asked for no spawn");
-        rig.engine.handle(
-            rig.now,
-            ServerEvent::Spawned {
-                terminal: rig.terminal,
-                pid: 4242,
-            },
-        );
-        rig.drain();
+        rig.spawn();
         let t = TerminalId::Local(rig.terminal);
         for c in 1..=viewers {
             let attach = Command::AttachTerminal {
@@ -75,6 +65,50 @@ impl Rig {
             rig.receive(ConnId(c), &command_frame(2, attach));
         }
         rig
+    }
+
+    /// Spawns a terminal for connection 1; it becomes `self.terminal`.
+    fn spawn(&mut self) {
+        self.terminal = 0;
+        self.receive(
+            ConnId(1),
+            &Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1))),
+        );
+        assert_ne!(self.terminal, 0, "the engine asked for no spawn");
+        self.engine.handle(
+            self.now,
+            ServerEvent::Spawned {
+                terminal: self.terminal,
+                pid: 4242,
+            },
+        );
+        self.drain();
+    }
+
+    /// Adds `count` idle terminals, spawned before the one the rig works on.
+    fn with_idle_terminals(mut self, count: usize) -> Self {
+        let busy = self.terminal;
+        for _ in 0..count {
+            self.spawn();
+        }
+        self.terminal = busy;
+        self
+    }
+
+    /// Adds `count` connections that said HELLO and nothing more.
+    fn with_idle_conns(mut self, count: u64) -> Self {
+        for c in 1000..1000 + count {
+            let conn = ConnId(c);
+            self.engine.handle(
+                self.now,
+                ServerEvent::Connected {
+                    conn,
+                    peer: PeerInfo::local(),
+                },
+            );
+            self.receive(conn, &hello_frame());
+        }
+        self
     }
 
     fn receive(&mut self, conn: ConnId, frame: &Frame) {
@@ -112,6 +146,15 @@ impl Rig {
         }
     }
 
+    /// One APPLY_INPUT round trip: the request's bytes, the write's completion, the reply.
+    fn apply(&mut self, frame: &[u8]) {
+        self.receive_bytes(ConnId(1), frame);
+        self.complete_write();
+        // Virtual time moves on so that records expire (600 s) before the ledger fills
+        // (65,536): the steady state of a busy server.
+        self.now += std::time::Duration::from_millis(10);
+    }
+
     fn complete_write(&mut self) {
         let job = self.job.take().expect("a Write action");
         self.engine.handle(
@@ -123,6 +166,21 @@ impl Rig {
             },
         );
         self.drain();
+    }
+}
+
+/// A fresh APPLY_INPUT of three key presses to `terminal` per call, as encoded bytes.
+fn apply_frames(terminal: u32) -> impl FnMut() -> Vec<u8> {
+    let t = TerminalId::Local(terminal);
+    let mut op = 0u128;
+    move || {
+        op += 1;
+        let apply = Command::ApplyInput(ApplyInput {
+            operation_id: OperationId::from_u128(op).expect("non-zero"),
+            terminal: t.clone(),
+            events: "abc".chars().map(|c| InputEvent::Key(key(c))).collect(),
+        });
+        command_frame(10 + (op % 1000) as u32, apply).to_bytes()
     }
 }
 
@@ -142,27 +200,22 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine");
 
     let mut rig = Rig::new(1);
-    let t = TerminalId::Local(rig.terminal);
-    let mut op = 0u128;
-    let mut next_apply = move || {
-        op += 1;
-        let apply = Command::ApplyInput(ApplyInput {
-            operation_id: OperationId::from_u128(op).expect("non-zero"),
-            terminal: t.clone(),
-            events: "abc".chars().map(|c| InputEvent::Key(key(c))).collect(),
-        });
-        command_frame(10 + (op % 1000) as u32, apply).to_bytes()
-    };
+    let mut next_apply = apply_frames(rig.terminal);
     group.bench_function("apply_input", |b| {
         b.iter_batched_ref(
             &mut next_apply,
-            |frame| {
-                rig.receive_bytes(ConnId(1), frame);
-                rig.complete_write();
-                // Virtual time moves on so that records expire (600 s) before the ledger
-                // fills (65,536): the steady state of a busy server.
-                rig.now += std::time::Duration::from_millis(10);
-            },
+            |frame| rig.apply(frame),
+            BatchSize::SmallInput,
+        );
+    });
+    // The same beside a thousand idle terminals and a thousand idle connections (the scale
+    // section's server): nothing per operation may grow with either.
+    let mut crowded = Rig::new(1).with_idle_terminals(1000).with_idle_conns(1000);
+    let mut next_crowded = apply_frames(crowded.terminal);
+    group.bench_function("apply_input/crowded", |b| {
+        b.iter_batched_ref(
+            &mut next_crowded,
+            |frame| crowded.apply(frame),
             BatchSize::SmallInput,
         );
     });

@@ -9,7 +9,7 @@
 )]
 
 use phux_core::server::{ConnId, ServerConfig};
-use phux_core::sim::{Harness, hello_frame, server_id_for};
+use phux_core::sim::{Harness, command_frame, hello_frame, server_id_for};
 use phux_core::terminal::TerminalState;
 use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{
@@ -283,6 +283,64 @@ fn slow_reader_is_tombstoned_then_rebootstrapped_and_others_unaffected() {
             next.bootstrap.get()
         )]
     );
+}
+
+#[test]
+fn each_tombstoned_stream_starts_over_once_when_the_reader_catches_up() {
+    // [QUEUE.OUTPUT.1] [BOOTSTRAP.TOMBSTONE.4] [TERMINAL.ATTACH.3] Two terminals' streams fall
+    // behind; one is re-attached while the reader is still stalled and falls behind again.
+    // Once the reader catches up, each stream has exactly one new bootstrap after its last
+    // tombstone, and live output follows on it.
+    let mut h = small_budgets(2000, 64 * 1024);
+    let slow = h.client();
+    let owner = h.client();
+    let terminals = [h.spawn(owner), h.spawn(owner)];
+    for t in &terminals {
+        attach(&mut h, slow, t);
+    }
+    h.stall_reader(slow);
+    let flood = |h: &mut Harness, t: &TerminalId| {
+        for i in 0..10u8 {
+            h.pty(t).script(&[b'a' + i; 300]);
+            h.settle();
+        }
+    };
+    for t in &terminals {
+        flood(&mut h, t);
+    }
+    let reattach = Command::AttachTerminal {
+        terminal: terminals[0].clone(),
+    };
+    let rid = h.next_request_id();
+    h.send(slow, &command_frame(rid, reattach));
+    h.settle();
+    flood(&mut h, &terminals[0]);
+    h.resume_reader(slow);
+    h.settle();
+    let got = h.recv(slow);
+    for t in &terminals {
+        let last_tombstone = got
+            .iter()
+            .rposition(|f| matches!(f, Frame::BootstrapTombstone(tb) if &tb.terminal == t))
+            .expect("the stream fell behind");
+        let begins = got[last_tombstone..]
+            .iter()
+            .filter(|f| matches!(f, Frame::BootstrapBegin(b) if &b.terminal == t))
+            .count();
+        assert_eq!(begins, 1, "{t:?}: {got:?}");
+    }
+    for t in &terminals {
+        h.pty(t).script(b"tail");
+    }
+    let tails: Vec<Vec<u8>> = h
+        .settle_recv(slow)
+        .iter()
+        .filter_map(|f| match f {
+            Frame::TerminalOutput(o) => Some(o.bytes.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tails, [b"tail".to_vec(), b"tail".to_vec()]);
 }
 
 #[test]

@@ -608,14 +608,14 @@ impl ServerEngine {
 
     /// Streams paused for a slow reader start over once it has caught up.
     pub(super) fn resume_paused_streams(&mut self, id: ConnId) {
-        let paused: Vec<(u32, StreamId)> = self
-            .terminals
-            .values()
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let paused: Vec<(u32, StreamId)> = std::mem::take(&mut conn.paused)
+            .into_iter()
             .filter_map(|t| {
-                t.viewers
-                    .get(&id)
-                    .filter(|v| v.paused_at.is_some())
-                    .map(|v| (t.id, v.stream))
+                let viewer = self.terminals.get(&t)?.viewers.get(&id)?;
+                viewer.paused_at.map(|_| (t, viewer.stream))
             })
             .collect();
         for (t, stream) in paused {
@@ -656,6 +656,11 @@ impl ServerEngine {
                     .and_then(|t| t.viewers.get_mut(&conn))
                 {
                     v.paused_at = Some(last_valid_seq);
+                }
+                if let Some(c) = self.conns.get_mut(&conn)
+                    && !c.paused.contains(&terminal)
+                {
+                    c.paused.push(terminal);
                 }
                 self.send(
                     conn,

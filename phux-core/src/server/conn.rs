@@ -34,6 +34,11 @@ pub(super) struct Conn {
     pub(super) server_events: bool,
     /// Bytes handed to the driver and not yet reported sent, by budget.
     pub(super) outbound: Outbound,
+    /// Terminals whose stream to this connection was tombstoned for falling behind and waits
+    /// to start over ([QUEUE.OUTPUT.1]). An index, so that a `Sent` report need not look at
+    /// every terminal: the viewer's `paused_at` stays the truth, and an entry whose viewer was
+    /// since replaced or removed is dropped when next looked at.
+    pub(super) paused: Vec<u32>,
 }
 
 /// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
@@ -106,6 +111,7 @@ impl Conn {
             cells: CellGeometry::default(),
             server_events: false,
             outbound: Outbound::default(),
+            paused: Vec::new(),
         }
     }
 }

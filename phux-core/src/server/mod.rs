@@ -474,7 +474,10 @@ impl ServerEngine {
         };
         conn.outbound.sent(bytes);
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
-        if conn.phase == Phase::Ready && conn.outbound.output <= self.config.output_budget / 2 {
+        if conn.phase == Phase::Ready
+            && !conn.paused.is_empty()
+            && conn.outbound.output <= self.config.output_budget / 2
+        {
             self.resume_paused_streams(id);
         }
     }
