@@ -100,6 +100,8 @@ enum Role {
         lines: u64,
         #[arg(long)]
         hold: bool,
+        #[arg(long)]
+        end_marker: bool,
     },
     #[command(name = "__stream", hide = true)]
     Stream {
@@ -186,7 +188,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.role {
         Some(Role::Serve { socket }) => roles::serve(socket),
-        Some(Role::Writer { lines, hold }) => payload::writer(*lines, *hold),
+        Some(Role::Writer {
+            lines,
+            hold,
+            end_marker,
+        }) => payload::writer(*lines, *hold, *end_marker),
         Some(Role::Stream { rate }) => payload::stream(*rate),
         Some(Role::Relay { socket, mode, argv }) => roles::relay(socket, *mode, argv),
         None => run(&cli),
@@ -336,6 +342,13 @@ fn section_throughput(
             "tmux -C (1/4 size)",
             "ref 0.25x",
             Box::new(move || throughput::tmux_control(tmux_lines, true)),
+        ));
+    }
+    if have_tmux {
+        contenders.push((
+            "tmux, attached client",
+            "ref 0.63x",
+            Box::new(|| throughput::tmux_attached(lines)),
         ));
     }
     if have_dtach {

@@ -23,6 +23,9 @@ pub const LINE_ON_MASTER: u64 = LINE_BYTES as u64 + 1;
 pub const LINES_PER_WRITE: usize = 819;
 /// What the writer prints once its terminal no longer echoes, so the go line stays silent.
 pub const READY: &[u8] = b"PHUX-BENCH-READY";
+/// What the writer prints after its payload when asked to: a receiver that is sent a redrawn
+/// screen rather than the stream knows by it that every line before it went through.
+pub const END: &[u8] = b"PHUX-BENCH-END";
 
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -100,9 +103,10 @@ fn write_all_stdout(mut buf: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// `__writer`: silence echo, print [`READY`], wait for a line, write `lines` lines, and (with
-/// `hold`) wait for one more line (at most [`HOLD_BOUND`]) before exiting.
-pub fn writer(lines: u64, hold: bool) -> Result<()> {
+/// `__writer`: silence echo, print [`READY`], wait for a line, write `lines` lines, (with
+/// `end_marker`) print [`END`], and (with `hold`) wait for one more line (at most
+/// [`HOLD_BOUND`]) before exiting.
+pub fn writer(lines: u64, hold: bool, end_marker: bool) -> Result<()> {
     silence_echo()?;
     write_all_stdout(READY)?;
     write_all_stdout(b"\n")?;
@@ -117,6 +121,9 @@ pub fn writer(lines: u64, hold: bool) -> Result<()> {
         let n = left.min(LINES_PER_WRITE as u64);
         write_all_stdout(chunk.get(..n as usize * LINE_BYTES).unwrap_or_default())?;
         left -= n;
+    }
+    if end_marker {
+        write_all_stdout(&[END, b"\n"].concat())?;
     }
     if hold {
         wait_line_within(Some(HOLD_BOUND));

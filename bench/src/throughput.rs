@@ -14,7 +14,7 @@ use phux_proto::{Frame, TerminalId};
 use crate::client::Client;
 use crate::error::{Context, Error, Result};
 use crate::latency::Relay;
-use crate::payload::{READY, line_text, master_bytes};
+use crate::payload::{END, READY, line_text, master_bytes};
 use crate::procs::{PhuxServer, WARM, cpu_secs, self_exe};
 use crate::roles::{RelayMode, wait_readable, write_pty};
 use crate::tmux::{Line, Tmux, classify, unescaped_len};
@@ -361,6 +361,66 @@ pub fn tmux_control(lines: u64, hold: bool) -> Result<Run> {
         secs,
         expected,
         delivered: count,
+        tombstones: 0,
+        screen_ok: None,
+        server_cpu: None,
+    })
+}
+
+/// tmux with an ordinary client attached through a PTY we drain: the way people use it. The
+/// client is sent what changed on the screen, not the stream, so the transfer is done when
+/// the line the writer prints after its payload ([`END`]) reaches the client: tmux handles
+/// the pane's output in order, so every payload byte went through before it.
+pub fn tmux_attached(lines: u64) -> Result<Run> {
+    let tmux = Tmux::new();
+    let mut argv = writer_argv(lines, true)?;
+    argv.push("--end-marker".to_owned());
+    tmux.new_session("bench", &argv, 2000)?;
+    let (program, args) = tmux
+        .argv(&["attach-session", "-t", "bench"])
+        .split_first()
+        .map(|(p, a)| (p.clone(), a.to_vec()))
+        .ok_or_else(|| Error::Protocol("argv".into()))?;
+    let attach = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
+        .map_err(|e| Error::Protocol(format!("spawn tmux attach: {e}")))?;
+    read_until(&attach, Duration::from_secs(30), |b| contains(b, READY))?;
+    std::thread::sleep(WARM);
+    discard_pending(&attach)?;
+    let expected = master_bytes(lines);
+    let t0 = Instant::now();
+    write_pty(&attach, b"\r")?;
+    let end = t0 + transfer_deadline(expected);
+    let mut buf = vec![0u8; 64 * 1024];
+    // The end of the last read, so that a marker split between two reads is still seen.
+    let mut window: Vec<u8> = Vec::with_capacity(buf.len() + END.len());
+    let mut done = None;
+    while let Some(fd) = attach.master_fd() {
+        if !wait_readable(fd, Duration::from_secs(1))? {
+            if Instant::now() >= end {
+                break;
+            }
+            continue;
+        }
+        match attach.read(&mut buf).context("reading the tmux client")? {
+            PtyRead::Data(n) => {
+                let keep = window.len().saturating_sub(END.len());
+                window.drain(..keep);
+                window.extend_from_slice(buf.get(..n).unwrap_or_default());
+                if contains(&window, END) {
+                    done = Some(t0.elapsed().as_secs_f64());
+                    break;
+                }
+            }
+            PtyRead::WouldBlock => {}
+            PtyRead::Eof => break,
+        }
+    }
+    // Release the writer; dropping `tmux` then ends its server, and the client with it.
+    write_pty(&attach, b"\r")?;
+    Ok(Run {
+        secs: done.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+        expected,
+        delivered: if done.is_some() { expected } else { 0 },
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,

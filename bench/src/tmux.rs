@@ -46,6 +46,15 @@ impl Tmux {
         c
     }
 
+    /// The argv of `tmux -L <ours> -f /dev/null` with `args`, for running it on a PTY.
+    pub fn argv(&self, args: &[&str]) -> Vec<String> {
+        ["tmux", "-L", &self.name, "-f", "/dev/null"]
+            .iter()
+            .chain(args)
+            .map(|a| (*a).to_owned())
+            .collect()
+    }
+
     /// Runs a tmux command to completion; its stdout.
     pub fn run(&self, args: &[&str]) -> Result<String> {
         let out = self

@@ -65,6 +65,11 @@ fn tmux_and_dtach_receive_the_stream_when_installed() {
     if phux_bench::tmux::installed("tmux", "-V") {
         let t = throughput::tmux_control(LINES, true).expect("tmux -C");
         assert!(t.delivered >= t.expected, "{t:?}");
+        let a = throughput::tmux_attached(LINES).expect("tmux attached");
+        assert!(
+            a.complete(),
+            "the end marker never reached the client: {a:?}"
+        );
         let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
         assert!(term.echo('q').expect("tmux echo") > 0.0);
     } else {
