@@ -10,8 +10,15 @@ impl PayloadDigest {
     /// canonical encoder writes it (phux 0.8 section 8.4), so request ids, field order and
     /// non-canonical encodings of a retry do not matter.
     pub fn of(apply: &ApplyInput) -> Self {
-        let mut bytes = Vec::with_capacity(apply.value_len() + 16);
-        apply.encode_command(0, &mut bytes);
-        Self(Sha256::digest(&bytes).into())
+        Self::of_in(apply, &mut Vec::new())
+    }
+
+    /// As [`Self::of`], encoding into `scratch` (cleared first): a caller that keeps its
+    /// buffer hashes every payload without an allocation.
+    pub fn of_in(apply: &ApplyInput, scratch: &mut Vec<u8>) -> Self {
+        scratch.clear();
+        scratch.reserve(apply.value_len() + 16);
+        apply.encode_command(0, scratch);
+        Self(Sha256::digest(scratch.as_slice()).into())
     }
 }

@@ -6,15 +6,21 @@
 //! fuses the decoder: the stream cannot be resynchronised. A frame whose framing is intact but
 //! whose body does not decode is reported and skipped; the decoder goes on with the next one.
 
-use bytes::{Buf, BytesMut};
 use phux_proto::Frame;
 use phux_proto::decode_error::DecodeError;
 use phux_proto::framing;
 
+/// An emptied buffer up to this size is kept for the next frame: most requests fit in it, and
+/// each would otherwise cost an allocation and a free. A larger one is given back, so a big
+/// frame's memory is not held for the connection's life.
+const KEEP_CAPACITY: usize = 4096;
+
 /// Splits a byte stream into decoded frames.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
-    buf: BytesMut,
+    /// Received bytes; those before `start` are already framed.
+    buf: Vec<u8>,
+    start: usize,
     failed: Option<DecodeError>,
 }
 
@@ -27,9 +33,15 @@ impl FrameDecoder {
     /// Appends received bytes. Call [`FrameDecoder::poll_frame`] until it returns `Ok(None)`
     /// before pushing again, so the buffer never holds more than one frame plus one read.
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.failed.is_none() {
-            self.buf.extend_from_slice(bytes);
+        if self.failed.is_some() {
+            return;
         }
+        // Only an incomplete frame's bytes remain before a push: move them to the front.
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
     }
 
     /// The next frame: `Ok(None)` = need more bytes; `Err` = this frame is bad. After an
@@ -38,25 +50,31 @@ impl FrameDecoder {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
+        let pending = self.buf.get(self.start..).unwrap_or_default();
         // [FRAME.LENGTH.1] The length is checked before the body is waited for or buffered.
-        let header = match framing::parse_header(&self.buf) {
+        let header = match framing::parse_header(pending) {
             Ok(Some(header)) => header,
             Ok(None) => return Ok(None),
             Err(err) => {
-                self.buf = BytesMut::new();
+                self.buf = Vec::new();
+                self.start = 0;
                 self.failed = Some(err.clone());
                 return Err(err);
             }
         };
         let total = header.frame_len();
-        if self.buf.len() < total {
+        let Some(frame) = pending.get(..total) else {
             return Ok(None);
-        }
-        let result = Frame::decode(&self.buf[..total]);
-        self.buf.advance(total);
-        if self.buf.is_empty() {
-            // Give a large frame's memory back instead of keeping it for the connection's life.
-            self.buf = BytesMut::new();
+        };
+        let result = Frame::decode(frame);
+        self.start += total;
+        if self.start == self.buf.len() {
+            if self.buf.capacity() > KEEP_CAPACITY {
+                self.buf = Vec::new();
+            } else {
+                self.buf.clear();
+            }
+            self.start = 0;
         }
         match result {
             Ok(frame) => Ok(Some(frame)),
@@ -70,7 +88,7 @@ impl FrameDecoder {
 
     /// Bytes buffered and not yet framed.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// Whether a framing error has fused the decoder.
@@ -184,6 +202,32 @@ mod tests {
             decoder.poll_frame().unwrap(),
             Some(Frame::Ping(Ping { nonce: 9 }))
         );
+    }
+
+    #[test]
+    fn a_small_buffer_is_reused_and_a_large_one_given_back() {
+        let mut decoder = FrameDecoder::new();
+        let ping = Frame::Ping(Ping { nonce: 1 }).to_bytes();
+        decoder.push(&ping);
+        assert!(matches!(decoder.poll_frame(), Ok(Some(Frame::Ping(_)))));
+        let kept = decoder.buf.capacity();
+        assert!(kept >= ping.len(), "the small buffer is kept: {kept}");
+        decoder.push(&ping);
+        assert_eq!(decoder.buf.capacity(), kept, "and reused");
+        assert!(matches!(decoder.poll_frame(), Ok(Some(Frame::Ping(_)))));
+        // A frame larger than the kept size (a COMMAND whose body does not decode), then a
+        // small one in the same read: the memory goes once both are taken.
+        let body = 2 * KEEP_CAPACITY as u32;
+        let mut read = body.to_be_bytes().to_vec();
+        read.push(0x31);
+        read.resize(4 + body as usize, 0);
+        read.extend_from_slice(&ping);
+        decoder.push(&read);
+        assert!(decoder.poll_frame().is_err());
+        assert!(!decoder.is_failed());
+        assert!(matches!(decoder.poll_frame(), Ok(Some(Frame::Ping(_)))));
+        assert_eq!(decoder.buf.capacity(), 0);
+        assert_eq!(decoder.buffered(), 0);
     }
 
     // [FRAME.STREAM.2] A declared-but-missing body is not reserved up front: memory grows only

@@ -192,7 +192,9 @@ impl ServerEngine {
                 "APPLY_INPUT requires 1..=256 events",
             ));
         }
-        let digest = PayloadDigest::of(apply);
+        let mut scratch = self.spare.pop().unwrap_or_default();
+        let digest = PayloadDigest::of_in(apply, &mut scratch);
+        self.reclaim(scratch);
         // [INPUT.DEDUPE.1] [INPUT.DEDUPE.3] Bind the id to the payload digest; a known result is returned as is.
         match self.ledger.admit(now, op, digest) {
             Ok(Admission::Cached(result)) => return Err(result.to_result()),
