@@ -67,32 +67,63 @@ fn writer_argv(lines: u64, hold: bool) -> Result<Vec<String>> {
     Ok(argv)
 }
 
-/// Reads the master until `pred(all read so far)` or the deadline; the bytes read.
+/// How a [`read_master`] loop ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The reader said it had what it wanted.
+    Done,
+    /// The master reached end of file (or was closed).
+    Eof,
+    /// The deadline passed first.
+    Deadline,
+}
+
+/// Reads the master chunk by chunk, handing each to `on_data`, until `on_data` says it is
+/// done, the master ends, or `end` passes.
+fn read_master(
+    child: &PtyChild,
+    end: Instant,
+    mut on_data: impl FnMut(&[u8]) -> bool,
+) -> Result<Ended> {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some(fd) = child.master_fd() {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(Ended::Deadline);
+        }
+        if !wait_readable(fd, left.min(Duration::from_secs(1)))? {
+            continue;
+        }
+        match child.read(&mut buf).context("reading the master")? {
+            PtyRead::Data(n) => {
+                if on_data(buf.get(..n).unwrap_or_default()) {
+                    return Ok(Ended::Done);
+                }
+            }
+            PtyRead::WouldBlock => {}
+            PtyRead::Eof => break,
+        }
+    }
+    Ok(Ended::Eof)
+}
+
+/// Reads the master until `pred(all read so far)`; the bytes read. An error if the master
+/// ends or the deadline passes first.
 fn read_until(
     child: &PtyChild,
     deadline: Duration,
     pred: impl Fn(&[u8]) -> bool,
 ) -> Result<Vec<u8>> {
-    let end = Instant::now() + deadline;
     let mut got = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    while !pred(&got) {
-        let Some(fd) = child.master_fd() else {
-            return Err(Error::Protocol("master closed".into()));
-        };
-        if Instant::now() >= end {
-            return Err(Error::Timeout("the child's ready line".into()));
-        }
-        wait_readable(fd, Duration::from_millis(100))?;
-        loop {
-            match child.read(&mut buf).context("reading the master")? {
-                PtyRead::Data(n) => got.extend_from_slice(buf.get(..n).unwrap_or_default()),
-                PtyRead::WouldBlock => break,
-                PtyRead::Eof => return Ok(got),
-            }
-        }
+    let ended = read_master(child, Instant::now() + deadline, |b| {
+        got.extend_from_slice(b);
+        pred(&got)
+    })?;
+    match ended {
+        Ended::Done => Ok(got),
+        Ended::Eof => Err(Error::Protocol("the child's output ended early".into())),
+        Ended::Deadline => Err(Error::Timeout("the child's ready line".into())),
     }
-    Ok(got)
 }
 
 /// Reads whatever the master holds now, without waiting: what came before the timed part.
@@ -109,46 +140,18 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// Drains a master to EOF, timing when `expected` bytes have arrived. Returns (seconds from
 /// `t0`, bytes read).
 fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u64)> {
-    let end = t0 + transfer_deadline(expected);
-    let mut buf = vec![0u8; 64 * 1024];
     let mut count = 0u64;
-    while let Some(fd) = child.master_fd() {
-        if !wait_readable(fd, Duration::from_secs(1))? {
-            if Instant::now() >= end {
-                break;
-            }
-            continue;
-        }
-        match child.read(&mut buf).context("reading the master")? {
-            PtyRead::Data(n) => {
-                count += n as u64;
-                if count >= expected {
-                    // Everything is in; a holding writer would keep the master open.
-                    return Ok((t0.elapsed().as_secs_f64(), count));
-                }
-            }
-            PtyRead::WouldBlock => {}
-            PtyRead::Eof => break,
-        }
-    }
+    // Stops at the last expected byte: a holding writer would keep the master open.
+    read_master(child, t0 + transfer_deadline(expected), |b| {
+        count += b.len() as u64;
+        count >= expected
+    })?;
     Ok((t0.elapsed().as_secs_f64(), count))
 }
 
 /// Reads and discards a master's output until it ends or `bound` passes.
 fn await_eof(child: &PtyChild, bound: Duration) -> Result<()> {
-    let end = Instant::now() + bound;
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Some(fd) = child.master_fd() {
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() || !wait_readable(fd, left)? {
-            break;
-        }
-        match child.read(&mut buf).context("reading the master")? {
-            PtyRead::Data(_) | PtyRead::WouldBlock => {}
-            PtyRead::Eof => break,
-        }
-    }
-    Ok(())
+    read_master(child, Instant::now() + bound, |_| false).map(drop)
 }
 
 /// The physical limit: this process reads the writer's PTY master directly.
@@ -389,32 +392,14 @@ pub fn tmux_attached(lines: u64) -> Result<Run> {
     let expected = master_bytes(lines);
     let t0 = Instant::now();
     write_pty(&attach, b"\r")?;
-    let end = t0 + transfer_deadline(expected);
-    let mut buf = vec![0u8; 64 * 1024];
-    // The end of the last read, so that a marker split between two reads is still seen.
-    let mut window: Vec<u8> = Vec::with_capacity(buf.len() + END.len());
-    let mut done = None;
-    while let Some(fd) = attach.master_fd() {
-        if !wait_readable(fd, Duration::from_secs(1))? {
-            if Instant::now() >= end {
-                break;
-            }
-            continue;
-        }
-        match attach.read(&mut buf).context("reading the tmux client")? {
-            PtyRead::Data(n) => {
-                let keep = window.len().saturating_sub(END.len());
-                window.drain(..keep);
-                window.extend_from_slice(buf.get(..n).unwrap_or_default());
-                if contains(&window, END) {
-                    done = Some(t0.elapsed().as_secs_f64());
-                    break;
-                }
-            }
-            PtyRead::WouldBlock => {}
-            PtyRead::Eof => break,
-        }
-    }
+    // The end of the last read is kept, so that a marker split between two reads is seen.
+    let mut window: Vec<u8> = Vec::new();
+    let ended = read_master(&attach, t0 + transfer_deadline(expected), |b| {
+        window.drain(..window.len().saturating_sub(END.len()));
+        window.extend_from_slice(b);
+        contains(&window, END)
+    })?;
+    let done = (ended == Ended::Done).then(|| t0.elapsed().as_secs_f64());
     // Release the writer; dropping `tmux` then ends its server, and the client with it.
     write_pty(&attach, b"\r")?;
     Ok(Run {
