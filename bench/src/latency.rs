@@ -6,14 +6,14 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use phux_mio_server::{PtyChild, PtyRead, SpawnSpec};
+use phux_mio_server::{PtyChild, PtyRead};
 use phux_proto::command::CommandResult;
 use phux_proto::{Frame, TerminalId};
 
 use crate::client::{Client, READ_TIMEOUT};
 use crate::error::{Context, Error, Result};
 use crate::procs::{PhuxServer, WARM, self_exe, wait_ready_line};
-use crate::roles::{RelayMode, wait_readable, write_pty};
+use crate::roles::{RelayMode, spawn_pty, wait_readable, write_pty};
 use crate::tmux::{Control, Line, Tmux, classify, unescape};
 
 /// A raw-mode child that swallows its input.
@@ -154,13 +154,8 @@ pub struct DirectPty {
 impl DirectPty {
     /// Spawns `argv` on a fresh PTY.
     pub fn start(argv: &[String]) -> Result<Self> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| Error::Protocol("argv".into()))?;
-        let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
-            .map_err(|e| Error::Protocol(format!("spawn: {e}")))?;
         Ok(Self {
-            child,
+            child: spawn_pty(argv)?,
             buf: vec![0; 4096],
         })
     }

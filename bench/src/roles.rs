@@ -66,13 +66,9 @@ pub enum RelayMode {
 /// ready line, serve one connection until it closes.
 pub fn relay(socket: &Path, mode: RelayMode, argv: &[String]) -> Result<()> {
     let listener = UnixListener::bind(socket).context("binding the relay socket")?;
-    let child = match (mode, argv.split_first()) {
-        (RelayMode::Pong, _) => None,
-        (_, Some((program, args))) => Some(
-            phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
-                .map_err(|e| Error::Protocol(format!("relay spawn: {e}")))?,
-        ),
-        (_, None) => return Err(Error::Protocol("relay needs a command".into())),
+    let child = match mode {
+        RelayMode::Pong => None,
+        RelayMode::Ack | RelayMode::Echo => Some(spawn_pty(argv)?),
     };
     let mut out = io::stdout().lock();
     writeln!(out, "relay ready").context("stdout")?;
@@ -119,6 +115,15 @@ pub fn relay(socket: &Path, mode: RelayMode, argv: &[String]) -> Result<()> {
             }
         }
     }
+}
+
+/// Starts `argv` (a program and its arguments) on a fresh PTY.
+pub fn spawn_pty(argv: &[String]) -> Result<PtyChild> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::Protocol("no command to spawn".into()))?;
+    phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
+        .map_err(|e| Error::Protocol(format!("spawn {program}: {e}")))
 }
 
 /// Writes all of `bytes` to the non-blocking master, waiting for room when it is full.

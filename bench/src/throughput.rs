@@ -16,7 +16,7 @@ use crate::error::{Context, Error, Result};
 use crate::latency::Relay;
 use crate::payload::{END, READY, line_text, master_bytes};
 use crate::procs::{PhuxServer, WARM, cpu_secs, self_exe};
-use crate::roles::{RelayMode, wait_readable, write_pty};
+use crate::roles::{RelayMode, spawn_pty, wait_readable, write_pty};
 use crate::tmux::{Line, Tmux, classify, unescaped_len};
 
 /// One timed transfer.
@@ -137,8 +137,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Drains a master to EOF, timing when `expected` bytes have arrived. Returns (seconds from
-/// `t0`, bytes read).
+/// Reads a master until `expected` bytes have arrived (or it ends, or the transfer's deadline
+/// passes). Returns (seconds from `t0`, bytes read).
 fn drain_master(child: &PtyChild, t0: Instant, expected: u64) -> Result<(f64, u64)> {
     let mut count = 0u64;
     // Stops at the last expected byte: a holding writer would keep the master open.
@@ -156,12 +156,7 @@ fn await_eof(child: &PtyChild, bound: Duration) -> Result<()> {
 
 /// The physical limit: this process reads the writer's PTY master directly.
 pub fn direct(lines: u64) -> Result<Run> {
-    let argv = writer_argv(lines, false)?;
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Error::Protocol("argv".into()))?;
-    let child = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
-        .map_err(|e| Error::Protocol(format!("spawn writer: {e}")))?;
+    let child = spawn_pty(&writer_argv(lines, false)?)?;
     // The ready line's end too: it is written apart from the word, and must not be counted.
     let ready_line = [READY, b"\r\n"].concat();
     read_until(&child, Duration::from_secs(30), |b| {
@@ -379,13 +374,7 @@ pub fn tmux_attached(lines: u64) -> Result<Run> {
     let mut argv = writer_argv(lines, true)?;
     argv.push("--end-marker".to_owned());
     tmux.new_session("bench", &argv, 2000)?;
-    let (program, args) = tmux
-        .argv(&["attach-session", "-t", "bench"])
-        .split_first()
-        .map(|(p, a)| (p.clone(), a.to_vec()))
-        .ok_or_else(|| Error::Protocol("argv".into()))?;
-    let attach = phux_mio_server::spawn(&SpawnSpec::new(program).args(args))
-        .map_err(|e| Error::Protocol(format!("spawn tmux attach: {e}")))?;
+    let attach = spawn_pty(&tmux.argv(&["attach-session", "-t", "bench"]))?;
     read_until(&attach, Duration::from_secs(30), |b| contains(b, READY))?;
     std::thread::sleep(WARM);
     discard_pending(&attach)?;

@@ -38,20 +38,25 @@ impl Tmux {
         }
     }
 
+    /// What follows `tmux` in every command: our server, and no configuration file.
+    fn server_args(&self) -> [&str; 4] {
+        ["-L", &self.name, "-f", "/dev/null"]
+    }
+
     /// `tmux -L <ours> -f /dev/null` with `args`.
     pub fn command(&self) -> Command {
         let mut c = Command::new("tmux");
-        c.args(["-L", &self.name, "-f", "/dev/null"]);
+        c.args(self.server_args());
         c.stdin(Stdio::null());
         c
     }
 
     /// The argv of `tmux -L <ours> -f /dev/null` with `args`, for running it on a PTY.
     pub fn argv(&self, args: &[&str]) -> Vec<String> {
-        ["tmux", "-L", &self.name, "-f", "/dev/null"]
-            .iter()
-            .chain(args)
-            .map(|a| (*a).to_owned())
+        std::iter::once("tmux")
+            .chain(self.server_args())
+            .chain(args.iter().copied())
+            .map(str::to_owned)
             .collect()
     }
 

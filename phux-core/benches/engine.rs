@@ -201,24 +201,18 @@ fn bench(c: &mut Criterion) {
 
     let mut rig = Rig::new(1);
     let mut next_apply = apply_frames(rig.terminal);
-    group.bench_function("apply_input", |b| {
-        b.iter_batched_ref(
-            &mut next_apply,
-            |frame| rig.apply(frame),
-            BatchSize::SmallInput,
-        );
-    });
     // The same beside a thousand idle terminals and a thousand idle connections (the scale
     // section's server): nothing per operation may grow with either.
     let mut crowded = Rig::new(1).with_idle_terminals(1000).with_idle_conns(1000);
     let mut next_crowded = apply_frames(crowded.terminal);
-    group.bench_function("apply_input/crowded", |b| {
-        b.iter_batched_ref(
-            &mut next_crowded,
-            |frame| crowded.apply(frame),
-            BatchSize::SmallInput,
-        );
-    });
+    for (name, rig, next) in [
+        ("apply_input", &mut rig, &mut next_apply),
+        ("apply_input/crowded", &mut crowded, &mut next_crowded),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched_ref(&mut *next, |frame| rig.apply(frame), BatchSize::SmallInput);
+        });
+    }
     // The two halves of the same operation, timed apart: from the request's bytes to the
     // PTY write, and from the write's completion to the reply's bytes. The second half lies
     // between two syscalls on the acknowledgement's path.
