@@ -52,6 +52,13 @@ const HOLD_BULK: Duration = Duration::from_millis(1);
 /// ...or until this much is queued for the connection: fewer, larger writes, so fewer syscalls
 /// for the server and fewer wake-ups for each viewer of a streaming program.
 const HOLD_BULK_BYTES: usize = 64 * 1024;
+/// After each bulk read, the connection holding the most output is written once it holds this
+/// much: one write between two reads. The PTY holds only a few KiB ahead of our reads, so
+/// writing every viewer at the end of a wake-up stalled the program for all of those writes,
+/// and the reads that then found the master empty waited idle inside the kernel for its refill;
+/// a write between reads overlaps that refill. With N viewers each gets a write every N reads
+/// (8 viewers of a stream: 32 KiB each, one write per 4 KiB read).
+const RIPE_BULK_BYTES: usize = 32 * 1024;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -368,6 +375,26 @@ impl Driver {
                     self.flush_conn(id);
                 }
             }
+        }
+    }
+
+    /// Writes the one connection holding the most output, once it holds [`RIPE_BULK_BYTES`].
+    fn flush_ripest(&mut self) {
+        let ripest = self
+            .unflushed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let conn = self.conns.get(id)?;
+                (!conn.writable).then_some((i, conn.queue.len()))
+            })
+            .max_by_key(|&(_, len)| len);
+        if let Some((i, len)) = ripest
+            && len >= RIPE_BULK_BYTES
+        {
+            let id = self.unflushed.swap_remove(i);
+            self.flush_conn(id);
+            self.perform_queued();
         }
     }
 
@@ -854,8 +881,9 @@ impl Driver {
     fn read_master(&mut self, terminal: u32, token: Token, ended: bool) {
         // Each read goes to the engine at once: a PTY master hands out at most its line
         // discipline's few KiB per read, and the time spent on one chunk is what lets the
-        // kernel refill it for the next read. The frames of a wake-up's bulk reads still
-        // leave together (see `drive`).
+        // kernel refill it for the next read. The frames of bulk reads still leave in large
+        // writes: one between two reads (see `flush_ripest`), the rest when the wake-up's
+        // reads are done (see `drive`).
         for _ in 0..READS_PER_WAKE {
             let Some(t) = self.terminals.get_mut(&terminal) else {
                 return;
@@ -871,12 +899,15 @@ impl Driver {
                         .handle(now, ServerEvent::PtyOutput { terminal, bytes });
                     // This read's frames are queued now, marked as bulk output or not by the
                     // read's size (see `drive`).
-                    self.bulk = n >= BULK_READ;
+                    let bulk = n >= BULK_READ;
+                    self.bulk = bulk;
                     self.perform_queued();
                     self.bulk = false;
+                    if bulk {
+                        self.flush_ripest();
+                    }
                     // A few bytes are an echo or a prompt someone is waiting for: send them
-                    // at once. Bulk output, read in KiB chunks, still leaves in one write
-                    // per wake-up.
+                    // at once. Bulk output, read in KiB chunks, leaves in large writes.
                     if n < INTERACTIVE_READ {
                         self.drive();
                         // A short read took all the line discipline held, and more output

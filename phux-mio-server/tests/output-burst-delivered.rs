@@ -106,3 +106,49 @@ fn byte_at_a_time_output_is_delivered_whole() {
     send_go(&mut c, &t, 0xb17e);
     assert_eq!(await_output(&mut c, &t, b'y', BYTES), BYTES);
 }
+
+/// Several viewers of one streaming program: the server spreads its writes to them between its
+/// reads of the master, one viewer at a time. Each still gets the whole stream, in order, and
+/// the last of it arrives with nothing after it to prompt a write.
+#[test]
+fn every_viewer_of_a_stream_gets_all_of_it_in_order() {
+    const LINES: usize = 100_000;
+    const VIEWERS: usize = 5;
+    let server = Server::start();
+    let mut ctl = server.connect();
+    ctl.hello();
+    let t = spawn_attached(&mut ctl, &format!("read go; seq 1 {LINES}; exec sleep 600"));
+    let mut viewers: Vec<Client> = (0..VIEWERS)
+        .map(|_| {
+            let mut v = server.connect();
+            v.hello();
+            assert_eq!(
+                v.command(Command::AttachTerminal {
+                    terminal: t.clone()
+                }),
+                CommandResult::Ok
+            );
+            v
+        })
+        .collect();
+    send_go(&mut ctl, &t, 0x5e9);
+    let expected = (1..=LINES).fold(String::new(), |mut s, i| {
+        s.push_str(&i.to_string());
+        s.push_str("\r\n");
+        s
+    });
+    for (i, v) in viewers.iter_mut().enumerate() {
+        let mut stream = Vec::new();
+        while !stream.ends_with(expected.as_bytes()) {
+            let bytes = v.wait_for("the rest of the stream", |f| match f {
+                Frame::TerminalOutput(o) if o.terminal == t => Some(o.bytes.clone()),
+                _ => None,
+            });
+            stream.extend_from_slice(&bytes);
+            assert!(
+                stream.len() < expected.len() + 64,
+                "viewer {i}: more than the stream and the echoed line"
+            );
+        }
+    }
+}
