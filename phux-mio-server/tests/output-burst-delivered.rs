@@ -19,13 +19,17 @@ const BURSTS: [usize; 8] = [4000, 4096, 8192, 2500, 12288, 6000, 70000, 3000];
 /// Starts `sh -c script` and attaches to its terminal.
 fn spawn_attached(c: &mut Client, script: &str) -> TerminalId {
     let t = c.spawn(&["/bin/sh", "-c", script]);
+    attach(c, &t);
+    t
+}
+
+fn attach(c: &mut Client, t: &TerminalId) {
     assert_eq!(
         c.command(Command::AttachTerminal {
             terminal: t.clone()
         }),
         CommandResult::Ok
     );
-    t
 }
 
 /// Sends the line the child waits for (operation `op`), acknowledged.
@@ -122,12 +126,7 @@ fn every_viewer_of_a_stream_gets_all_of_it_in_order() {
         .map(|_| {
             let mut v = server.connect();
             v.hello();
-            assert_eq!(
-                v.command(Command::AttachTerminal {
-                    terminal: t.clone()
-                }),
-                CommandResult::Ok
-            );
+            attach(&mut v, &t);
             v
         })
         .collect();
