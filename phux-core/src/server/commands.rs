@@ -633,15 +633,18 @@ impl ServerEngine {
             return;
         };
         let bells = t.state.take_bells();
-        let title = t.state.title().map(str::to_owned);
-        let title_changed = title != t.last_title;
+        // Compared before copying: a shell's title is set once and then read after every
+        // chunk of output.
+        let title_changed = t.state.title() != t.last_title.as_deref();
         if title_changed {
-            t.last_title.clone_from(&title);
+            t.last_title = t.state.title().map(str::to_owned);
         }
-        let viewers: Vec<(ConnId, Viewer)> = t.viewers.iter().map(|(c, v)| (*c, *v)).collect();
+        let mut viewers = std::mem::take(&mut self.viewer_scratch);
+        viewers.clear();
+        viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
         let tid = TerminalId::Local(terminal);
         let frame_len = bytes.len() + 64;
-        for (conn, viewer) in viewers {
+        for &(conn, viewer) in &viewers {
             if viewer.paused_at.is_some() {
                 continue;
             }
@@ -686,6 +689,7 @@ impl ServerEngine {
             };
             self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
         }
+        self.viewer_scratch = viewers;
         // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in
         // a loop cannot flood its subscribers into a control-queue overflow.
         for _ in 0..bells.min(MAX_BELLS_PER_CHUNK) {
@@ -693,11 +697,14 @@ impl ServerEngine {
         }
         if title_changed {
             // [EVENT.KIND.2] A new OSC 0/2 title is announced to event subscribers.
+            let title = self
+                .terminals
+                .get(&terminal)
+                .and_then(|t| t.last_title.clone())
+                .unwrap_or_default();
             let event = Frame::Event(EventFrame {
                 terminal: Some(tid),
-                event: AgentEvent::TitleChanged {
-                    title: title.unwrap_or_default(),
-                },
+                event: AgentEvent::TitleChanged { title },
             });
             for conn in self.agent_event_listeners(terminal) {
                 self.send(conn, &event);

@@ -306,6 +306,9 @@ pub struct ServerEngine {
     shutting_down: bool,
     /// Emptied `Send` buffers the driver gave back ([`Self::reclaim`]), reused for new sends.
     spare: Vec<Vec<u8>>,
+    /// The viewers of the terminal whose output is being fanned out, kept between reads so
+    /// that a keystroke's echo does not allocate.
+    viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
 }
 
 /// How many reclaimed send buffers are kept, and the largest capacity worth keeping: enough
@@ -339,6 +342,7 @@ impl ServerEngine {
             next_job: 1,
             shutting_down: false,
             spare: Vec::new(),
+            viewer_scratch: Vec::new(),
         }
     }
 
