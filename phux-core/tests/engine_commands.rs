@@ -887,9 +887,22 @@ fn title_changed_event() {
     assert_eq!(
         ev,
         vec![(
-            Some(t),
+            Some(t.clone()),
             AgentEvent::TitleChanged {
                 title: "build".into()
+            }
+        )]
+    );
+    // Output that leaves the title alone, or sets it to what it was, announces nothing.
+    h.pty(&t).script(b"compiling\r\n\x1b]2;build\x07done\r\n");
+    assert_eq!(events(&h.settle_recv(c)), vec![]);
+    h.pty(&t).script(b"\x1b]0;test\x07");
+    assert_eq!(
+        events(&h.settle_recv(c)),
+        vec![(
+            Some(t),
+            AgentEvent::TitleChanged {
+                title: "test".into()
             }
         )]
     );
