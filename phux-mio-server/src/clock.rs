@@ -24,7 +24,13 @@ impl Clock {
 
     /// The current instant.
     pub fn now(&self) -> Instant {
-        let micros = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+        // Whole seconds and the microseconds within one, without `as_micros`'s 128-bit
+        // division: this runs several times per keystroke.
+        let since = self.epoch.elapsed();
+        let micros = since
+            .as_secs()
+            .saturating_mul(1_000_000)
+            .saturating_add(u64::from(since.subsec_micros()));
         Instant::from_micros(micros)
     }
 

@@ -22,7 +22,7 @@ pub struct WriteQueue {
     offset: usize,
     /// Unwritten bytes in total.
     len: usize,
-    /// Chunks written out, kept for [`Self::take_spent`] so their buffers can be reused.
+    /// Chunks written out, kept for [`Self::drain_spent`] so their buffers can be reused.
     spent: Vec<Vec<u8>>,
 }
 
@@ -124,8 +124,8 @@ impl WriteQueue {
     }
 
     /// The buffers of the chunks written out since the last call.
-    pub fn take_spent(&mut self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.spent)
+    pub fn drain_spent(&mut self) -> std::vec::Drain<'_, Vec<u8>> {
+        self.spent.drain(..)
     }
 }
 
@@ -325,7 +325,7 @@ mod tests {
             sent += n;
             assert!(matches!(state, FlushState::Blocked | FlushState::Drained));
             assert_eq!(q.len(), want.len() - sent);
-            spent.extend(q.take_spent());
+            spent.extend(q.drain_spent());
         }
         assert_eq!(w.got, want);
         // Every buffer comes back once written, for reuse.

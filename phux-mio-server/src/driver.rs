@@ -99,6 +99,8 @@ pub struct Driver {
     bulk: bool,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// The completions of one pump of a terminal's writes, kept for the next pump's.
+    finished_jobs: Vec<(JobId, JobOutcome)>,
     /// No deadline of our own (a closing connection's, held output's, an exited child's
     /// drain) falls before this; `None` when none is set. Lowered as each is set and worked
     /// out afresh only once it comes due, so a turn scans every connection and terminal only
@@ -204,6 +206,7 @@ impl Driver {
             unflushed: Vec::new(),
             bulk: false,
             ready: Vec::new(),
+            finished_jobs: Vec::new(),
             own_due: None,
             buf: vec![0; READ_CHUNK],
         };
@@ -639,11 +642,10 @@ impl Driver {
         conn.urgent = false;
         conn.held_until = None;
         let (sent, state) = conn.queue.flush_to(&mut conn.transport);
-        let spent = conn.queue.take_spent();
-        let reported = conn.reported;
-        for buffer in spent {
+        for buffer in conn.queue.drain_spent() {
             self.engine.reclaim(buffer);
         }
+        let reported = conn.reported;
         if sent > 0 {
             trace!(conn = id.0, bytes = sent, "sent");
             if !reported {
@@ -841,7 +843,7 @@ impl Driver {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        let mut done = Vec::new();
+        let mut done = std::mem::take(&mut self.finished_jobs);
         let state = t.jobs.pump(&t.child, canonical_refusal, &mut done);
         let want_writable = state == Pump::Blocked;
         if want_writable != t.writable
@@ -865,14 +867,18 @@ impl Driver {
         self.report_jobs(terminal, done);
     }
 
-    fn report_jobs(&mut self, terminal: u32, done: Vec<(JobId, JobOutcome)>) {
-        for (job, outcome) in done {
+    fn report_jobs(&mut self, terminal: u32, mut done: Vec<(JobId, JobOutcome)>) {
+        for (job, outcome) in done.drain(..) {
             trace!(terminal, job = job.0, ?outcome, "write done");
             self.report(ServerEvent::WriteDone {
                 terminal,
                 job,
                 outcome: wire_outcome(outcome),
             });
+        }
+        // Kept for the next write's completions: a keystroke's write allocates nothing here.
+        if done.capacity() > self.finished_jobs.capacity() {
+            self.finished_jobs = done;
         }
     }
 
