@@ -75,16 +75,13 @@ impl WriteQueue {
     pub fn flush_to(&mut self, w: &mut impl Write) -> (usize, FlushState) {
         let mut sent = 0;
         while !self.chunks.is_empty() {
-            // One vectored write for many queued frames: a viewer of a busy terminal gets a
-            // burst of output frames per wake-up, and a syscall each would dominate.
-            let mut slices = [io::IoSlice::new(&[]); WRITE_SLICES];
-            let mut used = 0;
-            for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
-                let from = if used == 0 { self.offset } else { 0 };
-                *slot = io::IoSlice::new(chunk.get(from..).unwrap_or_default());
-                used += 1;
-            }
-            match w.write_vectored(slices.get(..used).unwrap_or_default()) {
+            let written = match (self.chunks.len(), self.chunks.front()) {
+                // One chunk (a keystroke's echo, a reply): a plain write, cheaper in the
+                // kernel than a vectored one.
+                (1, Some(only)) => w.write(only.get(self.offset..).unwrap_or_default()),
+                _ => self.write_chunks(w),
+            };
+            match written {
                 Ok(0) => {
                     return (sent, FlushState::Failed(io::ErrorKind::WriteZero.into()));
                 }
@@ -101,6 +98,19 @@ impl WriteQueue {
             }
         }
         (sent, FlushState::Drained)
+    }
+
+    /// One vectored write for many queued frames: a viewer of a busy terminal gets a burst
+    /// of output frames per wake-up, and a syscall each would dominate.
+    fn write_chunks(&self, w: &mut impl Write) -> io::Result<usize> {
+        let mut slices = [io::IoSlice::new(&[]); WRITE_SLICES];
+        let mut used = 0;
+        for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
+            let from = if used == 0 { self.offset } else { 0 };
+            *slot = io::IoSlice::new(chunk.get(from..).unwrap_or_default());
+            used += 1;
+        }
+        w.write_vectored(slices.get(..used).unwrap_or_default())
     }
 
     /// Drops `n` (at most [`Self::len`]) written bytes from the front of the queue.
