@@ -635,10 +635,10 @@ impl ServerEngine {
         let bells = t.state.take_bells();
         // Compared before copying: a shell's title is set once and then read after every
         // chunk of output.
-        let title_changed = t.state.title() != t.last_title.as_deref();
-        if title_changed {
+        let new_title = (t.state.title() != t.last_title.as_deref()).then(|| {
             t.last_title = t.state.title().map(str::to_owned);
-        }
+            t.last_title.clone().unwrap_or_default()
+        });
         let mut viewers = std::mem::take(&mut self.viewer_scratch);
         viewers.clear();
         viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
@@ -695,13 +695,8 @@ impl ServerEngine {
         for _ in 0..bells.min(MAX_BELLS_PER_CHUNK) {
             self.ring_bell(terminal);
         }
-        if title_changed {
+        if let Some(title) = new_title {
             // [EVENT.KIND.2] A new OSC 0/2 title is announced to event subscribers.
-            let title = self
-                .terminals
-                .get(&terminal)
-                .and_then(|t| t.last_title.clone())
-                .unwrap_or_default();
             let event = Frame::Event(EventFrame {
                 terminal: Some(tid),
                 event: AgentEvent::TitleChanged { title },
