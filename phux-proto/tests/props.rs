@@ -80,7 +80,7 @@ mod strategies {
 
 use phux_proto::Frame;
 use phux_proto::command::{ApplyInput, Command};
-use phux_proto::frame::CommandFrame;
+use phux_proto::frame::{CommandFrame, TerminalOutput};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
@@ -109,6 +109,30 @@ proptest! {
         let mut owned = prefix;
         Frame::TerminalOutput(out).encode(&mut owned);
         prop_assert_eq!(borrowed, owned);
+    }
+
+    // A server fanning a chunk out encodes its head once and appends each viewer's tail:
+    // together they are exactly the frame, and any stream and bootstrap fit the same head.
+    #[test]
+    fn terminal_output_head_and_tail_make_the_frame(
+        seed in proptest::collection::vec(any::<u8>(), 0..512),
+        other_seed in proptest::collection::vec(any::<u8>(), 0..512),
+    ) {
+        let Frame::TerminalOutput(out) = strategies::frame_of_kind(18, &seed) else {
+            unreachable!("kind 18 is TERMINAL_OUTPUT");
+        };
+        let Frame::TerminalOutput(other) = strategies::frame_of_kind(18, &other_seed) else {
+            unreachable!("kind 18 is TERMINAL_OUTPUT");
+        };
+        let viewer = TerminalOutput { stream: other.stream, bootstrap: other.bootstrap, ..out.clone() };
+        let mut head = Vec::new();
+        out.borrowed().encode_head(&mut head);
+        let mut split = head.clone();
+        split.extend_from_slice(viewer.borrowed().tail().as_bytes());
+        let mut whole = Vec::new();
+        Frame::TerminalOutput(viewer.clone()).encode(&mut whole);
+        prop_assert_eq!(&split, &whole);
+        prop_assert_eq!(Frame::decode(&split), Ok(Frame::TerminalOutput(viewer)));
     }
 
     // An APPLY_INPUT encoded from a borrow (what the server hashes) is exactly the COMMAND

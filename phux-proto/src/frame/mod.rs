@@ -24,7 +24,7 @@ pub use lifecycle::{DetachReason, Detached, Ping, Pong};
 pub use terminal::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
     SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalOutputRef,
-    TerminalResize, TerminalSize, TerminalSpawned, TombstoneReason,
+    TerminalOutputTail, TerminalResize, TerminalSize, TerminalSpawned, TombstoneReason,
 };
 
 use crate::macros::open_enum;

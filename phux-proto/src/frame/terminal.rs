@@ -284,9 +284,10 @@ pub struct Bell {
 
 use crate::atoms::{Result, Wire, unknown};
 use crate::decode_error::{DecodeError, DecodeErrorKind};
-use crate::field::{Fields, Put, Reader, once, required, utf8};
+use crate::field::{Fields, Put, Reader, WIRE_TYPE_BYTES, once, required, utf8};
 use crate::frame::handshake::{output_mode_byte, read_output_mode_value};
 use crate::frame::input::pos;
+use crate::framing::LENGTH_LEN;
 
 fn u32_value(v: &[u8]) -> Result<u32> {
     Reader::new(v).u32()
@@ -595,20 +596,79 @@ pub struct TerminalOutputRef<'a> {
 
 impl TerminalOutputRef<'_> {
     /// Appends the whole frame: byte for byte what [`Frame::TerminalOutput`] encodes.
+    ///
+    /// [`Frame::TerminalOutput`]: super::Frame::TerminalOutput
     pub fn encode(&self, out: &mut Vec<u8>) {
         super::encode_framed(out, super::FrameType::TERMINAL_OUTPUT, |out| {
             self.encode_body(out);
         });
     }
 
+    /// Appends the frame up to and including its bytes: everything but the stream and
+    /// bootstrap, which come last. Every viewer of one chunk gets the same head, so a server
+    /// encodes it once and sends each viewer the head followed by its own [`Self::tail`].
+    /// The length prefix already counts that tail.
+    pub fn encode_head(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        super::encode_framed(out, super::FrameType::TERMINAL_OUTPUT, |out| {
+            self.encode_shared_fields(out);
+        });
+        let length = (out.len() - start - LENGTH_LEN + TerminalOutputTail::LEN) as u32;
+        out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
+    }
+
+    /// The frame's last bytes, after [`Self::encode_head`]: the stream and bootstrap fields.
+    pub fn tail(&self) -> TerminalOutputTail {
+        TerminalOutputTail::new(self.stream, self.bootstrap)
+    }
+
     fn encode_body(&self, out: &mut Vec<u8>) {
+        self.encode_shared_fields(out);
+        out.extend_from_slice(self.tail().as_bytes());
+    }
+
+    fn encode_shared_fields(&self, out: &mut Vec<u8>) {
         out.reserve(self.bytes.len() + 48);
         out.put_field_with(1, |o| self.terminal.write(o));
         out.put_field(2, &self.seq.to_be_bytes());
         out.put_field(3, self.bytes);
-        out.put_field(4, &self.stream.get().to_be_bytes());
-        out.put_field(5, &self.bootstrap.get().to_be_bytes());
     }
+}
+
+/// The end of a TERMINAL_OUTPUT: fields 4 (stream) and 5 (bootstrap), the only part that
+/// differs between the viewers of one chunk. Fixed-size, so a server keeps one per viewer
+/// without allocating.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct TerminalOutputTail([u8; TerminalOutputTail::LEN]);
+
+impl TerminalOutputTail {
+    /// Its length: two fields of a one-byte id, the wire type, a one-byte length and a u64.
+    pub const LEN: usize = 2 * U64_FIELD_LEN;
+
+    /// The tail for one viewer's stream and bootstrap.
+    pub fn new(stream: StreamId, bootstrap: BootstrapId) -> Self {
+        let mut tail = [0; Self::LEN];
+        let (stream_field, bootstrap_field) = tail.split_at_mut(U64_FIELD_LEN);
+        u64_field(stream_field, 4, stream.get());
+        u64_field(bootstrap_field, 5, bootstrap.get());
+        Self(tail)
+    }
+
+    /// The encoded fields.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A field with a one-byte id holding a big-endian u64.
+const U64_FIELD_LEN: usize = 3 + 8;
+
+/// Writes a field with a one-byte id (< 0x80, so its varint is itself) holding `v`: what
+/// [`Put::put_field`] writes for it.
+fn u64_field(out: &mut [u8], id: u8, v: u64) {
+    let (header, value) = out.split_at_mut(3);
+    header.copy_from_slice(&[id, WIRE_TYPE_BYTES, 8]);
+    value.copy_from_slice(&v.to_be_bytes());
 }
 
 /// The engine version BootstrapCodec::Native carries.
