@@ -441,3 +441,58 @@ fn hello_with_large_chunks_still_streams() {
     h.settle();
     assert!(outputs(&h.recv(watcher)).is_empty());
 }
+
+#[test]
+fn viewers_of_a_chunk_share_one_encoding_and_each_gets_its_own_stream() {
+    // [OUTPUT.SEQ.2] [OUTPUT.BYTES.1] [QUEUE.ISOLATION.1]
+    let mut h = Harness::new();
+    let viewers = [h.client(), h.client(), h.client()];
+    let t = h.spawn(viewers[0]);
+    let begins: Vec<_> = viewers
+        .iter()
+        .map(|&v| match attach(&mut h, v, &t).first() {
+            Some(Frame::BootstrapBegin(b)) => (b.stream.get(), b.bootstrap.get()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    h.pty(&t).script(b"one chunk for all");
+    h.settle();
+    for (&v, &(stream, bootstrap)) in viewers.iter().zip(&begins) {
+        assert_eq!(
+            outputs(&h.recv(v)),
+            vec![(1, b"one chunk for all".to_vec(), stream, bootstrap)]
+        );
+    }
+    // One head, encoded once, went to all three.
+    let sends = std::mem::take(&mut h.shared_sends);
+    assert_eq!(sends.iter().map(|s| s.0).collect::<Vec<_>>(), viewers);
+    assert!(sends.iter().all(|s| s.1 == sends[0].1));
+
+    // A viewer that stops reading is left out once tombstoned; the other two still share.
+    // A lone viewer's frame is its own.
+    let mut h = small_budgets(2000, 64 * 1024);
+    let [a, b] = [h.client(), h.client()];
+    let t = h.spawn(a);
+    attach(&mut h, a, &t);
+    attach(&mut h, b, &t);
+    h.stall_reader(b);
+    for i in 0..10u8 {
+        h.pty(&t).script(&[b'a' + i; 300]);
+        h.settle();
+    }
+    assert_eq!(outputs(&h.recv(a)).len(), 10);
+    assert!(h.recv(b).is_empty(), "a stalled reader got nothing yet");
+    let sends = std::mem::take(&mut h.shared_sends);
+    assert!(sends.iter().any(|s| s.0 == b), "shared while both streamed");
+    h.pty(&t).script(b"after");
+    h.settle();
+    assert_eq!(
+        outputs(&h.recv(a)).last().map(|o| o.1.clone()),
+        Some(b"after".to_vec())
+    );
+    assert_eq!(
+        h.shared_sends,
+        vec![],
+        "only one live viewer: nothing to share"
+    );
+}

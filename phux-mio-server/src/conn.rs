@@ -7,8 +7,11 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
 
 use mio::net::UnixStream;
+use phux_core::server::SharedFrame;
+use phux_proto::frame::TerminalOutputTail;
 use rustix::io::Errno;
 
 /// The largest read from a connection or a PTY at once.
@@ -17,13 +20,34 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// Bytes waiting to be written to one peer.
 #[derive(Debug, Default)]
 pub struct WriteQueue {
-    chunks: VecDeque<Vec<u8>>,
+    chunks: VecDeque<Chunk>,
     /// How much of the first chunk has already been written.
     offset: usize,
     /// Unwritten bytes in total.
     len: usize,
     /// Chunks written out, kept for [`Self::drain_spent`] so their buffers can be reused.
-    spent: Vec<Vec<u8>>,
+    spent: Vec<Chunk>,
+}
+
+/// One piece of what a connection is to be sent.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// Frames encoded for this connection alone.
+    Owned(Vec<u8>),
+    /// The head of a frame other connections are sent too ([`SharedFrame`]).
+    Shared(Arc<Vec<u8>>),
+    /// This connection's end of the frame whose head precedes it.
+    Tail(TerminalOutputTail),
+}
+
+impl Chunk {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Owned(bytes) => bytes,
+            Self::Shared(head) => head,
+            Self::Tail(tail) => tail.as_bytes(),
+        }
+    }
 }
 
 /// How a [`WriteQueue::flush_to`] call ended.
@@ -45,11 +69,22 @@ impl WriteQueue {
 
     /// Appends bytes after everything already queued.
     pub fn push(&mut self, bytes: Vec<u8>) {
-        if bytes.is_empty() {
+        self.push_chunk(Chunk::Owned(bytes));
+    }
+
+    /// Appends a frame whose head other connections share: the head is queued, not copied.
+    pub fn push_shared(&mut self, frame: SharedFrame) {
+        self.push_chunk(Chunk::Shared(frame.head));
+        self.push_chunk(Chunk::Tail(frame.tail));
+    }
+
+    fn push_chunk(&mut self, chunk: Chunk) {
+        let len = chunk.bytes().len();
+        if len == 0 {
             return;
         }
-        self.len += bytes.len();
-        self.chunks.push_back(bytes);
+        self.len += len;
+        self.chunks.push_back(chunk);
     }
 
     /// Whether nothing is waiting.
@@ -78,7 +113,7 @@ impl WriteQueue {
             let written = match (self.chunks.len(), self.chunks.front()) {
                 // One chunk (a keystroke's echo, a reply): a plain write, cheaper in the
                 // kernel than a vectored one.
-                (1, Some(only)) => w.write(only.get(self.offset..).unwrap_or_default()),
+                (1, Some(only)) => w.write(only.bytes().get(self.offset..).unwrap_or_default()),
                 _ => self.write_chunks(w),
             };
             match written {
@@ -107,7 +142,7 @@ impl WriteQueue {
         let mut used = 0;
         for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
             let from = if used == 0 { self.offset } else { 0 };
-            *slot = io::IoSlice::new(chunk.get(from..).unwrap_or_default());
+            *slot = io::IoSlice::new(chunk.bytes().get(from..).unwrap_or_default());
             used += 1;
         }
         w.write_vectored(slices.get(..used).unwrap_or_default())
@@ -120,7 +155,7 @@ impl WriteQueue {
             let Some(front) = self.chunks.front() else {
                 return;
             };
-            let rest = front.len() - self.offset;
+            let rest = front.bytes().len() - self.offset;
             if n < rest {
                 self.offset += n;
                 return;
@@ -133,8 +168,8 @@ impl WriteQueue {
         }
     }
 
-    /// The buffers of the chunks written out since the last call.
-    pub fn drain_spent(&mut self) -> std::vec::Drain<'_, Vec<u8>> {
+    /// The chunks written out since the last call, for their buffers to be reused.
+    pub fn drain_spent(&mut self) -> std::vec::Drain<'_, Chunk> {
         self.spent.drain(..)
     }
 }
@@ -339,7 +374,53 @@ mod tests {
         }
         assert_eq!(w.got, want);
         // Every buffer comes back once written, for reuse.
-        assert_eq!(spent, frames);
+        assert_eq!(
+            spent,
+            frames.into_iter().map(Chunk::Owned).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_shared_frame_leaves_as_head_then_this_queues_tail_between_owned_frames() {
+        use phux_proto::ids::{BootstrapId, StreamId};
+        let id = |n| StreamId::new(n).expect("nonzero");
+        let boot = |n| BootstrapId::new(n).expect("nonzero");
+        let head = Arc::new(b"<head shared by every viewer>".to_vec());
+        let tails = [
+            TerminalOutputTail::new(id(1), boot(7)),
+            TerminalOutputTail::new(id(2), boot(9)),
+        ];
+        let mut queues = [WriteQueue::new(), WriteQueue::new()];
+        for (q, tail) in queues.iter_mut().zip(tails) {
+            q.push(b"before ".to_vec());
+            q.push_shared(SharedFrame {
+                head: Arc::clone(&head),
+                tail,
+            });
+            q.push(b" after".to_vec());
+        }
+        // Two queues hold the head, not two copies of it.
+        assert_eq!(Arc::strong_count(&head), 3);
+        for (q, tail) in queues.iter_mut().zip(tails) {
+            let want = [&b"before "[..], &head, tail.as_bytes(), b" after"].concat();
+            assert_eq!(q.len(), want.len());
+            let mut w = Limited {
+                got: Vec::new(),
+                room: 1000,
+                per_call: 5,
+                fail_when_full: false,
+            };
+            let (sent, state) = q.flush_to(&mut w);
+            assert!(matches!(state, FlushState::Drained));
+            assert_eq!((sent, w.got), (want.len(), want));
+            let spent: Vec<Chunk> = q.drain_spent().collect();
+            assert!(matches!(&spent[..], [
+                Chunk::Owned(_),
+                Chunk::Shared(h),
+                Chunk::Tail(t),
+                Chunk::Owned(_)
+            ] if Arc::ptr_eq(h, &head) && *t == tail));
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use crate::child::{ChildExit, GroupSignal, PtyChild, SpawnSpec};
 use crate::clock::Clock;
-use crate::conn::{FlushState, READ_CHUNK, Transport, WriteQueue, set_nonblocking};
+use crate::conn::{Chunk, FlushState, READ_CHUNK, Transport, WriteQueue, set_nonblocking};
 use crate::pty::{PtyRead, TermiosFlags};
 use crate::signals::Signals;
 use crate::socket::{ServerSocket, check_peer};
@@ -431,6 +431,9 @@ impl Driver {
     fn perform(&mut self, action: ServerAction) {
         match &action {
             ServerAction::Send { conn, bytes } => trace!(conn = conn.0, len = bytes.len(), "send"),
+            ServerAction::SendShared { conn, frame } => {
+                trace!(conn = conn.0, len = frame.len(), "send shared");
+            }
             ServerAction::Write {
                 terminal,
                 job,
@@ -440,7 +443,10 @@ impl Driver {
             other => debug!(action = ?other, "perform"),
         }
         match action {
-            ServerAction::Send { conn, bytes } => self.send(conn, bytes),
+            ServerAction::Send { conn, bytes } => self.send(conn, |queue| queue.push(bytes)),
+            ServerAction::SendShared { conn, frame } => {
+                self.send(conn, |queue| queue.push_shared(frame));
+            }
             ServerAction::Close { conn } => self.close(conn),
             ServerAction::Spawn { terminal, spec } => self.spawn(terminal, &spec),
             ServerAction::Write {
@@ -617,14 +623,15 @@ impl Driver {
         self.flush_conn(id);
     }
 
-    fn send(&mut self, id: ConnId, bytes: Vec<u8>) {
+    /// Queues what `push` adds on the connection's write queue.
+    fn send(&mut self, id: ConnId, push: impl FnOnce(&mut WriteQueue)) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
         if conn.reported {
             return;
         }
-        conn.queue.push(bytes);
+        push(&mut conn.queue);
         conn.urgent |= !self.bulk;
         // Written once the engine has nothing more to say, so that the frames of one
         // wake-up leave in one vectored write per connection rather than one each.
@@ -642,8 +649,12 @@ impl Driver {
         conn.urgent = false;
         conn.held_until = None;
         let (sent, state) = conn.queue.flush_to(&mut conn.transport);
-        for buffer in conn.queue.drain_spent() {
-            self.engine.reclaim(buffer);
+        for chunk in conn.queue.drain_spent() {
+            match chunk {
+                Chunk::Owned(buffer) => self.engine.reclaim(buffer),
+                Chunk::Shared(head) => self.engine.reclaim_shared(head),
+                Chunk::Tail(_) => {}
+            }
         }
         let reported = conn.reported;
         if sent > 0 {

@@ -176,20 +176,30 @@ impl Sim {
         ))
     }
 
+    /// Delivers a connection's bytes, or holds them while its client is paused.
+    fn send(&mut self, conn: ConnId, bytes: &[u8]) {
+        match self.conns.get_mut(&key(conn)) {
+            Some(c) if !c.closed && c.paused => {
+                // Nothing takes them: the engine must see its queue stay full.
+                c.unsent.extend_from_slice(bytes);
+                return;
+            }
+            Some(c) if !c.closed => c.pending.extend_from_slice(bytes),
+            _ => {}
+        }
+        self.handle(ServerEvent::Sent {
+            conn,
+            bytes: bytes.len(),
+        });
+    }
+
     fn perform(&mut self, action: ServerAction) {
         match action {
-            ServerAction::Send { conn, bytes } => {
-                let len = bytes.len();
-                match self.conns.get_mut(&key(conn)) {
-                    Some(c) if !c.closed && c.paused => {
-                        // Nothing takes them: the engine must see its queue stay full.
-                        c.unsent.extend_from_slice(&bytes);
-                        return;
-                    }
-                    Some(c) if !c.closed => c.pending.extend_from_slice(&bytes),
-                    _ => {}
-                }
-                self.handle(ServerEvent::Sent { conn, bytes: len });
+            ServerAction::Send { conn, bytes } => self.send(conn, &bytes),
+            ServerAction::SendShared { conn, frame } => {
+                let mut bytes = Vec::with_capacity(frame.len());
+                frame.append_to(&mut bytes);
+                self.send(conn, &bytes);
             }
             ServerAction::Close { conn } => {
                 if let Some(c) = self.conns.get_mut(&key(conn)) {

@@ -396,32 +396,41 @@ impl Driver {
             .position(|c| c.as_ref().is_some_and(|c| c.id == id))
     }
 
-    fn perform(&mut self, action: ServerAction) {
-        match action {
-            ServerAction::Send { conn, bytes } => {
-                let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) else {
-                    panic!("Send for a connection the driver does not have: {conn:?}");
-                };
-                assert!(!client.closed, "Send after Close on {conn:?}");
-                client.unsent += bytes.len();
-                client.inbound.push(&bytes);
-                loop {
-                    match client.inbound.poll_frame() {
-                        Ok(None) => break,
-                        Ok(Some(Frame::CommandResult(r))) => {
-                            *client.answered.entry(r.request_id).or_default() += 1;
-                            self.stats.answers += 1;
-                        }
-                        Ok(Some(Frame::Error(e))) => {
-                            if let Some(rid) = e.request_id {
-                                *client.answered.entry(rid).or_default() += 1;
-                                self.stats.answers += 1;
-                            }
-                        }
-                        Ok(Some(_)) => {}
-                        Err(e) => panic!("the server sent bytes that do not decode: {e}"),
+    /// Hands a connection's client the bytes the engine sent it.
+    fn deliver(&mut self, conn: ConnId, bytes: &[u8]) {
+        let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) else {
+            panic!("Send for a connection the driver does not have: {conn:?}");
+        };
+        assert!(!client.closed, "Send after Close on {conn:?}");
+        client.unsent += bytes.len();
+        client.inbound.push(bytes);
+        loop {
+            match client.inbound.poll_frame() {
+                Ok(None) => break,
+                Ok(Some(Frame::CommandResult(r))) => {
+                    *client.answered.entry(r.request_id).or_default() += 1;
+                    self.stats.answers += 1;
+                }
+                Ok(Some(Frame::Error(e))) => {
+                    if let Some(rid) = e.request_id {
+                        *client.answered.entry(rid).or_default() += 1;
+                        self.stats.answers += 1;
                     }
                 }
+                Ok(Some(_)) => {}
+                Err(e) => panic!("the server sent bytes that do not decode: {e}"),
+            }
+        }
+    }
+
+    fn perform(&mut self, action: ServerAction) {
+        match action {
+            ServerAction::Send { conn, bytes } => self.deliver(conn, &bytes),
+            ServerAction::SendShared { conn, frame } => {
+                let mut bytes = Vec::with_capacity(frame.len());
+                frame.append_to(&mut bytes);
+                self.deliver(conn, &bytes);
+                self.engine.reclaim_shared(frame.head);
             }
             ServerAction::Close { conn } => {
                 if let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) {

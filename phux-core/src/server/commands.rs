@@ -18,7 +18,7 @@ use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::conn::{Budget, Phase};
 use super::terminal::{EventFilter, Terminal, Viewer};
-use super::{ConnId, ServerAction, ServerEngine, SpawnSpec};
+use super::{ConnId, ServerAction, ServerEngine, SharedFrame, SpawnSpec};
 use crate::encoder::CellGeometry;
 use crate::lease::LeaseChange;
 use crate::time::Instant;
@@ -644,6 +644,14 @@ impl ServerEngine {
         viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
         let tid = TerminalId::Local(terminal);
         let frame_len = bytes.len() + 64;
+        // Two or more viewers share one encoding of the chunk, each adding only its stream
+        // and bootstrap; a lone viewer's frame joins its other sends in one buffer.
+        let shared = viewers
+            .iter()
+            .filter(|(_, v)| v.paused_at.is_none())
+            .count()
+            > 1;
+        let mut head = None;
         for &(conn, viewer) in &viewers {
             if viewer.paused_at.is_some() {
                 continue;
@@ -678,8 +686,8 @@ impl ServerEngine {
                 continue;
             }
             // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap. The
-            // chunk is encoded straight from the PTY's bytes for each viewer, never copied
-            // into an owned frame first.
+            // chunk is encoded straight from the PTY's bytes, never copied into an owned
+            // frame first.
             let out = TerminalOutputRef {
                 terminal: &tid,
                 seq,
@@ -687,7 +695,20 @@ impl ServerEngine {
                 stream: viewer.stream,
                 bootstrap: viewer.bootstrap,
             };
-            self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
+            if shared {
+                let head = head
+                    .get_or_insert_with(|| self.shared_head(|buf| out.encode_head(buf)))
+                    .clone();
+                self.send_shared(
+                    conn,
+                    SharedFrame {
+                        head,
+                        tail: out.tail(),
+                    },
+                );
+            } else {
+                self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
+            }
         }
         self.viewer_scratch = viewers;
         // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in

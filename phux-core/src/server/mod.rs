@@ -23,6 +23,7 @@
 //! while let Some(action) = engine.poll_action() {
 //!     match action {
 //!         ServerAction::Send { conn, bytes } => { /* write bytes to the connection */ }
+//!         ServerAction::SendShared { conn, frame } => { /* write frame.head, then frame.tail */ }
 //!         ServerAction::Close { conn } => { /* flush, then close */ }
 //!         _ => { /* spawn, write to a PTY, resize, signal, kill, shut down */ }
 //!     }
@@ -40,12 +41,13 @@ mod input;
 mod terminal;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use phux_proto::command::{CommandResult, Signal};
 use phux_proto::frame::{
     BootstrapProfile, DetachReason, Detached, ErrorFrame, HelloOk, LayerSet, ProtocolVersion,
-    ServerCapabilities, ServerFeatures,
+    ServerCapabilities, ServerFeatures, TerminalOutputTail,
 };
 use phux_proto::ids::{BootstrapId, StreamId};
 use phux_proto::{ClientId, ErrorCode, Frame};
@@ -238,6 +240,14 @@ pub enum ServerAction {
         /// Encoded frames.
         bytes: Vec<u8>,
     },
+    /// Queue one frame whose head other connections are sent too: a chunk of output fanned
+    /// out to several viewers is encoded once, not once per viewer. After any earlier `Send`.
+    SendShared {
+        /// The connection.
+        conn: ConnId,
+        /// The frame.
+        frame: SharedFrame,
+    },
     /// Flush what is queued for the connection, then close it.
     Close {
         /// The connection.
@@ -289,6 +299,36 @@ pub enum ServerAction {
     Shutdown,
 }
 
+/// A TERMINAL_OUTPUT frame sent to several viewers: the head (everything through the output
+/// bytes) is one buffer all of them share; the tail (stream and bootstrap) is this viewer's.
+/// Its bytes are `head` followed by `tail`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SharedFrame {
+    /// The frame through its output bytes, the same for every viewer of the chunk. Give it
+    /// back with [`ServerEngine::reclaim_shared`] once written.
+    pub head: Arc<Vec<u8>>,
+    /// This viewer's stream and bootstrap fields.
+    pub tail: TerminalOutputTail,
+}
+
+impl SharedFrame {
+    /// The frame's length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + TerminalOutputTail::LEN
+    }
+
+    /// Never: a frame has at least its header.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Appends the frame's bytes, for a driver that keeps one buffer per connection.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(self.tail.as_bytes());
+    }
+}
+
 /// The phux server protocol engine.
 #[derive(Debug)]
 pub struct ServerEngine {
@@ -306,6 +346,8 @@ pub struct ServerEngine {
     shutting_down: bool,
     /// Emptied `Send` buffers the driver gave back ([`Self::reclaim`]), reused for new sends.
     spare: Vec<Vec<u8>>,
+    /// Shared frame heads whose every copy was written ([`Self::reclaim_shared`]).
+    spare_heads: Vec<Arc<Vec<u8>>>,
     /// The viewers of the terminal whose output is being fanned out, kept between reads so
     /// that a keystroke's echo does not allocate.
     viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
@@ -342,6 +384,7 @@ impl ServerEngine {
             next_job: 1,
             shutting_down: false,
             spare: Vec::new(),
+            spare_heads: Vec::new(),
             viewer_scratch: Vec::new(),
         }
     }
@@ -354,6 +397,45 @@ impl ServerEngine {
             buffer.clear();
             self.spare.push(buffer);
         }
+    }
+
+    /// Gives back the head of a `SendShared` frame once written. The last connection to give
+    /// a head back returns it to the pool its successors are encoded into; the others just
+    /// let go of their share. Optional, like [`Self::reclaim`].
+    pub fn reclaim_shared(&mut self, mut head: Arc<Vec<u8>>) {
+        if self.spare_heads.len() < SPARE_BUFFERS
+            && Arc::get_mut(&mut head).is_some_and(|b| b.capacity() <= SPARE_CAPACITY)
+        {
+            self.spare_heads.push(head);
+        }
+    }
+
+    /// A head for a frame fanned out to several connections, encoded by `encode` into a
+    /// reclaimed buffer when there is one.
+    fn shared_head(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Arc<Vec<u8>> {
+        let mut head = self.spare_heads.pop().unwrap_or_default();
+        if let Some(buf) = Arc::get_mut(&mut head) {
+            buf.clear();
+            encode(buf);
+            head
+        } else {
+            let mut buf = Vec::new();
+            encode(&mut buf);
+            Arc::new(buf)
+        }
+    }
+
+    /// Queues a frame whose head other connections share, counted against the output budget.
+    fn send_shared(&mut self, id: ConnId, frame: SharedFrame) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        conn.outbound.push(Budget::Output, frame.len());
+        self.actions
+            .push_back(ServerAction::SendShared { conn: id, frame });
     }
 
     /// This incarnation's id.

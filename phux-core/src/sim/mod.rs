@@ -224,8 +224,11 @@ pub struct Harness {
     pub spawn_mode: ChildMode,
     /// Every `Write` action, in order.
     pub writes: Vec<WriteRecord>,
-    /// Every action other than `Send` and `Write`, in order.
+    /// Every action other than `Send`, `SendShared` and `Write`, in order.
     pub actions: Vec<ServerAction>,
+    /// Every `SendShared`: the connection and the address of the frame's head, which tells
+    /// the frames that shared one encoding apart from those that did not.
+    pub shared_sends: Vec<(ConnId, usize)>,
     config: ServerConfig,
     incarnation: u32,
     next_conn: u64,
@@ -304,6 +307,7 @@ impl Harness {
             spawn_mode: ChildMode::Echo,
             writes: Vec::new(),
             actions: Vec::new(),
+            shared_sends: Vec::new(),
             config,
             incarnation: 1,
             next_conn: 1,
@@ -750,6 +754,19 @@ impl Harness {
                 if c.reading {
                     self.flush_conn(conn);
                 }
+                self.server.reclaim(bytes);
+            }
+            ServerAction::SendShared { conn, frame } => {
+                self.shared_sends
+                    .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                frame.append_to(&mut c.transport);
+                if c.reading {
+                    self.flush_conn(conn);
+                }
+                self.server.reclaim_shared(frame.head);
             }
             ServerAction::Close { conn } => {
                 let Some(c) = self.conns.get_mut(&conn) else {
