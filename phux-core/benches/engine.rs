@@ -136,6 +136,12 @@ impl Rig {
                     self.engine
                         .handle(self.now, ServerEvent::Sent { conn, bytes: len });
                 }
+                ServerAction::SendShared { conn, frame } => {
+                    let len = frame.len();
+                    self.engine.reclaim_shared(black_box(frame.head));
+                    self.engine
+                        .handle(self.now, ServerEvent::Sent { conn, bytes: len });
+                }
                 ServerAction::Spawn { terminal, .. } => self.terminal = terminal,
                 ServerAction::Write { job, bytes, .. } => {
                     black_box(bytes);
