@@ -639,7 +639,7 @@ impl TerminalOutputRef<'_> {
 /// differs between the viewers of one chunk. Fixed-size, so a server keeps one per viewer
 /// without allocating.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct TerminalOutputTail([u8; TerminalOutputTail::LEN]);
+pub struct TerminalOutputTail([u8; 2 * U64_FIELD_LEN]);
 
 impl TerminalOutputTail {
     /// Its length: two fields of a one-byte id, the wire type, a one-byte length and a u64.
