@@ -197,9 +197,7 @@ impl Sim {
         match action {
             ServerAction::Send { conn, bytes } => self.send(conn, &bytes),
             ServerAction::SendShared { conn, frame } => {
-                let mut bytes = Vec::with_capacity(frame.len());
-                frame.append_to(&mut bytes);
-                self.send(conn, &bytes);
+                self.send(conn, &frame.to_vec());
             }
             ServerAction::Close { conn } => {
                 if let Some(c) = self.conns.get_mut(&key(conn)) {

@@ -427,9 +427,7 @@ impl Driver {
         match action {
             ServerAction::Send { conn, bytes } => self.deliver(conn, &bytes),
             ServerAction::SendShared { conn, frame } => {
-                let mut bytes = Vec::with_capacity(frame.len());
-                frame.append_to(&mut bytes);
-                self.deliver(conn, &bytes);
+                self.deliver(conn, &frame.to_vec());
                 self.engine.reclaim_shared(frame.head);
             }
             ServerAction::Close { conn } => {

@@ -327,6 +327,13 @@ impl SharedFrame {
         out.extend_from_slice(&self.head);
         out.extend_from_slice(self.tail.as_bytes());
     }
+
+    /// The frame's bytes in a buffer of their own.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len());
+        self.append_to(&mut bytes);
+        bytes
+    }
 }
 
 /// The phux server protocol engine.
