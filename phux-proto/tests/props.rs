@@ -80,7 +80,7 @@ mod strategies {
 
 use phux_proto::Frame;
 use phux_proto::command::{ApplyInput, Command};
-use phux_proto::frame::{CommandFrame, TerminalOutput};
+use phux_proto::frame::{CommandFrame, TerminalOutput, TerminalOutputView};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
@@ -152,6 +152,31 @@ proptest! {
         Frame::Command(CommandFrame { request_id, command: Command::ApplyInput(apply) })
             .encode(&mut owned);
         prop_assert_eq!(borrowed, owned);
+    }
+
+    // The borrowed decode a client uses for output agrees with the owned one on every frame,
+    // and on arbitrary bodies behind a TERMINAL_OUTPUT header: the same frame or the same
+    // error, and `None` for any other well-formed frame.
+    #[test]
+    fn terminal_output_view_decodes_as_the_frame(
+        frame in strategies::frame(),
+        body in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        let bytes = frame.to_bytes();
+        match (TerminalOutputView::decode(&bytes), frame) {
+            (Ok(Some(view)), Frame::TerminalOutput(out)) => prop_assert_eq!(view.into_owned(), out),
+            (Ok(None), other) => prop_assert!(!matches!(other, Frame::TerminalOutput(_))),
+            (got, frame) => prop_assert!(false, "{:?} decoded as {:?}", frame, got),
+        }
+        let mut raw = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+        raw.push(0x90);
+        raw.extend_from_slice(&body);
+        let owned = Frame::decode(&raw);
+        match TerminalOutputView::decode(&raw) {
+            Ok(Some(view)) => prop_assert_eq!(owned, Ok(Frame::TerminalOutput(view.into_owned()))),
+            Ok(None) => prop_assert!(false, "type 0x90 is TERMINAL_OUTPUT"),
+            Err(e) => prop_assert_eq!(owned, Err(e)),
+        }
     }
 
     #[test]

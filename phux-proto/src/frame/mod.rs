@@ -24,7 +24,8 @@ pub use lifecycle::{DetachReason, Detached, Ping, Pong};
 pub use terminal::{
     Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
     SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalOutput, TerminalOutputRef,
-    TerminalOutputTail, TerminalResize, TerminalSize, TerminalSpawned, TombstoneReason,
+    TerminalOutputTail, TerminalOutputView, TerminalResize, TerminalSize, TerminalSpawned,
+    TombstoneReason,
 };
 
 use crate::macros::open_enum;
@@ -168,6 +169,41 @@ pub(crate) fn encode_framed(
     out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
 }
 
+/// Checks one whole frame's header against its length and splits off the body, as
+/// [`Frame::decode`] does before decoding the body.
+pub(crate) fn split_frame(frame: &[u8]) -> Result<(FrameType, &[u8]), DecodeError> {
+    let Some(len_bytes) = frame.first_chunk::<LENGTH_LEN>() else {
+        return Err(DecodeError::new(DecodeErrorKind::FrameTruncated {
+            needed: LENGTH_LEN,
+            available: frame.len(),
+        }));
+    };
+    let length = u32::from_be_bytes(*len_bytes);
+    check_length(length)?;
+    let needed = LENGTH_LEN + length as usize;
+    let frame_type = frame.get(LENGTH_LEN).copied().map(FrameType);
+    let with_type = |e: DecodeError| match frame_type {
+        Some(t) => e.with_frame(t),
+        None => e,
+    };
+    if frame.len() < needed {
+        return Err(with_type(DecodeError::new(
+            DecodeErrorKind::FrameTruncated {
+                needed,
+                available: frame.len(),
+            },
+        )));
+    }
+    if frame.len() > needed {
+        return Err(with_type(DecodeError::new(
+            DecodeErrorKind::TrailingBytes {
+                extra: frame.len() - needed,
+            },
+        )));
+    }
+    Ok((FrameType(frame[LENGTH_LEN]), &frame[HEADER_LEN..]))
+}
+
 impl Frame {
     /// This frame's type byte.
     pub fn frame_type(&self) -> FrameType {
@@ -255,37 +291,7 @@ impl Frame {
     /// Decodes exactly one whole frame, header included. Bytes past `4 + length` are an
     /// error (`TrailingBytes`), as is a buffer shorter than that (`FrameTruncated`).
     pub fn decode(frame: &[u8]) -> Result<Self, DecodeError> {
-        let Some(len_bytes) = frame.first_chunk::<LENGTH_LEN>() else {
-            return Err(DecodeError::new(DecodeErrorKind::FrameTruncated {
-                needed: LENGTH_LEN,
-                available: frame.len(),
-            }));
-        };
-        let length = u32::from_be_bytes(*len_bytes);
-        check_length(length)?;
-        let needed = LENGTH_LEN + length as usize;
-        let frame_type = frame.get(LENGTH_LEN).copied().map(FrameType);
-        let with_type = |e: DecodeError| match frame_type {
-            Some(t) => e.with_frame(t),
-            None => e,
-        };
-        if frame.len() < needed {
-            return Err(with_type(DecodeError::new(
-                DecodeErrorKind::FrameTruncated {
-                    needed,
-                    available: frame.len(),
-                },
-            )));
-        }
-        if frame.len() > needed {
-            return Err(with_type(DecodeError::new(
-                DecodeErrorKind::TrailingBytes {
-                    extra: frame.len() - needed,
-                },
-            )));
-        }
-        let frame_type = FrameType(frame[LENGTH_LEN]);
-        let body = &frame[HEADER_LEN..];
+        let (frame_type, body) = split_frame(frame)?;
         Self::decode_body(frame_type, body).map_err(|e| e.with_frame(frame_type))
     }
 

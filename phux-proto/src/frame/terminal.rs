@@ -540,27 +540,7 @@ impl TerminalSpawned {
 
 impl TerminalOutput {
     pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
-        let mut fields = Fields::new(body);
-        let (mut terminal, mut seq, mut bytes, mut stream, mut bootstrap) =
-            (None, None, None, None, None);
-        while let Some((id, v)) = fields.next_field()? {
-            match id {
-                1 => once(&mut terminal, id, "terminal", || pos(v))?,
-                2 => once(&mut seq, id, "seq", || u64_value(v))?,
-                // Borrowed here, copied once below after every field checked out.
-                3 => once(&mut bytes, id, "bytes", || Ok(v))?,
-                4 => once(&mut stream, id, "stream", || stream_value(v))?,
-                5 => once(&mut bootstrap, id, "bootstrap", || bootstrap_value(v))?,
-                _ => {}
-            }
-        }
-        Ok(Self {
-            terminal: required(terminal, "terminal")?,
-            seq: required(seq, "seq")?,
-            bytes: required(bytes, "bytes")?.to_vec(),
-            stream: required(stream, "stream")?,
-            bootstrap: required(bootstrap, "bootstrap")?,
-        })
+        TerminalOutputView::decode_body(body).map(TerminalOutputView::into_owned)
     }
     pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
         self.borrowed().encode_body(out);
@@ -669,6 +649,72 @@ fn u64_field(out: &mut [u8], id: u8, v: u64) {
     let (header, value) = out.split_at_mut(3);
     header.copy_from_slice(&[id, WIRE_TYPE_BYTES, 8]);
     value.copy_from_slice(&v.to_be_bytes());
+}
+
+/// A TERMINAL_OUTPUT decoded without copying its bytes: a client that hands output straight
+/// to its own screen, or only looks for something in it, needs no owned frame per chunk.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TerminalOutputView<'a> {
+    /// The terminal.
+    pub terminal: TerminalId,
+    /// See [`TerminalOutput::seq`].
+    pub seq: u64,
+    /// The output bytes, borrowed from the frame.
+    pub bytes: &'a [u8],
+    /// The stream.
+    pub stream: StreamId,
+    /// The bootstrap this output follows.
+    pub bootstrap: BootstrapId,
+}
+
+impl<'a> TerminalOutputView<'a> {
+    /// Decodes one whole frame, checked as [`Frame::decode`] checks it, if it is a
+    /// TERMINAL_OUTPUT; `Ok(None)` for a well-framed frame of any other type.
+    ///
+    /// [`Frame::decode`]: super::Frame::decode
+    pub fn decode(frame: &'a [u8]) -> Result<Option<Self>> {
+        let (frame_type, body) = super::split_frame(frame)?;
+        if frame_type != super::FrameType::TERMINAL_OUTPUT {
+            return Ok(None);
+        }
+        Self::decode_body(body)
+            .map(Some)
+            .map_err(|e| e.with_frame(frame_type))
+    }
+
+    fn decode_body(body: &'a [u8]) -> Result<Self> {
+        let mut fields = Fields::new(body);
+        let (mut terminal, mut seq, mut bytes, mut stream, mut bootstrap) =
+            (None, None, None, None, None);
+        while let Some((id, v)) = fields.next_field()? {
+            match id {
+                1 => once(&mut terminal, id, "terminal", || pos(v))?,
+                2 => once(&mut seq, id, "seq", || u64_value(v))?,
+                3 => once(&mut bytes, id, "bytes", || Ok(v))?,
+                4 => once(&mut stream, id, "stream", || stream_value(v))?,
+                5 => once(&mut bootstrap, id, "bootstrap", || bootstrap_value(v))?,
+                _ => {}
+            }
+        }
+        Ok(Self {
+            terminal: required(terminal, "terminal")?,
+            seq: required(seq, "seq")?,
+            bytes: required(bytes, "bytes")?,
+            stream: required(stream, "stream")?,
+            bootstrap: required(bootstrap, "bootstrap")?,
+        })
+    }
+
+    /// The owned frame, its bytes copied.
+    pub fn into_owned(self) -> TerminalOutput {
+        TerminalOutput {
+            terminal: self.terminal,
+            seq: self.seq,
+            bytes: self.bytes.to_vec(),
+            stream: self.stream,
+            bootstrap: self.bootstrap,
+        }
+    }
 }
 
 /// The engine version BootstrapCodec::Native carries.
