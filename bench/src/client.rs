@@ -69,6 +69,16 @@ impl Client {
     }
 
     fn take_frame(&mut self) -> Result<Option<Frame>> {
+        let Some(range) = self.take_raw()? else {
+            return Ok(None);
+        };
+        Frame::decode(self.buf.get(range).unwrap_or_default())
+            .map(Some)
+            .map_err(|e| Error::Protocol(format!("undecodable frame: {e}")))
+    }
+
+    /// Where the next whole frame's bytes are in the buffer, once they are all in.
+    fn take_raw(&mut self) -> Result<Option<std::ops::Range<usize>>> {
         let avail = self.buf.get(self.start..self.end).unwrap_or_default();
         let Some(len) = avail
             .first_chunk::<LENGTH_LEN>()
@@ -88,10 +98,9 @@ impl Client {
             }
             return Ok(None);
         }
-        let frame = Frame::decode(avail.get(..total).unwrap_or_default())
-            .map_err(|e| Error::Protocol(format!("undecodable frame: {e}")))?;
+        let range = self.start..self.start + total;
         self.start += total;
-        Ok(Some(frame))
+        Ok(Some(range))
     }
 
     fn fill(&mut self) -> Result<()> {
@@ -111,6 +120,25 @@ impl Client {
                 Err(Error::Timeout("a frame from the server".into()))
             }
             Err(e) => Err(e).context("reading from the server"),
+        }
+    }
+
+    /// Reads frames until `pick` returns something from one's bytes. Nothing is decoded
+    /// into an owned frame: a measurement that looks for one frame pays only for its look.
+    pub fn wait_for_raw<T>(
+        &mut self,
+        mut pick: impl FnMut(&[u8]) -> Result<Option<T>>,
+    ) -> Result<T> {
+        loop {
+            let range = loop {
+                if let Some(range) = self.take_raw()? {
+                    break range;
+                }
+                self.fill()?;
+            };
+            if let Some(v) = pick(self.buf.get(range).unwrap_or_default())? {
+                return Ok(v);
+            }
         }
     }
 

@@ -7,8 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use phux_mio_server::{PtyChild, PtyRead};
+use phux_proto::TerminalId;
 use phux_proto::command::CommandResult;
-use phux_proto::{Frame, TerminalId};
+use phux_proto::frame::TerminalOutputView;
 
 use crate::client::{Client, READ_TIMEOUT};
 use crate::error::{Context, Error, Result};
@@ -137,9 +138,14 @@ impl PhuxTerm {
         self.client.send_encoded(&key)?;
         let want = c as u8;
         let t = &self.terminal;
-        self.client.wait_for(|f| match f {
-            Frame::TerminalOutput(o) if &o.terminal == t && o.bytes.contains(&want) => Some(()),
-            _ => None,
+        // Borrowed, as a client feeding output to its own screen would read it: the time
+        // is the server's, not an allocation and a copy in the client.
+        self.client.wait_for_raw(|frame| {
+            let output = TerminalOutputView::decode(frame)
+                .map_err(|e| Error::Protocol(format!("undecodable frame: {e}")))?;
+            Ok(output
+                .filter(|o| &o.terminal == t && o.bytes.contains(&want))
+                .map(|_| ()))
         })?;
         Ok(micros(t0))
     }
