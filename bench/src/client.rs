@@ -72,9 +72,9 @@ impl Client {
         let Some(range) = self.take_raw()? else {
             return Ok(None);
         };
-        Frame::decode(self.buf.get(range).unwrap_or_default())
-            .map(Some)
-            .map_err(|e| Error::Protocol(format!("undecodable frame: {e}")))
+        Ok(Some(Frame::decode(
+            self.buf.get(range).unwrap_or_default(),
+        )?))
     }
 
     /// Where the next whole frame's bytes are in the buffer, once they are all in.

@@ -18,6 +18,9 @@ pub enum Error {
     /// A peer (the server, tmux, a relay) said something we did not expect.
     #[error("unexpected reply: {0}")]
     Protocol(String),
+    /// The server sent bytes that are not a phux frame.
+    #[error("undecodable frame: {0}")]
+    Decode(#[from] phux_proto::decode_error::DecodeError),
     /// A peer went quiet for longer than the deadline.
     #[error("timed out waiting for {0}")]
     Timeout(String),

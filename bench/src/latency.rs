@@ -141,9 +141,7 @@ impl PhuxTerm {
         // Borrowed, as a client feeding output to its own screen would read it: the time
         // is the server's, not an allocation and a copy in the client.
         self.client.wait_for_raw(|frame| {
-            let output = TerminalOutputView::decode(frame)
-                .map_err(|e| Error::Protocol(format!("undecodable frame: {e}")))?;
-            Ok(output
+            Ok(TerminalOutputView::decode(frame)?
                 .filter(|o| &o.terminal == t && o.bytes.contains(&want))
                 .map(|_| ()))
         })?;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use phux_mio_server::{PtyChild, PtyRead, SpawnSpec};
 use phux_proto::command::CommandResult;
-use phux_proto::frame::TombstoneReason;
+use phux_proto::frame::{TerminalOutputView, TombstoneReason};
 use phux_proto::{Frame, TerminalId};
 
 use crate::client::Client;
@@ -185,36 +185,42 @@ struct Viewed {
 }
 
 /// Receives one viewer's stream until TERMINAL_CLOSED, signalling `tx` once `expected`
-/// bytes are in.
+/// bytes are in. Output is read borrowed, as a viewer feeding its own screen would read it;
+/// the few other frames are decoded whole.
 fn view(mut c: Client, t: &TerminalId, expected: u64, tx: &mpsc::Sender<()>) -> Result<Viewed> {
     let mut v = Viewed {
         count: 0,
         done: None,
         tombstones: 0,
     };
-    loop {
-        match c.recv()? {
-            Frame::TerminalOutput(o) if &o.terminal == t => {
+    c.wait_for_raw(|raw| {
+        if let Some(o) = TerminalOutputView::decode(raw)? {
+            if &o.terminal == t {
                 v.count += o.bytes.len() as u64;
                 if v.done.is_none() && v.count >= expected {
                     v.done = Some(Instant::now());
                     let _ = tx.send(());
                 }
             }
+            return Ok(None);
+        }
+        Ok(match Frame::decode(raw)? {
             Frame::BootstrapTombstone(b)
                 if &b.terminal == t && b.reason == TombstoneReason::OutboundGap =>
             {
                 v.tombstones += 1;
+                None
             }
             Frame::TerminalClosed(closed) if &closed.terminal == t => {
                 if v.done.is_none() {
                     let _ = tx.send(());
                 }
-                return Ok(v);
+                Some(())
             }
-            _ => {}
-        }
-    }
+            _ => None,
+        })
+    })?;
+    Ok(v)
 }
 
 /// Polls GET_SCREEN until it contains `needle`.
