@@ -60,21 +60,18 @@ impl Client {
 
     /// The next whole frame.
     pub fn recv(&mut self) -> Result<Frame> {
+        let range = self.next_raw()?;
+        Ok(Frame::decode(self.buf.get(range).unwrap_or_default())?)
+    }
+
+    /// Where the next whole frame's bytes are in the buffer, reading until they are all in.
+    fn next_raw(&mut self) -> Result<std::ops::Range<usize>> {
         loop {
-            if let Some(frame) = self.take_frame()? {
-                return Ok(frame);
+            if let Some(range) = self.take_raw()? {
+                return Ok(range);
             }
             self.fill()?;
         }
-    }
-
-    fn take_frame(&mut self) -> Result<Option<Frame>> {
-        let Some(range) = self.take_raw()? else {
-            return Ok(None);
-        };
-        Ok(Some(Frame::decode(
-            self.buf.get(range).unwrap_or_default(),
-        )?))
     }
 
     /// Where the next whole frame's bytes are in the buffer, once they are all in.
@@ -130,12 +127,7 @@ impl Client {
         mut pick: impl FnMut(&[u8]) -> Result<Option<T>>,
     ) -> Result<T> {
         loop {
-            let range = loop {
-                if let Some(range) = self.take_raw()? {
-                    break range;
-                }
-                self.fill()?;
-            };
+            let range = self.next_raw()?;
             if let Some(v) = pick(self.buf.get(range).unwrap_or_default())? {
                 return Ok(v);
             }

@@ -744,28 +744,28 @@ impl Harness {
 
     // ---- performing actions ---------------------------------------------------------------
 
+    /// Queues what `append` adds on the connection's transport, handed over at once while
+    /// its client reads.
+    fn deliver(&mut self, conn: ConnId, append: impl FnOnce(&mut Vec<u8>)) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        append(&mut c.transport);
+        if c.reading {
+            self.flush_conn(conn);
+        }
+    }
+
     fn perform(&mut self, action: ServerAction) {
         match action {
             ServerAction::Send { conn, bytes } => {
-                let Some(c) = self.conns.get_mut(&conn) else {
-                    return;
-                };
-                c.transport.extend_from_slice(&bytes);
-                if c.reading {
-                    self.flush_conn(conn);
-                }
+                self.deliver(conn, |transport| transport.extend_from_slice(&bytes));
                 self.server.reclaim(bytes);
             }
             ServerAction::SendShared { conn, frame } => {
                 self.shared_sends
                     .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
-                let Some(c) = self.conns.get_mut(&conn) else {
-                    return;
-                };
-                frame.append_to(&mut c.transport);
-                if c.reading {
-                    self.flush_conn(conn);
-                }
+                self.deliver(conn, |transport| frame.append_to(transport));
                 self.server.reclaim_shared(frame.head);
             }
             ServerAction::Close { conn } => {
