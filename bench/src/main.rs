@@ -449,6 +449,21 @@ fn section_throughput(
             &rows
         )
     );
+    // The drain is the limit only if it is not itself an outlier: say so when it is.
+    if let Some(drain) = medians.first().copied().flatten() {
+        let fastest = contenders
+            .iter()
+            .zip(&medians)
+            .skip(1)
+            .filter_map(|(c, m)| Some((c.0, m.as_ref()?.p50)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some(note) = fastest.and_then(|(name, p50)| {
+            throughput::slow_drain_note(drain.p50, drain.min, drain.max, name, p50)
+        }) {
+            println!("  NOTE: {note}");
+            report.note(note);
+        }
+    }
     let ratio_of = |name: &str| {
         contenders
             .iter()

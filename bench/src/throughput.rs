@@ -492,3 +492,50 @@ pub fn relay(lines: u64) -> Result<Run> {
         server_cpu: None,
     })
 }
+
+/// How far above the direct drain a contender's median may come before the drain, not the
+/// contender, is the likelier explanation. Every contender reads the same kind of master, so
+/// none can beat the reader that does nothing else by much. A drain's rounds on a VM scatter
+/// widely (see bench/README), and a run can draw several slow ones.
+pub const ABOVE_LIMIT: f64 = 1.1;
+
+/// A note for a run whose direct drain (median `drain_p50`, rounds `drain_min`..`drain_max`)
+/// came out below `contender`'s median `p50` by more than [`ABOVE_LIMIT`]: the ratios to the
+/// drain in that run overstate everyone.
+pub fn slow_drain_note(
+    drain_p50: f64,
+    drain_min: f64,
+    drain_max: f64,
+    contender: &str,
+    p50: f64,
+) -> Option<String> {
+    (drain_p50 > 0.0 && p50 / drain_p50 > ABOVE_LIMIT).then(|| {
+        format!(
+            "the direct drain was slow in this run: its median {drain_p50:.1} MiB/s (rounds \
+             {drain_min:.1}-{drain_max:.1}) is below {contender}'s {p50:.1}; ratios to the \
+             drain overstate every contender here, so compare over several runs"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contender_well_above_the_drain_flags_the_drain() {
+        let note = slow_drain_note(46.4, 44.0, 74.8, "phux, 1 client", 65.9).expect("note");
+        assert!(
+            note.contains("46.4") && note.contains("44.0-74.8"),
+            "{note}"
+        );
+        assert!(note.contains("phux, 1 client's 65.9"), "{note}");
+    }
+
+    #[test]
+    fn a_contender_near_or_below_the_drain_is_not_flagged() {
+        assert_eq!(slow_drain_note(70.0, 60.0, 80.0, "relay", 75.0), None);
+        assert_eq!(slow_drain_note(70.0, 60.0, 80.0, "relay", 40.0), None);
+        assert_eq!(slow_drain_note(0.0, 0.0, 0.0, "relay", 40.0), None);
+    }
+}
