@@ -457,9 +457,9 @@ fn section_throughput(
             .skip(1)
             .filter_map(|(c, m)| Some((c.0, m.as_ref()?.p50)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some(note) = fastest.and_then(|(name, p50)| {
-            throughput::slow_drain_note(drain.p50, drain.min, drain.max, name, p50)
-        }) {
+        if let Some(note) =
+            fastest.and_then(|(name, p50)| throughput::slow_drain_note(&drain, name, p50))
+        {
             println!("  NOTE: {note}");
             report.note(note);
         }

@@ -17,6 +17,7 @@ use crate::latency::Relay;
 use crate::payload::{END, READY, line_text, master_bytes};
 use crate::procs::{PhuxServer, WARM, cpu_secs, self_exe};
 use crate::roles::{RelayMode, spawn_pty, wait_readable, write_pty};
+use crate::stats::{Summary, ratio};
 use crate::tmux::{Line, Tmux, classify, unescaped_len};
 
 /// One timed transfer.
@@ -499,32 +500,38 @@ pub fn relay(lines: u64) -> Result<Run> {
 /// widely (see bench/README), and a run can draw several slow ones.
 pub const ABOVE_LIMIT: f64 = 1.1;
 
-/// A note for a run whose direct drain (median `drain_p50`, rounds `drain_min`..`drain_max`)
-/// came out below `contender`'s median `p50` by more than [`ABOVE_LIMIT`]: the ratios to the
-/// drain in that run overstate everyone.
-pub fn slow_drain_note(
-    drain_p50: f64,
-    drain_min: f64,
-    drain_max: f64,
-    contender: &str,
-    p50: f64,
-) -> Option<String> {
-    (drain_p50 > 0.0 && p50 / drain_p50 > ABOVE_LIMIT).then(|| {
-        format!(
-            "the direct drain was slow in this run: its median {drain_p50:.1} MiB/s (rounds \
-             {drain_min:.1}-{drain_max:.1}) is below {contender}'s {p50:.1}; ratios to the \
-             drain overstate every contender here, so compare over several runs"
-        )
-    })
+/// A note for a run whose direct drain came out below `contender`'s median `p50` by more
+/// than [`ABOVE_LIMIT`]: the ratios to the drain in that run overstate everyone.
+pub fn slow_drain_note(drain: &Summary, contender: &str, p50: f64) -> Option<String> {
+    ratio(Some(p50), Some(drain.p50))
+        .is_some_and(|r| r > ABOVE_LIMIT)
+        .then(|| {
+            format!(
+                "the direct drain was slow in this run: its median {:.1} MiB/s (rounds \
+                 {:.1}-{:.1}) is below {contender}'s {p50:.1}; ratios to the drain overstate \
+                 every contender here, so compare over several runs",
+                drain.p50, drain.min, drain.max
+            )
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn drain(p50: f64, min: f64, max: f64) -> Summary {
+        Summary {
+            n: 7,
+            p50,
+            p99: max,
+            min,
+            max,
+        }
+    }
+
     #[test]
     fn a_contender_well_above_the_drain_flags_the_drain() {
-        let note = slow_drain_note(46.4, 44.0, 74.8, "phux, 1 client", 65.9).expect("note");
+        let note = slow_drain_note(&drain(46.4, 44.0, 74.8), "phux, 1 client", 65.9).expect("note");
         assert!(
             note.contains("46.4") && note.contains("44.0-74.8"),
             "{note}"
@@ -534,8 +541,14 @@ mod tests {
 
     #[test]
     fn a_contender_near_or_below_the_drain_is_not_flagged() {
-        assert_eq!(slow_drain_note(70.0, 60.0, 80.0, "relay", 75.0), None);
-        assert_eq!(slow_drain_note(70.0, 60.0, 80.0, "relay", 40.0), None);
-        assert_eq!(slow_drain_note(0.0, 0.0, 0.0, "relay", 40.0), None);
+        assert_eq!(
+            slow_drain_note(&drain(70.0, 60.0, 80.0), "relay", 75.0),
+            None
+        );
+        assert_eq!(
+            slow_drain_note(&drain(70.0, 60.0, 80.0), "relay", 40.0),
+            None
+        );
+        assert_eq!(slow_drain_note(&drain(0.0, 0.0, 0.0), "relay", 40.0), None);
     }
 }
