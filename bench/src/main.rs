@@ -460,7 +460,6 @@ fn section_throughput(
         if let Some(note) =
             fastest.and_then(|(name, p50)| throughput::slow_drain_note(&drain, name, p50))
         {
-            println!("  NOTE: {note}");
             report.note(note);
         }
     }
