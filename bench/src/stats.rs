@@ -56,6 +56,16 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The median over rounds of `a[i] / b[i]`, taking only the rounds both have (and where
+/// `b[i]` is not zero); `None` when there are none. With contenders taking turns inside each
+/// round, a slow spell of the machine that lasts a round slows both sides of its ratio alike,
+/// where it moves a ratio of two medians as far as it moves either median.
+pub fn paired_ratio(a: &[Option<f64>], b: &[Option<f64>]) -> Option<f64> {
+    let mut ratios: Vec<f64> = a.iter().zip(b).filter_map(|(a, b)| ratio(*a, *b)).collect();
+    ratios.sort_by(f64::total_cmp);
+    median_sorted(&ratios)
+}
+
 #[cfg(test)]
 // The samples here are small integers and halves, exact in binary floating point.
 #[allow(clippy::float_cmp)]
@@ -87,5 +97,18 @@ mod tests {
         assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
         assert_eq!(ratio(Some(3.0), Some(0.0)), None);
         assert_eq!(ratio(None, Some(2.0)), None);
+    }
+
+    #[test]
+    fn paired_ratio_pairs_rounds_and_skips_the_missing() {
+        // The rounds' own ratios are 0.75, 1.4 and 0.83; the medians' ratio would be 28/20.
+        let a = [Some(30.0), Some(28.0), Some(10.0)];
+        let b = [Some(40.0), Some(20.0), Some(12.0)];
+        assert_eq!(paired_ratio(&a, &b), Some(10.0 / 12.0));
+        // A round either side lacks (or with a zero baseline) is left out, not misaligned.
+        let a = [Some(5.0), None, Some(30.0), Some(9.0)];
+        let b = [Some(10.0), Some(20.0), Some(40.0), Some(0.0)];
+        assert_eq!(paired_ratio(&a, &b), Some(0.625));
+        assert_eq!(paired_ratio(&[None], &[Some(1.0)]), None);
     }
 }
