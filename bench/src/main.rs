@@ -358,16 +358,13 @@ fn section_throughput(
             Box::new(|| throughput::dtach(lines)),
         ));
     }
-    let mut runs: Vec<Vec<throughput::Run>> = vec![Vec::new(); contenders.len()];
-    // Each contender's rate in each round (None where it failed), to pair with the drain's.
-    let mut by_round: Vec<Vec<Option<f64>>> = vec![Vec::new(); contenders.len()];
+    // Each contender's run in each round, None where it failed: rounds stay aligned, so
+    // each can be paired with the drain's.
+    let mut runs: Vec<Vec<Option<throughput::Run>>> = vec![Vec::new(); contenders.len()];
     for round in 0..plan.rounds {
         for (i, (name, _, f)) in contenders.iter().enumerate() {
             let result = f();
-            if let Some(v) = by_round.get_mut(i) {
-                v.push(result.as_ref().ok().map(|r| r.rate() / MIB));
-            }
-            match result {
+            match &result {
                 Ok(r) => {
                     let status = if r.complete() {
                         String::new()
@@ -382,30 +379,39 @@ fn section_throughput(
                         round + 1,
                         r.rate() / MIB
                     );
-                    if let Some(v) = runs.get_mut(i) {
-                        v.push(r);
-                    }
                 }
                 Err(e) => println!("  round {}: {name}: failed: {e}", round + 1),
             }
+            if let Some(v) = runs.get_mut(i) {
+                v.push(result.ok());
+            }
         }
     }
-    let medians: Vec<Option<Summary>> = runs
+    let rates: Vec<Vec<Option<f64>>> = runs
         .iter()
-        .map(|rs| summarize(&rs.iter().map(|r| r.rate() / MIB).collect::<Vec<_>>()))
+        .map(|rs| {
+            rs.iter()
+                .map(|r| r.as_ref().map(|r| r.rate() / MIB))
+                .collect()
+        })
+        .collect();
+    let medians: Vec<Option<Summary>> = rates
+        .iter()
+        .map(|rs| summarize(&rs.iter().flatten().copied().collect::<Vec<_>>()))
         .collect();
     let base = medians.first().copied().flatten().map(|s| s.p50);
     let mut rows = Vec::new();
     let mut doc = serde_json::Map::new();
-    let drain_rounds = by_round.first().cloned().unwrap_or_default();
-    let paired: Vec<Option<f64>> = by_round
+    let drain_rates = rates.first().map(Vec::as_slice).unwrap_or_default();
+    let paired: Vec<Option<f64>> = rates
         .iter()
-        .map(|rates| paired_ratio(rates, &drain_rounds))
+        .map(|rs| paired_ratio(rs, drain_rates))
         .collect();
     for ((name, reference, _), ((rs, m), pr)) in contenders
         .iter()
         .zip(runs.iter().zip(&medians).zip(&paired))
     {
+        let rs: Vec<&throughput::Run> = rs.iter().flatten().collect();
         let complete = rs.iter().filter(|r| r.complete()).count();
         let screen: Vec<bool> = rs.iter().filter_map(|r| r.screen_ok).collect();
         let r = ratio(m.map(|s| s.p50), base);
@@ -498,22 +504,22 @@ fn section_throughput(
         Op::AtLeast,
         0.8,
     );
-    let screen_bad = runs.get(2).map_or(0, |rs| {
-        rs.iter().filter(|r| r.screen_ok == Some(false)).count()
-    });
+    // The runs of the contender at `i` that did not fail; None when every one failed.
+    let done = |i: usize| {
+        let rs: Vec<&throughput::Run> = runs.get(i)?.iter().flatten().collect();
+        (!rs.is_empty()).then_some(rs)
+    };
     report.target(
         "phux 1-client runs with a wrong screen/bootstrap",
-        runs.get(2)
-            .filter(|rs| !rs.is_empty())
-            .map(|_| screen_bad as f64),
+        done(2).map(|rs| rs.iter().filter(|r| r.screen_ok == Some(false)).count() as f64),
         Op::AtMost,
         0.0,
     );
     // No loss at exit: the 8-client runs' writer exits right after its payload. A viewer
     // that fell a whole output budget behind is told so (BOOTSTRAP_TOMBSTONE, then a fresh
     // bootstrap): that is the protocol's slow-reader rule, counted apart from silent loss.
-    let eight = runs.get(3).filter(|rs| !rs.is_empty());
-    let lost: Option<f64> = eight.map(|rs| {
+    let eight = done(3);
+    let lost: Option<f64> = eight.as_ref().map(|rs| {
         rs.iter()
             .filter(|r| r.tombstones == 0)
             .map(|r| r.expected.saturating_sub(r.delivered) as f64)
