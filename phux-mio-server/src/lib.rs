@@ -13,6 +13,7 @@ pub mod ctl;
 pub mod driver;
 pub mod pty;
 pub mod rand;
+pub mod run;
 pub mod signals;
 pub mod socket;
 pub mod writer;

@@ -1,0 +1,89 @@
+//! The server's entry point as a library function: `main.rs` calls it, and test binaries
+//! (examples built by `cargo test`) run the real server through it without invoking cargo.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use clap::Parser;
+use phux_core::server::{ServerConfig, ServerEngine};
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+
+use crate::config::Config;
+use crate::driver::{Driver, Listen};
+use crate::socket::{DirPolicy, ServerSocket, socket_path};
+
+/// Parses `args` (the program name first, as `std::env::args_os` gives it) and runs the
+/// server until it is told to stop. Exit codes: 0 after a clean stop, 1 on a fatal error,
+/// 2 when logging cannot be set up (clap exits by itself on a usage error).
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let config = Config::parse_from(args);
+    if let Err(e) = init_logging(&config) {
+        eprintln!("phux-mio-server: {e}");
+        return ExitCode::from(2);
+    }
+    match serve(&config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %e, "fatal");
+            eprintln!("phux-mio-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    // [SERVER.ID.1] One draw from the OS RNG at start, kept for the life of the process.
+    let server_id = crate::server_id()?;
+    let mut engine_config = ServerConfig::new(server_id.to_vec());
+    engine_config.default_command = config.default_command();
+    let engine = ServerEngine::new(engine_config);
+
+    if config.stdio {
+        // [SERVER.STDIO.1] One client on stdin/stdout; stdout carries only the protocol.
+        info!("serving one client on stdin/stdout");
+        return Ok(Driver::new(engine, Listen::Stdio)?.run()?);
+    }
+
+    // An explicit path may sit in a shared sticky directory such as /tmp; the default
+    // directory must be private.
+    let policy = if config.socket.is_some() {
+        DirPolicy::Explicit
+    } else {
+        DirPolicy::Private
+    };
+    let path = socket_path(config.socket.clone(), &config.name)?;
+    let socket = ServerSocket::bind_with(&path, policy)?;
+    let driver = Driver::new(engine, Listen::Socket(socket))?;
+    info!(socket = %path.display(), "listening");
+    // Scripts wait for this line before connecting.
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "phux-mio-server listening on {}", path.display())?;
+    out.flush()?;
+    drop(out);
+    driver.run()?;
+    Ok(())
+}
+
+fn init_logging(config: &Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let filter = EnvFilter::new(config.log_level.directive());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match &config.log_file {
+        Some(path) => {
+            let file = OpenOptions::new().create(true).append(true).open(path)?;
+            builder
+                .with_ansi(false)
+                .with_writer(Mutex::new(file))
+                .try_init()?;
+        }
+        None => builder.with_writer(std::io::stderr).try_init()?,
+    }
+    Ok(())
+}
