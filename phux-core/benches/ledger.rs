@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use phux_core::Instant;
-use phux_core::ledger::{
-    Admission, CAPACITY, FinalResult, LedgerRefusal, OperationLedger, PayloadDigest,
-};
+use phux_core::ledger::{Admission, CAPACITY, LedgerRefusal, OperationLedger, PayloadDigest};
+use phux_core::writer::WriteOutcome;
 use phux_proto::OperationId;
 
 /// Client ids are random; a splitmix64 sequence stands in for them, deterministically.
@@ -43,7 +42,7 @@ fn full_ledger(ids: &[OperationId]) -> OperationLedger {
     for &id in ids {
         ledger.admit(Instant::ZERO, id, digest(id)).unwrap();
         ledger.handed_off(id).unwrap();
-        ledger.complete(id, FinalResult::Ok).unwrap();
+        ledger.complete(id, WriteOutcome::Written).unwrap();
     }
     ledger
 }
@@ -71,7 +70,7 @@ fn bench_ledger(c: &mut Criterion) {
             i = (i + 7919) % CAPACITY;
             let id = known[i];
             let got = ledger.admit(now, black_box(id), digest(id));
-            debug_assert_eq!(got, Ok(Admission::Cached(FinalResult::Ok)));
+            debug_assert_eq!(got, Ok(Admission::Cached(WriteOutcome::Written)));
             black_box(got)
         });
     });

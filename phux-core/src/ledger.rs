@@ -29,6 +29,8 @@ use std::time::Duration;
 
 use phux_proto::{ErrorCode, OperationId};
 
+use crate::writer::WriteOutcome;
+
 use crate::time::Instant;
 
 /// How long a record lives, measured from the operation's first admission (phux 0.8: 600 s).
@@ -41,34 +43,6 @@ pub const CAPACITY: usize = 65_536;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct PayloadDigest(pub [u8; 32]);
 
-/// The result of an operation once the writer has decided it; cached and replayed to retries.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum FinalResult {
-    /// The bytes were written and flushed to the PTY (COMMAND_RESULT OK).
-    Ok,
-    /// The write may or may not have happened (INPUT_DELIVERY_UNKNOWN, 205).
-    DeliveryUnknown,
-    /// The canonical-mode guard refused the job; nothing was written (206).
-    CanonicalLimitExceeded {
-        /// The line limit that was exceeded, in bytes.
-        limit: u32,
-    },
-    /// The writer decided nothing was written (writer-side INPUT_NOT_WRITTEN, 207).
-    NotWritten,
-}
-
-impl FinalResult {
-    /// The wire error code, or `None` for OK.
-    pub fn code(self) -> Option<ErrorCode> {
-        match self {
-            Self::Ok => None,
-            Self::DeliveryUnknown => Some(ErrorCode::INPUT_DELIVERY_UNKNOWN),
-            Self::CanonicalLimitExceeded { .. } => Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED),
-            Self::NotWritten => Some(ErrorCode::INPUT_NOT_WRITTEN),
-        }
-    }
-}
-
 /// Where one operation stands.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum OperationState {
@@ -77,7 +51,7 @@ pub enum OperationState {
     /// Handed to the PTY writer; the result is pending.
     InFlight,
     /// Decided; the result is replayed to every retry.
-    Final(FinalResult),
+    Final(WriteOutcome),
 }
 
 /// A copy of one record, for inspection.
@@ -102,7 +76,7 @@ pub enum Admission {
     /// A known id whose job is with the writer: write nothing; the result is still pending.
     InFlight,
     /// A known id with a final result: reply with it verbatim and write nothing.
-    Cached(FinalResult),
+    Cached(WriteOutcome),
 }
 
 /// Why an admission was refused. Neither refusal is cached.
@@ -334,7 +308,7 @@ impl OperationLedger {
     /// Only an in-flight operation completes. A second completion (for example the writer's
     /// late report after the completion deadline already recorded `DeliveryUnknown`) is
     /// refused as [`LedgerMisuse::NotInFlight`] and changes nothing: the first result stands.
-    pub fn complete(&mut self, id: OperationId, result: FinalResult) -> Result<(), LedgerMisuse> {
+    pub fn complete(&mut self, id: OperationId, result: WriteOutcome) -> Result<(), LedgerMisuse> {
         let record = self
             .records
             .get_mut(&id)
@@ -425,16 +399,16 @@ mod tests {
         l.admit(t(0), op(1), dg(1)).unwrap();
         l.handed_off(op(1)).unwrap();
         assert_eq!(l.admit(t(1), op(1), dg(1)), Ok(Admission::InFlight));
-        l.complete(op(1), FinalResult::Ok).unwrap();
+        l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
             l.admit(t(2), op(1), dg(1)),
-            Ok(Admission::Cached(FinalResult::Ok))
+            Ok(Admission::Cached(WriteOutcome::Written))
         );
         // Every final result is replayed verbatim, including the limit of a 206.
         for (n, result) in [
-            (2, FinalResult::DeliveryUnknown),
-            (3, FinalResult::CanonicalLimitExceeded { limit: 4096 }),
-            (4, FinalResult::NotWritten),
+            (2, WriteOutcome::Unknown),
+            (3, WriteOutcome::CanonicalRefused { limit: 4096 }),
+            (4, WriteOutcome::NotWritten),
         ] {
             l.admit(t(3), op(n), dg(1)).unwrap();
             l.handed_off(op(n)).unwrap();
@@ -452,7 +426,7 @@ mod tests {
         assert_eq!(refusal.code(), ErrorCode::INVALID_COMMAND);
         // Also once final: the binding outlives the result's replay.
         l.handed_off(op(1)).unwrap();
-        l.complete(op(1), FinalResult::Ok).unwrap();
+        l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
             l.admit(t(2), op(1), dg(2)),
             Err(LedgerRefusal::DigestMismatch)
@@ -460,7 +434,7 @@ mod tests {
         // The refusal did not disturb the record.
         assert_eq!(
             l.admit(t(3), op(1), dg(1)),
-            Ok(Admission::Cached(FinalResult::Ok))
+            Ok(Admission::Cached(WriteOutcome::Written))
         );
     }
 
@@ -503,7 +477,7 @@ mod tests {
         // A retry must not write while the first job may still be written.
         assert_eq!(l.admit(t(21), op(1), dg(1)), Ok(Admission::InFlight));
         assert_eq!(l.poll_timeout(), None);
-        l.complete(op(1), FinalResult::Ok).unwrap();
+        l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(l.get(&op(1)), None);
         assert_eq!(l.admit(t(22), op(1), dg(1)), Ok(Admission::Fresh));
     }
@@ -549,26 +523,26 @@ mod tests {
         );
         // The re-evaluation may succeed this time.
         l.handed_off(op(1)).unwrap();
-        l.complete(op(1), FinalResult::Ok).unwrap();
+        l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
             l.admit(t(2), op(1), dg(1)),
-            Ok(Admission::Cached(FinalResult::Ok))
+            Ok(Admission::Cached(WriteOutcome::Written))
         );
     }
 
     #[test]
     fn input_dedupe_7_final_result_codes() {
-        assert_eq!(FinalResult::Ok.code(), None);
+        assert_eq!(WriteOutcome::Written.code(), None);
         assert_eq!(
-            FinalResult::DeliveryUnknown.code(),
+            WriteOutcome::Unknown.code(),
             Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
         );
         assert_eq!(
-            FinalResult::CanonicalLimitExceeded { limit: 1 }.code(),
+            WriteOutcome::CanonicalRefused { limit: 1 }.code(),
             Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED)
         );
         assert_eq!(
-            FinalResult::NotWritten.code(),
+            WriteOutcome::NotWritten.code(),
             Some(ErrorCode::INPUT_NOT_WRITTEN)
         );
     }
@@ -582,7 +556,7 @@ mod tests {
         );
         l.admit(t(0), op(1), dg(1)).unwrap();
         assert_eq!(
-            l.complete(op(1), FinalResult::Ok),
+            l.complete(op(1), WriteOutcome::Written),
             Err(LedgerMisuse::NotInFlight {
                 id: op(1),
                 state: OperationState::Bound
@@ -603,18 +577,18 @@ mod tests {
                 state: OperationState::InFlight
             })
         );
-        l.complete(op(1), FinalResult::DeliveryUnknown).unwrap();
+        l.complete(op(1), WriteOutcome::Unknown).unwrap();
         // The writer's late report after the deadline: the first result stands.
         assert_eq!(
-            l.complete(op(1), FinalResult::Ok),
+            l.complete(op(1), WriteOutcome::Written),
             Err(LedgerMisuse::NotInFlight {
                 id: op(1),
-                state: OperationState::Final(FinalResult::DeliveryUnknown)
+                state: OperationState::Final(WriteOutcome::Unknown)
             })
         );
         assert_eq!(
             l.admit(t(1), op(1), dg(1)),
-            Ok(Admission::Cached(FinalResult::DeliveryUnknown))
+            Ok(Admission::Cached(WriteOutcome::Unknown))
         );
     }
 

@@ -21,5 +21,6 @@ pub mod server;
 pub mod sim;
 pub mod terminal;
 pub mod time;
+pub mod writer;
 
 pub use time::Instant;

@@ -951,21 +951,27 @@ fn canonical_guard_counts_cr_only_under_icrnl() {
         apply(&mut h, c, 1, &t, vec![paste(&data)]),
         Some(CommandResult::Ok)
     );
-    h.pty(&t).set_icrnl(false);
+    // The 4000 'y' that batch 1 left after its CR are still on the line: 96 more would make
+    // it 4096 long, 95 more make it 4095.
     assert_eq!(
-        code(&apply(&mut h, c, 2, &t, vec![paste(&data)])),
+        code(&apply(&mut h, c, 2, &t, vec![paste(&[b'z'; 96])])),
         Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED)
     );
     assert_eq!(
-        apply(&mut h, c, 3, &t, vec![paste(&vec![b'z'; 4095])]),
+        apply(&mut h, c, 3, &t, vec![paste(&[b'z'; 95])]),
         Some(CommandResult::Ok)
+    );
+    h.pty(&t).set_icrnl(false);
+    assert_eq!(
+        code(&apply(&mut h, c, 4, &t, vec![paste(&data)])),
+        Some(ErrorCode::CANONICAL_LIMIT_EXCEEDED)
     );
     h.pty(&t).set_canonical(false);
     assert_eq!(
-        apply(&mut h, c, 4, &t, vec![paste(&vec![b'w'; 9000])]),
+        apply(&mut h, c, 5, &t, vec![paste(&vec![b'w'; 9000])]),
         Some(CommandResult::Ok)
     );
-    assert_eq!(h.pty(&t).read_log().len(), 8001 + 4095 + 9000);
+    assert_eq!(h.pty(&t).read_log().len(), 8001 + 95 + 9000);
 }
 
 #[test]

@@ -16,7 +16,9 @@ use std::process::{Command, Stdio};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 
-use crate::pty::{PtyMaster, PtyRead, PtyWrite, TermiosFlags};
+use phux_core::writer::{PortWrite, PtyPort, Termios};
+
+use crate::pty::{PtyMaster, PtyRead, PtyWrite};
 
 /// The `TERM` a child gets when the spawner names none.
 pub const DEFAULT_TERM: &str = "xterm-256color";
@@ -265,8 +267,8 @@ impl PtyChild {
     }
 
     /// The slave's ICANON / ICRNL / IGNCR, read right now (for the canonical-line guard).
-    pub fn termios_flags(&self) -> io::Result<TermiosFlags> {
-        self.live_master()?.termios_flags()
+    pub fn termios(&self) -> io::Result<Termios> {
+        self.live_master()?.termios()
     }
 
     /// Sends `sig` to the child's process group (the child and what it started there).
@@ -360,9 +362,64 @@ fn wait_pidfd(pidfd: &OwnedFd, extra: WaitIdOptions) -> io::Result<Option<ChildE
     }
 }
 
+/// The engine's `PtyWriter` writes a terminal's jobs through its master.
+impl PtyPort for PtyChild {
+    fn termios(&mut self) -> Option<Termios> {
+        Self::termios(self).ok()
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> PortWrite {
+        // EINTR is retried below us; EIO (hung up) and any other error end the job.
+        match Self::write(self, bytes) {
+            Ok(PtyWrite::Written(n)) => PortWrite::Accepted(n),
+            Ok(PtyWrite::WouldBlock) => PortWrite::Full,
+            Ok(PtyWrite::Gone) | Err(_) => PortWrite::Failed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_real_pty_takes_a_job_through_the_writer_and_the_child_echoes_it() {
+        use std::os::fd::AsRawFd;
+        use std::time::{Duration, Instant};
+
+        use phux_core::writer::{JobId, PtyWriter, Pump, WriteOutcome};
+
+        let mut child = spawn(&SpawnSpec::new("cat")).expect("spawn cat");
+        let mut writer = PtyWriter::new();
+        writer.push(JobId(7), b"ping\r".to_vec());
+        let mut done = Vec::new();
+        assert_eq!(writer.pump(&mut child, &mut done), Pump::Idle);
+        assert_eq!(done, [(JobId(7), WriteOutcome::Written)]);
+
+        let mut poll = mio::Poll::new().expect("poll");
+        let fd = child.master_fd().expect("master").as_raw_fd();
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Token(0),
+                mio::Interest::READABLE,
+            )
+            .expect("register");
+        let mut events = mio::Events::with_capacity(4);
+        let end = Instant::now() + Duration::from_secs(30);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 256];
+        // The line discipline echoes "ping\r\n", then cat writes "ping\r\n" again.
+        while out.windows(6).filter(|w| w == b"ping\r\n").count() < 2 {
+            assert!(Instant::now() < end, "no echo: {out:?}");
+            while let Ok(PtyRead::Data(n)) = child.read(&mut buf) {
+                out.extend_from_slice(&buf[..n]);
+            }
+            poll.poll(&mut events, Some(Duration::from_millis(200)))
+                .expect("poll");
+        }
+        let _ = child.kill_and_reap();
+    }
 
     #[test]
     fn missing_program_is_an_exec_error() {

@@ -17,22 +17,21 @@ use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
-use phux_core::encoder::CanonicalGuard;
 use phux_core::server::{
     ConnId, JobId, PeerInfo, ServerAction, ServerEngine, ServerEvent, SpawnSpec as EngineSpawn,
     WriteOutcome,
 };
 use phux_core::time::Instant;
+use phux_core::writer::{PtyWriter, Pump};
 use phux_proto::command::Signal;
 use tracing::{debug, error, info, trace, warn};
 
 use crate::child::{ChildExit, GroupSignal, PtyChild, SpawnSpec};
 use crate::clock::Clock;
 use crate::conn::{Chunk, FlushState, READ_CHUNK, Transport, WriteQueue, set_nonblocking};
-use crate::pty::{PtyRead, TermiosFlags};
+use crate::pty::PtyRead;
 use crate::signals::Signals;
 use crate::socket::{ServerSocket, check_peer};
-use crate::writer::{JobOutcome, JobQueue, Pump};
 
 /// How long a closing connection may take to drain its queue before it is dropped.
 pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
@@ -100,7 +99,7 @@ pub struct Driver {
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
     /// The completions of one pump of a terminal's writes, kept for the next pump's.
-    finished_jobs: Vec<(JobId, JobOutcome)>,
+    finished_jobs: Vec<(JobId, WriteOutcome)>,
     /// No deadline of our own (a closing connection's, held output's, an exited child's
     /// drain) falls before this; `None` when none is set. Lowered as each is set and worked
     /// out afresh only once it comes due, so a turn scans every connection and terminal only
@@ -166,7 +165,7 @@ struct Term {
     child: PtyChild,
     master: Option<Token>,
     pidfd: Option<Token>,
-    jobs: JobQueue<JobId>,
+    jobs: PtyWriter,
     writable: bool,
     /// Reaped; waiting for the master's EOF until the deadline.
     exited: Option<(ChildExit, Instant)>,
@@ -453,8 +452,7 @@ impl Driver {
                 terminal,
                 job,
                 bytes,
-                canonical_check,
-            } => self.write(terminal, job, bytes, canonical_check),
+            } => self.write(terminal, job, bytes),
             ServerAction::Resize {
                 terminal,
                 cols,
@@ -825,7 +823,7 @@ impl Driver {
                 child,
                 master: Some(master_token),
                 pidfd: Some(pidfd_token),
-                jobs: JobQueue::new(),
+                jobs: PtyWriter::new(),
                 writable: false,
                 exited: None,
                 eof: false,
@@ -834,10 +832,10 @@ impl Driver {
         self.report(ServerEvent::Spawned { terminal, pid });
     }
 
-    fn write(&mut self, terminal: u32, job: JobId, bytes: Vec<u8>, canonical_check: bool) {
+    fn write(&mut self, terminal: u32, job: JobId, bytes: Vec<u8>) {
         match self.terminals.get_mut(&terminal) {
             // Exited (or never started): nothing can be written.
-            Some(t) if t.exited.is_none() => t.jobs.push(job, bytes, canonical_check),
+            Some(t) if t.exited.is_none() => t.jobs.push(job, bytes),
             _ => {
                 return self.report(ServerEvent::WriteDone {
                     terminal,
@@ -855,7 +853,7 @@ impl Driver {
             return;
         };
         let mut done = std::mem::take(&mut self.finished_jobs);
-        let state = t.jobs.pump(&t.child, canonical_refusal, &mut done);
+        let state = t.jobs.pump(&mut t.child, &mut done);
         let want_writable = state == Pump::Blocked;
         if want_writable != t.writable
             && let (Some(token), Some(fd)) = (t.master, t.child.master_fd())
@@ -878,13 +876,13 @@ impl Driver {
         self.report_jobs(terminal, done);
     }
 
-    fn report_jobs(&mut self, terminal: u32, mut done: Vec<(JobId, JobOutcome)>) {
+    fn report_jobs(&mut self, terminal: u32, mut done: Vec<(JobId, WriteOutcome)>) {
         for (job, outcome) in done.drain(..) {
             trace!(terminal, job = job.0, ?outcome, "write done");
             self.report(ServerEvent::WriteDone {
                 terminal,
                 job,
-                outcome: wire_outcome(outcome),
+                outcome,
             });
         }
         // Kept for the next write's completions: a keystroke's write allocates nothing here.
@@ -1165,24 +1163,6 @@ fn os_spawn_spec(spec: &EngineSpawn) -> Result<SpawnSpec, String> {
     })
 }
 
-/// The canonical-line guard on a job's final bytes, given the terminal's termios now.
-fn canonical_refusal(bytes: &[u8], flags: TermiosFlags) -> Option<u32> {
-    // [INPUT.CANON.3] CR ends a line only when the line discipline maps it to NL.
-    let cr_terminates = flags.icrnl && !flags.igncr;
-    CanonicalGuard::check(bytes, flags.icanon, cr_terminates)
-        .err()
-        .map(|e| u32::try_from(e.limit).unwrap_or(u32::MAX))
-}
-
-fn wire_outcome(outcome: JobOutcome) -> WriteOutcome {
-    match outcome {
-        JobOutcome::Written => WriteOutcome::Written,
-        JobOutcome::NotWritten => WriteOutcome::NotWritten,
-        JobOutcome::Unknown => WriteOutcome::Unknown,
-        JobOutcome::CanonicalRefused { limit } => WriteOutcome::CanonicalRefused { limit },
-    }
-}
-
 fn group_signal(signal: Signal) -> GroupSignal {
     match signal {
         Signal::Interrupt => GroupSignal::Interrupt,
@@ -1218,37 +1198,6 @@ mod tests {
             ..spec
         };
         assert!(os_spawn_spec(&empty).is_err());
-    }
-
-    #[test]
-    fn canonical_guard_uses_cr_only_when_icrnl_without_igncr() {
-        // [INPUT.CANON.3] 5000 bytes split by CRs: one line each unless CR is not a terminator.
-        let mut bytes = Vec::new();
-        for _ in 0..5 {
-            bytes.extend_from_slice(&[b'x'; 1000]);
-            bytes.push(b'\r');
-        }
-        let cooked = TermiosFlags {
-            icanon: true,
-            icrnl: true,
-            igncr: false,
-        };
-        assert_eq!(canonical_refusal(&bytes, cooked), None);
-        let no_icrnl = TermiosFlags {
-            icrnl: false,
-            ..cooked
-        };
-        assert_eq!(canonical_refusal(&bytes, no_icrnl), Some(4095));
-        let igncr = TermiosFlags {
-            igncr: true,
-            ..cooked
-        };
-        assert_eq!(canonical_refusal(&bytes, igncr), Some(4095));
-        let raw = TermiosFlags {
-            icanon: false,
-            ..no_icrnl
-        };
-        assert_eq!(canonical_refusal(&bytes, raw), None);
     }
 
     #[test]

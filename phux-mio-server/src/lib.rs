@@ -16,10 +16,9 @@ pub mod rand;
 pub mod run;
 pub mod signals;
 pub mod socket;
-pub mod writer;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
-pub use pty::{PtyRead, PtyWrite, TermiosFlags};
+pub use pty::{PtyRead, PtyWrite};
 pub use rand::server_id;
 pub use signals::{ShutdownSignal, Signals};
 pub use socket::{

@@ -7,6 +7,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use phux_core::writer::Termios;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::pty::OpenptFlags;
@@ -44,18 +45,6 @@ pub enum PtyWrite {
     /// slave holder closed it and discards them. Whether written bytes were read is known
     /// only from the child; its exit is known from the pidfd and from [`PtyRead::Eof`].
     Gone,
-}
-
-/// The termios bits the canonical-line guard and the input encoder care about, read from
-/// the slave's line discipline through the master.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TermiosFlags {
-    /// `ICANON`: the line discipline assembles lines (and bounds their length).
-    pub icanon: bool,
-    /// `ICRNL`: CR on input is translated to NL.
-    pub icrnl: bool,
-    /// `IGNCR`: CR on input is dropped.
-    pub igncr: bool,
 }
 
 impl PtyMaster {
@@ -135,11 +124,11 @@ impl PtyMaster {
         Ok((size.ws_col, size.ws_row))
     }
 
-    /// The slave's line-discipline flags, read with `tcgetattr` on the master (Linux answers
+    /// The slave's line-discipline settings the canonical-line guard needs, read with `tcgetattr` on the master (Linux answers
     /// termios requests on a master with the slave's settings, which the child controls).
-    pub fn termios_flags(&self) -> io::Result<TermiosFlags> {
+    pub fn termios(&self) -> io::Result<Termios> {
         let t = retry_intr(|| rustix::termios::tcgetattr(&self.fd))?;
-        Ok(TermiosFlags {
+        Ok(Termios {
             icanon: t.local_modes.contains(LocalModes::ICANON),
             icrnl: t.input_modes.contains(InputModes::ICRNL),
             igncr: t.input_modes.contains(InputModes::IGNCR),
@@ -195,7 +184,7 @@ mod tests {
     #[test]
     fn fresh_terminal_is_canonical_with_icrnl() {
         let (master, _slave) = PtyMaster::open(80, 24).expect("open pty");
-        let f = master.termios_flags().expect("termios");
+        let f = master.termios().expect("termios");
         assert!(f.icanon);
         assert!(f.icrnl);
         assert!(!f.igncr);

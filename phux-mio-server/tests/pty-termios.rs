@@ -1,22 +1,16 @@
-//! termios_flags reads the child's line discipline: canonical for `cat`, raw after `stty raw`.
+//! termios reads the child's line discipline: canonical for `cat`, raw after `stty raw`.
 
 mod common;
 
 use common::Output;
-use phux_mio_server::{SpawnSpec, TermiosFlags, spawn};
+use phux_core::writer::Termios;
+use phux_mio_server::{SpawnSpec, spawn};
 
 #[test]
 fn cat_runs_canonical() {
     let child = spawn(&SpawnSpec::new("cat")).expect("spawn");
-    let f = child.termios_flags().expect("termios");
-    assert_eq!(
-        f,
-        TermiosFlags {
-            icanon: true,
-            icrnl: true,
-            igncr: false
-        }
-    );
+    let f = child.termios().expect("termios");
+    assert_eq!(f, Termios::COOKED);
 }
 
 #[test]
@@ -26,7 +20,7 @@ fn stty_raw_turns_canonical_mode_off() {
     let mut out = Output::new(&child);
     assert!(out.wait_for(&child, "READY"), "output: {:?}", out.text());
     // stty ran before the echo, so the change is visible by now.
-    let f = child.termios_flags().expect("termios");
+    let f = child.termios().expect("termios");
     assert!(!f.icanon && !f.icrnl, "{f:?}");
 }
 
@@ -37,6 +31,6 @@ fn stty_igncr_is_reported() {
             .expect("spawn");
     let mut out = Output::new(&child);
     assert!(out.wait_for(&child, "READY"), "output: {:?}", out.text());
-    let f = child.termios_flags().expect("termios");
+    let f = child.termios().expect("termios");
     assert!(f.icanon && f.igncr && !f.icrnl, "{f:?}");
 }

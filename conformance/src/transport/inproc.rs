@@ -22,13 +22,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use phux_core::Instant;
-use phux_core::encoder::CanonicalGuard;
 use phux_core::framing::FrameDecoder;
-use phux_core::server::JobId;
 use phux_core::server::{
     ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
     WriteOutcome,
 };
+use phux_core::writer::{JobId, PortWrite, PtyPort, PtyWriter, Step, Termios};
 use phux_proto::Frame;
 use phux_proto::command::{Command, Signal};
 use phux_proto::frame::CommandFrame;
@@ -122,10 +121,32 @@ pub(crate) const SIM_PROBE_PROGRAM: &str = "phux-conformance";
 
 #[derive(Debug)]
 enum SimChild {
-    /// `cat`: echoes its input.
-    Echo { alive: bool, canonical: bool },
+    /// `cat` in a cooked terminal: echoes its input.
+    Echo {
+        alive: bool,
+        /// The real server's writer, over a PTY that takes every byte.
+        writer: PtyWriter,
+    },
     /// The probe on a simulated PTY.
     Probe(Box<SimProbe>),
+}
+
+/// `cat`'s PTY, as the writer sees it: a cooked line discipline that takes every byte,
+/// which `cat` echoes.
+#[derive(Default)]
+struct Cat {
+    echo: Vec<u8>,
+}
+
+impl PtyPort for Cat {
+    fn termios(&mut self) -> Option<Termios> {
+        Some(Termios::COOKED)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> PortWrite {
+        self.echo.extend_from_slice(bytes);
+        PortWrite::Accepted(bytes.len())
+    }
 }
 
 /// Whether `command` runs the probe (`phux-conformance probe [...]`).
@@ -221,7 +242,7 @@ impl Sim {
                             terminal,
                             SimChild::Echo {
                                 alive: true,
-                                canonical: true,
+                                writer: PtyWriter::new(),
                             },
                         );
                     }
@@ -239,7 +260,6 @@ impl Sim {
                 terminal,
                 job,
                 bytes,
-                canonical_check,
             } => {
                 if let Some(r) = &mut self.rewriter
                     && let Some(op) = r.admitting.take()
@@ -247,26 +267,25 @@ impl Sim {
                     r.jobs.insert(op, (terminal, bytes.clone()));
                 }
                 if let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) {
-                    p.write(self.now, job, bytes, canonical_check);
+                    p.write(self.now, job, bytes);
                     self.effects(terminal);
                     return;
                 }
-                let outcome = match self.children.get(&terminal) {
+                let mut cat = Cat::default();
+                let outcome = match self.children.get_mut(&terminal) {
                     Some(SimChild::Echo {
                         alive: true,
-                        canonical,
+                        writer,
                     }) => {
-                        match canonical_check
-                            .then(|| CanonicalGuard::check(&bytes, *canonical, true))
-                        {
-                            Some(Err(refused)) => WriteOutcome::CanonicalRefused {
-                                limit: refused.limit as u32,
-                            },
-                            _ => WriteOutcome::Written,
+                        writer.push(job, bytes);
+                        match writer.step(&mut cat) {
+                            Step::Done(_, outcome) => outcome,
+                            Step::Blocked | Step::Idle => WriteOutcome::Unknown,
                         }
                     }
                     _ => WriteOutcome::NotWritten,
                 };
+                let bytes = cat.echo;
                 let echo = outcome == WriteOutcome::Written && !bytes.is_empty();
                 self.handle(ServerEvent::WriteDone {
                     terminal,
@@ -566,7 +585,6 @@ impl Transport for Sim {
                 // A job the engine never made: its completion is ignored.
                 job: JobId(u64::MAX),
                 bytes,
-                canonical_check: false,
             });
         }
         self.drive()

@@ -13,8 +13,7 @@
 use std::collections::VecDeque;
 
 use phux_core::Instant;
-use phux_core::encoder::CanonicalGuard;
-use phux_core::server::{JobId, WriteOutcome};
+use phux_core::writer::{JobId, PortWrite, PtyPort, PtyWriter, Step, Termios, WriteOutcome};
 use phux_proto::command::Signal;
 
 use crate::probe::{
@@ -41,15 +40,6 @@ pub(crate) enum Effect {
     Exited(Option<i32>),
 }
 
-#[derive(Debug)]
-struct Job {
-    id: JobId,
-    bytes: Vec<u8>,
-    /// How many bytes are in the input queue already.
-    written: usize,
-    canonical_check: bool,
-}
-
 /// What the probe process was started with, as an `execve` would have given it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SimProcess {
@@ -72,8 +62,8 @@ pub(crate) struct SimProbe {
     termios: TermiosReport,
     /// Bytes the line discipline holds for the probe to read.
     input: VecDeque<u8>,
-    /// Write jobs not yet wholly in `input`, oldest first.
-    jobs: VecDeque<Job>,
+    /// Write jobs not yet wholly in `input`, oldest first, and the canonical-line guard.
+    writer: PtyWriter,
     alive: bool,
     /// SIGSTOP: the group is stopped until SIGCONT.
     stopped: bool,
@@ -99,7 +89,7 @@ impl SimProbe {
                 icrnl: true,
             },
             input: VecDeque::new(),
-            jobs: VecDeque::new(),
+            writer: PtyWriter::new(),
             alive: true,
             stopped: false,
             held: Vec::new(),
@@ -117,24 +107,13 @@ impl SimProbe {
     }
 
     /// A `Write` action: the job's bytes go into the input queue as room allows.
-    pub(crate) fn write(
-        &mut self,
-        now: Instant,
-        job: JobId,
-        bytes: Vec<u8>,
-        canonical_check: bool,
-    ) {
+    pub(crate) fn write(&mut self, now: Instant, job: JobId, bytes: Vec<u8>) {
         if !self.alive {
             self.effects
                 .push(Effect::WriteDone(job, WriteOutcome::NotWritten));
             return;
         }
-        self.jobs.push_back(Job {
-            id: job,
-            bytes,
-            written: 0,
-            canonical_check,
-        });
+        self.writer.push(job, bytes);
         self.pump(now);
     }
 
@@ -223,48 +202,35 @@ impl SimProbe {
 
     /// Copies queued job bytes into the input queue while it has room. Whether anything moved.
     fn fill_input(&mut self, now: Instant) -> bool {
+        // The writer is the real server's; the probe's line discipline is its port.
+        let mut writer = std::mem::take(&mut self.writer);
         let mut progress = false;
         while self.alive {
-            let Some(job) = self.jobs.front_mut() else {
-                break;
+            let mut port = ProbePort {
+                probe: self,
+                now,
+                accepted: 0,
             };
-            // The guard reads the termios right before the job's first byte.
-            if job.written == 0
-                && job.canonical_check
-                && let Err(refused) =
-                    CanonicalGuard::check(&job.bytes, self.termios.canonical, self.termios.icrnl)
-            {
-                let id = job.id;
-                self.jobs.pop_front();
-                let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
-                self.effects.push(Effect::WriteDone(
-                    id,
-                    WriteOutcome::CanonicalRefused { limit },
-                ));
-                progress = true;
-                continue;
-            }
-            let room = INPUT_QUEUE_CAP.saturating_sub(self.input.len());
-            let remaining = job.bytes.len() - job.written;
-            if remaining == 0 {
-                let id = job.id;
-                self.jobs.pop_front();
-                self.effects
-                    .push(Effect::WriteDone(id, WriteOutcome::Written));
-                progress = true;
-                continue;
-            }
-            if room == 0 {
-                break;
-            }
-            let n = room.min(remaining);
-            let chunk = job.bytes[job.written..job.written + n].to_vec();
-            job.written += n;
-            progress = true;
-            for b in chunk {
-                self.receive(now, b);
+            let step = writer.step(&mut port);
+            progress |= port.accepted > 0;
+            match step {
+                Step::Done(id, outcome) => {
+                    self.effects.push(Effect::WriteDone(id, outcome));
+                    progress = true;
+                }
+                Step::Blocked | Step::Idle => break,
             }
         }
+        if !self.alive {
+            // The child died under the write: what it never took was not written, a job it
+            // took part of is in doubt.
+            let mut done = Vec::new();
+            writer.abandon(&mut done);
+            for (id, outcome) in done {
+                self.effects.push(Effect::WriteDone(id, outcome));
+            }
+        }
+        self.writer = writer;
         progress
     }
 
@@ -397,15 +363,47 @@ impl SimProbe {
         self.alive = false;
         self.stall_until = None;
         self.input.clear();
-        for job in std::mem::take(&mut self.jobs) {
-            let outcome = if job.written > 0 {
-                WriteOutcome::Unknown
-            } else {
-                WriteOutcome::NotWritten
-            };
-            self.effects.push(Effect::WriteDone(job.id, outcome));
+        let mut done = Vec::new();
+        self.writer.abandon(&mut done);
+        for (id, outcome) in done {
+            self.effects.push(Effect::WriteDone(id, outcome));
         }
         self.effects.push(Effect::Exited(status));
+    }
+}
+
+/// The probe's PTY as its writer sees it: the line discipline takes bytes while the input
+/// queue has room.
+struct ProbePort<'a> {
+    probe: &'a mut SimProbe,
+    now: Instant,
+    accepted: usize,
+}
+
+impl PtyPort for ProbePort<'_> {
+    fn termios(&mut self) -> Option<Termios> {
+        let t = self.probe.termios;
+        Some(Termios {
+            icanon: t.canonical,
+            icrnl: t.icrnl,
+            igncr: false,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> PortWrite {
+        if !self.probe.alive {
+            return PortWrite::Failed;
+        }
+        let room = INPUT_QUEUE_CAP.saturating_sub(self.probe.input.len());
+        let n = room.min(bytes.len());
+        if n == 0 {
+            return PortWrite::Full;
+        }
+        for &b in &bytes[..n] {
+            self.probe.receive(self.now, b);
+        }
+        self.accepted += n;
+        PortWrite::Accepted(n)
     }
 }
 
@@ -441,7 +439,7 @@ mod tests {
     #[test]
     fn canonical_lines_are_read_with_cr_as_lf() {
         let mut p = probe();
-        p.write(Instant::ZERO, JobId(1), b"ab\rcd".to_vec(), true);
+        p.write(Instant::ZERO, JobId(1), b"ab\rcd".to_vec());
         let effects = p.take_effects();
         assert!(output(&effects).contains("READ 61620a"), "{effects:?}");
         assert!(effects.contains(&Effect::WriteDone(JobId(1), WriteOutcome::Written)));
@@ -452,14 +450,9 @@ mod tests {
     #[test]
     fn a_stalled_probe_fills_the_queue_and_the_write_waits() {
         let mut p = probe();
-        p.write(Instant::ZERO, JobId(1), b":raw\r:stall\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(1), b":raw\r:stall\r".to_vec());
         p.take_effects();
-        p.write(
-            Instant::ZERO,
-            JobId(2),
-            vec![b'x'; INPUT_QUEUE_CAP + 10],
-            false,
-        );
+        p.write(Instant::ZERO, JobId(2), vec![b'x'; INPUT_QUEUE_CAP + 10]);
         let effects = p.take_effects();
         assert!(
             !effects
@@ -475,25 +468,20 @@ mod tests {
     #[test]
     fn queries_answer_from_the_simulated_state() {
         let mut p = probe();
-        p.write(Instant::ZERO, JobId(1), b":report pgrp\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(1), b":report pgrp\r".to_vec());
         assert!(output(&p.take_effects()).contains("PGRP 42 42 42 42"));
         p.resize(Instant::ZERO, 100, 30);
-        p.write(Instant::ZERO, JobId(2), b":report size\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(2), b":report size\r".to_vec());
         assert!(output(&p.take_effects()).contains("SIZE 100 30"));
-        p.write(Instant::ZERO, JobId(3), b":report args\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(3), b":report args\r".to_vec());
         let out = output(&p.take_effects());
         assert!(
             out.contains("ARGS 706875782d636f6e666f726d616e6365 70726f6265 78\r"),
             "{out}"
         );
-        p.write(Instant::ZERO, JobId(4), b":report cwd\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(4), b":report cwd\r".to_vec());
         assert!(output(&p.take_effects()).contains("CWD 2f\r"));
-        p.write(
-            Instant::ZERO,
-            JobId(5),
-            b":report environ\r".to_vec(),
-            false,
-        );
+        p.write(Instant::ZERO, JobId(5), b":report environ\r".to_vec());
         let out = output(&p.take_effects());
         assert!(
             out.contains("ENVIRON 413d31 5445524d3d7674313030\r"),
@@ -508,7 +496,6 @@ mod tests {
             Instant::ZERO,
             JobId(1),
             b":handle INT\r:grandchild\r".to_vec(),
-            false,
         );
         p.take_effects();
         p.signal(Instant::ZERO, Signal::Interrupt);
@@ -517,13 +504,8 @@ mod tests {
             out.contains("SIGNAL INT") && out.contains("GRANDCHILD SIGNAL INT"),
             "{out}"
         );
-        p.write(Instant::ZERO, JobId(2), b":raw\r:stall\r".to_vec(), false);
-        p.write(
-            Instant::ZERO,
-            JobId(3),
-            vec![b'y'; INPUT_QUEUE_CAP + 1],
-            false,
-        );
+        p.write(Instant::ZERO, JobId(2), b":raw\r:stall\r".to_vec());
+        p.write(Instant::ZERO, JobId(3), vec![b'y'; INPUT_QUEUE_CAP + 1]);
         p.take_effects();
         p.signal(Instant::ZERO, Signal::Kill);
         let effects = p.take_effects();
@@ -534,7 +516,7 @@ mod tests {
     #[test]
     fn a_timed_stall_ends_at_its_instant() {
         let mut p = probe();
-        p.write(Instant::ZERO, JobId(1), b":stall 200\r".to_vec(), false);
+        p.write(Instant::ZERO, JobId(1), b":stall 200\r".to_vec());
         p.take_effects();
         assert_eq!(p.poll_timeout(), Some(Instant::from_millis(200)));
         p.handle_timeout(Instant::from_millis(199));

@@ -11,17 +11,15 @@
 //! | focus | [`encode_focus`] | INPUT.ENCODE.FOCUS.* |
 //! | paste | [`encode_paste`], [`paste_is_unsafe`] | INPUT.ENCODE.PASTE.*, INPUT.PASTE.SAFE.* |
 //! | a whole APPLY_INPUT batch (steps 7-8) | [`encode_batch`] | INPUT.APPLY.* |
-//! | the canonical-line guard (driver side) | [`CanonicalGuard`] | INPUT.CANON.* |
+//! | the canonical-line guard (at the writer) | [`crate::writer::PtyWriter`] | INPUT.CANON.* |
 //!
 //! Events that the terminal's modes say produce nothing (a focus change with mode 1004 off, a
 //! key release in legacy mode, a mouse event with tracking off) append zero bytes and succeed.
 
-mod canonical;
 mod key;
 mod mouse;
 mod paste;
 
-pub use canonical::{CanonicalGuard, CanonicalLimitExceeded, LINUX_CANONICAL_LIMIT};
 pub use key::encode_key;
 pub use mouse::encode_mouse;
 pub use paste::{encode_paste, paste_is_unsafe};

@@ -6,10 +6,11 @@ use std::time::Duration;
 use phux_proto::OperationId;
 
 use crate::ledger::{
-    Admission, FinalResult, LedgerEntry, LedgerMisuse, LedgerRefusal, OperationLedger,
-    OperationState, PayloadDigest,
+    Admission, LedgerEntry, LedgerMisuse, LedgerRefusal, OperationLedger, OperationState,
+    PayloadDigest,
 };
 use crate::time::Instant;
+use crate::writer::WriteOutcome;
 
 /// A ledger with small limits and a list of calls to make on it and on the model.
 #[derive(Clone, Debug)]
@@ -49,12 +50,12 @@ pub enum LedgerStep {
 
 /// The result a `Complete` step reports: kind `0..4` (Ok, DeliveryUnknown, Canonical, NotWritten)
 /// and a canonical limit `0..3`.
-pub fn final_result(kind: u8, limit: u32) -> FinalResult {
+pub fn final_result(kind: u8, limit: u32) -> WriteOutcome {
     match kind % 4 {
-        0 => FinalResult::Ok,
-        1 => FinalResult::DeliveryUnknown,
-        2 => FinalResult::CanonicalLimitExceeded { limit: limit % 3 },
-        _ => FinalResult::NotWritten,
+        0 => WriteOutcome::Written,
+        1 => WriteOutcome::Unknown,
+        2 => WriteOutcome::CanonicalRefused { limit: limit % 3 },
+        _ => WriteOutcome::NotWritten,
     }
 }
 

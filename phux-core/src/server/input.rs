@@ -6,29 +6,10 @@ use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::{ConnId, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
-use crate::encoder::{self, BatchError, CanonicalGuard};
-use crate::ledger::{Admission, FinalResult, LedgerRefusal};
+use crate::encoder::{self, BatchError};
+use crate::ledger::{Admission, LedgerRefusal};
 use crate::time::Instant;
-
-/// Names one PTY write job, echoed back by the driver in `WriteDone`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct JobId(pub u64);
-
-/// What happened to a job's bytes, as the driver observed it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum WriteOutcome {
-    /// Every byte was accepted by the PTY master.
-    Written,
-    /// No byte was written (the child was gone before the first byte, say).
-    NotWritten,
-    /// Some bytes may have been written: the write failed part way.
-    Unknown,
-    /// The canonical-line guard refused the job; no byte was written.
-    CanonicalRefused {
-        /// The line limit the guard applied.
-        limit: u32,
-    },
-}
+use crate::writer::{JobId, WriteOutcome};
 
 /// Why a job exists: who is owed an answer when it completes.
 #[derive(Clone, Copy, Debug)]
@@ -41,31 +22,6 @@ pub(super) enum JobKind {
         conn: ConnId,
         request_id: u32,
     },
-}
-
-impl FinalResult {
-    /// The COMMAND_RESULT a cached or fresh final result is reported as.
-    pub(super) fn to_result(self) -> CommandResult {
-        match self {
-            Self::Ok => CommandResult::Ok,
-            Self::DeliveryUnknown => CommandResult::Error {
-                code: ErrorCode::INPUT_DELIVERY_UNKNOWN,
-                message: "PTY input delivery could not be confirmed".to_owned(),
-            },
-            Self::CanonicalLimitExceeded { limit } => CommandResult::Error {
-                code: ErrorCode::CANONICAL_LIMIT_EXCEEDED,
-                message: format!(
-                    "the terminal is in canonical (cooked) mode and this batch's encoded PTY bytes \
-                     contain a line longer than {limit} bytes with no line terminator; split it"
-                ),
-            },
-            Self::NotWritten => CommandResult::Error {
-                code: ErrorCode::INPUT_NOT_WRITTEN,
-                message: "PTY input was not written; the terminal's writer never received it"
-                    .to_owned(),
-            },
-        }
-    }
 }
 
 impl ServerEngine {
@@ -319,15 +275,12 @@ impl ServerEngine {
         let job = JobId(self.next_job);
         self.next_job += 1;
         term.jobs.push_back((job, kind));
-        // [INPUT.CANON.1] Every job is subject to the canonical-line guard at the writer; a
-        // job too short to overflow the line buffer passes it in any mode, so the driver is
-        // spared reading the termios (a syscall on every keystroke's path).
-        let canonical_check = CanonicalGuard::needs_check(bytes.len());
+        // [INPUT.CANON.1] Every job passes the canonical-line guard in the terminal's
+        // `PtyWriter`, right before its first byte.
         self.actions.push_back(ServerAction::Write {
             terminal: t,
             job,
             bytes,
-            canonical_check,
         });
     }
 
@@ -352,16 +305,9 @@ impl ServerEngine {
         else {
             return;
         };
-        let result = match outcome {
-            // [INPUT.APPLY.9] [INPUT.APPLY.10] OK only after every byte was written.
-            WriteOutcome::Written => FinalResult::Ok,
-            WriteOutcome::NotWritten => FinalResult::NotWritten,
-            // [INPUT.APPLY.12] An uncertain write is reported as such, never guessed.
-            WriteOutcome::Unknown => FinalResult::DeliveryUnknown,
-            WriteOutcome::CanonicalRefused { limit } => {
-                FinalResult::CanonicalLimitExceeded { limit }
-            }
-        };
+        // [INPUT.APPLY.9] [INPUT.APPLY.10] OK only after every byte was written;
+        // [INPUT.APPLY.12] an uncertain write is reported as such, never guessed.
+        let result = outcome;
         let tid = TerminalId::Local(t);
         // [INPUT.LANE.3] A completion after the 5 s bound changes nothing.
         if self.lane.complete(&tid, op).is_none() {
@@ -388,8 +334,8 @@ impl ServerEngine {
             return;
         };
         // [INPUT.LANE.2] No completion within 5 s of handoff: INPUT_DELIVERY_UNKNOWN, cached.
-        let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
-        self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
+        let _ = self.ledger.complete(op, WriteOutcome::Unknown);
+        self.send_result(conn, request_id, WriteOutcome::Unknown.to_result());
         // The job stays queued: its bytes may still be written; its completion is ignored.
         if let Some(term) = self.terminals.get_mut(&t) {
             for (_, kind) in &mut term.jobs {
@@ -415,8 +361,8 @@ impl ServerEngine {
             {
                 let tid = TerminalId::Local(t);
                 if self.lane.complete(&tid, op).is_some() {
-                    let _ = self.ledger.complete(op, FinalResult::DeliveryUnknown);
-                    self.send_result(conn, request_id, FinalResult::DeliveryUnknown.to_result());
+                    let _ = self.ledger.complete(op, WriteOutcome::Unknown);
+                    self.send_result(conn, request_id, WriteOutcome::Unknown.to_result());
                 }
             }
         }

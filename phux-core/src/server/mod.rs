@@ -60,7 +60,7 @@ use crate::time::Instant;
 use conn::{Budget, Conn, Phase};
 use terminal::Terminal;
 
-pub use input::{JobId, WriteOutcome};
+pub use crate::writer::{JobId, WriteOutcome};
 
 /// A connection, as the driver names it. The driver picks the values; they must be unique
 /// among open connections.
@@ -260,10 +260,8 @@ pub enum ServerAction {
         /// What to run.
         spec: SpawnSpec,
     },
-    /// Write one job's bytes to the terminal's PTY, after every earlier job for it, and
-    /// report `WriteDone`. When `canonical_check` is set, read the terminal's termios right
-    /// before the first byte and refuse the job unwritten if
-    /// [`crate::encoder::CanonicalGuard`] says its longest line exceeds the canonical limit.
+    /// Queue one job's bytes on the terminal's [`crate::writer::PtyWriter`], after every
+    /// earlier job for it, and report its outcome with `WriteDone`.
     Write {
         /// The terminal.
         terminal: u32,
@@ -271,8 +269,6 @@ pub enum ServerAction {
         job: JobId,
         /// The bytes, in order, as one job.
         bytes: Vec<u8>,
-        /// Whether the canonical-line guard applies.
-        canonical_check: bool,
     },
     /// Set the PTY's window size.
     Resize {

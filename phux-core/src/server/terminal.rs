@@ -7,8 +7,9 @@ use phux_proto::event::Lifecycle;
 use phux_proto::ids::{BootstrapId, StreamId};
 
 use super::ConnId;
-use super::input::{JobId, JobKind};
+use super::input::JobKind;
 use crate::terminal::TerminalState;
+use crate::writer::JobId;
 
 /// An attached connection's output stream for this terminal.
 #[derive(Clone, Copy, Debug)]

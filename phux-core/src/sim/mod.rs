@@ -198,8 +198,6 @@ pub struct WriteRecord {
     pub job: JobId,
     /// Its bytes.
     pub bytes: Vec<u8>,
-    /// Whether the engine asked for the canonical guard.
-    pub canonical_check: bool,
     /// When the engine handed it over.
     pub issued_at: Instant,
     /// The completion reported to the engine, and when.
@@ -809,7 +807,6 @@ impl Harness {
                 terminal,
                 job,
                 bytes,
-                canonical_check,
             } => {
                 self.log.push(|| {
                     format!(
@@ -823,12 +820,11 @@ impl Harness {
                     terminal,
                     job,
                     bytes: bytes.clone(),
-                    canonical_check,
                     issued_at: self.now,
                     completed: None,
                 });
                 match self.ptys.get_mut(&terminal) {
-                    Some(pty) if !pty.is_gone() => pty.write(job, bytes, canonical_check),
+                    Some(pty) if !pty.is_gone() => pty.write(job, bytes),
                     _ => self.report_pty_event(
                         terminal,
                         PtyEvent::WriteDone {

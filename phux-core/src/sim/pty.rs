@@ -1,8 +1,8 @@
 //! `SimPty`: a simulated PTY master, kernel buffer and child process, fully deterministic.
 //!
-//! The writer side behaves like the real driver's: jobs are written in order, one at a time;
-//! before a job's first byte the canonical-line guard runs against the PTY's current termios;
-//! bytes move into a bounded kernel buffer and a job is complete once its last byte is in it.
+//! The writer side is the real driver's: a [`PtyWriter`] writes jobs in order and runs the
+//! canonical-line guard against this PTY's termios; bytes move into a bounded kernel buffer
+//! and a job is complete once its last byte is in it.
 //! The child side reads from that buffer (unless stalled or frozen), at an optional rate, and
 //! does what its [`ChildMode`] says with what it read.
 
@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use phux_proto::command::Signal;
 
-use crate::encoder::CanonicalGuard;
-use crate::server::{JobId, WriteOutcome};
 use crate::time::Instant;
+use crate::writer::{JobId, PortWrite, PtyPort, PtyWriter, Termios, WriteOutcome};
 
 /// The kernel's PTY input buffer, in bytes: writes beyond it wait for the child to read.
 pub const DEFAULT_KERNEL_BUFFER: usize = 4096;
@@ -65,36 +64,24 @@ pub enum PtyEvent {
     Exited(ExitKind),
 }
 
-#[derive(Clone, Debug)]
-struct Job {
-    id: JobId,
-    bytes: Vec<u8>,
-    canonical_check: bool,
-    /// Bytes already moved into the kernel buffer.
-    written: usize,
-    /// Never report this job's completion (a lost completion).
-    lose_completion: bool,
-}
-
 /// A simulated PTY and its child.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct SimPty {
     mode: ChildMode,
-    canonical: bool,
-    icrnl: bool,
+    termios: Termios,
     stalled: bool,
     frozen: bool,
     /// Bytes per millisecond the child reads; `None` = as fast as bytes arrive.
     read_rate: Option<u64>,
     /// When the slow reader last read.
     last_read: Option<Instant>,
-    kernel_capacity: usize,
-    kernel: VecDeque<u8>,
-    jobs: VecDeque<Job>,
+    kernel: Kernel,
+    writer: PtyWriter,
+    /// Jobs whose completion was handed over and not reported yet, oldest first.
+    pending: VecDeque<JobId>,
     lose_next_completions: usize,
     line: Vec<u8>,
     read_log: Vec<u8>,
-    written_log: Vec<u8>,
     output: Vec<u8>,
     signals: Vec<Signal>,
     fatal_signals: Vec<Signal>,
@@ -102,8 +89,6 @@ pub struct SimPty {
     exit: Option<ExitKind>,
     exit_reported: bool,
     pid: u32,
-    /// Every job that began writing, with its length.
-    started: Vec<(JobId, usize)>,
     /// Jobs whose completion this PTY will never report.
     lost: Vec<JobId>,
 }
@@ -113,19 +98,25 @@ impl SimPty {
     pub fn new(mode: ChildMode, pid: u32) -> Self {
         Self {
             mode,
-            canonical: false,
-            icrnl: true,
+            termios: Termios {
+                icrnl: true,
+                ..Termios::RAW
+            },
             stalled: false,
             frozen: false,
             read_rate: None,
             last_read: None,
-            kernel_capacity: DEFAULT_KERNEL_BUFFER,
-            kernel: VecDeque::new(),
-            jobs: VecDeque::new(),
+            kernel: Kernel {
+                capacity: DEFAULT_KERNEL_BUFFER,
+                bytes: VecDeque::new(),
+                written_log: Vec::new(),
+                termios: None,
+            },
+            writer: PtyWriter::new(),
+            pending: VecDeque::new(),
             lose_next_completions: 0,
             line: Vec::new(),
             read_log: Vec::new(),
-            written_log: Vec::new(),
             output: Vec::new(),
             signals: Vec::new(),
             fatal_signals: vec![Signal::Terminate, Signal::Kill],
@@ -133,7 +124,6 @@ impl SimPty {
             exit: None,
             exit_reported: false,
             pid,
-            started: Vec::new(),
             lost: Vec::new(),
         }
     }
@@ -155,17 +145,17 @@ impl SimPty {
 
     /// Sets ICANON (what the canonical-line guard reads before each job's first byte).
     pub fn set_canonical(&mut self, canonical: bool) {
-        self.canonical = canonical;
+        self.termios.icanon = canonical;
     }
 
     /// Whether ICANON is set.
     pub fn is_canonical(&self) -> bool {
-        self.canonical
+        self.termios.icanon
     }
 
     /// Sets ICRNL (CR counts as a line terminator for the guard and for `Cat`).
     pub fn set_icrnl(&mut self, icrnl: bool) {
-        self.icrnl = icrnl;
+        self.termios.icrnl = icrnl;
     }
 
     /// The child stops reading: writes fill the kernel buffer, then wait.
@@ -192,7 +182,7 @@ impl SimPty {
 
     /// Sets the kernel input buffer size (default [`DEFAULT_KERNEL_BUFFER`]).
     pub fn set_kernel_buffer(&mut self, bytes: usize) {
-        self.kernel_capacity = bytes.max(1);
+        self.kernel.capacity = bytes.max(1);
     }
 
     /// The next `n` jobs that complete will never be reported (lost completions). Their
@@ -231,7 +221,7 @@ impl SimPty {
     /// Every byte the PTY master accepted (written into the kernel buffer), in order: the
     /// child has read it or would read it next.
     pub fn written_log(&self) -> &[u8] {
-        &self.written_log
+        &self.kernel.written_log
     }
 
     /// How often `needle` occurs in [`SimPty::read_log`] (non-overlapping).
@@ -261,17 +251,12 @@ impl SimPty {
 
     /// Bytes in the kernel buffer that the child has not read.
     pub fn kernel_buffered(&self) -> usize {
-        self.kernel.len()
+        self.kernel.bytes.len()
     }
 
     /// Jobs handed over and not yet complete, oldest first.
     pub fn pending_jobs(&self) -> Vec<JobId> {
-        self.jobs.iter().map(|j| j.id).collect()
-    }
-
-    /// Every job that started writing, with its length, in order.
-    pub fn started_jobs(&self) -> &[(JobId, usize)] {
-        &self.started
+        self.pending.iter().copied().collect()
     }
 
     /// Jobs whose completion was (or will be) lost, in order.
@@ -280,16 +265,10 @@ impl SimPty {
     }
 
     /// A `Write` action: queue the job behind every earlier one.
-    pub fn write(&mut self, job: JobId, bytes: Vec<u8>, canonical_check: bool) {
-        let lose_completion = self.lose_next_completions > 0;
-        self.jobs.push_back(Job {
-            id: job,
-            bytes,
-            canonical_check,
-            written: 0,
-            lose_completion,
-        });
-        if lose_completion {
+    pub fn write(&mut self, job: JobId, bytes: Vec<u8>) {
+        self.writer.push(job, bytes);
+        self.pending.push_back(job);
+        if self.lose_next_completions > 0 {
             self.lose_next_completions -= 1;
             self.lost.push(job);
         }
@@ -321,7 +300,7 @@ impl SimPty {
 
     /// When this PTY next has something to do on its own (a slow reader's next read).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.exit_reported || self.stalled || self.frozen || self.kernel.is_empty() {
+        if self.exit_reported || self.stalled || self.frozen || self.kernel.bytes.is_empty() {
             return None;
         }
         let last = self.last_read?;
@@ -356,24 +335,13 @@ impl SimPty {
     fn finish(&mut self, mut events: Vec<PtyEvent>) -> Vec<PtyEvent> {
         // The PTY is gone: jobs that wrote nothing were not written; a job cut part way is
         // in doubt. Completions the sim was told to lose stay lost.
-        for job in self.jobs.drain(..) {
-            if job.lose_completion {
-                continue;
-            }
-            let outcome = if job.written == 0 {
-                WriteOutcome::NotWritten
-            } else {
-                WriteOutcome::Unknown
-            };
-            events.push(PtyEvent::WriteDone {
-                job: job.id,
-                outcome,
-            });
-        }
+        let mut done = Vec::new();
+        self.writer.abandon(&mut done);
+        self.report(&mut events, done);
         if !self.output.is_empty() {
             events.push(PtyEvent::Output(std::mem::take(&mut self.output)));
         }
-        self.kernel.clear();
+        self.kernel.bytes.clear();
         self.exit_reported = true;
         if let Some(kind) = self.exit {
             events.push(PtyEvent::Exited(kind));
@@ -383,67 +351,27 @@ impl SimPty {
 
     /// Moves job bytes into the kernel buffer; `true` if anything changed.
     fn pump_writer(&mut self, events: &mut Vec<PtyEvent>) -> bool {
-        let mut progressed = false;
-        while let Some(job) = self.jobs.front_mut() {
-            if job.written == 0 {
-                if job.bytes.is_empty() {
-                    progressed = true;
-                    let job = self.jobs.pop_front();
-                    if let Some(job) = job {
-                        self.started.push((job.id, 0));
-                        Self::complete(events, &job, WriteOutcome::Written);
-                    }
-                    continue;
-                }
-                // [INPUT.CANON.1] The guard reads termios right before the first byte.
-                if job.canonical_check
-                    && self.canonical
-                    && let Err(refused) = CanonicalGuard::check(&job.bytes, true, self.icrnl)
-                {
-                    progressed = true;
-                    let limit = u32::try_from(refused.limit).unwrap_or(u32::MAX);
-                    if let Some(job) = self.jobs.pop_front() {
-                        Self::complete(events, &job, WriteOutcome::CanonicalRefused { limit });
-                    }
-                    continue;
-                }
-            }
-            let room = self.kernel_capacity.saturating_sub(self.kernel.len());
-            if room == 0 {
-                break;
-            }
-            if job.written == 0 {
-                self.started.push((job.id, job.bytes.len()));
-            }
-            let take = room.min(job.bytes.len() - job.written);
-            let chunk = &job.bytes[job.written..job.written + take];
-            self.kernel.extend(chunk);
-            self.written_log.extend_from_slice(chunk);
-            job.written += take;
-            progressed = true;
-            if job.written == job.bytes.len() {
-                if let Some(job) = self.jobs.pop_front() {
-                    Self::complete(events, &job, WriteOutcome::Written);
-                }
-            } else {
-                break;
-            }
-        }
-        progressed
+        let before = (self.kernel.written_log.len(), self.writer.len());
+        self.kernel.termios = Some(self.termios);
+        let mut done = Vec::new();
+        self.writer.pump(&mut self.kernel, &mut done);
+        self.report(events, done);
+        before != (self.kernel.written_log.len(), self.writer.len())
     }
 
-    fn complete(events: &mut Vec<PtyEvent>, job: &Job, outcome: WriteOutcome) {
-        if !job.lose_completion {
-            events.push(PtyEvent::WriteDone {
-                job: job.id,
-                outcome,
-            });
+    /// Reports completions, except those the sim was told to lose.
+    fn report(&mut self, events: &mut Vec<PtyEvent>, done: Vec<(JobId, WriteOutcome)>) {
+        for (job, outcome) in done {
+            self.pending.retain(|j| *j != job);
+            if !self.lost.contains(&job) {
+                events.push(PtyEvent::WriteDone { job, outcome });
+            }
         }
     }
 
     /// The child reads what it may; `true` if it read anything.
     fn pump_reader(&mut self, now: Instant) -> bool {
-        if self.stalled || self.frozen || self.kernel.is_empty() {
+        if self.stalled || self.frozen || self.kernel.bytes.is_empty() {
             return false;
         }
         let allowance = match self.read_rate {
@@ -458,23 +386,53 @@ impl SimPty {
                 usize::try_from(u128::from(rate).saturating_mul(ms)).unwrap_or(usize::MAX)
             }
         };
-        let n = allowance.min(self.kernel.len());
-        let bytes: Vec<u8> = self.kernel.drain(..n).collect();
+        let n = allowance.min(self.kernel.bytes.len());
+        let bytes: Vec<u8> = self.kernel.bytes.drain(..n).collect();
         self.read_log.extend_from_slice(&bytes);
         match self.mode {
             ChildMode::Echo => self.output.extend_from_slice(&bytes),
             ChildMode::Record => {}
-            ChildMode::Cat if !self.canonical => self.output.extend_from_slice(&bytes),
+            ChildMode::Cat if !self.termios.icanon => self.output.extend_from_slice(&bytes),
             ChildMode::Cat => {
                 for b in bytes {
                     self.line.push(b);
-                    if b == b'\n' || (self.icrnl && b == b'\r') {
+                    if b == b'\n' || (self.termios.icrnl && b == b'\r') {
                         self.output.append(&mut self.line);
                     }
                 }
             }
         }
         n > 0
+    }
+}
+
+/// The kernel's input buffer, as the writer sees it through the master.
+#[derive(Debug)]
+struct Kernel {
+    capacity: usize,
+    bytes: VecDeque<u8>,
+    /// Every byte the master accepted, in order.
+    written_log: Vec<u8>,
+    /// What `tcgetattr` reads now.
+    termios: Option<Termios>,
+}
+
+impl PtyPort for Kernel {
+    fn termios(&mut self) -> Option<Termios> {
+        self.termios
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> PortWrite {
+        let take = self
+            .capacity
+            .saturating_sub(self.bytes.len())
+            .min(bytes.len());
+        if take == 0 {
+            return PortWrite::Full;
+        }
+        self.bytes.extend(&bytes[..take]);
+        self.written_log.extend_from_slice(&bytes[..take]);
+        PortWrite::Accepted(take)
     }
 }
 
@@ -513,8 +471,8 @@ mod tests {
     #[test]
     fn echo_writes_back_and_completes_in_order() {
         let mut p = SimPty::new(ChildMode::Echo, 1);
-        p.write(JobId(1), b"ab".to_vec(), true);
-        p.write(JobId(2), b"cd".to_vec(), true);
+        p.write(JobId(1), b"ab".to_vec());
+        p.write(JobId(2), b"cd".to_vec());
         let ev = p.poll(Instant::ZERO);
         assert_eq!(
             done(&ev),
@@ -532,8 +490,8 @@ mod tests {
         let mut p = SimPty::new(ChildMode::Record, 1);
         p.set_kernel_buffer(8);
         p.stall();
-        p.write(JobId(1), b"0123".to_vec(), false);
-        p.write(JobId(2), b"456789ab".to_vec(), false);
+        p.write(JobId(1), b"0123".to_vec());
+        p.write(JobId(2), b"456789ab".to_vec());
         let ev = p.poll(Instant::ZERO);
         assert_eq!(done(&ev), vec![(JobId(1), WriteOutcome::Written)]);
         assert_eq!(p.kernel_buffered(), 8);
@@ -548,8 +506,8 @@ mod tests {
     fn canonical_guard_runs_before_the_first_byte() {
         let mut p = SimPty::new(ChildMode::Record, 1);
         p.set_canonical(true);
-        p.write(JobId(1), vec![b'x'; 5000], true);
-        p.write(JobId(2), vec![b'x'; 5000], false);
+        p.write(JobId(1), vec![b'x'; 5000]);
+        p.write(JobId(2), vec![b'x'; 4095]);
         let ev = p.poll(Instant::ZERO);
         assert_eq!(
             done(&ev),
@@ -558,14 +516,14 @@ mod tests {
                 (JobId(2), WriteOutcome::Written)
             ]
         );
-        assert_eq!(p.read_log().len(), 5000);
+        assert_eq!(p.read_log().len(), 4095);
     }
 
     #[test]
     fn slow_reader_reads_at_its_rate() {
         let mut p = SimPty::new(ChildMode::Record, 1);
         p.slow_reader(2);
-        p.write(JobId(1), b"abcdef".to_vec(), false);
+        p.write(JobId(1), b"abcdef".to_vec());
         p.poll(Instant::ZERO);
         assert_eq!(p.read_log(), b"");
         assert_eq!(p.poll_timeout(), Some(Instant::from_millis(1)));
@@ -578,8 +536,8 @@ mod tests {
         let mut p = SimPty::new(ChildMode::Record, 1);
         p.set_kernel_buffer(2);
         p.signal(Signal::Freeze);
-        p.write(JobId(1), b"abcd".to_vec(), false);
-        p.write(JobId(2), b"ef".to_vec(), false);
+        p.write(JobId(1), b"abcd".to_vec());
+        p.write(JobId(2), b"ef".to_vec());
         assert!(done(&p.poll(Instant::ZERO)).is_empty());
         assert_eq!(p.read_log(), b"");
         p.signal(Signal::Terminate);
@@ -603,10 +561,10 @@ mod tests {
     fn cat_echoes_whole_lines_in_canonical_mode() {
         let mut p = SimPty::new(ChildMode::Cat, 1);
         p.set_canonical(true);
-        p.write(JobId(1), b"ab".to_vec(), true);
+        p.write(JobId(1), b"ab".to_vec());
         let ev = p.poll(Instant::ZERO);
         assert!(!ev.iter().any(|e| matches!(e, PtyEvent::Output(_))));
-        p.write(JobId(2), b"c\rd".to_vec(), true);
+        p.write(JobId(2), b"c\rd".to_vec());
         let ev = p.poll(Instant::ZERO);
         assert!(ev.contains(&PtyEvent::Output(b"abc\r".to_vec())));
     }
@@ -615,8 +573,8 @@ mod tests {
     fn lost_completion_still_writes() {
         let mut p = SimPty::new(ChildMode::Record, 1);
         p.lose_next_completions(1);
-        p.write(JobId(1), b"ab".to_vec(), false);
-        p.write(JobId(2), b"cd".to_vec(), false);
+        p.write(JobId(1), b"ab".to_vec());
+        p.write(JobId(2), b"cd".to_vec());
         let ev = p.poll(Instant::ZERO);
         assert_eq!(done(&ev), vec![(JobId(2), WriteOutcome::Written)]);
         assert_eq!(p.read_log(), b"abcd");
