@@ -9,7 +9,6 @@ pub mod child;
 pub mod clock;
 pub mod config;
 pub mod conn;
-pub mod ctl;
 pub mod driver;
 pub mod pty;
 pub mod rand;

@@ -1,10 +1,7 @@
 //! phuxctl paste of 200 KiB: split by the outbox into in-limit operations, delivered in
 //! order, and the child receives every byte intact.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
-use support::{Ctl, Server, wait_until};
+use crate::support::{Ctl, Server, wait_until};
 
 const SIZE: usize = 200 * 1024;
 

@@ -2,13 +2,10 @@
 //! echo is drawn, the detach key returns with the tty restored, and the terminal lives on.
 //! Skipped, with the reason printed, where tmux is not installed.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::{Ctl, Server, wait_until};
+use crate::support::{Ctl, Server, wait_until};
 
 /// tmux on a private socket, so the test neither sees nor disturbs anyone else's server.
 struct Tmux {

@@ -1,18 +1,24 @@
-//! Helpers for the phuxctl tests: the real server binary (through the end-to-end tests'
-//! `Server`) and the real phuxctl binary, each run with a private outbox directory. Every wait
-//! polls a condition against a generous deadline; nothing sleeps for correctness.
+//! Helpers for the phuxctl tests: the real server and the real phuxctl binary, each run with
+//! a private socket directory and a private outbox directory. Every wait polls a condition
+//! against a generous deadline; nothing sleeps for correctness.
+//!
+//! # The server binary
+//!
+//! The server is another package's binary, so cargo sets no `CARGO_BIN_EXE_` variable for it
+//! here. phux-ctl has an example instead, `examples/ctl-test-server.rs`, whose `main` is the
+//! server's own entry point (`phux_mio_server::run::main`); `cargo test -p phux-ctl` builds a
+//! package's examples before it runs its tests. [`server_exe`] finds it next to this test
+//! binary: the test runs from `<target>/<profile>/deps/`, the example sits in
+//! `<target>/<profile>/examples/ctl-test-server`. Nothing here invokes cargo, so a run that did
+//! not build the examples (`cargo test --test it` alone) panics with a message saying so.
 
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+pub(crate) mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../client/mod.rs"]
-pub(crate) mod client;
-
-pub(crate) use client::{DEADLINE, Server};
+pub(crate) use server::{DEADLINE, Server, server_exe};
 
 /// Between two polls of a condition that phuxctl reads from the server.
 const POLL: Duration = Duration::from_millis(25);
@@ -163,7 +169,7 @@ pub(crate) struct ServerAt(pub(crate) std::process::Child);
 impl ServerAt {
     pub(crate) fn start(socket: &Path) -> Self {
         use std::io::BufRead;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_phux-mio-server"))
+        let mut child = Command::new(server_exe())
             .arg("--socket")
             .arg(socket)
             .args(["--log-level", "warn", "--shell", "/bin/sh"])

@@ -1,10 +1,7 @@
 //! phuxctl spawn / list / kill against the real server, and the exit codes for a refusal and
 //! for a server that is not there.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
-use support::{Ctl, Server, wait_until};
+use crate::support::{Ctl, Server, wait_until};
 
 #[test]
 fn spawn_prints_the_id_list_shows_size_and_kill_removes_it() {

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use phux_mio_server::ctl::{self, cli::Cli};
+use phux_ctl::cli::Cli;
 
 fn main() -> ExitCode {
-    ctl::run(Cli::parse())
+    phux_ctl::run(Cli::parse())
 }

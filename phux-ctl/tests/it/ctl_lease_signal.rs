@@ -1,12 +1,9 @@
 //! phuxctl lease and signal round trips against the real server.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use support::{Ctl, Server, proc_state, read_pid, wait_until};
+use crate::support::{Ctl, Server, proc_state, read_pid, wait_until};
 
 #[test]
 fn a_held_lease_refuses_others_until_seized_and_release_is_ok() {

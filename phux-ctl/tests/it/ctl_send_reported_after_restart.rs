@@ -2,10 +2,7 @@
 //! unknown by that run, never resent: the new server has no dedupe record for it, so a
 //! resend could write it twice.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
-use support::{Ctl, PHUXCTL_TEST_HOOK, ServerAt};
+use crate::support::{Ctl, PHUXCTL_TEST_HOOK, ServerAt};
 
 #[test]
 fn an_operation_in_doubt_across_a_server_restart_is_reported_unknown() {

@@ -2,10 +2,7 @@
 //! sent, before the answer) is resumed by the next run with the same operation id, and the
 //! server's dedupe makes the resend write nothing: the child reads the line once.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
-use support::{Ctl, PHUXCTL_TEST_HOOK, Server, count};
+use crate::support::{Ctl, PHUXCTL_TEST_HOOK, Server, count};
 
 const COUNTER: &str = "n=0; while read l; do n=$((n+1)); echo \"got $n: $l\"; done";
 

@@ -1,9 +1,26 @@
-//! `phuxctl`, the command-line client: one connection per run, driven by
-//! `phux_core::client::ClientEngine`, with acknowledged input through the durable outbox.
+//! `phuxctl`, the command-line client of the phux protocol for `phux-mio-server`: one
+//! connection per run, driven by `phux_core::client::ClientEngine`, with acknowledged input
+//! through the durable outbox. It is one client of the protocol among others; the server does
+//! not depend on it.
+//!
+//! Run it against a server started in another shell
+//! (`cargo run -p phux-mio-server -- --socket /tmp/phux-demo/s.sock`):
+//!
+//! ```sh
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock spawn -- /bin/sh   # local:1
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock send 1 'echo hi' --key Enter
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock screen 1
+//! ```
+//!
+//! Without `--socket` it dials the server's default path, which
+//! `phux_mio_server::socket::socket_path` decides for both. `phuxctl --help` lists every
+//! command; [`cli`] holds them and [`run`] carries one out.
 //!
 //! Every run first opens the outbox journal for its server (see [`outbox_store`]), rebuilds
 //! the engine from it and connects; operations an earlier run left unresolved are resumed
 //! with the same id or reported (on stderr) before the run's own work.
+
+#![forbid(unsafe_code)]
 
 pub mod attach;
 pub mod cli;
@@ -174,7 +191,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
 }
 
 fn phux_mio_server_socket(cli: &Cli) -> Result<PathBuf, CtlError> {
-    crate::socket::socket_path(cli.socket.clone(), &cli.name)
+    phux_mio_server::socket::socket_path(cli.socket.clone(), &cli.name)
         .map_err(|e| CtlError::Local(e.to_string()))
 }
 

@@ -1,10 +1,7 @@
 //! phuxctl send: one APPLY_INPUT through the durable outbox, delivered exactly once, shown on
 //! the screen; the outbox journal is compacted to nothing once it empties.
 
-#[path = "ctl-support/mod.rs"]
-mod support;
-
-use support::{Ctl, Server, count};
+use crate::support::{Ctl, Server, count};
 
 /// Counts the lines it reads, so a second write of the same line shows as `got 2`.
 const COUNTER: &str = "n=0; while read l; do n=$((n+1)); echo \"got $n: $l\"; done";
