@@ -1,5 +1,7 @@
 //! `phuxctl`: the command-line client for phux-mio-server (see `phuxctl --help`).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -4,6 +4,8 @@
 //! another package's binary. The probe starts its grandchild as `<this exe> probe --grandchild`,
 //! which lands here too.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -4,6 +4,8 @@
 //! [`support`], which also says where the server binary comes from. Every wait polls a
 //! condition against a generous deadline; nothing sleeps for correctness.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 mod ctl_attach_tmux;

@@ -7,6 +7,8 @@
 //! pty_echo`. The fault tests' probe child is an example of this package (see
 //! [`support::faults::probe_binary`]), which a plain `cargo test -p phux-mio-server` builds.
 
+#![forbid(unsafe_code)]
+
 mod support;
 
 mod fault_chaos_exactly_once;
