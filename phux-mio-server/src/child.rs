@@ -179,6 +179,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     // on fd 0, which std has already dup2'ed from the slave; it allocates nothing, takes no
     // locks and touches no state shared with the parent. An error is returned as a raw errno,
     // which std reports to the parent through its exec-status pipe.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
             // A new session, so the slave can become our controlling terminal and our pid

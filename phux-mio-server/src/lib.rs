@@ -3,13 +3,15 @@
 //! runs a `phux_core::server::ServerEngine` on it. Only the engine knows the protocol.
 //!
 //! `unsafe` appears once, in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
-//! to make the slave the child's controlling terminal.
+//! to make the slave the child's controlling terminal. The crate denies `unsafe_code`, and that
+//! one block allows it.
+
+#![deny(unsafe_code)]
 
 pub mod child;
 pub mod clock;
 pub mod config;
 pub mod conn;
-pub mod ctl;
 pub mod driver;
 pub mod pty;
 pub mod rand;

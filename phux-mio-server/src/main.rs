@@ -1,5 +1,7 @@
 //! `phux-mio-server`: the phux reference server on real PTYs.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -1,0 +1,558 @@
+//! `phuxctl`, the command-line client of the phux protocol for `phux-mio-server`: one
+//! connection per run, driven by `phux_core::client::ClientEngine`, with acknowledged input
+//! through the durable outbox. It is one client of the protocol among others; the server does
+//! not depend on it.
+//!
+//! Run it against a server started in another shell
+//! (`cargo run -p phux-mio-server -- --socket /tmp/phux-demo/s.sock`):
+//!
+//! ```sh
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock spawn -- /bin/sh   # local:1
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock send 1 'echo hi' --key Enter
+//! cargo run -q -p phux-ctl -- --socket /tmp/phux-demo/s.sock screen 1
+//! ```
+//!
+//! Without `--socket` it dials the server's default path, which
+//! `phux_mio_server::socket::socket_path` decides for both. `phuxctl --help` lists every
+//! command; [`cli`] holds them and [`run`] carries one out.
+//!
+//! Every run first opens the outbox journal for its server (see [`outbox_store`]), rebuilds
+//! the engine from it and connects; operations an earlier run left unresolved are resumed
+//! with the same id or reported (on stderr) before the run's own work.
+
+#![forbid(unsafe_code)]
+
+pub mod attach;
+pub mod cli;
+pub mod conn;
+pub mod keys;
+pub mod outbox_store;
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant as StdInstant;
+
+use phux_core::client::journal::JournalRecord;
+use phux_core::client::outbox::{Input, Resolution};
+use phux_core::client::retry::UnknownReason;
+use phux_core::client::{ClientEvent, PeerMisbehaved};
+use phux_proto::command::{AcquireMode, Signal, StateScope};
+use phux_proto::frame::{SpawnTerminal, SubscribeEvents, TerminalSize};
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
+use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, OperationId, TerminalId};
+
+use cli::{Cli, CtlCommand, LeaseAction, SignalName};
+use conn::{INPUT_TIMEOUT, Session, Step};
+use outbox_store::{Opened, OutboxStore, StoreError, journal_key, outbox_dir};
+
+/// Success (for `send` and `paste`: delivered).
+pub const EXIT_OK: u8 = 0;
+/// A local failure: the outbox, the tty, input that cannot be sent, an unusable answer.
+pub const EXIT_LOCAL: u8 = 1;
+/// Bad usage (clap's own code).
+pub const EXIT_USAGE: u8 = 2;
+/// Input whose delivery is unknown (it may or may not have been written).
+pub const EXIT_UNKNOWN: u8 = 3;
+/// Refused by the server (for input: nothing was written).
+pub const EXIT_REFUSED: u8 = 4;
+/// The server could not be reached, or the connection failed.
+pub const EXIT_CONNECTION: u8 = 5;
+/// Test-only: the [`conn::TEST_EXIT_AFTER_SEND`] hook fired.
+pub const EXIT_TEST_HOOK: i32 = 86;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CtlError {
+    /// The socket could not be dialled.
+    #[error("cannot connect to {path}: {source}")]
+    Connect {
+        /// The socket.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The connection ended early.
+    #[error("{0}")]
+    ConnectionLost(String),
+    /// The server broke the protocol.
+    #[error("the server broke the protocol: {0}")]
+    Protocol(PeerMisbehaved),
+    /// The server did not answer in time.
+    #[error("timed out waiting for {0}")]
+    Timeout(&'static str),
+    /// The server refused a command.
+    #[error("refused: {code} {message}")]
+    Refused {
+        /// The wire code.
+        code: ErrorCode,
+        /// The server's text.
+        message: String,
+    },
+    /// SPAWN_TERMINAL failed.
+    #[error("spawn failed: {0}")]
+    SpawnFailed(String),
+    /// The outbox journal.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Input the outbox does not take (empty, too large).
+    #[error("cannot send that input: {0}")]
+    Input(String),
+    /// Anything else local.
+    #[error("{0}")]
+    Local(String),
+}
+
+impl CtlError {
+    /// The exit status for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Connect { .. }
+            | Self::ConnectionLost(_)
+            | Self::Protocol(_)
+            | Self::Timeout(_) => EXIT_CONNECTION,
+            Self::Refused { .. } | Self::SpawnFailed(_) => EXIT_REFUSED,
+            Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
+        }
+    }
+}
+
+/// Runs one phuxctl invocation; its exit status.
+pub fn run(cli: Cli) -> ExitCode {
+    match run_inner(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("phuxctl: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run_inner(cli: Cli) -> Result<u8, CtlError> {
+    let path = phux_mio_server_socket(&cli)?;
+    let uses_outbox = matches!(cli.command, CtlCommand::Send(_) | CtlCommand::Paste(_));
+    // Read what `paste` sends before taking the lock or connecting: stdin may be slow.
+    let paste_data = match &cli.command {
+        CtlCommand::Paste(args) => Some(read_paste(args.file.as_ref())?),
+        _ => None,
+    };
+    let mut session = open_session(&cli, &path, uses_outbox)?;
+    let code = match cli.command {
+        CtlCommand::Spawn(args) => spawn(&mut session, args)?,
+        CtlCommand::List => list(&mut session)?,
+        CtlCommand::Kill { ids } => {
+            session.command_ok(Command::KillTerminals { terminals: ids })?;
+            EXIT_OK
+        }
+        CtlCommand::Send(args) => {
+            let mut events = Vec::new();
+            if !args.text.is_empty() {
+                events.push(InputEvent::Paste(PasteEvent {
+                    trust: PasteTrust::Trusted,
+                    data: args.text.join(" ").into_bytes(),
+                }));
+            }
+            events.extend(args.keys.into_iter().map(|k| InputEvent::Key(k.0)));
+            deliver(&mut session, args.id, Input::Events(events))?
+        }
+        CtlCommand::Paste(args) => {
+            let trust = if args.untrusted {
+                PasteTrust::Untrusted
+            } else {
+                PasteTrust::Trusted
+            };
+            let data = paste_data.unwrap_or_default();
+            deliver(&mut session, args.id, Input::Paste { data, trust })?
+        }
+        CtlCommand::Screen(args) => screen(&mut session, args)?,
+        CtlCommand::Watch { id, bootstrap } => watch(&mut session, &id, bootstrap)?,
+        CtlCommand::Events { id } => events(&mut session, id)?,
+        CtlCommand::Lease(args) => lease(&mut session, args)?,
+        CtlCommand::Signal { signal, id } => {
+            let signal = match signal {
+                SignalName::Interrupt => Signal::Interrupt,
+                SignalName::Freeze => Signal::Freeze,
+                SignalName::Resume => Signal::Resume,
+                SignalName::Terminate => Signal::Terminate,
+                SignalName::Kill => Signal::Kill,
+            };
+            session.command_ok(Command::SignalTerminal {
+                terminal: id,
+                signal,
+            })?;
+            EXIT_OK
+        }
+        CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
+    };
+    Ok(code)
+}
+
+fn phux_mio_server_socket(cli: &Cli) -> Result<PathBuf, CtlError> {
+    phux_mio_server::socket::socket_path(cli.socket.clone(), &cli.name)
+        .map_err(|e| CtlError::Local(e.to_string()))
+}
+
+/// Opens the journal (waiting for its lock when this run sends input; skipping it when
+/// another phuxctl holds it and this run does not), connects, and settles what an earlier
+/// run left pending.
+fn open_session(cli: &Cli, path: &std::path::Path, uses_outbox: bool) -> Result<Session, CtlError> {
+    let dir = outbox_dir()?;
+    let key = journal_key(cli.socket.as_deref(), &cli.name);
+    let (store, records) = if uses_outbox {
+        let (store, journal) = OutboxStore::open(&dir, &key)?;
+        (Some(store), journal.records)
+    } else {
+        match OutboxStore::try_open(&dir, &key)? {
+            Opened::Locked(store, journal) => (Some(store), journal.records),
+            // The holder is settling the journal itself.
+            Opened::Busy => (None, Vec::new()),
+        }
+    };
+    let restored = pending_ops(&records);
+    let mut session = Session::connect(path, store, records)?;
+    if !restored.is_empty() {
+        let deadline = StdInstant::now() + INPUT_TIMEOUT;
+        let outcomes = session.wait_resolved(&restored, deadline)?;
+        for (op, outcome) in restored.iter().zip(outcomes) {
+            match outcome {
+                Some((terminal, resolution)) => eprintln!(
+                    "phuxctl: earlier operation {op} to {terminal}: {}",
+                    verdict(&resolution)
+                ),
+                None => eprintln!(
+                    "phuxctl: earlier operation {op}: still pending; it stays in the outbox"
+                ),
+            }
+        }
+    }
+    if !uses_outbox {
+        session.release_outbox();
+    }
+    Ok(session)
+}
+
+/// The operations a journal leaves unresolved, in submission order.
+fn pending_ops(records: &[JournalRecord]) -> Vec<OperationId> {
+    let resolved: HashSet<OperationId> = records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Resolved { op, .. } => Some(*op),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Enqueued { input, .. } if !resolved.contains(&input.operation_id) => {
+                Some(input.operation_id)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
+pub fn verdict(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Delivered => "delivered".to_owned(),
+        Resolution::Unknown(reason) => format!(
+            "unknown: {}",
+            match reason {
+                UnknownReason::DeliveryUnknown =>
+                    "the server could not confirm the write (INPUT_DELIVERY_UNKNOWN)",
+                UnknownReason::IncarnationChanged =>
+                    "the server restarted before answering, so a resend could write twice",
+                UnknownReason::HorizonElapsed => "unanswered for too long to resend safely",
+                UnknownReason::RetriesExhausted => "unanswered, and the retries ran out",
+            }
+        ),
+        Resolution::Refused { code, message } => format!("refused: {code} {message}"),
+    }
+}
+
+fn resolution_code(resolution: &Resolution) -> u8 {
+    match resolution {
+        Resolution::Delivered => EXIT_OK,
+        Resolution::Unknown(_) => EXIT_UNKNOWN,
+        Resolution::Refused { .. } => EXIT_REFUSED,
+    }
+}
+
+/// Submits input through the outbox, waits for every operation, prints the verdict.
+fn deliver(session: &mut Session, terminal: TerminalId, input: Input) -> Result<u8, CtlError> {
+    let ops = session.submit(terminal, input)?;
+    let outcomes = session.wait_resolved(&ops, StdInstant::now() + INPUT_TIMEOUT)?;
+    let total = ops.len();
+    let mut code = EXIT_OK;
+    let mut out = std::io::stdout().lock();
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let (text, this) = match outcome {
+            Some((_, resolution)) => (verdict(&resolution), resolution_code(&resolution)),
+            None => (
+                "unknown: still unanswered; the next phuxctl run resumes or reports it".to_owned(),
+                EXIT_UNKNOWN,
+            ),
+        };
+        if this != EXIT_OK {
+            if total > 1 {
+                let _ = writeln!(out, "{text} (part {} of {total})", i + 1);
+            } else {
+                let _ = writeln!(out, "{text}");
+            }
+            // Unknown outranks refused: part of the input may have been written.
+            if code == EXIT_OK || this == EXIT_UNKNOWN {
+                code = this;
+            }
+        }
+    }
+    if code == EXIT_OK {
+        let _ = writeln!(out, "delivered");
+    }
+    Ok(code)
+}
+
+fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
+    let mut data = Vec::new();
+    let limit = phux_core::client::outbox::DEFAULT_CEILING as u64 + 1;
+    let result = match file {
+        Some(path) => std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut data)),
+        None => std::io::stdin().lock().take(limit).read_to_end(&mut data),
+    };
+    result.map_err(|e| CtlError::Local(format!("reading the paste: {e}")))?;
+    Ok(data)
+}
+
+fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
+    let mut spawn = SpawnTerminal::new(0, GroupId(1));
+    if !args.command.is_empty() {
+        spawn.command = Some(args.command);
+    }
+    spawn.cwd = args.cwd;
+    spawn.term = args.term;
+    if args.clear_env || !args.env.is_empty() {
+        let mut env: Vec<(String, String)> = if args.clear_env {
+            Vec::new()
+        } else {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        };
+        for (k, v) in args.env {
+            env.retain(|(existing, _)| *existing != k);
+            env.push((k, v));
+        }
+        spawn.env = Some(env);
+    }
+    if args.cols.is_some() || args.rows.is_some() {
+        spawn.initial_size = Some(TerminalSize {
+            cols: args.cols.unwrap_or(0),
+            rows: args.rows.unwrap_or(0),
+        });
+    }
+    let id = session.spawn(spawn)?;
+    println!("{id}");
+    Ok(EXIT_OK)
+}
+
+fn list(session: &mut Session) -> Result<u8, CtlError> {
+    let value = session.command_ok(Command::GetState {
+        scope: StateScope::Server,
+    })?;
+    let Some(CommandValue::State(state)) = value else {
+        return Err(CtlError::Local(format!("GET_STATE answered {value:?}")));
+    };
+    let mut out = std::io::stdout().lock();
+    for t in state.terminals {
+        let _ = writeln!(
+            out,
+            "{}\t{}x{}\t{}",
+            t.terminal,
+            t.cols,
+            t.rows,
+            t.title.unwrap_or_default()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+fn screen(session: &mut Session, args: cli::ScreenArgs) -> Result<u8, CtlError> {
+    let value = session.command_ok(Command::GetScreen {
+        terminal: args.id,
+        request_scrollback: args.scrollback,
+        cells: false,
+    })?;
+    let Some(CommandValue::Json(json)) = value else {
+        return Err(CtlError::Local(format!("GET_SCREEN answered {value:?}")));
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let _ = writeln!(out, "{json}");
+        return Ok(EXIT_OK);
+    }
+    let doc: serde_json::Value = serde_json::from_str(&json)
+        .map_err(|e| CtlError::Local(format!("GET_SCREEN's JSON: {e}")))?;
+    let rows = |key: &str| -> Vec<String> {
+        doc.get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|l| l.as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut lines = rows("scrollback");
+    lines.extend(rows("lines"));
+    // The empty rows below the last written one are not content.
+    while lines.last().is_some_and(|l| l.trim_end().is_empty()) {
+        lines.pop();
+    }
+    for line in lines {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    Ok(EXIT_OK)
+}
+
+fn watch(session: &mut Session, id: &TerminalId, bootstrap: bool) -> Result<u8, CtlError> {
+    session.command_ok(Command::AttachTerminal {
+        terminal: id.clone(),
+    })?;
+    let mut out = std::io::stdout().lock();
+    loop {
+        let bytes = match session.step(None)? {
+            Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == *id => {
+                o.bytes
+            }
+            Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c)))
+                if bootstrap && c.terminal == *id =>
+            {
+                c.payload
+            }
+            Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
+                return Ok(EXIT_OK);
+            }
+            Step::Closed => return Ok(EXIT_CONNECTION),
+            _ => continue,
+        };
+        // A closed stdout (a pipe's reader left) ends the watch quietly.
+        if out.write_all(&bytes).and_then(|()| out.flush()).is_err() {
+            return Ok(EXIT_OK);
+        }
+    }
+}
+
+fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError> {
+    session.send(&Frame::SubscribeEvents(SubscribeEvents { terminal: id }))?;
+    let mut out = std::io::stdout().lock();
+    loop {
+        match session.step(None)? {
+            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_)))
+                if writeln!(out, "{frame}").and_then(|()| out.flush()).is_err() =>
+            {
+                return Ok(EXIT_OK);
+            }
+            Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
+                return Err(CtlError::Refused {
+                    code: e.code,
+                    message: e.message,
+                });
+            }
+            Step::Closed => return Ok(EXIT_OK),
+            _ => {}
+        }
+    }
+}
+
+fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
+    match args.action {
+        LeaseAction::Acquire => {
+            session.command_ok(Command::AcquireInput {
+                terminal: args.id,
+                mode: if args.seize {
+                    AcquireMode::Seize
+                } else {
+                    AcquireMode::Cooperative
+                },
+                ttl_ms: args.ttl,
+            })?;
+            if args.hold {
+                println!("held");
+                let _ = std::io::stdout().flush();
+                // The lease lives as long as this connection: wait for stdin to end.
+                let mut sink = Vec::new();
+                let _ = std::io::stdin().lock().read_to_end(&mut sink);
+            }
+        }
+        LeaseAction::Release => {
+            session.command_ok(Command::ReleaseInput { terminal: args.id })?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phux_core::time::Instant;
+    use phux_proto::command::ApplyInput;
+
+    #[test]
+    fn verdicts_read_as_documented() {
+        assert_eq!(verdict(&Resolution::Delivered), "delivered");
+        assert!(
+            verdict(&Resolution::Unknown(UnknownReason::DeliveryUnknown)).starts_with("unknown: ")
+        );
+        assert_eq!(
+            verdict(&Resolution::Refused {
+                code: ErrorCode::INPUT_LEASE_HELD,
+                message: "held".into()
+            }),
+            "refused: INPUT_LEASE_HELD held"
+        );
+        assert_eq!(resolution_code(&Resolution::Delivered), EXIT_OK);
+        assert_eq!(
+            resolution_code(&Resolution::Unknown(UnknownReason::HorizonElapsed)),
+            EXIT_UNKNOWN
+        );
+    }
+
+    #[test]
+    fn pending_ops_are_the_unresolved_in_order() {
+        let op = |n| OperationId::from_u128(n).expect("id");
+        let enq = |n| JournalRecord::Enqueued {
+            input: ApplyInput {
+                operation_id: op(n),
+                terminal: TerminalId::Local(1),
+                events: Vec::new(),
+            },
+            enqueued_at: Instant::ZERO,
+        };
+        let records = [
+            enq(3),
+            enq(1),
+            JournalRecord::Resolved {
+                op: op(3),
+                resolution: Resolution::Delivered,
+            },
+            enq(2),
+        ];
+        assert_eq!(pending_ops(&records), [op(1), op(2)]);
+    }
+
+    #[test]
+    fn exit_codes_are_distinct() {
+        let codes = [
+            EXIT_OK,
+            EXIT_LOCAL,
+            EXIT_USAGE,
+            EXIT_UNKNOWN,
+            EXIT_REFUSED,
+            EXIT_CONNECTION,
+        ];
+        let set: HashSet<u8> = codes.into_iter().collect();
+        assert_eq!(set.len(), codes.len());
+    }
+}

@@ -1,0 +1,127 @@
+//! `phuxctl attach` driven under tmux: keys typed in the tmux pane reach the terminal and its
+//! echo is drawn, the detach key returns with the tty restored, and the terminal lives on.
+//! Skipped, with the reason printed, where tmux is not installed.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support::{Ctl, Server, wait_until};
+
+/// tmux on a private socket, so the test neither sees nor disturbs anyone else's server.
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket).stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("run tmux");
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn pane(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn wait_pane(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        let found = wait_until(|| {
+            last = self.pane();
+            pred(&last)
+        });
+        assert!(found, "the tmux pane never showed {what}:\n{last}");
+        last
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let server = Server::start();
+    let ctl = Ctl::new(&server);
+    let id = ctl.spawn(&["/bin/sh"]);
+    // Something on the screen before the attach, to see the bootstrap draw it.
+    ctl.ok(&["send", &id, "echo before-attach", "--key", "Enter"]);
+    ctl.wait_screen(&id, "before-attach", |s| {
+        s.matches("before-attach").count() >= 2
+    });
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmux = Tmux {
+        socket: dir.path().join("tmux.sock"),
+    };
+    // The pane runs attach, then reports its exit status and stays open to be read.
+    let script = format!(
+        "XDG_STATE_HOME={} {} --socket {} attach {id}; echo \"attach-exit=$?\"; exec sleep 1000",
+        shell_quote(ctl.state.path()),
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_phuxctl"))),
+        shell_quote(&ctl.socket),
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "90",
+        "-y",
+        "25",
+        &script,
+    ]);
+
+    // [BOOTSTRAP.CHUNK.2] The attach draws the terminal's screen, and resizes it to the pane.
+    tmux.wait_pane("the bootstrap", |p| p.contains("before-attach"));
+    assert!(
+        wait_until(|| ctl.ok(&["list"]).contains(&format!("{id}\t90x25"))),
+        "the terminal was not resized to the pane: {}",
+        ctl.ok(&["list"])
+    );
+
+    // Keys typed in the pane become key events; the shell's echo and output are drawn.
+    tmux.run(&["send-keys", "-t", "t", "echo typed-$((6*7))", "Enter"]);
+    tmux.wait_pane("the command's output", |p| p.contains("typed-42"));
+    ctl.wait_screen(&id, "typed-42", |s| s.contains("typed-42"));
+
+    // C-\ detaches: attach returns 0 and the tty is given back.
+    tmux.run(&["send-keys", "-t", "t", "C-\\"]);
+    let pane = tmux.wait_pane("attach's exit", |p| p.contains("attach-exit="));
+    assert!(pane.contains("attach-exit=0"), "{pane}");
+    assert!(pane.contains(&format!("[detached from {id}]")), "{pane}");
+    // The terminal is intact on the server: still listed, its screen still there, and it
+    // still takes input.
+    assert!(ctl.ok(&["list"]).contains(&format!("{id}\t")));
+    ctl.ok(&["send", &id, "echo after-detach", "--key", "Enter"]);
+    ctl.wait_screen(&id, "after-detach", |s| {
+        s.matches("after-detach").count() >= 2
+    });
+    let screen = ctl.screen(&id);
+    assert!(screen.contains("typed-42"), "{screen}");
+}

@@ -1,0 +1,17 @@
+//! The integration tests of phux-ctl, in one binary: one module per behaviour (a former
+//! `tests/<behaviour>.rs` file), each running the real `phuxctl` binary
+//! (`CARGO_BIN_EXE_phuxctl`) against the real server on real PTYs. Helpers live in
+//! [`support`], which also says where the server binary comes from. Every wait polls a
+//! condition against a generous deadline; nothing sleeps for correctness.
+
+#![forbid(unsafe_code)]
+
+mod support;
+
+mod ctl_attach_tmux;
+mod ctl_lease_signal;
+mod ctl_paste_large;
+mod ctl_send_exactly_once;
+mod ctl_send_reported_after_restart;
+mod ctl_send_resumed;
+mod ctl_spawn_list_kill;

@@ -1,0 +1,43 @@
+//! The integration tests of phux-mio-server, in one binary: one module per behaviour (a former
+//! `tests/<behaviour>.rs` file), run against real PTYs, the real socket and the real server
+//! binary (`CARGO_BIN_EXE_phux-mio-server`). Helpers live in [`support`]. Every wait polls a
+//! condition against a generous deadline; nothing sleeps for correctness.
+//!
+//! Run one behaviour with a filter on its module: `cargo test -p phux-mio-server --test it
+//! pty_echo`. The fault tests' probe child is an example of this package (see
+//! [`support::faults::probe_binary`]), which a plain `cargo test -p phux-mio-server` builds.
+
+#![forbid(unsafe_code)]
+
+mod support;
+
+mod fault_chaos_exactly_once;
+mod fault_half_close_answers;
+mod fault_hostile_peers;
+mod fault_large_paste;
+mod fault_slow_consumer;
+mod fault_stalled_child;
+mod input_canonical_across_batches;
+mod input_retry_after_drop;
+mod input_stalled_child_unknown;
+mod lease_release_on_disconnect;
+mod output_burst_delivered;
+mod pty_echo;
+mod pty_env_term_cwd;
+mod pty_exit_status;
+mod pty_group_signals_grandchild;
+mod pty_kill_and_reap;
+mod pty_read_after_exit;
+mod pty_size;
+mod pty_stopped_child_backpressure;
+mod pty_termios;
+mod server_e2e;
+mod signal_grandchildren;
+mod signals_sigterm;
+mod socket_foreign_uid;
+mod socket_live_refused;
+mod socket_modes;
+mod socket_not_a_socket;
+mod socket_peer_uid;
+mod socket_refuse_open_dir;
+mod socket_stale;

@@ -1,0 +1,7 @@
+//! Helpers shared by the test modules: [`client`] starts the server binary and speaks frames
+//! to it, [`common`] waits on PTY output and processes, [`faults`] adds what the fault-injection
+//! tests need (restarts, descriptor limits, a seeded RNG, the probe child, raw frame streams).
+
+pub(crate) mod client;
+pub(crate) mod common;
+pub(crate) mod faults;
