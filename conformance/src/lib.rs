@@ -1,10 +1,75 @@
-//! The phux conformance suite: transcripts, the runner, its transports and reports.
+//! The phux conformance suite: transcripts, the runner that replays them against any phux
+//! server over any transport, and the reports it writes.
 //!
-//! A transcript (`conformance/transcripts/<area>/<NNN>-<slug>.phuxt`, format in
-//! `conformance/README.md`) is a list of steps, each citing the spec clause it checks. The
-//! [`runner::Runner`] replays it against a server through a [`transport::Connector`] (in
-//! process, a Unix socket, or a `--stdio` child) and reports PASS, FAIL, NON_STRICT,
-//! UNSUPPORTED, DISABLED or ERROR per case.
+//! # What the suite is
+//!
+//! The spec (`spec/*.md`) states every rule as a clause with a stable id (`INPUT.DEDUPE.2`)
+//! and one of MUST, SHOULD or MAY ([`spec`]). A *transcript* is one case, a plain-text file at
+//! `conformance/transcripts/<area>/<NNN>-<slug>.phuxt` with id `<area>/<NNN>`: a small header
+//! (the clauses it is about, its level, a one-line description, the requirement sentence),
+//! then one step per line. `c1 > FRAME` sends a frame written in the phux-proto notation,
+//! `c1 < PATTERN` expects one (with `$name` captures, `*` wildcards and `a | b` alternatives,
+//! see [`pattern`]), `~ 200ms` lets time pass, `c1 > raw 00 …` sends malformed bytes, and every
+//! step that checks something cites the clause it checks. [`transcript`] parses them; the
+//! format is described in full in `conformance/README.md`.
+//!
+//! The [`runner`] plays a transcript's steps against a server and gives each case one
+//! [`runner::Outcome`]: PASS, FAIL (a step citing a MUST clause failed), NON_STRICT (only SHOULD
+//! or MAY clauses failed), UNSUPPORTED (the server does not advertise a feature the case needs,
+//! or the transport cannot run it), DISABLED (listed with a reason in `expectations.txt`) or
+//! ERROR (the runner or the transport failed). Only FAIL and ERROR fail a run. [`report`] turns
+//! the results into an h2spec-style tree for people and a JSON document with every case's wire
+//! log for machines. [`coverage`] says which clauses the transcripts check (a test fails when a
+//! wire-checkable MUST clause has none and is not listed in `uncovered.txt` as still to do).
+//!
+//! # Transports
+//!
+//! The runner talks to the server only through a [`transport::Connector`], which opens a fresh
+//! [`transport::Transport`] per case. A transport carries bytes, never frames, so every
+//! transport exercises the server's own decoder, and a transcript passes or fails the same way
+//! on all of them:
+//!
+//! - [`transport::InProcess`]: phux-core's `ServerEngine` in this process, with simulated
+//!   terminals and a virtual clock (`~ 600s` takes no time). Nothing to start; deterministic.
+//! - [`transport::SocketConnector`]: a running server's Unix socket. The server is shared by
+//!   every case, so cases that would end it or fill its ledger are UNSUPPORTED there.
+//! - [`transport::ExecConnector`]: a server started per case with a shell command that serves
+//!   one client on its standard input and output (`phux-mio-server --stdio`).
+//!
+//! Cases that need a program inside the terminal run the [`probe`] child: a small deterministic
+//! program (`phux-conformance probe`) that reports what it reads, its termios, its process
+//! group and the signals it gets, so no result depends on a shell's prompt. In process the same
+//! probe state machine runs on a simulated PTY.
+//!
+//! # Running it against a server
+//!
+//! From the command line (`phux-conformance run --help`):
+//!
+//! ```text
+//! phux-conformance run --in-process
+//! phux-conformance run --socket /run/user/1000/phux-mio/default.sock
+//! phux-conformance run --exec 'phux-mio-server --stdio' --filter INPUT.DEDUPE --json report.json
+//! ```
+//!
+//! It exits 0 when no case FAILs or ERRORs, 1 otherwise, and 2 when the suite cannot be loaded.
+//!
+//! As a library: load the [`suite::Suite`] from the repository's files
+//! ([`suite::Suite::load`] with [`suite::Paths::default`]), run it over a connector with
+//! [`suite::Suite::run`] (optionally filtered by a case id or a clause id prefix), and print
+//! [`report::tree`] or write [`report::json`]. The crate's integration tests
+//! (`conformance/tests/it/suite.rs`) do exactly this against the in-process engine and against
+//! the real `phux-mio-server`, over a socket and over `--stdio`.
+//!
+//! `cargo test -p phux-conformance` runs the whole suite on all three transports. The real
+//! server it runs is this package's example `conformance-test-server`, which `cargo test`
+//! builds before the tests; no test invokes cargo.
+//!
+//! # Writing new cases
+//!
+//! [`recorder::record`] (`phux-conformance record`) proxies a live session to a server and
+//! writes it as a transcript draft, with the ids the server chose turned into captures.
+
+#![warn(missing_docs)]
 
 pub mod coverage;
 pub mod pattern;

@@ -134,7 +134,7 @@ impl Vector {
 }
 
 fn vectors() -> Vec<Vector> {
-    let text = include_str!("../../phux-proto/testdata/vectors.md");
+    let text = include_str!("../../../phux-proto/testdata/vectors.md");
     let mut out: Vec<Vector> = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {

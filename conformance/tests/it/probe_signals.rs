@@ -1,10 +1,8 @@
 //! Signals to the probe's process group on a real PTY: handled, ignored and default
 //! dispositions, and a grandchild in the same group that reports what it receives.
 
-mod probe_util;
-
+use crate::probe_util::Probe;
 use phux_mio_server::child::{ChildExit, GroupSignal};
-use probe_util::Probe;
 
 /// The next two reports, in whichever order they came.
 fn two(p: &mut Probe) -> Vec<String> {

@@ -1,10 +1,8 @@
 //! The probe in canonical mode on a real PTY: READY, payload per line as the line discipline
 //! delivers it, termios, ids, size, echo, checksum, and end of input.
 
-mod probe_util;
-
+use crate::probe_util::Probe;
 use phux_mio_server::child::ChildExit;
-use probe_util::Probe;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 

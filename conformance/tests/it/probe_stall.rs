@@ -1,10 +1,8 @@
 //! A stalled probe on a real PTY: it reads nothing until its timer or SIGCONT, so the
 //! terminal's input queue fills up; input written meanwhile is read afterwards.
 
-mod probe_util;
-
+use crate::probe_util::Probe;
 use phux_mio_server::child::GroupSignal;
-use probe_util::Probe;
 
 #[test]
 fn a_timed_stall_reads_held_input_after_the_timer() {

@@ -1,9 +1,10 @@
 //! The whole suite against our server: in process, over a Unix socket to a running
 //! `phux-mio-server`, and through `phux-mio-server --stdio` started per case.
 //!
-//! The server binary is built by `cargo build -p phux-mio-server` (a no-op when it is up to
-//! date) and found next to this test's own executable (`target/<profile>/`): a dev-dependency
-//! cannot provide another package's binary, and this keeps the binary the current source.
+//! The server is this package's example `conformance-test-server`, which is the real server's
+//! entry point (`phux_mio_server::run::main`) and which `cargo test` builds before it runs the
+//! tests; it is found from this test's own executable (`target/<profile>/examples/`). No test
+//! invokes cargo.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -37,24 +38,21 @@ fn probe() -> Vec<String> {
     ]
 }
 
+/// The server: `<target>/<profile>/examples/conformance-test-server`, next to the `deps/`
+/// directory that holds this test's executable.
 fn server_binary() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/suite-… → target/<profile>
-        let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args(["build", "-p", "phux-mio-server", "--bin", "phux-mio-server"])
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().unwrap();
-        assert!(status.success(), "cargo build -p phux-mio-server failed");
-        let bin = dir.join("phux-mio-server");
-        assert!(bin.exists(), "{} not found", bin.display());
+        // target/<profile>/deps/it-… → target/<profile>
+        let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+        let bin = dir.join("examples").join("conformance-test-server");
+        assert!(
+            bin.exists(),
+            "{} not found: build it with `cargo test -p phux-conformance` \
+             (or `cargo build -p phux-conformance --example conformance-test-server`)",
+            bin.display()
+        );
         bin
     })
     .clone()

@@ -1,10 +1,8 @@
 //! The probe in raw mode on a real PTY: bytes arrive untranslated and unbuffered, control
 //! characters raise no signal, and commands still work with CR.
 
-mod probe_util;
-
+use crate::probe_util::Probe;
 use phux_mio_server::child::ChildExit;
-use probe_util::Probe;
 
 #[test]
 fn raw_mode_reports_bytes_as_read_and_canon_restores_lines() {

@@ -1,0 +1,149 @@
+//! Section 2, ack: acknowledged input (APPLY_INPUT) latency.
+
+use serde_json::json;
+
+use phux_bench::error::Result;
+use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, sink_argv};
+use phux_bench::procs::PhuxServer;
+use phux_bench::report::{Op, Report, fmt, table};
+use phux_bench::roles::RelayMode;
+use phux_bench::stats::{Summary, ratio, summarize};
+
+use super::{latency_rows, summary_json};
+use crate::Plan;
+
+pub(crate) fn section_ack(
+    report: &mut Report,
+    plan: &Plan,
+    server_bin: Option<&std::path::Path>,
+    have_tmux: bool,
+) -> Result<()> {
+    println!(
+        "\n== 2. acknowledged input: APPLY_INPUT of {} key presses -> OK; {} rounds x {} ops ==",
+        latency::BATCH.len(),
+        plan.lat_rounds,
+        plan.lat_ops
+    );
+    let server = PhuxServer::start(server_bin)?;
+    let mut phux = PhuxTerm::start(&server, &sink_argv())?;
+    let mut ack = Relay::start(RelayMode::Ack, &sink_argv())?;
+    let mut pong = Relay::start(RelayMode::Pong, &[])?;
+    let mut direct = DirectPty::start(&sink_argv())?;
+    let mut tmux = if have_tmux {
+        Some(TmuxTerm::start(&sink_argv())?)
+    } else {
+        None
+    };
+    latency::warm_up();
+    let req = latency::BATCH.as_bytes();
+    // Untimed priming: first round trips fault in code and settle CPU placement.
+    for _ in 0..20 {
+        phux.apply()?;
+        ack.round_trip(req, 1)?;
+        pong.round_trip(req, 1)?;
+        direct.write(req)?;
+        if let Some(t) = tmux.as_mut() {
+            t.send_keys_ack()?;
+        }
+    }
+    let mut s: [Vec<f64>; 6] = Default::default();
+    for _ in 0..plan.lat_rounds {
+        for _ in 0..plan.lat_ops {
+            s[0].push(phux.apply()?);
+        }
+        for _ in 0..plan.lat_ops {
+            s[1].push(ack.round_trip(req, 1)?);
+        }
+        for _ in 0..plan.lat_ops {
+            s[2].push(pong.round_trip(req, 1)?);
+        }
+        for _ in 0..plan.lat_ops {
+            s[3].push(direct.write(req)?);
+        }
+        if let Some(t) = tmux.as_mut() {
+            for _ in 0..plan.lat_ops {
+                s[4].push(t.send_keys_ack()?);
+            }
+            for _ in 0..plan.cmd_ops {
+                s[5].push(t.send_keys_command()?);
+            }
+        }
+    }
+    let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
+    let names = [
+        "phux APPLY_INPUT -> OK",
+        "relay: socket req + PTY write + reply",
+        "socket round trip alone",
+        "direct PTY write alone",
+        "tmux -C send-keys -> %end",
+        "tmux send-keys (command)",
+    ];
+    let refs = [
+        "",
+        "the limit",
+        "ref ~8 us",
+        "",
+        "ref ~18 us",
+        "ref ~1.7 ms",
+    ];
+    let base = sums[1];
+    println!("  (ratios are to the relay: one process doing socket read, PTY write, reply)");
+    print!(
+        "{}",
+        table(
+            &[
+                "contender",
+                "n",
+                "p50 us",
+                "p99 us",
+                "p50 vs limit",
+                "p99 vs limit",
+                "issue"
+            ],
+            &latency_rows(&names, &sums, base, &refs)
+        )
+    );
+    let sum_p50 = match (sums[2], sums[3]) {
+        (Some(a), Some(b)) => Some(a.p50 + b.p50),
+        _ => None,
+    };
+    println!(
+        "  socket round trip p50 + PTY write p50 = {} us",
+        fmt(sum_p50, 1)
+    );
+    let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
+    let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
+    report.target(
+        "APPLY_INPUT p50 / tmux -C %end p50",
+        ratio(p50(0), p50(4)),
+        Op::AtMost,
+        1.0,
+    );
+    report.target(
+        "APPLY_INPUT p50 / relay (socket RTT + PTY write) p50",
+        ratio(p50(0), p50(1)),
+        Op::AtMost,
+        1.5,
+    );
+    report.target(
+        "APPLY_INPUT p99 / relay (socket RTT + PTY write) p99",
+        ratio(p99(0), p99(1)),
+        Op::AtMost,
+        2.5,
+    );
+    report.target(
+        "tmux send-keys command p50 / APPLY_INPUT p50",
+        ratio(p50(5), p50(0)),
+        Op::AtLeast,
+        20.0,
+    );
+    let mut doc = serde_json::Map::new();
+    for (name, s) in names.iter().zip(&sums) {
+        doc.insert((*name).to_owned(), summary_json(*s));
+    }
+    doc.insert("socket_rtt_plus_pty_write_p50_us".into(), json!(sum_p50));
+    report
+        .json
+        .insert("ack_latency".into(), serde_json::Value::Object(doc));
+    Ok(())
+}

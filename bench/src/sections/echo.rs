@@ -1,0 +1,123 @@
+//! Section 3, echo: keystroke-to-echo latency.
+
+use phux_bench::error::Result;
+use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, echo_argv, letter};
+use phux_bench::procs::PhuxServer;
+use phux_bench::report::{Op, Report, fmt, table};
+use phux_bench::roles::RelayMode;
+use phux_bench::stats::{Summary, ratio, summarize};
+
+use super::{latency_rows, summary_json};
+use crate::Plan;
+
+pub(crate) fn section_echo(
+    report: &mut Report,
+    plan: &Plan,
+    server_bin: Option<&std::path::Path>,
+    have_tmux: bool,
+) -> Result<()> {
+    println!(
+        "\n== 3. keystroke to echo: INPUT_KEY -> TERMINAL_OUTPUT from `stty raw -echo; cat`; {} rounds x {} ops ==",
+        plan.lat_rounds, plan.lat_ops
+    );
+    let server = PhuxServer::start(server_bin)?;
+    let mut phux = PhuxTerm::start(&server, &echo_argv())?;
+    let mut relay = Relay::start(RelayMode::Echo, &echo_argv())?;
+    let mut direct = DirectPty::start(&echo_argv())?;
+    let mut tmux = if have_tmux {
+        Some(TmuxTerm::start(&echo_argv())?)
+    } else {
+        None
+    };
+    latency::warm_up();
+    direct.drain()?;
+    for i in 0..20 {
+        let c = letter(i);
+        phux.echo(c)?;
+        relay.round_trip(&[c as u8], 1)?;
+        direct.echo(c)?;
+        if let Some(t) = tmux.as_mut() {
+            t.echo(c)?;
+        }
+    }
+    let mut s: [Vec<f64>; 4] = Default::default();
+    let mut i = 0usize;
+    for _ in 0..plan.lat_rounds {
+        for _ in 0..plan.lat_ops {
+            s[0].push(phux.echo(letter(i))?);
+            i += 1;
+        }
+        for _ in 0..plan.lat_ops {
+            s[1].push(relay.round_trip(&[letter(i) as u8], 1)?);
+            i += 1;
+        }
+        for _ in 0..plan.lat_ops {
+            s[2].push(direct.echo(letter(i))?);
+            i += 1;
+        }
+        if let Some(t) = tmux.as_mut() {
+            for _ in 0..plan.lat_ops {
+                s[3].push(t.echo(letter(i))?);
+                i += 1;
+            }
+        }
+    }
+    let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
+    let names = [
+        "phux INPUT_KEY -> echo",
+        "minimal relay (socket<->PTY)",
+        "direct PTY write -> read",
+        "tmux -C send-keys -> %output",
+    ];
+    let refs = ["", "ref 2.3x PTY", "ref ~32 us", "ref 2.2x PTY"];
+    let base = sums[1];
+    println!("  (ratios are to the minimal relay)");
+    print!(
+        "{}",
+        table(
+            &[
+                "contender",
+                "n",
+                "p50 us",
+                "p99 us",
+                "p50 vs relay",
+                "p99 vs relay",
+                "issue"
+            ],
+            &latency_rows(&names, &sums, base, &refs)
+        )
+    );
+    let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
+    let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
+    println!(
+        "  relay / direct PTY p50: {}x, tmux -C / direct PTY p50: {}x",
+        fmt(ratio(p50(1), p50(2)), 2),
+        fmt(ratio(p50(3), p50(2)), 2)
+    );
+    report.target(
+        "echo p50 / tmux -C send-keys echo p50",
+        ratio(p50(0), p50(3)),
+        Op::AtMost,
+        1.0,
+    );
+    report.target(
+        "echo p50 / minimal relay p50",
+        ratio(p50(0), p50(1)),
+        Op::AtMost,
+        1.1,
+    );
+    report.target(
+        "echo p99 / minimal relay p99",
+        ratio(p99(0), p99(1)),
+        Op::AtMost,
+        2.0,
+    );
+    let mut doc = serde_json::Map::new();
+    for (name, s) in names.iter().zip(&sums) {
+        doc.insert((*name).to_owned(), summary_json(*s));
+    }
+    report
+        .json
+        .insert("echo_latency".into(), serde_json::Value::Object(doc));
+    Ok(())
+}

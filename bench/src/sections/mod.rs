@@ -1,0 +1,54 @@
+//! The sections of a bench run, one module each, in the order they run; and what they share
+//! (the MiB unit, latency rows and their JSON). These are the `phux-bench` binary's modules, not
+//! the library's.
+
+use serde_json::json;
+
+use phux_bench::report::fmt;
+use phux_bench::stats::{Summary, ratio};
+
+mod ack;
+mod criterion;
+mod echo;
+mod scale;
+mod throughput;
+
+pub(crate) use ack::section_ack;
+pub(crate) use criterion::section_core;
+pub(crate) use echo::section_echo;
+pub(crate) use scale::section_scale;
+pub(crate) use throughput::section_throughput;
+
+const MIB: f64 = 1_048_576.0;
+fn summary_json(s: Option<Summary>) -> serde_json::Value {
+    s.map_or(
+        serde_json::Value::Null,
+        |s| json!({"n": s.n, "p50_us": s.p50, "p99_us": s.p99, "min_us": s.min, "max_us": s.max}),
+    )
+}
+
+fn latency_rows(
+    names: &[&str],
+    sums: &[Option<Summary>],
+    base: Option<Summary>,
+    refs: &[&str],
+) -> Vec<Vec<String>> {
+    names
+        .iter()
+        .zip(sums)
+        .zip(refs)
+        .map(|((name, s), reference)| {
+            vec![
+                (*name).to_owned(),
+                s.map_or_else(|| "-".into(), |s| s.n.to_string()),
+                fmt(s.map(|s| s.p50), 1),
+                fmt(s.map(|s| s.p99), 1),
+                ratio(s.map(|s| s.p50), base.map(|b| b.p50))
+                    .map_or_else(|| "-".into(), |r| format!("{r:.2}x")),
+                ratio(s.map(|s| s.p99), base.map(|b| b.p99))
+                    .map_or_else(|| "-".into(), |r| format!("{r:.2}x")),
+                (*reference).to_owned(),
+            ]
+        })
+        .collect()
+}

@@ -1,0 +1,353 @@
+//! Runs transcripts against a server through a transport and decides each case's outcome.
+//!
+//! [`Runner`] holds the run-wide settings and runs one transcript at a time; the outcome
+//! types it reports are in `outcome`. Inside, a case is a `Case` (`case`: the connections and
+//! the step dispatch), whose steps are sent and checked by `expect` (what arrives), `repeat`
+//! (blocks run a window ahead) and `probe` (the probe child's reports).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use phux_core::framing::FrameDecoder;
+use phux_proto::Frame;
+use phux_proto::notation::Value;
+
+use crate::pattern::{self, Bindings, Templates};
+use crate::spec::Spec;
+use crate::transcript::{Level, Step, StepKind, Transcript};
+use crate::transport::{Connector, Recv, Transport};
+
+mod case;
+mod expect;
+mod outcome;
+mod probe;
+mod repeat;
+
+use case::{Case, StepError, fresh_salt};
+pub use outcome::{CaseReport, Failure, Outcome};
+
+/// What the runner learnt from a first handshake with the server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInfo {
+    /// HELLO_OK's feature names (`acknowledged_input`, `shutdown`, …).
+    pub features: BTreeSet<String>,
+}
+
+/// Run-wide settings.
+pub struct Runner<'a> {
+    /// Opens a transport per case.
+    pub connector: &'a dyn Connector,
+    /// The prelude's templates.
+    pub templates: Templates,
+    /// The spec, for clause levels.
+    pub spec: &'a Spec,
+    /// How long an expectation waits on a real transport.
+    pub timeout: Duration,
+    /// Cases not to run, with the reason.
+    pub disabled: BTreeMap<String, String>,
+    /// What the server advertised.
+    pub server: ServerInfo,
+}
+
+/// Request ids the runner uses for its own commands (probe input), out of the transcripts' way.
+const RUNNER_REQUEST_BASE: u32 = 0xf000_0000;
+/// The nonce base of the runner's own PINGs (`c1 < nothing`).
+const RUNNER_NONCE_BASE: u64 = 0x00c0_ffee_0000_0000;
+/// How long one `recv` on a real transport waits before the runner looks at its deadline.
+const POLL_SLICE: Duration = Duration::from_millis(50);
+
+impl Runner<'_> {
+    /// Connects once, sends the prelude's `Hello`, and reads the server's features.
+    pub fn discover(&mut self) -> Result<(), String> {
+        let mut transport = self.connector.open().map_err(|e| e.to_string())?;
+        let hello = self.templates.expand(&Value::ident("Hello"))?;
+        let frame = Frame::from_value(&hello).map_err(|e| format!("prelude Hello: {e}"))?;
+        let conn = transport.connect().map_err(|e| e.to_string())?;
+        transport
+            .send(conn, &frame.to_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut decoder = FrameDecoder::new();
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match transport
+                .recv(conn, POLL_SLICE)
+                .map_err(|e| e.to_string())?
+            {
+                Recv::Bytes(b) => decoder.push(&b),
+                Recv::Closed => {
+                    return Err("the server closed the connection before HELLO_OK".into());
+                }
+                Recv::Nothing if transport.virtual_time() || Instant::now() > deadline => {
+                    return Err("no HELLO_OK".into());
+                }
+                Recv::Nothing => {}
+            }
+            while let Some(frame) = decoder.poll_frame().map_err(|e| e.to_string())? {
+                if let Frame::HelloOk(_) = frame {
+                    let value = frame.to_value();
+                    let features = pattern::field(&value, "capabilities")
+                        .and_then(|c| pattern::field(c, "features"));
+                    self.server.features = flag_names(features);
+                    let _ = transport.send(conn, &Frame::Detach.to_bytes());
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Runs one case.
+    pub fn run(&self, t: &Transcript) -> CaseReport {
+        let started = Instant::now();
+        let mut report = CaseReport {
+            id: t.id.clone(),
+            description: t.description.clone(),
+            requirement: t.requirement.clone(),
+            clauses: t.clauses.clone(),
+            outcome: Outcome::Pass,
+            failure: None,
+            wire: Vec::new(),
+            elapsed: Duration::ZERO,
+        };
+        if let Some(reason) = self.disabled.get(&t.id) {
+            report.outcome = Outcome::Disabled(reason.clone());
+            return report;
+        }
+        let transport = match self.connector.open() {
+            Ok(t) => t,
+            Err(e) => {
+                report.outcome = Outcome::Error(e.to_string());
+                return report;
+            }
+        };
+        if let Some(reason) = self.unsupported(t, transport.as_ref()) {
+            report.outcome = Outcome::Unsupported(reason);
+            return report;
+        }
+        let mut templates = self.templates.clone();
+        for (name, value) in &t.defines {
+            templates.define(name, value.clone());
+        }
+        let mut case = Case {
+            transport,
+            conns: BTreeMap::new(),
+            bindings: Bindings::new(),
+            templates,
+            timeout: self.timeout,
+            wire: Vec::new(),
+            wire_budget: None,
+            next_request: RUNNER_REQUEST_BASE,
+            next_nonce: RUNNER_NONCE_BASE,
+            op_salt: 0,
+            probe_residue: BTreeMap::new(),
+        };
+        if !case.transport.virtual_time() {
+            case.op_salt = fresh_salt();
+        }
+        for (name, value) in case.transport.vars() {
+            case.bindings.insert(name, value);
+        }
+        for step in &t.steps {
+            if let Err(e) = case.step(step) {
+                let (outcome, expected, actual) = match e {
+                    StepError::Failed { expected, actual } => {
+                        (self.failure_outcome(t, step), expected, actual)
+                    }
+                    StepError::Runner(why) => (Outcome::Error(why.clone()), String::new(), why),
+                };
+                report.outcome = outcome;
+                report.failure = Some(Failure {
+                    line: step.line,
+                    step: step.text.clone(),
+                    clauses: step.clauses.clone(),
+                    expected,
+                    actual,
+                });
+                break;
+            }
+        }
+        report.wire = case.wire;
+        report.elapsed = started.elapsed();
+        report
+    }
+
+    /// Why a case cannot run here, if it cannot.
+    fn unsupported(&self, t: &Transcript, transport: &dyn Transport) -> Option<String> {
+        // Runner capabilities: whether this transport lacks each, and why that matters.
+        let lacking = |need: &str| -> Option<(bool, &str)> {
+            Some(match need {
+                "local-socket" => (
+                    !transport.local_socket(),
+                    "not a local-socket peer: the server MAY refuse this here",
+                ),
+                "own-server" => (
+                    transport.shared_server(),
+                    "would end a server that other cases share",
+                ),
+                "probe" => (
+                    !transport.vars().iter().any(|(k, _)| k == "PROBE"),
+                    "no probe child on this transport",
+                ),
+                "restart" => (
+                    !transport.can_restart(),
+                    "the runner does not own this server's process: it cannot restart it",
+                ),
+                "fresh-server" => (
+                    transport.shared_server(),
+                    "needs a server no other case uses (it fills the server's ledger, which \
+                     would refuse other cases' operations for 600 s)",
+                ),
+                "virtual-time" => (
+                    !transport.virtual_time(),
+                    "lets minutes pass: only virtual time can, a real transport would sleep",
+                ),
+                _ => return None,
+            })
+        };
+        for need in &t.requires {
+            match lacking(need) {
+                Some((true, why)) => return Some(why.into()),
+                Some((false, _)) => {}
+                // Not a runner capability: a feature the server advertises in HELLO_OK.
+                None if !self.server.features.contains(need) => {
+                    return Some(format!(
+                        "the server does not advertise `{need}` in HELLO_OK"
+                    ));
+                }
+                None => {}
+            }
+        }
+        let needed = connections_needed(&t.steps);
+        if let Some(max) = transport.max_connections()
+            && needed > max
+        {
+            return Some(format!(
+                "needs {needed} connections; this transport carries {max}"
+            ));
+        }
+        None
+    }
+
+    /// FAIL when the failing step (or, citing nothing, the transcript) is MUST, else NON_STRICT.
+    fn failure_outcome(&self, t: &Transcript, step: &Step) -> Outcome {
+        let level = step
+            .clauses
+            .iter()
+            .filter_map(|c| self.spec.level(c))
+            .min()
+            .unwrap_or(t.level);
+        if level == Level::Must {
+            Outcome::Fail
+        } else {
+            Outcome::NonStrict
+        }
+    }
+}
+
+fn step_conn(kind: &StepKind) -> Option<&str> {
+    match kind {
+        StepKind::Send { conn, .. }
+        | StepKind::SendRaw { conn, .. }
+        | StepKind::Expect { conn, .. }
+        | StepKind::Unordered { conn, .. }
+        | StepKind::Nothing { conn }
+        | StepKind::Closed { conn }
+        | StepKind::Disconnect { conn }
+        | StepKind::Connect { conn }
+        | StepKind::ProbeSend { conn, .. }
+        | StepKind::ProbeExpect { conn, .. }
+        | StepKind::Reading { conn, .. }
+        | StepKind::ExpectRun { conn, .. }
+        | StepKind::ReadBound { conn, .. } => Some(conn),
+        StepKind::Advance(_) | StepKind::Check { .. } | StepKind::Restart | StepKind::Repeat(_) => {
+            None
+        }
+    }
+}
+
+/// The most connections one server incarnation sees: each name's first use, and each
+/// `connect` of a name used before (a reconnect), counted afresh after every `restart`.
+fn connections_needed(steps: &[Step]) -> usize {
+    #[derive(Default)]
+    struct Count<'a> {
+        /// Names used since the last restart.
+        used: BTreeSet<&'a str>,
+        /// Names used at all.
+        ever: BTreeSet<&'a str>,
+        opened: usize,
+        max: usize,
+    }
+    fn walk<'a>(steps: &'a [Step], n: &mut Count<'a>) {
+        for step in steps {
+            match &step.kind {
+                StepKind::Restart => {
+                    n.used.clear();
+                    n.opened = 0;
+                }
+                StepKind::Repeat(r) => walk(&r.body, n),
+                StepKind::Connect { conn } if n.ever.contains(conn.as_str()) => {
+                    n.used.insert(conn);
+                    n.opened += 1;
+                }
+                // Closing a connection opens none.
+                StepKind::Closed { conn } | StepKind::Disconnect { conn }
+                    if n.ever.contains(conn.as_str()) => {}
+                kind => {
+                    if let Some(conn) = step_conn(kind)
+                        && n.used.insert(conn)
+                    {
+                        n.ever.insert(conn);
+                        n.opened += 1;
+                    }
+                }
+            }
+            n.max = n.max.max(n.opened);
+        }
+    }
+    let mut n = Count::default();
+    walk(steps, &mut n);
+    n.max
+}
+
+/// The names in a flag-set value (`a|b`, `a`, `none`).
+fn flag_names(value: Option<&Value>) -> BTreeSet<String> {
+    match value {
+        Some(Value::Ident(name)) if name != "none" => [name.clone()].into(),
+        Some(Value::Union(parts)) => parts.iter().map(ToString::to_string).collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(body: &str) -> Vec<Step> {
+        let text = format!("id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n{body}");
+        crate::transcript::parse("x", &text).unwrap().steps
+    }
+
+    #[test]
+    fn connections_are_counted_per_incarnation_with_reconnects() {
+        let needed = |body: &str| connections_needed(&steps(body));
+        assert_eq!(needed("c1 > PING{nonce=1}\nc1 < PONG{nonce=1}\n"), 1);
+        assert_eq!(needed("c1 > PING{nonce=1}\nc2 > PING{nonce=1}\n"), 2);
+        // A reconnect to the same server is a second connection to it ...
+        assert_eq!(needed("c1 > PING{nonce=1}\nc1 disconnect\nc1 connect\n"), 2);
+        // ... but not across a restart, and closing one opens none.
+        assert_eq!(
+            needed("c1 > PING{nonce=1}\nrestart\nc1 closed\nc1 connect\nc1 > PING{nonce=1}\n"),
+            1
+        );
+        assert_eq!(
+            needed("repeat 3 {\nc1 > PING{nonce=1}\nc2 > PING{nonce=1}\n}\n"),
+            2
+        );
+    }
+
+    #[test]
+    fn flag_names_of_a_feature_set() {
+        let v = Value::parse("acknowledged_input|shutdown").unwrap();
+        assert_eq!(flag_names(Some(&v)).len(), 2);
+        assert!(flag_names(Some(&Value::ident("none"))).is_empty());
+    }
+}

@@ -1,0 +1,75 @@
+//! What the runner reports per case: the outcome, the failing step, the wire log.
+
+use std::time::Duration;
+
+/// How a case ended.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// Every step held.
+    Pass,
+    /// A step citing a MUST clause failed.
+    Fail,
+    /// A step citing only SHOULD (or MAY) clauses failed.
+    NonStrict,
+    /// The server does not advertise a feature the case needs, or the transport cannot do it.
+    Unsupported(String),
+    /// Listed in the expectations file, with the reason given there; not run.
+    Disabled(String),
+    /// The runner or the transport failed (a transcript bug, an I/O error).
+    Error(String),
+}
+
+impl Outcome {
+    /// The report's name for it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Fail => "FAIL",
+            Self::NonStrict => "NON_STRICT",
+            Self::Unsupported(_) => "UNSUPPORTED",
+            Self::Disabled(_) => "DISABLED",
+            Self::Error(_) => "ERROR",
+        }
+    }
+
+    /// Whether it makes the run fail.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Self::Fail | Self::Error(_))
+    }
+}
+
+/// What a failing step wanted and what it got.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Failure {
+    /// The step's line in the transcript.
+    pub line: usize,
+    /// The step's text.
+    pub step: String,
+    /// The clauses the step cites.
+    pub clauses: Vec<String>,
+    /// What was expected.
+    pub expected: String,
+    /// What happened instead.
+    pub actual: String,
+}
+
+/// The result of one transcript.
+#[derive(Clone, Debug)]
+pub struct CaseReport {
+    /// `<area>/<NNN>`.
+    pub id: String,
+    /// The header's description.
+    pub description: String,
+    /// The header's requirement sentence.
+    pub requirement: String,
+    /// The header's clauses.
+    pub clauses: Vec<String>,
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The failing step, for FAIL and NON_STRICT (and ERROR when a step caused it).
+    pub failure: Option<Failure>,
+    /// Every frame sent and received, in the transcript notation.
+    pub wire: Vec<String>,
+    /// How long it took (wall clock).
+    pub elapsed: Duration,
+}

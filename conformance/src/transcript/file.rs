@@ -1,0 +1,431 @@
+//! A whole transcript file (the header, the steps, `repeat` blocks), a prelude of `define`
+//! lines, and a directory of transcripts.
+
+use std::path::Path;
+
+use phux_proto::notation::Value;
+
+use super::lines::{cited_clauses, is_clause_id, logical_lines};
+use super::step::{parse_define, parse_repeat_header, parse_step, parse_value};
+use super::{Define, Level, ParseError, Repeat, Step, StepKind, Transcript};
+
+/// The separator between a transcript's header and its steps.
+const HEADER_END: &str = "---";
+/// Parses a prelude file: only `define` lines (and comments).
+pub fn parse_prelude(path: &str, text: &str) -> Result<Vec<(String, Value)>, ParseError> {
+    let mut out = Vec::new();
+    for line in logical_lines(text) {
+        let err = |message| ParseError {
+            path: path.to_owned(),
+            line: line.number,
+            message,
+        };
+        match parse_define(&line.code) {
+            Some(Ok(def)) => out.push(def),
+            Some(Err(e)) => return Err(err(e)),
+            None => return Err(err("a prelude holds only `define` lines".into())),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one transcript.
+pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
+    let lines = logical_lines(text);
+    let err = |line: usize, message: String| ParseError {
+        path: path.to_owned(),
+        line,
+        message,
+    };
+    let mut t = Transcript {
+        id: String::new(),
+        clauses: Vec::new(),
+        level: Level::Must,
+        description: String::new(),
+        requirement: String::new(),
+        requires: Vec::new(),
+        probes: Vec::new(),
+        defines: Vec::new(),
+        steps: Vec::new(),
+        path: path.to_owned(),
+    };
+    let mut iter = lines.into_iter().peekable();
+    let mut level = None;
+    let mut header_done = false;
+    for line in iter.by_ref() {
+        if line.code == HEADER_END {
+            header_done = true;
+            break;
+        }
+        // Header values may contain `#`? Rejoin the comment: header lines are prose.
+        let full = if line.comment.is_empty() {
+            line.code.clone()
+        } else {
+            format!("{}#{}", line.code, line.comment)
+        };
+        let (key, value) = full
+            .split_once(':')
+            .ok_or_else(|| err(line.number, "expected `key: value` in the header".into()))?;
+        let value = value.trim().to_owned();
+        match key.trim() {
+            "id" => t.id = value,
+            "clauses" => {
+                t.clauses = value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.trim_matches(['[', ']']).to_owned())
+                    .collect();
+            }
+            "level" => {
+                level = Some(
+                    Level::parse(&value)
+                        .ok_or_else(|| err(line.number, format!("bad level `{value}`")))?,
+                );
+            }
+            "description" => t.description = value,
+            "requirement" => t.requirement = value,
+            "requires" => t.requires.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            ),
+            "probe" => t.probes.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            ),
+            other => return Err(err(line.number, format!("unknown header key `{other}`"))),
+        }
+    }
+    if !header_done {
+        return Err(err(1, format!("no `{HEADER_END}` line ends the header")));
+    }
+    if t.id.is_empty() || t.description.is_empty() || t.requirement.is_empty() {
+        return Err(err(
+            1,
+            "the header needs id, description and requirement".into(),
+        ));
+    }
+    for clause in &t.clauses {
+        if !is_clause_id(clause) {
+            return Err(err(1, format!("`{clause}` is not a clause id")));
+        }
+    }
+    t.level = level.ok_or_else(|| err(1, "the header needs a level (MUST or SHOULD)".into()))?;
+
+    while let Some(line) = iter.next() {
+        if let Some(def) = parse_define(&line.code) {
+            t.defines.push(def.map_err(|e| err(line.number, e))?);
+            continue;
+        }
+        let clauses = cited_clauses(&line.comment);
+        if let Some(header) = line
+            .code
+            .strip_prefix("repeat ")
+            .and_then(|h| h.strip_suffix('{'))
+        {
+            let (count, var) = parse_repeat_header(header).map_err(|e| err(line.number, e))?;
+            let mut body = Vec::new();
+            let mut all = clauses.clone();
+            let mut closed = false;
+            for inner in iter.by_ref() {
+                if inner.code == "}" {
+                    closed = true;
+                    break;
+                }
+                let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
+                let allowed = matches!(
+                    kind,
+                    StepKind::Send { .. }
+                        | StepKind::SendRaw { .. }
+                        | StepKind::Expect { until: None, .. }
+                );
+                if !allowed {
+                    return Err(err(
+                        inner.number,
+                        "a repeat body holds only `cN >` and `cN <` steps (no `until`)".into(),
+                    ));
+                }
+                let cited = cited_clauses(&inner.comment);
+                all.extend(cited.iter().cloned());
+                body.push(Step {
+                    line: inner.number,
+                    text: inner.code,
+                    clauses: cited,
+                    kind,
+                });
+            }
+            if !closed {
+                return Err(err(line.number, "unclosed `repeat` block".into()));
+            }
+            all.sort_unstable();
+            all.dedup();
+            t.steps.push(Step {
+                line: line.number,
+                text: line.code.clone(),
+                clauses: all,
+                kind: StepKind::Repeat(Repeat { count, var, body }),
+            });
+            continue;
+        }
+        let block = line
+            .code
+            .strip_suffix(" < {")
+            .filter(|c| c.starts_with('c'));
+        let kind = if let Some(conn) = block {
+            let mut patterns = Vec::new();
+            let mut clauses = clauses.clone();
+            let mut closed = false;
+            for inner in iter.by_ref() {
+                if inner.code == "}" {
+                    clauses.extend(cited_clauses(&inner.comment));
+                    closed = true;
+                    break;
+                }
+                clauses.extend(cited_clauses(&inner.comment));
+                patterns.push(parse_value(&inner.code).map_err(|e| err(inner.number, e))?);
+            }
+            if !closed {
+                return Err(err(line.number, "unclosed `< {` block".into()));
+            }
+            t.steps.push(Step {
+                line: line.number,
+                text: line.code.clone(),
+                clauses,
+                kind: StepKind::Unordered {
+                    conn: conn.to_owned(),
+                    patterns,
+                },
+            });
+            continue;
+        } else {
+            parse_step(&line.code).map_err(|e| err(line.number, e))?
+        };
+        t.steps.push(Step {
+            line: line.number,
+            text: line.code,
+            clauses,
+            kind,
+        });
+    }
+    Ok(t)
+}
+
+/// Loads every `*.phuxt` under `dir` (one level of area directories), sorted by id, and the
+/// prelude (`dir/prelude.phuxt`) if there is one.
+pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
+    let io_err = |p: &Path, e: std::io::Error| ParseError {
+        path: p.display().to_string(),
+        line: 0,
+        message: e.to_string(),
+    };
+    let mut prelude = Vec::new();
+    let mut out = Vec::new();
+    let prelude_path = dir.join("prelude.phuxt");
+    if prelude_path.exists() {
+        let text = std::fs::read_to_string(&prelude_path).map_err(|e| io_err(&prelude_path, e))?;
+        prelude = parse_prelude(&prelude_path.display().to_string(), &text)?;
+    }
+    let mut areas: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| io_err(dir, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    areas.sort();
+    for area in areas {
+        let mut files: Vec<_> = std::fs::read_dir(&area)
+            .map_err(|e| io_err(&area, e))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "phuxt"))
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(|e| io_err(&file, e))?;
+            let t = parse(&file.display().to_string(), &text)?;
+            // The id must be the file's place: <area>/<NNN>-<slug>.phuxt.
+            let area_name = area.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let stem = file.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+            let number = stem.split('-').next().unwrap_or("");
+            let want = format!("{area_name}/{number}");
+            if t.id != want {
+                return Err(ParseError {
+                    path: file.display().to_string(),
+                    line: 1,
+                    message: format!("id `{}` does not match the file's place `{want}`", t.id),
+                });
+            }
+            out.push(t);
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok((prelude, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::transcript::CheckOp;
+
+    const SAMPLE: &str = "\
+id: handshake/001
+clauses: PING.ECHO.1
+level: MUST
+description: PING before HELLO is answered
+requirement: A server MUST answer every PING with a PONG.
+---
+# a comment line
+c1 > PING{nonce=0x1}                 # [PING.ECHO.1]
+c1 < PONG{nonce=1}                   # [PING.ECHO.1] [HELLO.ORDER.1]
+c1 > COMMAND{request_id=1
+    command=GET_STATE{scope=server}}  # [SCREEN.SERVER.1]
+c1 < TERMINAL_OUTPUT{terminal=$t ..} until bytes contains \"a # b\" within 2s
+c1 < {
+  COMMAND_RESULT{request_id=1 result=ok}   # [LEASE.ACQUIRE.2]
+  EVENT{..}
+}
+~ 250ms
+c1 > raw 00 00 00 01 03
+check $a != $b
+c1 probe $t > :exit 3
+c1 probe $t < EXITING 3 within 1s
+c1 < nothing
+c1 closed
+c1 pause
+c1 > PING{nonce=2}
+c1 resume
+c1 <* TERMINAL_OUTPUT{terminal=$t ..}
+c1 bytes since resume <= 5_000
+";
+
+    #[test]
+    fn parses_header_steps_citations_and_blocks() {
+        let t = parse("x", SAMPLE).unwrap();
+        assert_eq!(t.id, "handshake/001");
+        assert_eq!(t.level, Level::Must);
+        assert_eq!(t.steps.len(), 17);
+        assert_eq!(t.steps[1].clauses, ["PING.ECHO.1", "HELLO.ORDER.1"]);
+        assert!(matches!(t.steps[2].kind, StepKind::Send { .. }));
+        assert_eq!(t.steps[2].clauses, ["SCREEN.SERVER.1"]);
+        let StepKind::Expect { until: Some(u), .. } = &t.steps[3].kind else {
+            panic!("{:?}", t.steps[3])
+        };
+        assert_eq!(u.needle, b"a # b");
+        assert_eq!(u.within, Some(Duration::from_secs(2)));
+        let StepKind::Unordered { patterns, .. } = &t.steps[4].kind else {
+            panic!()
+        };
+        assert_eq!(patterns.len(), 2);
+        assert_eq!(t.steps[4].clauses, ["LEASE.ACQUIRE.2"]);
+        assert!(matches!(t.steps[5].kind, StepKind::Advance(d) if d == Duration::from_millis(250)));
+        assert!(
+            matches!(&t.steps[6].kind, StepKind::SendRaw { bytes, .. } if bytes == &[0, 0, 0, 1, 3])
+        );
+        assert!(matches!(
+            t.steps[7].kind,
+            StepKind::Check {
+                op: CheckOp::Ne,
+                ..
+            }
+        ));
+        assert!(matches!(&t.steps[8].kind, StepKind::ProbeSend { line, .. } if line == ":exit 3"));
+        assert!(
+            matches!(&t.steps[9].kind, StepKind::ProbeExpect { report, within: Some(_), .. } if report == "EXITING 3")
+        );
+        assert!(matches!(t.steps[10].kind, StepKind::Nothing { .. }));
+        assert!(matches!(t.steps[11].kind, StepKind::Closed { .. }));
+        assert!(matches!(
+            t.steps[12].kind,
+            StepKind::Reading { on: false, .. }
+        ));
+        assert!(matches!(
+            t.steps[14].kind,
+            StepKind::Reading { on: true, .. }
+        ));
+        assert!(matches!(t.steps[15].kind, StepKind::ExpectRun { .. }));
+        assert!(matches!(
+            t.steps[16].kind,
+            StepKind::ReadBound { max: 5000, .. }
+        ));
+        let e = parse("f", &SAMPLE.replace("<= 5_000", "<= lots")).unwrap_err();
+        assert!(e.message.contains("not a byte count"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let bad = SAMPLE.replace("c1 < PONG{nonce=1}", "c1 < PONG{nonce=}");
+        let e = parse("f.phuxt", &bad).unwrap_err();
+        assert_eq!(e.line, 9, "{e}");
+        assert!(parse("f", "id: a/001\n").is_err());
+        let e = parse("f", &SAMPLE.replace("c1 closed", "x1 closed")).unwrap_err();
+        assert!(e.message.contains("not a connection name"), "{e}");
+    }
+
+    const HEADER: &str = "id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n";
+
+    #[test]
+    fn repeat_blocks_and_restart() {
+        // The body's steps start lines as any step does; an indented line continues one.
+        let text = format!(
+            "{HEADER}restart\nrepeat 3 as $op from 0x0010 {{\nc1 > PING{{\n    nonce=$op}}\n\
+             c1 < PONG{{nonce=$op}}   # [PING.ECHO.1]\n}}\nrepeat 2 {{\nc2 > PING{{nonce=1}}\n}}\n"
+        );
+        let t = parse("x", &text).unwrap();
+        assert!(matches!(t.steps[0].kind, StepKind::Restart));
+        let StepKind::Repeat(r) = &t.steps[1].kind else {
+            panic!("{:?}", t.steps[1])
+        };
+        assert_eq!(r.count, 3);
+        let (name, start) = r.var.as_ref().unwrap();
+        assert_eq!(name, "op");
+        assert_eq!(
+            *start,
+            Value::HexInt {
+                value: 16,
+                width: 4
+            }
+        );
+        assert_eq!(r.body.len(), 2);
+        assert_eq!((r.body[0].line, r.body[1].line), (8, 10));
+        // The block cites what its body cites, for coverage and for the outcome's level.
+        assert_eq!(t.steps[1].clauses, ["PING.ECHO.1"]);
+        let StepKind::Repeat(r) = &t.steps[2].kind else {
+            panic!()
+        };
+        assert!(r.var.is_none() && r.body.len() == 1);
+    }
+
+    #[test]
+    fn bad_repeat_blocks_name_the_line() {
+        let bad = |body: &str| parse("x", &format!("{HEADER}{body}")).unwrap_err();
+        assert!(bad("repeat 0 {\n}\n").message.contains("1..="));
+        assert!(
+            bad("repeat 2 as op from 1 {\n}\n")
+                .message
+                .contains("$name")
+        );
+        assert!(
+            bad("repeat 2 as $i from \"a\" {\n}\n")
+                .message
+                .contains("integer")
+        );
+        assert!(
+            bad("repeat 2 {\nc1 > PING{nonce=1}\n")
+                .message
+                .contains("unclosed")
+        );
+        let e = bad("repeat 2 {\n~ 1s\n}\n");
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("only"), "{e}");
+        assert!(
+            bad("repeat 2 {\nc1 < X{..} until bytes contains \"a\"\n}\n")
+                .message
+                .contains("only")
+        );
+    }
+}

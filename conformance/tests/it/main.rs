@@ -1,0 +1,17 @@
+//! The integration tests of phux-conformance, in one test binary (one link, one process to
+//! start): one module per concern.
+//!
+//! Nothing here invokes cargo. The probe child is this crate's own binary
+//! (`CARGO_BIN_EXE_phux-conformance`); the real server is this package's example
+//! `conformance-test-server` (`examples/conformance-test-server.rs`), which `cargo test` builds
+//! before it runs the tests.
+
+mod coverage;
+mod mutants;
+mod probe_canonical;
+mod probe_raw;
+mod probe_signals;
+mod probe_stall;
+mod probe_util;
+mod suite;
+mod wire_cli;
