@@ -14,9 +14,9 @@
 
 use unicode_width::UnicodeWidthChar as _;
 
-use super::grid::{ATTR_MASK, BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, Row, UNDERLINE};
-use super::history::History;
-use super::tracker::ModeTracker;
+use crate::grid::{ATTR_MASK, BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, Row, UNDERLINE};
+use crate::history::History;
+use crate::tracker::ModeTracker;
 
 /// `vte` keeps at most this many parameters and sub-parameters; later ones are dropped.
 const MAX_PARAMS: usize = 32;
