@@ -135,8 +135,6 @@ impl std::fmt::Debug for TerminalState {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
-
     use super::*;
 
     fn screen(t: &TerminalState, scrollback: Option<u32>, cells: bool) -> Value {
