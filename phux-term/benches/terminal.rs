@@ -1,4 +1,4 @@
-//! Ingest throughput of `TerminalState` on typical PTY output, next to a bare `vt100` parser.
+//! Ingest throughput of `Terminal` on typical PTY output, next to a bare `vt100` parser.
 //!
 //! The server must keep up with about 70 MiB/s of PTY output per terminal, so ingest is
 //! measured on 1 MiB inputs: fed whole, and in 64 KiB and 4 KiB reads (what PTY reads return),
@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use phux_core::terminal::TerminalState;
+use phux_term::Terminal;
 
 const MIB: usize = 1 << 20;
 /// `ServerConfig::scrollback_lines`' default.
@@ -62,9 +62,9 @@ fn nz(v: u16) -> std::num::NonZeroU16 {
 }
 
 fn ours(input: &[u8], read: usize) {
-    let mut t = TerminalState::new(COLS, ROWS, HISTORY);
+    let mut t = Terminal::new(COLS, ROWS, HISTORY);
     for chunk in input.chunks(read) {
-        t.ingest(black_box(chunk)).unwrap();
+        t.advance(black_box(chunk));
     }
     black_box(&t);
 }
@@ -150,22 +150,22 @@ fn summary() {
 
 /// Heap bytes held by one terminal: idle, with a full screen, with a full history.
 fn memory() {
-    let idle = TerminalState::new(COLS, ROWS, HISTORY);
-    let mut screen = TerminalState::new(COLS, ROWS, HISTORY);
+    let idle = Terminal::new(COLS, ROWS, HISTORY);
+    let mut screen = Terminal::new(COLS, ROWS, HISTORY);
     let line: Vec<u8> = (0..COLS).map(|i| b'a' + (i % 26) as u8).collect();
     for _ in 0..ROWS - 1 {
-        screen.ingest(&line).unwrap();
-        screen.ingest(b"\r\n").unwrap();
+        screen.advance(&line);
+        screen.advance(b"\r\n");
     }
-    let mut full = TerminalState::new(COLS, ROWS, HISTORY);
+    let mut full = Terminal::new(COLS, ROWS, HISTORY);
     for _ in 0..HISTORY + usize::from(ROWS) {
-        full.ingest(&line).unwrap();
-        full.ingest(b"\r\n").unwrap();
+        full.advance(&line);
+        full.advance(b"\r\n");
     }
     println!(
         "\nbytes per terminal ({COLS}x{ROWS}, {HISTORY} history; the struct is {} more): \
          idle {}, full screen {}, full history {} ({} rows)",
-        size_of::<TerminalState>(),
+        size_of::<Terminal>(),
         idle.heap_bytes(),
         screen.heap_bytes(),
         full.heap_bytes(),

@@ -10,7 +10,7 @@
 // The byte scanner is the tests' reference reading (see above); production feeds `csi` / `esc`.
 #![cfg_attr(not(test), allow(dead_code))]
 
-use super::kitty::KittyStack;
+use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking, TerminalModes};
 
 /// `vte` keeps at most this many parameters and sub-parameters; later ones are dropped.

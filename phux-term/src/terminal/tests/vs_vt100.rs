@@ -25,8 +25,8 @@
 
 use proptest::prelude::*;
 
-use super::super::TerminalState;
-use super::super::grid::{BOLD, Color, DIM, INVERSE, ITALIC, UNDERLINE};
+use crate::Terminal;
+use crate::grid::{BOLD, Color, DIM, INVERSE, ITALIC, UNDERLINE};
 
 pub(super) fn parser(cols: u16, rows: u16) -> vt100::Parser {
     let n = |v: u16| std::num::NonZeroU16::new(v).unwrap();
@@ -42,7 +42,7 @@ fn their_color(c: vt100::Color) -> Color {
 }
 
 /// The first difference between our visible screen and `theirs`, if any.
-pub(super) fn difference(ours: &TerminalState, theirs: &vt100::Screen) -> Option<String> {
+pub(super) fn difference(ours: &Terminal, theirs: &vt100::Screen) -> Option<String> {
     let vt = &ours.vt;
     let (cols, rows) = ours.size();
     let (their_rows, their_cols) = theirs.size();
@@ -108,7 +108,7 @@ pub(super) fn difference(ours: &TerminalState, theirs: &vt100::Screen) -> Option
     None
 }
 
-pub(super) fn assert_screen_matches(ours: &TerminalState, theirs: &vt100::Screen, what: &str) {
+pub(super) fn assert_screen_matches(ours: &Terminal, theirs: &vt100::Screen, what: &str) {
     if let Some(d) = difference(ours, theirs) {
         panic!("{what}: {d}\nours: {:#?}", ours.screen_value(0, None, true));
     }
@@ -238,7 +238,7 @@ fn colourful_case() -> impl Strategy<Value = (u16, u16, Vec<(Vec<u8>, Kind)>)> {
 /// Feeds `tokens` to both terminals, steering around the known differences (see the module
 /// doc), comparing the screens after each; then the bootstrap on a fresh vt100.
 fn run(cols: u16, rows: u16, tokens: Vec<(Vec<u8>, Kind)>) -> Result<(), TestCaseError> {
-    let mut ours = TerminalState::new(cols, rows, 10);
+    let mut ours = Terminal::new(cols, rows, 10);
     let mut theirs = parser(cols, rows);
     let mut fed: Vec<u8> = Vec::new();
     for (bytes, kind) in tokens {
@@ -259,7 +259,7 @@ fn run(cols: u16, rows: u16, tokens: Vec<(Vec<u8>, Kind)>) -> Result<(), TestCas
             input.push(b'\r');
         }
         input.extend_from_slice(&bytes);
-        ours.ingest(&input).unwrap();
+        ours.advance(&input);
         theirs.process(&input);
         fed.extend_from_slice(&input);
         if let Some(d) = difference(&ours, theirs.screen()) {

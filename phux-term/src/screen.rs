@@ -2,13 +2,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::TerminalState;
-use super::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::Terminal;
+use crate::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, Pen, UNDERLINE};
 
 /// The `schema_version` of the documents built here.
 pub const SCREEN_SCHEMA_VERSION: u32 = 3;
 
-impl TerminalState {
+impl Terminal {
     /// The GET_SCREEN reply as JSON text; see [`screen_value`](Self::screen_value).
     pub fn screen_json(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> String {
         self.screen_value(pane, request_scrollback, cells)

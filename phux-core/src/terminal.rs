@@ -1,10 +1,10 @@
 //! The server's view of one terminal's output.
 //!
-//! [`TerminalState`] consumes the bytes the program writes to its PTY and answers questions about
-//! them: the screen (our own grid, built for throughput), the [`TerminalModes`] the input
-//! encoder needs, the output sequence number, the title, bells, the GET_SCREEN JSON document, and
-//! a synthesized VT stream that rebuilds the screen and modes on a fresh terminal (the
-//! SynthesizedVt bootstrap). No I/O.
+//! [`TerminalState`] is the VT model of [`phux_term::Terminal`] (the screen, the
+//! [`TerminalModes`] the input encoder needs, the title, bells, the GET_SCREEN JSON document, and
+//! a synthesized VT stream that rebuilds the screen and modes on a fresh terminal, the
+//! SynthesizedVt bootstrap) plus what the protocol adds to it: the output sequence number
+//! stamped on every chunk. No I/O.
 //!
 //! ```
 //! use phux_core::terminal::TerminalState;
@@ -17,18 +17,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod bootstrap;
-mod grid;
-mod history;
-mod kitty;
-mod screen;
-mod tracker;
-mod vt;
-
-use vt::Vt;
+pub use phux_term::SCREEN_SCHEMA_VERSION;
+use phux_term::Terminal;
+use serde_json::Value;
 
 use crate::modes::TerminalModes;
-pub use screen::SCREEN_SCHEMA_VERSION;
 
 /// The output sequence numbers of a terminal are used up (`u64::MAX` chunks were stamped).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
@@ -38,8 +31,8 @@ pub struct SeqExhausted;
 
 /// The server's model of one terminal's output: grid, modes, sequence number and title.
 pub struct TerminalState {
-    /// Parser, screens, history and the mode tracker.
-    vt: Vt,
+    /// Screens, history, modes and title.
+    term: Terminal,
     seq: u64,
 }
 
@@ -48,7 +41,7 @@ impl TerminalState {
     /// `scrollback_lines` rows of history.
     pub fn new(cols: u16, rows: u16, scrollback_lines: usize) -> Self {
         Self {
-            vt: Vt::new(cols.max(1), rows.max(1), scrollback_lines),
+            term: Terminal::new(cols, rows, scrollback_lines),
             seq: 0,
         }
     }
@@ -62,7 +55,7 @@ impl TerminalState {
         // [OUTPUT.SEQ.2] it never wraps; exhaustion is an error, not a reuse.
         let seq = self.seq.checked_add(1).ok_or(SeqExhausted)?;
         self.seq = seq;
-        self.vt.advance(bytes);
+        self.term.advance(bytes);
         Ok(seq)
     }
 
@@ -71,44 +64,56 @@ impl TerminalState {
         self.seq
     }
 
-    /// Resizes the terminal (0 is clamped to 1).
-    ///
-    /// A shorter screen first drops rows below the cursor, then moves rows from the top into
-    /// history; a taller one gains blank rows at the bottom. History is never pulled back into
-    /// the viewport, and the scroll region is reset.
+    /// Resizes the terminal (0 is clamped to 1); see [`Terminal::resize`].
     pub fn resize(&mut self, cols: u16, rows: u16) {
-        self.vt.resize(cols.max(1), rows.max(1));
+        self.term.resize(cols, rows);
     }
 
     /// The size as (cols, rows).
     pub fn size(&self) -> (u16, u16) {
-        self.vt.size()
+        self.term.size()
     }
 
     /// The modes the input encoder must use now.
     pub fn modes(&self) -> TerminalModes {
-        self.vt.tracker.modes()
+        self.term.modes()
     }
 
     /// The window title set by OSC 0 or OSC 2, if any.
     pub fn title(&self) -> Option<&str> {
-        self.vt.title.as_deref()
+        self.term.title()
     }
 
     /// The number of BEL characters seen since the last call.
     pub fn take_bells(&mut self) -> u32 {
-        std::mem::take(&mut self.vt.bells)
+        self.term.take_bells()
     }
 
     /// The number of history rows retained.
     pub fn scrollback_len(&self) -> usize {
-        self.vt.history.len()
+        self.term.scrollback_len()
     }
 
-    /// The heap memory this terminal holds, in bytes: both screens, the history and the
-    /// parser's buffers (not the allocator's own overhead).
+    /// The heap memory this terminal holds, in bytes; see [`Terminal::heap_bytes`].
     pub fn heap_bytes(&self) -> usize {
-        self.vt.heap_bytes()
+        self.term.heap_bytes()
+    }
+
+    /// The GET_SCREEN reply as JSON text; see [`Terminal::screen_value`].
+    pub fn screen_json(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> String {
+        self.term.screen_json(pane, request_scrollback, cells)
+    }
+
+    /// The GET_SCREEN reply as a JSON value, so GET_TERMINAL_STATE can add its keys; see
+    /// [`Terminal::screen_value`].
+    pub fn screen_value(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> Value {
+        self.term.screen_value(pane, request_scrollback, cells)
+    }
+
+    /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen and
+    /// the modes (the SynthesizedVt bootstrap); see [`Terminal::bootstrap`].
+    pub fn bootstrap(&self) -> Vec<u8> {
+        self.term.bootstrap()
     }
 
     #[cfg(test)]
@@ -129,4 +134,37 @@ impl std::fmt::Debug for TerminalState {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    fn screen(t: &TerminalState, scrollback: Option<u32>, cells: bool) -> Value {
+        serde_json::from_str(&t.screen_json(7, scrollback, cells)).unwrap()
+    }
+
+    // [OUTPUT.SEQ.1]
+    #[test]
+    fn seq_starts_at_one_and_is_contiguous() {
+        let mut t = TerminalState::new(80, 24, 0);
+        assert_eq!(t.seq(), 0);
+        assert_eq!(t.ingest(b"a"), Ok(1));
+        assert_eq!(
+            t.ingest(b""),
+            Ok(2),
+            "every chunk is stamped, even an empty one"
+        );
+        assert_eq!(t.ingest(b"b"), Ok(3));
+        assert_eq!(t.seq(), 3);
+    }
+
+    // [OUTPUT.SEQ.2]
+    #[test]
+    fn seq_exhaustion_is_an_error_and_changes_nothing() {
+        let mut t = TerminalState::new(10, 2, 0);
+        t.set_seq_for_test(u64::MAX - 1);
+        assert_eq!(t.ingest(b"x"), Ok(u64::MAX));
+        assert_eq!(t.ingest(b"y\x1b[?1h"), Err(SeqExhausted));
+        assert_eq!(t.seq(), u64::MAX);
+        assert_eq!(screen(&t, None, false)["lines"][0], "x");
+        assert!(!t.modes().application_cursor_keys);
+    }
+}

@@ -1,19 +1,20 @@
 use proptest::prelude::*;
 use serde_json::Value;
 
-use super::grid::{Cell, Grid, Mark, Pen};
 use super::*;
+use crate::grid::{Cell, Grid, Mark, Pen};
 use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
+use crate::tracker;
 
 mod vs_vt100;
 
-fn term_with(bytes: &[u8]) -> TerminalState {
-    let mut t = TerminalState::new(20, 5, 100);
-    t.ingest(bytes).unwrap();
+fn term_with(bytes: &[u8]) -> Terminal {
+    let mut t = Terminal::new(20, 5, 100);
+    t.advance(bytes);
     t
 }
 
-fn screen(t: &TerminalState, scrollback: Option<u32>, cells: bool) -> Value {
+fn screen(t: &Terminal, scrollback: Option<u32>, cells: bool) -> Value {
     serde_json::from_str(&t.screen_json(7, scrollback, cells)).unwrap()
 }
 
@@ -40,7 +41,7 @@ fn grid_dump(g: &Grid) -> GridDump {
 /// The drawing state a fresh terminal must reach from the bootstrap: the active screen (and
 /// the main one behind the alternate), cursor, pen, cursor look, region, modes that change
 /// drawing, and the saved cursors that can still be restored.
-fn drawing(t: &TerminalState) -> String {
+fn drawing(t: &Terminal) -> String {
     let vt = &t.vt;
     let behind = vt.alt_active.then(|| grid_dump(vt.other()));
     format!(
@@ -61,7 +62,7 @@ fn drawing(t: &TerminalState) -> String {
 
 /// Everything observable about a terminal, for equality checks.
 fn observable(
-    t: &TerminalState,
+    t: &Terminal,
 ) -> (
     String,
     TerminalModes,
@@ -80,36 +81,9 @@ fn observable(
 
 type KittyStack2 = (u8, Vec<u8>);
 
-fn kitty(t: &TerminalState, alternate: bool) -> KittyStack2 {
+fn kitty(t: &Terminal, alternate: bool) -> KittyStack2 {
     let s = t.vt.tracker.kitty_stack(alternate);
     (s.current().0, s.saved().to_vec())
-}
-
-// [OUTPUT.SEQ.1]
-#[test]
-fn seq_starts_at_one_and_is_contiguous() {
-    let mut t = TerminalState::new(80, 24, 0);
-    assert_eq!(t.seq(), 0);
-    assert_eq!(t.ingest(b"a"), Ok(1));
-    assert_eq!(
-        t.ingest(b""),
-        Ok(2),
-        "every chunk is stamped, even an empty one"
-    );
-    assert_eq!(t.ingest(b"b"), Ok(3));
-    assert_eq!(t.seq(), 3);
-}
-
-// [OUTPUT.SEQ.2]
-#[test]
-fn seq_exhaustion_is_an_error_and_changes_nothing() {
-    let mut t = TerminalState::new(10, 2, 0);
-    t.set_seq_for_test(u64::MAX - 1);
-    assert_eq!(t.ingest(b"x"), Ok(u64::MAX));
-    assert_eq!(t.ingest(b"y\x1b[?1h"), Err(SeqExhausted));
-    assert_eq!(t.seq(), u64::MAX);
-    assert_eq!(screen(&t, None, false)["lines"][0], "x");
-    assert!(!t.modes().application_cursor_keys);
 }
 
 /// (name, bytes that set it, bytes that reset it, the mode read back).
@@ -177,10 +151,10 @@ const MODE_CASES: &[ModeCase] = &[
 ];
 
 /// Ingests `bytes` in two pieces split at `at`.
-fn split_ingest(bytes: &[u8], at: usize) -> TerminalState {
-    let mut t = TerminalState::new(20, 5, 10);
-    t.ingest(&bytes[..at]).unwrap();
-    t.ingest(&bytes[at..]).unwrap();
+fn split_ingest(bytes: &[u8], at: usize) -> Terminal {
+    let mut t = Terminal::new(20, 5, 10);
+    t.advance(&bytes[..at]);
+    t.advance(&bytes[at..]);
     t
 }
 
@@ -244,32 +218,32 @@ fn kitty_stacks_are_per_screen() {
         (b"\x1b[?47h", b"\x1b[?47l"),
         (b"\x1b[?1047h", b"\x1b[?1047l"),
     ] {
-        t.ingest(enter).unwrap();
+        t.advance(enter);
         assert_eq!(
             t.modes().kitty_flags,
             KittyFlags(0),
             "the alternate stack is separate"
         );
-        t.ingest(b"\x1b[>8u\x1b[=2;2u").unwrap();
+        t.advance(b"\x1b[>8u\x1b[=2;2u");
         assert_eq!(t.modes().kitty_flags, KittyFlags(10));
-        t.ingest(leave).unwrap();
+        t.advance(leave);
         assert_eq!(
             t.modes().kitty_flags,
             KittyFlags(3),
             "back to the main stack"
         );
-        t.ingest(enter).unwrap();
+        t.advance(enter);
         assert_eq!(
             t.modes().kitty_flags,
             KittyFlags(10),
             "the alternate stack persisted"
         );
-        t.ingest(b"\x1b[<5u").unwrap();
-        t.ingest(leave).unwrap();
+        t.advance(b"\x1b[<5u");
+        t.advance(leave);
     }
-    t.ingest(b"\x1b[<u").unwrap();
+    t.advance(b"\x1b[<u");
     assert_eq!(t.modes().kitty_flags, KittyFlags(1));
-    t.ingest(b"\x1b[<9u").unwrap();
+    t.advance(b"\x1b[<9u");
     assert_eq!(t.modes().kitty_flags, KittyFlags(0));
 }
 
@@ -287,16 +261,16 @@ fn ris_resets_every_mode_and_both_kitty_stacks() {
 #[test]
 fn mode_1047_switches_the_grid() {
     let mut t = term_with(b"main");
-    t.ingest(b"\x1b[?1047h\x1b[Halt").unwrap();
+    t.advance(b"\x1b[?1047h\x1b[Halt");
     assert!(t.vt.alt_active);
     assert_eq!(screen(&t, None, false)["lines"][0], "alt");
-    t.ingest(b"\x1b[?1047l").unwrap();
+    t.advance(b"\x1b[?1047l");
     assert!(!t.vt.alt_active);
     assert_eq!(screen(&t, None, false)["lines"][0], "main");
     // xterm: leaving 1047 clears the alternate screen; 47 keeps it.
-    t.ingest(b"\x1b[?47h").unwrap();
+    t.advance(b"\x1b[?47h");
     assert_eq!(screen(&t, None, false)["lines"][0], "");
-    t.ingest(b"\x1b[Hkept\x1b[?47l\x1b[?47h").unwrap();
+    t.advance(b"\x1b[Hkept\x1b[?47l\x1b[?47h");
     assert_eq!(screen(&t, None, false)["lines"][0], "kept");
 }
 
@@ -374,8 +348,8 @@ fn screen_json_shape() {
 // [SCREEN.JSON.3]
 #[test]
 fn scrollback_selection() {
-    let mut t = TerminalState::new(4, 2, 3);
-    t.ingest(b"l1\r\nl2\r\nabcdefg\r\nl4\r\nl5").unwrap();
+    let mut t = Terminal::new(4, 2, 3);
+    t.advance(b"l1\r\nl2\r\nabcdefg\r\nl4\r\nl5");
     // Rows: l1, l2, abcd (wraps), efg, l4 | viewport: l4, l5 -> history keeps the newest 3.
     assert_eq!(t.scrollback_len(), 3);
     let none = screen(&t, None, false);
@@ -391,12 +365,11 @@ fn scrollback_selection() {
     // Reading history does not disturb the live screen.
     assert_eq!(screen(&t, None, false), none);
     // CSI 3 J clears it; output on the alternate screen never reaches it.
-    t.ingest(b"\x1b[3J").unwrap();
+    t.advance(b"\x1b[3J");
     assert_eq!(t.scrollback_len(), 0);
-    t.ingest(b"\x1b[?1049h1\r\n2\r\n3\r\n\x1b[3J\x1b[?1049l")
-        .unwrap();
+    t.advance(b"\x1b[?1049h1\r\n2\r\n3\r\n\x1b[3J\x1b[?1049l");
     assert_eq!(t.scrollback_len(), 0);
-    t.ingest(b"\r\nx").unwrap();
+    t.advance(b"\r\nx");
     assert_eq!(
         screen(&t, Some(0), false)["scrollback"],
         serde_json::json!(["l4"])
@@ -405,37 +378,37 @@ fn scrollback_selection() {
 
 #[test]
 fn title_and_bells() {
-    let mut t = TerminalState::new(10, 2, 0);
+    let mut t = Terminal::new(10, 2, 0);
     assert_eq!(t.title(), None);
-    t.ingest(b"\x1b]0;one\x07\x07a\x07").unwrap();
+    t.advance(b"\x1b]0;one\x07\x07a\x07");
     assert_eq!(t.title(), Some("one"));
     assert_eq!(t.take_bells(), 2, "the BEL ending the OSC is not a bell");
     assert_eq!(t.take_bells(), 0);
-    t.ingest(b"\x1b]2;two; with semicolon\x1b\\").unwrap();
+    t.advance(b"\x1b]2;two; with semicolon\x1b\\");
     assert_eq!(t.title(), Some("two; with semicolon"));
-    t.ingest(b"\x1b]1;icon only\x07").unwrap();
+    t.advance(b"\x1b]1;icon only\x07");
     assert_eq!(t.title(), Some("two; with semicolon"));
 }
 
 #[test]
 fn a_wide_character_cut_by_a_resize_loses_its_combining_marks() {
-    let mut t = TerminalState::new(12, 4, 0);
+    let mut t = Terminal::new(12, 4, 0);
     // 中 in columns 0-1, 😀 with a combining grave in 2-3; three columns cut the emoji.
-    t.ingest("中😀\u{300}".as_bytes()).unwrap();
+    t.advance("中😀\u{300}".as_bytes());
     t.resize(3, 1);
     let v = screen(&t, Some(0), false);
     assert_eq!(v["lines"], serde_json::json!(["中"]), "no orphaned mark");
-    let mut fresh = TerminalState::new(3, 1, 0);
-    fresh.ingest(&t.bootstrap()).unwrap();
+    let mut fresh = Terminal::new(3, 1, 0);
+    fresh.advance(&t.bootstrap());
     assert_eq!(drawing(&t), drawing(&fresh));
 }
 
 #[test]
 fn resize_clamps_and_keeps_content() {
-    let mut t = TerminalState::new(0, 0, 10);
+    let mut t = Terminal::new(0, 0, 10);
     assert_eq!(t.size(), (1, 1));
     t.resize(10, 3);
-    t.ingest(b"a\r\nb\r\nc").unwrap();
+    t.advance(b"a\r\nb\r\nc");
     t.resize(5, 2);
     assert_eq!(t.size(), (5, 2));
     let v = screen(&t, Some(0), false);
@@ -457,18 +430,18 @@ fn resize_clamps_and_keeps_content() {
 
 /// The bootstrap rebuilds `original` on a fresh terminal of ours, and its screen on a fresh
 /// `vt100` parser.
-fn assert_rebuilt(original: &TerminalState) {
+fn assert_rebuilt(original: &Terminal) {
     let (cols, rows) = original.size();
     let bootstrap = original.bootstrap();
-    let mut fresh = TerminalState::new(cols, rows, 0);
-    fresh.ingest(&bootstrap).unwrap();
+    let mut fresh = Terminal::new(cols, rows, 0);
+    fresh.advance(&bootstrap);
     assert_same(original, &fresh);
     let mut reference = vs_vt100::parser(cols, rows);
     reference.process(&bootstrap);
     vs_vt100::assert_screen_matches(original, reference.screen(), "bootstrap on vt100");
 }
 
-fn assert_same(a: &TerminalState, b: &TerminalState) {
+fn assert_same(a: &Terminal, b: &Terminal) {
     assert_eq!(drawing(a), drawing(b));
     assert_eq!(a.modes(), b.modes());
     assert_eq!(a.title(), b.title());
@@ -485,42 +458,40 @@ const VARIED: &[u8] = b"\x1b]2;build: ok\x07\x1b[1;32muser@host\x1b[m:\x1b[34m~/
 // [BOOTSTRAP.CHUNK.2] [BOOTSTRAP.CHUNK.2]
 #[test]
 fn bootstrap_rebuilds_screen_and_modes() {
-    let mut t = TerminalState::new(30, 8, 10);
-    t.ingest(VARIED).unwrap();
+    let mut t = Terminal::new(30, 8, 10);
+    t.advance(VARIED);
     assert_rebuilt(&t);
     // Pending wrap: the cursor sits past the last column.
-    t.ingest(b"\x1b[8;1H0123456789012345678901234567890123456789")
-        .unwrap();
+    t.advance(b"\x1b[8;1H0123456789012345678901234567890123456789");
     assert_rebuilt(&t);
 }
 
 #[test]
 fn bootstrap_rebuilds_the_alternate_screen_and_the_main_one_behind_it() {
-    let mut t = TerminalState::new(30, 8, 10);
-    t.ingest(VARIED).unwrap();
-    t.ingest(b"\x1b[?1049h\x1b[>3u\x1b[>5u\x1b[2J\x1b[3;3H\x1b[7mfull screen\x1b[m\x1b[?25h")
-        .unwrap();
+    let mut t = Terminal::new(30, 8, 10);
+    t.advance(VARIED);
+    t.advance(b"\x1b[?1049h\x1b[>3u\x1b[>5u\x1b[2J\x1b[3;3H\x1b[7mfull screen\x1b[m\x1b[?25h");
     let (cols, rows) = t.size();
-    let mut fresh = TerminalState::new(cols, rows, 0);
-    fresh.ingest(&t.bootstrap()).unwrap();
+    let mut fresh = Terminal::new(cols, rows, 0);
+    fresh.advance(&t.bootstrap());
     assert_same(&t, &fresh);
     for side in [&mut t, &mut fresh] {
-        side.ingest(b"\x1b[?1049l").unwrap();
+        side.advance(b"\x1b[?1049l");
     }
     assert_same(&t, &fresh);
 }
 
 #[test]
 fn bootstrap_of_a_fresh_terminal_is_a_no_op_screen() {
-    let t = TerminalState::new(10, 3, 0);
+    let t = Terminal::new(10, 3, 0);
     assert_rebuilt(&t);
 }
 
 #[test]
 fn bootstrap_rebuilds_a_full_kitty_stack() {
-    let mut t = TerminalState::new(10, 3, 0);
+    let mut t = Terminal::new(10, 3, 0);
     for f in 1..=20u8 {
-        t.ingest(format!("\x1b[>{}u", f & 0x1f).as_bytes()).unwrap();
+        t.advance(format!("\x1b[>{}u", f & 0x1f).as_bytes());
     }
     assert_rebuilt(&t);
 }
@@ -582,23 +553,23 @@ proptest! {
     /// then or after more output: styles are only ever read through the row's table.
     #[test]
     fn collecting_style_tables_changes_nothing(first in styled_stream(), then in styled_stream()) {
-        let mut kept = TerminalState::new(6, 3, 4);
-        let mut collected = TerminalState::new(6, 3, 4);
-        kept.ingest(&first).unwrap();
-        collected.ingest(&first).unwrap();
+        let mut kept = Terminal::new(6, 3, 4);
+        let mut collected = Terminal::new(6, 3, 4);
+        kept.advance(&first);
+        collected.advance(&first);
         collected.vt.screen.collect_styles_for_test();
         prop_assert_eq!(observable(&kept), observable(&collected));
         prop_assert_eq!(kept.bootstrap(), collected.bootstrap());
-        kept.ingest(&then).unwrap();
-        collected.ingest(&then).unwrap();
+        kept.advance(&then);
+        collected.advance(&then);
         prop_assert_eq!(observable(&kept), observable(&collected));
         prop_assert_eq!(kept.bootstrap(), collected.bootstrap());
     }
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        let mut t = TerminalState::new(13, 4, 5);
-        t.ingest(&bytes).unwrap();
+        let mut t = Terminal::new(13, 4, 5);
+        t.advance(&bytes);
         let _ = t.screen_json(1, Some(0), true);
         let _ = t.bootstrap();
         t.resize(3, 9);
@@ -610,14 +581,14 @@ proptest! {
         bytes in stream(),
         cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
-        let mut whole = TerminalState::new(12, 4, 6);
-        whole.ingest(&bytes).unwrap();
+        let mut whole = Terminal::new(12, 4, 6);
+        whole.advance(&bytes);
         let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
         points.sort_unstable();
-        let mut chunked = TerminalState::new(12, 4, 6);
+        let mut chunked = Terminal::new(12, 4, 6);
         let mut start = 0;
         for p in points.into_iter().chain(std::iter::once(bytes.len())) {
-            chunked.ingest(&bytes[start..p]).unwrap();
+            chunked.advance(&bytes[start..p]);
             start = p;
         }
         prop_assert_eq!(observable(&whole), observable(&chunked));
@@ -625,10 +596,10 @@ proptest! {
 
     #[test]
     fn bootstrap_rebuilds_any_stream(bytes in stream()) {
-        let mut t = TerminalState::new(12, 4, 0);
-        t.ingest(&bytes).unwrap();
-        let mut fresh = TerminalState::new(12, 4, 0);
-        fresh.ingest(&t.bootstrap()).unwrap();
+        let mut t = Terminal::new(12, 4, 0);
+        t.advance(&bytes);
+        let mut fresh = Terminal::new(12, 4, 0);
+        fresh.advance(&t.bootstrap());
         prop_assert_eq!(t.modes(), fresh.modes());
         prop_assert_eq!(t.title(), fresh.title());
         prop_assert_eq!(drawing(&t), drawing(&fresh));
@@ -644,9 +615,9 @@ proptest! {
             1..12,
         ),
     ) {
-        let mut t = TerminalState::new(12, 4, 5);
+        let mut t = Terminal::new(12, 4, 5);
         for (bytes, resize) in steps {
-            t.ingest(&bytes).unwrap();
+            t.advance(&bytes);
             if let Some((cols, rows)) = resize {
                 t.resize(cols, rows);
             }
@@ -670,8 +641,8 @@ proptest! {
                 }
             }
             let _ = t.screen_json(1, Some(0), true);
-            let mut fresh = TerminalState::new(cols, rows, 0);
-            fresh.ingest(&t.bootstrap()).unwrap();
+            let mut fresh = Terminal::new(cols, rows, 0);
+            fresh.advance(&t.bootstrap());
             prop_assert_eq!(drawing(&t), drawing(&fresh), "bootstrap after resizes");
         }
     }
@@ -683,14 +654,14 @@ proptest! {
         bytes in stream(),
         cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
-        let mut t = TerminalState::new(12, 4, 0);
+        let mut t = Terminal::new(12, 4, 0);
         let mut scanner = tracker::ModeTracker::default();
         let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
         points.sort_unstable();
         let mut start = 0;
         for p in points.into_iter().chain(std::iter::once(bytes.len())) {
             let chunk = &bytes[start..p];
-            t.ingest(chunk).unwrap();
+            t.advance(chunk);
             let mut rest = chunk;
             while !rest.is_empty() {
                 rest = &rest[scanner.advance(rest).consumed..];
@@ -705,7 +676,7 @@ proptest! {
     }
 }
 
-fn lines(t: &TerminalState) -> Vec<String> {
+fn lines(t: &Terminal) -> Vec<String> {
     let v = t.screen_value(0, None, false);
     v["lines"]
         .as_array()
@@ -715,7 +686,7 @@ fn lines(t: &TerminalState) -> Vec<String> {
         .collect()
 }
 
-fn cursor(t: &TerminalState) -> (u16, u16, bool) {
+fn cursor(t: &Terminal) -> (u16, u16, bool) {
     (t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending)
 }
 
@@ -724,8 +695,8 @@ fn cursor(t: &TerminalState) -> (u16, u16, bool) {
 #[test]
 fn a_character_split_across_reads_loses_nothing_after_it() {
     let bytes = b"\xe4\xb8\xad\xf0\x9f\x98\x80\xe4\xb8\xad\xf0\x9f\x98\x80\x1b[?1049h\x1b]2;t;i\x07 \n\r\na\n\x00\x00\xc2\x80 \x80\x1b[?1047h\x1b[3J\x00";
-    let mut whole = TerminalState::new(12, 4, 6);
-    whole.ingest(bytes).unwrap();
+    let mut whole = Terminal::new(12, 4, 6);
+    whole.advance(bytes);
     for at in 0..=bytes.len() {
         let t = split_ingest_sized(bytes, at, 12, 4);
         assert_eq!(observable(&t), observable(&whole), "split at {at}");
@@ -734,8 +705,8 @@ fn a_character_split_across_reads_loses_nothing_after_it() {
     for text in ["\u{e9}", "\u{4e2d}", "\u{1f600}", "a\u{301}"] {
         let mut input = text.as_bytes().to_vec();
         input.extend_from_slice(b" \x80z");
-        let mut whole = TerminalState::new(12, 4, 0);
-        whole.ingest(&input).unwrap();
+        let mut whole = Terminal::new(12, 4, 0);
+        whole.advance(&input);
         for at in 0..=input.len() {
             let t = split_ingest_sized(&input, at, 12, 4);
             assert_eq!(drawing(&t), drawing(&whole), "{text:?} split at {at}");
@@ -743,10 +714,10 @@ fn a_character_split_across_reads_loses_nothing_after_it() {
     }
 }
 
-fn split_ingest_sized(bytes: &[u8], at: usize, cols: u16, rows: u16) -> TerminalState {
-    let mut t = TerminalState::new(cols, rows, 6);
-    t.ingest(&bytes[..at]).unwrap();
-    t.ingest(&bytes[at..]).unwrap();
+fn split_ingest_sized(bytes: &[u8], at: usize, cols: u16, rows: u16) -> Terminal {
+    let mut t = Terminal::new(cols, rows, 6);
+    t.advance(&bytes[..at]);
+    t.advance(&bytes[at..]);
     t
 }
 
@@ -760,33 +731,33 @@ fn invalid_utf8_shows_replacement_characters() {
 
 #[test]
 fn wide_and_combining_characters() {
-    let mut t = TerminalState::new(6, 3, 0);
+    let mut t = Terminal::new(6, 3, 0);
     // A wide character that does not fit in the last column wraps whole; the row does not
     // count as soft-wrapped, its last cell being empty (as in vt100).
-    t.ingest("abcde\u{4e2d}e\u{301}".as_bytes()).unwrap();
+    t.advance("abcde\u{4e2d}e\u{301}".as_bytes());
     assert_eq!(lines(&t), ["abcde", "\u{4e2d}e\u{301}", ""]);
     let v = t.screen_value(0, None, false);
     assert_eq!(v["soft_wrap"]["lines"], serde_json::json!([]));
     // Overwriting half of a wide character blanks the other half.
-    t.ingest(b"\x1b[2;2Hx").unwrap();
+    t.advance(b"\x1b[2;2Hx");
     assert_eq!(lines(&t)[1], " xe\u{301}");
     assert_eq!(cursor(&t), (2, 1, false));
 }
 
 #[test]
 fn autowrap_and_pending_wrap() {
-    let mut t = TerminalState::new(4, 3, 0);
-    t.ingest(b"abcd").unwrap();
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"abcd");
     assert_eq!(cursor(&t), (3, 0, true), "wrap pending on the last column");
-    t.ingest(b"\rX").unwrap();
+    t.advance(b"\rX");
     assert_eq!(lines(&t)[0], "Xbcd", "CR cancels the pending wrap");
-    t.ingest(b"\x1b[1;4Hde").unwrap();
+    t.advance(b"\x1b[1;4Hde");
     assert_eq!(lines(&t)[..2], ["Xbcd", "e"]);
     // DECAWM off: the last column is overwritten.
-    t.ingest(b"\x1b[?7l\x1b[3;1Hwxyz123").unwrap();
+    t.advance(b"\x1b[?7l\x1b[3;1Hwxyz123");
     assert_eq!(lines(&t)[2], "wxy3");
     assert_eq!(cursor(&t), (3, 2, false));
-    t.ingest(b"\x1b[?7h\x1b[3;4H45").unwrap();
+    t.advance(b"\x1b[?7h\x1b[3;4H45");
     assert_eq!(
         lines(&t)[2],
         "5",
@@ -796,88 +767,86 @@ fn autowrap_and_pending_wrap() {
 
 #[test]
 fn scroll_regions_insert_delete_and_scroll() {
-    let mut t = TerminalState::new(5, 5, 10);
-    t.ingest(b"1\r\n2\r\n3\r\n4\r\n5").unwrap();
+    let mut t = Terminal::new(5, 5, 10);
+    t.advance(b"1\r\n2\r\n3\r\n4\r\n5");
     // DECSTBM 2..4: scrolling inside it keeps rows 1 and 5, and sends nothing to history.
-    t.ingest(b"\x1b[2;4r\x1b[4;1H\nx").unwrap();
+    t.advance(b"\x1b[2;4r\x1b[4;1H\nx");
     assert_eq!(lines(&t), ["1", "3", "4", "x", "5"]);
     assert_eq!(t.scrollback_len(), 0);
-    t.ingest(b"\x1b[2;1H\x1bM").unwrap();
+    t.advance(b"\x1b[2;1H\x1bM");
     assert_eq!(
         lines(&t),
         ["1", "", "3", "4", "5"],
         "RI at the top scrolls down"
     );
-    t.ingest(b"\x1b[3;1H\x1b[L").unwrap();
+    t.advance(b"\x1b[3;1H\x1b[L");
     assert_eq!(lines(&t), ["1", "", "", "3", "5"], "IL within the region");
-    t.ingest(b"\x1b[2;1H\x1b[2M").unwrap();
+    t.advance(b"\x1b[2;1H\x1b[2M");
     assert_eq!(lines(&t), ["1", "3", "", "", "5"], "DL within the region");
-    t.ingest(b"\x1b[r\x1b[2S").unwrap();
+    t.advance(b"\x1b[r\x1b[2S");
     assert_eq!(lines(&t), ["", "", "5", "", ""], "SU over the whole screen");
     assert_eq!(
         t.scrollback_len(),
         2,
         "SU with the region at the top keeps history"
     );
-    t.ingest(b"\x1b[T").unwrap();
+    t.advance(b"\x1b[T");
     assert_eq!(lines(&t), ["", "", "", "5", ""], "SD");
 }
 
 #[test]
 fn erase_insert_delete_characters() {
-    let mut t = TerminalState::new(8, 2, 0);
-    t.ingest(b"abcdefgh\x1b[1;3H\x1b[2P").unwrap();
+    let mut t = Terminal::new(8, 2, 0);
+    t.advance(b"abcdefgh\x1b[1;3H\x1b[2P");
     assert_eq!(lines(&t)[0], "abefgh", "DCH");
-    t.ingest(b"\x1b[3@").unwrap();
+    t.advance(b"\x1b[3@");
     assert_eq!(lines(&t)[0], "ab   efg", "ICH");
-    t.ingest(b"\x1b[1;2H\x1b[44m\x1b[2X").unwrap();
+    t.advance(b"\x1b[1;2H\x1b[44m\x1b[2X");
     assert_eq!(lines(&t)[0], "a    efg", "ECH");
     let v = t.screen_value(0, None, true);
     assert_eq!(v["cells"][0]["text"], "", "an erased cell holds no text");
     assert_eq!(v["cells"][0]["bg"], 4, "but keeps the pen's background");
-    t.ingest(b"\x1b[m\x1b[1;7H\x1b[1K").unwrap();
+    t.advance(b"\x1b[m\x1b[1;7H\x1b[1K");
     assert_eq!(lines(&t)[0], "       g", "EL 1");
-    t.ingest(b"\x1b[2;1Hxyz\x1b[1;1H\x1b[J").unwrap();
+    t.advance(b"\x1b[2;1Hxyz\x1b[1;1H\x1b[J");
     assert_eq!(lines(&t), ["", ""], "ED 0");
 }
 
 #[test]
 fn tabs_stops_and_movement() {
-    let mut t = TerminalState::new(20, 2, 0);
-    t.ingest(b"\tA").unwrap();
+    let mut t = Terminal::new(20, 2, 0);
+    t.advance(b"\tA");
     assert_eq!(lines(&t)[0], "        A", "default stops every 8");
-    t.ingest(b"\x1b[1;4H\x1bH\r\tB").unwrap();
+    t.advance(b"\x1b[1;4H\x1bH\r\tB");
     assert_eq!(lines(&t)[0], "   B    A", "HTS sets a stop");
-    t.ingest(b"\x1b[3g\r\tC").unwrap();
+    t.advance(b"\x1b[3g\r\tC");
     assert_eq!(
         cursor(&t),
         (19, 0, true),
         "TBC 3 clears them all: HT goes to the last column, then C"
     );
     assert!(lines(&t)[0].ends_with('C'));
-    t.ingest(b"\x1b[2;1H\x1bH\x1b[2;11H\x1bH\x1b[2;15H\x1b[Z")
-        .unwrap();
+    t.advance(b"\x1b[2;1H\x1bH\x1b[2;11H\x1bH\x1b[2;15H\x1b[Z");
     assert_eq!(cursor(&t), (10, 1, false), "CBT");
-    t.ingest(b"\r\x1b[2I").unwrap();
+    t.advance(b"\r\x1b[2I");
     assert_eq!(cursor(&t), (19, 1, false), "CHT past the last stop");
 }
 
 #[test]
 fn cursor_save_restore_and_the_1049_screen() {
-    let mut t = TerminalState::new(10, 3, 0);
-    t.ingest(b"\x1b[2;3H\x1b[31m\x1b7\x1b[m\x1b[H\x1b8X")
-        .unwrap();
+    let mut t = Terminal::new(10, 3, 0);
+    t.advance(b"\x1b[2;3H\x1b[31m\x1b7\x1b[m\x1b[H\x1b8X");
     let v = t.screen_value(0, None, true);
     assert_eq!(lines(&t)[1], "  X");
     assert_eq!(v["cells"][0]["fg"], 1, "DECRC restores the pen");
-    t.ingest(b"\x1b[3;5H\x1b[?1049h").unwrap();
+    t.advance(b"\x1b[3;5H\x1b[?1049h");
     assert_eq!(
         cursor(&t),
         (4, 2, false),
         "the cursor stays where it was (xterm)"
     );
     assert_eq!(lines(&t), ["", "", ""], "1049 clears the alternate screen");
-    t.ingest(b"\x1b[Halt\x1b[?1049l").unwrap();
+    t.advance(b"\x1b[Halt\x1b[?1049l");
     assert_eq!(lines(&t)[1], "  X");
     assert_eq!(
         cursor(&t),
@@ -888,18 +857,18 @@ fn cursor_save_restore_and_the_1049_screen() {
 
 #[test]
 fn index_next_line_origin_mode_repeat_and_lnm() {
-    let mut t = TerminalState::new(6, 4, 0);
-    t.ingest(b"ab\x1bDc\x1bEd").unwrap();
+    let mut t = Terminal::new(6, 4, 0);
+    t.advance(b"ab\x1bDc\x1bEd");
     assert_eq!(lines(&t)[..3], ["ab", "  c", "d"]);
-    t.ingest(b"\x1b[2;3r\x1b[?6h\x1b[5;2HO").unwrap();
+    t.advance(b"\x1b[2;3r\x1b[?6h\x1b[5;2HO");
     assert_eq!(
         cursor(&t),
         (2, 2, false),
         "origin mode clamps CUP to the region"
     );
-    t.ingest(b"\x1b[?6l\x1b[r\x1b[4;1Hz\x1b[3b").unwrap();
+    t.advance(b"\x1b[?6l\x1b[r\x1b[4;1Hz\x1b[3b");
     assert_eq!(lines(&t)[3], "zzzz", "REP repeats the last character");
-    t.ingest(b"\x1b[20h\x1b[1;3H\n").unwrap();
+    t.advance(b"\x1b[20h\x1b[1;3H\n");
     assert_eq!(cursor(&t), (0, 1, false), "LNM: LF also returns");
 }
 
@@ -910,49 +879,47 @@ fn xterm_behaviour_where_vt100_differs() {
     // Cursor motion cancels the wrap-pending state (xterm cursor.c resets do_wrap in
     // CursorUp / CursorDown / CursorBack / xtermIndex): the next character lands on the moved
     // row's last column. vt100 keeps its cursor past the edge and wraps again.
-    let mut t = TerminalState::new(4, 3, 0);
-    t.ingest(b"abcd\nX").unwrap();
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"abcd\nX");
     assert_eq!(lines(&t)[..2], ["abcd", "   X"]);
     // BS from the wrap-pending state steps back from the last column (xterm CursorBack).
-    let mut t = TerminalState::new(4, 2, 0);
-    t.ingest(b"abcd\x08X").unwrap();
+    let mut t = Terminal::new(4, 2, 0);
+    t.advance(b"abcd\x08X");
     assert_eq!(lines(&t)[0], "abXd");
     // EL from the wrap-pending state erases the last column (the cursor is on it).
-    let mut t = TerminalState::new(4, 2, 0);
-    t.ingest(b"abcd\x1b[K").unwrap();
+    let mut t = Terminal::new(4, 2, 0);
+    t.advance(b"abcd\x1b[K");
     assert_eq!(lines(&t)[0], "abc");
     // DECSTBM homes the cursor to the screen's first row (origin mode off), and a region of
     // fewer than two rows is ignored. vt100 moves to the region's top and resets instead.
-    let mut t = TerminalState::new(4, 5, 0);
-    t.ingest(b"\x1b[3;5r").unwrap();
+    let mut t = Terminal::new(4, 5, 0);
+    t.advance(b"\x1b[3;5r");
     assert_eq!((cursor(&t), t.vt.top, t.vt.bottom), ((0, 0, false), 2, 4));
-    t.ingest(b"\x1b[4;4r").unwrap();
+    t.advance(b"\x1b[4;4r");
     assert_eq!((t.vt.top, t.vt.bottom), (2, 4));
     // CUU from below the region stops at its top; RI above it moves up without scrolling.
-    t.ingest(b"\x1b[5;1H\x1b[r\x1b[2;3r\x1b[5;1H\x1b[9A")
-        .unwrap();
+    t.advance(b"\x1b[5;1H\x1b[r\x1b[2;3r\x1b[5;1H\x1b[9A");
     assert_eq!(cursor(&t).1, 1);
-    t.ingest(b"\x1b[1;1Htop\x1bM").unwrap();
+    t.advance(b"\x1b[1;1Htop\x1bM");
     assert_eq!((lines(&t)[0].as_str(), cursor(&t).1), ("top", 0));
     // The alternate screen shares the cursor, and 1049 while already there does nothing.
-    let mut t = TerminalState::new(6, 3, 0);
-    t.ingest(b"\x1b[2;4H\x1b[?47h").unwrap();
+    let mut t = Terminal::new(6, 3, 0);
+    t.advance(b"\x1b[2;4H\x1b[?47h");
     assert_eq!(cursor(&t), (3, 1, false));
-    t.ingest(b"keep\x1b[?1049h").unwrap();
+    t.advance(b"keep\x1b[?1049h");
     assert_eq!(lines(&t)[1], "   kee");
     // Each screen has its own saved cursor, pen included.
-    let mut t = TerminalState::new(6, 3, 0);
-    t.ingest(b"\x1b[31m\x1b7\x1b[?1049h\x1b[32m\x1b7\x1b[?1049lR")
-        .unwrap();
+    let mut t = Terminal::new(6, 3, 0);
+    t.advance(b"\x1b[31m\x1b7\x1b[?1049h\x1b[32m\x1b7\x1b[?1049lR");
     assert_eq!(t.screen_value(0, None, true)["cells"][0]["fg"], 1);
 }
 
 // [SCREEN.JSON.2] with history capture: `yes`-like output fills history row by row.
 #[test]
 fn history_captures_rows_as_they_leave() {
-    let mut t = TerminalState::new(10, 3, 5);
+    let mut t = Terminal::new(10, 3, 5);
     for i in 0..20 {
-        t.ingest(format!("line {i}\r\n").as_bytes()).unwrap();
+        t.advance(format!("line {i}\r\n").as_bytes());
     }
     assert_eq!(t.scrollback_len(), 5);
     let v = screen(&t, Some(0), false);
@@ -969,26 +936,26 @@ fn history_captures_rows_as_they_leave() {
 fn memory_per_terminal() {
     // Six bytes a cell, a 32-byte header per row, the tab stops: nothing else until used.
     let grid = 80 * 24 * 6 + 24 * 32 + 80;
-    let idle = TerminalState::new(80, 24, 2000);
+    let idle = Terminal::new(80, 24, 2000);
     assert_eq!(idle.heap_bytes(), grid, "idle");
     // A full screen of plain text allocates nothing more: no styles, no marks.
-    let mut screen = TerminalState::new(80, 24, 2000);
+    let mut screen = Terminal::new(80, 24, 2000);
     for y in 0..24 {
-        screen.ingest(&[b'x'; 80]).unwrap();
+        screen.advance(&[b'x'; 80]);
         if y < 23 {
-            screen.ingest(b"\r\n").unwrap();
+            screen.advance(b"\r\n");
         }
     }
     assert_eq!(screen.scrollback_len(), 0);
     assert_eq!(screen.heap_bytes(), grid, "full screen");
     // Colours cost a small table per row that has them: here 4 styles a row.
-    let mut coloured = TerminalState::new(80, 24, 2000);
+    let mut coloured = Terminal::new(80, 24, 2000);
     for y in 0..24 {
         let line =
             "\x1b[1;32muser\x1b[0m:\x1b[1;34m~/src\x1b[0m$ \x1b[7m ls \x1b[m \x1b[31mred\x1b[m";
-        coloured.ingest(line.as_bytes()).unwrap();
+        coloured.advance(line.as_bytes());
         if y < 23 {
-            coloured.ingest(b"\r\n").unwrap();
+            coloured.advance(b"\r\n");
         }
     }
     assert!(
@@ -996,11 +963,11 @@ fn memory_per_terminal() {
         "coloured: {}",
         coloured.heap_bytes()
     );
-    let mut full = TerminalState::new(80, 24, 2000);
+    let mut full = Terminal::new(80, 24, 2000);
     let line = [b'x'; 80];
     for _ in 0..2100 {
-        full.ingest(&line).unwrap();
-        full.ingest(b"\r\n").unwrap();
+        full.advance(&line);
+        full.advance(b"\r\n");
     }
     assert_eq!(full.scrollback_len(), 2000);
     // About a byte per column of history (the log's capacity at most twice its 160 KB of
@@ -1017,7 +984,7 @@ fn memory_per_terminal() {
 /// table stays within its bound.
 #[test]
 fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
-    let mut t = TerminalState::new(10, 2, 0);
+    let mut t = Terminal::new(10, 2, 0);
     let mut want = vec![Value::Null; 10];
     for n in 0..1000u32 {
         let x = (n * 7 % 10) as usize;
@@ -1025,12 +992,12 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         // Written characters in a true-colour foreground, erased cells in a palette background.
         if n % 3 == 0 {
             let bytes = format!("\x1b[m\x1b[1;{}H\x1b[48;5;{lo}m\x1b[X", x + 1);
-            t.ingest(bytes.as_bytes()).unwrap();
+            t.advance(bytes.as_bytes());
             want[x] = serde_json::json!(["", null, lo]);
         } else {
             let c = char::from(b'a' + (n % 26) as u8);
             let bytes = format!("\x1b[m\x1b[1;{}H\x1b[38;2;{hi};{lo};9m{c}", x + 1);
-            t.ingest(bytes.as_bytes()).unwrap();
+            t.advance(bytes.as_bytes());
             want[x] = serde_json::json!([c.to_string(), format!("#{hi:02x}{lo:02x}09"), null]);
         }
     }
@@ -1043,7 +1010,7 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         .collect();
     assert_eq!(got, want);
     assert_rebuilt(&t);
-    let fresh = TerminalState::new(10, 2, 0);
+    let fresh = Terminal::new(10, 2, 0);
     let table = 48 + (2 * 10 + 16) * size_of::<Pen>();
     assert!(
         t.heap_bytes() <= fresh.heap_bytes() + table,

@@ -8,7 +8,7 @@
 //! of it: the log stays within 4/3 of the live text, and each byte is moved at most three
 //! times on average.
 
-use super::grid::Row;
+use crate::grid::Row;
 
 /// Compaction waits for at least this much dead space, so small logs are never moved.
 const MIN_COMPACT: usize = 16 << 10;

@@ -2,13 +2,13 @@
 
 use std::fmt::Write as _;
 
-use super::TerminalState;
-use super::grid::{BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, UNDERLINE};
-use super::kitty::KittyStack;
-use super::vt::{Saved, Vt};
+use crate::Terminal;
+use crate::grid::{BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking};
+use crate::vt::{Saved, Vt};
 
-impl TerminalState {
+impl Terminal {
     /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen
     /// (text, attributes, colours, soft wraps, cursor position, visibility and style, the
     /// pen), the title, the scroll region, tab stops, origin and autowrap modes, the saved

@@ -1,0 +1,82 @@
+//! [`Terminal`]: one terminal's screen, history and modes, kept current from its output.
+
+use crate::modes::TerminalModes;
+use crate::vt::Vt;
+
+/// The model of one terminal's output: screens, history, modes and title.
+///
+/// Feed it what the program writes with [`advance`](Self::advance); read it back with the
+/// getters, [`screen_json`](Self::screen_json) and [`bootstrap`](Self::bootstrap).
+pub struct Terminal {
+    /// Parser, screens, history and the mode tracker.
+    pub(crate) vt: Vt,
+}
+
+impl Terminal {
+    /// A blank terminal of `cols` x `rows` (0 is clamped to 1) that retains up to
+    /// `scrollback_lines` rows of history.
+    pub fn new(cols: u16, rows: u16, scrollback_lines: usize) -> Self {
+        Self {
+            vt: Vt::new(cols.max(1), rows.max(1), scrollback_lines),
+        }
+    }
+
+    /// Feeds one chunk of program output. A stream gives the same result however it is split
+    /// into chunks: a sequence or character cut by a chunk boundary continues in the next one.
+    pub fn advance(&mut self, bytes: &[u8]) {
+        self.vt.advance(bytes);
+    }
+
+    /// Resizes the terminal (0 is clamped to 1).
+    ///
+    /// A shorter screen first drops rows below the cursor, then moves rows from the top into
+    /// history; a taller one gains blank rows at the bottom. History is never pulled back into
+    /// the viewport, and the scroll region is reset.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.vt.resize(cols.max(1), rows.max(1));
+    }
+
+    /// The size as (cols, rows).
+    pub fn size(&self) -> (u16, u16) {
+        self.vt.size()
+    }
+
+    /// The modes the input encoder must use now.
+    pub fn modes(&self) -> TerminalModes {
+        self.vt.tracker.modes()
+    }
+
+    /// The window title set by OSC 0 or OSC 2, if any.
+    pub fn title(&self) -> Option<&str> {
+        self.vt.title.as_deref()
+    }
+
+    /// The number of BEL characters seen since the last call.
+    pub fn take_bells(&mut self) -> u32 {
+        std::mem::take(&mut self.vt.bells)
+    }
+
+    /// The number of history rows retained.
+    pub fn scrollback_len(&self) -> usize {
+        self.vt.history.len()
+    }
+
+    /// The heap memory this terminal holds, in bytes: both screens, the history and the
+    /// parser's buffers (not the allocator's own overhead).
+    pub fn heap_bytes(&self) -> usize {
+        self.vt.heap_bytes()
+    }
+}
+
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal")
+            .field("size", &self.size())
+            .field("modes", &self.modes())
+            .field("title", &self.title())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

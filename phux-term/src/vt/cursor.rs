@@ -1,0 +1,145 @@
+//! Cursor motion, tab stops, line feeds, saved cursors, the alternate screen and reset.
+
+use super::{Cursor, Saved, Vt};
+use crate::grid::Grid;
+
+impl Vt {
+    pub(super) fn set_x(&mut self, x: u16) {
+        self.cur.x = x.min(self.cols - 1);
+        self.cur.pending = false;
+    }
+
+    /// CUP: `row` and `col` 0-based, relative to the scroll region in origin mode.
+    pub(super) fn goto(&mut self, row: u16, col: u16) {
+        let (lo, hi) = if self.origin {
+            (self.top, self.bottom)
+        } else {
+            (0, self.rows - 1)
+        };
+        self.cur.y = lo.saturating_add(row).min(hi);
+        self.set_x(col);
+    }
+
+    pub(super) fn cursor_up(&mut self, n: u16) {
+        let min = if self.cur.y >= self.top { self.top } else { 0 };
+        self.cur.y = self.cur.y.saturating_sub(n).max(min);
+        self.cur.pending = false;
+    }
+
+    pub(super) fn cursor_down(&mut self, n: u16) {
+        let max = if self.cur.y <= self.bottom {
+            self.bottom
+        } else {
+            self.rows - 1
+        };
+        self.cur.y = self.cur.y.saturating_add(n).min(max);
+        self.cur.pending = false;
+    }
+
+    pub(super) fn cursor_forward(&mut self, n: u16) {
+        let x = self.cur.x.saturating_add(n);
+        self.set_x(x);
+    }
+
+    pub(super) fn tab_forward(&mut self, n: u16) {
+        let mut x = self.cur.x;
+        // Past `cols` steps the cursor is at the edge whatever the stops: bounded work.
+        for _ in 0..n.min(self.cols) {
+            let next = (usize::from(x) + 1..usize::from(self.cols)).find(|&c| self.tabs[c]);
+            x = next.map_or(self.cols - 1, |c| c as u16);
+        }
+        self.set_x(x);
+    }
+
+    pub(super) fn tab_backward(&mut self, n: u16) {
+        let mut x = self.cur.x;
+        for _ in 0..n.min(self.cols) {
+            let prev = (0..usize::from(x)).rev().find(|&c| self.tabs[c]);
+            x = prev.map_or(0, |c| c as u16);
+        }
+        self.set_x(x);
+    }
+
+    /// IND / LF: down one row, scrolling the region at its bottom.
+    #[inline]
+    pub(super) fn linefeed(&mut self) {
+        let y = self.cur.y;
+        if y == self.bottom {
+            if self.top == 0 && y + 1 == self.rows {
+                // The common case, spelled out so it compiles to a straight line: the whole
+                // screen scrolls, its top row goes to history (main screen only).
+                if !self.alt_active {
+                    self.history.push(self.screen.top_row());
+                }
+                self.screen.rotate_up(|_| {});
+            } else {
+                self.scroll_up(1);
+            }
+        } else if y + 1 < self.rows {
+            self.cur.y = y + 1;
+        }
+        self.cur.pending = false;
+    }
+
+    pub(super) fn reverse_index(&mut self) {
+        if self.cur.y == self.top {
+            self.scroll_down(1);
+        } else {
+            self.cur.y = self.cur.y.saturating_sub(1);
+        }
+        self.cur.pending = false;
+    }
+
+    pub(super) fn save_cursor(&mut self) {
+        self.saved[usize::from(self.alt_active)] = Saved {
+            x: self.cur.x,
+            y: self.cur.y,
+            pen: self.pen,
+            origin: self.origin,
+            autowrap: self.autowrap,
+        };
+    }
+
+    pub(super) fn restore_cursor(&mut self) {
+        let s = self.saved[usize::from(self.alt_active)];
+        self.cur = Cursor {
+            x: s.x.min(self.cols - 1),
+            y: s.y.min(self.rows - 1),
+            pending: false,
+        };
+        self.pen = s.pen;
+        self.origin = s.origin;
+        self.autowrap = s.autowrap;
+    }
+
+    /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm, but not
+    /// its wrap-pending state.
+    pub(super) fn switch_screen(&mut self, alternate: bool) {
+        if alternate == self.alt_active {
+            return;
+        }
+        if alternate && self.other.rows() != self.rows {
+            self.other = Grid::new(self.cols, self.rows);
+        }
+        std::mem::swap(&mut self.screen, &mut self.other);
+        self.alt_active = alternate;
+        // The pending wrap belonged to a character on the screen just left.
+        self.cur.pending = false;
+    }
+
+    pub(super) fn reset(&mut self) {
+        let (cols, rows) = (self.cols, self.rows);
+        let history = std::mem::take(&mut self.history);
+        let title = self.title.take();
+        let bells = self.bells;
+        let tracker = std::mem::take(&mut self.tracker);
+        *self = Self::new(cols, rows, 0);
+        // The tracker applied RIS to the modes itself.
+        self.tracker = tracker;
+        // RIS resets the terminal, not what it already said: history, title and unread bells
+        // stay.
+        self.history = history;
+        self.title = title;
+        self.bells = bells;
+    }
+}

@@ -1,0 +1,186 @@
+//! Erase, insert, delete and scroll.
+
+use super::Vt;
+use crate::grid::{Cell, Row};
+
+impl Vt {
+    /// Erases cells `start..end` of row `y` with the pen (vt100 keeps the whole pen; only the
+    /// background shows on an empty cell). A wide character cut by either edge goes entirely.
+    pub(super) fn erase_cells(&mut self, y: u16, start: u16, end: u16) {
+        if start >= end {
+            return;
+        }
+        let cols = self.cols;
+        let pen = self.pen;
+        let row = self.screen.row_mut(y);
+        let style = row.intern(pen, start, end);
+        let (s, e) = (usize::from(start), usize::from(end));
+        if row.cells[s].is_wide_cont() && s > 0 {
+            row.cells[s - 1].erase();
+            row.drop_marks(start - 1, start);
+        }
+        // vt100 drops the soft wrap when the last column (or a wide character ending there)
+        // is erased.
+        let last = usize::from(cols) - 1;
+        let wide_end = last >= 1 && s < last && e > last - 1 && row.cells[last - 1].is_wide();
+        if (e > last && !row.cells[last].is_wide()) || wide_end {
+            row.wrapped = false;
+        }
+        if row.cells[e - 1].is_wide() && e < row.cells.len() {
+            row.cells[e].erase();
+        }
+        row.fill(start, end, Cell::erased(style));
+    }
+
+    pub(super) fn erase_line(&mut self, mode: u16) {
+        self.cur.pending = false;
+        let (x, y) = (self.cur.x, self.cur.y);
+        match mode {
+            0 => self.erase_cells(y, x, self.cols),
+            1 => self.erase_cells(y, 0, x + 1),
+            2 => self.erase_cells(y, 0, self.cols),
+            _ => {}
+        }
+    }
+
+    pub(super) fn erase_display(&mut self, mode: u16) {
+        self.cur.pending = false;
+        let (x, y) = (self.cur.x, self.cur.y);
+        match mode {
+            0 => {
+                self.erase_cells(y, x, self.cols);
+                for r in y + 1..self.rows {
+                    self.erase_cells(r, 0, self.cols);
+                }
+            }
+            1 => {
+                for r in 0..y {
+                    self.erase_cells(r, 0, self.cols);
+                }
+                self.erase_cells(y, 0, x + 1);
+            }
+            2 => {
+                for r in 0..self.rows {
+                    self.erase_cells(r, 0, self.cols);
+                }
+            }
+            // [SCREEN.JSON.3] ED 3 erases the retained history; the alternate screen has none.
+            3 if !self.alt_active => self.history.clear(),
+            _ => {}
+        }
+    }
+
+    pub(super) fn insert_chars(&mut self, n: u16) {
+        self.cur.pending = false;
+        let x = self.cur.x;
+        let row = self.screen.row_mut(self.cur.y);
+        let cols = row.cols();
+        let n = n.min(cols - x);
+        row.wrapped = false;
+        if n == 0 {
+            return;
+        }
+        let (xi, ni) = (usize::from(x), usize::from(n));
+        // As in vt100: inserting inside a wide character keeps it whole, the blank taking over
+        // as its right half.
+        let in_wide = row.cells[xi].is_wide_cont();
+        if in_wide {
+            row.cells[xi].set_wide_cont(false);
+        }
+        row.cells[xi..].rotate_right(ni);
+        row.cells[xi..xi + ni].fill(Cell::BLANK);
+        if in_wide {
+            row.cells[xi].set_wide_cont(true);
+        }
+        row.retain_marks(|(col, _)| {
+            if *col >= x {
+                *col += n;
+            }
+            *col < cols
+        });
+        let used = row.used().saturating_add(n);
+        row.touch(used);
+        if let Some(last) = row.cells.last_mut()
+            && last.is_wide()
+        {
+            last.erase();
+        }
+    }
+
+    pub(super) fn delete_chars(&mut self, n: u16) {
+        self.cur.pending = false;
+        let x = self.cur.x;
+        let row = self.screen.row_mut(self.cur.y);
+        let cols = row.cols();
+        let end = x.saturating_add(n).min(cols);
+        row.wrapped = false;
+        if x >= end {
+            return;
+        }
+        let (from, to) = (usize::from(x), usize::from(end));
+        // A wide character cut by either edge loses its other half (as vt100 does).
+        for i in [from, to - 1] {
+            if row.cells[i].is_wide() && i + 1 < row.cells.len() {
+                row.cells[i + 1].erase();
+            } else if row.cells[i].is_wide_cont() && i > 0 {
+                row.cells[i - 1].erase();
+            }
+        }
+        let count = to - from;
+        row.cells[from..to].fill(Cell::BLANK);
+        row.cells[from..].rotate_left(count);
+        row.retain_marks(|(col, _)| {
+            if *col >= end {
+                *col -= end - x;
+                true
+            } else {
+                *col < x
+            }
+        });
+        // The blanks came in at the end; nothing past the old extent moved in.
+        let used = row.used();
+        if used > x {
+            let shrunk = used.saturating_sub(end - x).max(x);
+            row.fill(shrunk, used, Cell::BLANK);
+        }
+    }
+
+    pub(super) fn insert_lines(&mut self, n: u16) {
+        self.cur.pending = false;
+        let y = self.cur.y;
+        if y < self.top || y > self.bottom {
+            return;
+        }
+        self.screen.scroll_down(y, self.bottom, n);
+        self.screen.row_mut(self.bottom).wrapped = false;
+    }
+
+    pub(super) fn delete_lines(&mut self, n: u16) {
+        self.cur.pending = false;
+        let y = self.cur.y;
+        if y < self.top || y > self.bottom {
+            return;
+        }
+        self.screen.scroll_up(y, self.bottom, n, |_| {});
+    }
+
+    /// Scrolls the region up; rows leaving the top of the main screen go to history.
+    #[inline]
+    pub(super) fn scroll_up(&mut self, n: u16) {
+        let keep = !self.alt_active && self.top == 0;
+        let (top, bottom) = (self.top, self.bottom);
+        let Self {
+            screen, history, ..
+        } = self;
+        screen.scroll_up(top, bottom, n, |row: &Row| {
+            if keep {
+                history.push(row);
+            }
+        });
+    }
+
+    pub(super) fn scroll_down(&mut self, n: u16) {
+        self.screen.scroll_down(self.top, self.bottom, n);
+        self.screen.row_mut(self.bottom).wrapped = false;
+    }
+}

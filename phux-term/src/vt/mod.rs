@@ -1,0 +1,406 @@
+//! The VT interpreter: a DEC ANSI parser state machine and the screen operations it drives.
+//!
+//! The parser follows the state machine `vte` implements (the one `vt100` and alacritty build
+//! on: same states, C0 controls executed inside sequences, CAN / SUB abort, ESC restarts, at
+//! most 32 parameters), written out here so that:
+//! - text takes a fast path: a run of printable ASCII is written into the row in one go,
+//!   instead of one dispatched call per character;
+//! - UTF-8 is decoded by a byte-at-a-time decoder whose state survives chunk boundaries, so a
+//!   stream gives the same screen however it is split into reads (`vte` 0.15 loses the bytes
+//!   after a character completed across a chunk boundary when an invalid byte follows within
+//!   its 4-byte lookahead).
+//!
+//! Screen semantics follow xterm; where `vt100` differs, the differential tests name the case.
+//!
+//! By concern: this file holds the state and the text fast path ([`Vt::advance`]), resize and
+//! memory; `parser` is the state machine; `esc`, `csi`, `sgr` and `osc` dispatch what it
+//! recognises; `cursor`, `text` and `edit` are the screen operations they drive.
+
+use crate::grid::{Grid, Pen};
+use crate::history::History;
+use crate::tracker::ModeTracker;
+
+mod csi;
+mod cursor;
+mod edit;
+mod esc;
+mod osc;
+mod parser;
+mod sgr;
+mod text;
+
+/// `vte` keeps at most this many parameters and sub-parameters; later ones are dropped.
+const MAX_PARAMS: usize = 32;
+/// At most this many intermediate bytes are kept (as in `vte`); more mark the sequence ignored.
+const MAX_INTERMEDIATES: usize = 2;
+/// An OSC body longer than this is cut: a title needs far less, and a program must not be able
+/// to grow the server's memory with one unterminated string.
+const MAX_OSC: usize = 4096;
+/// `vt100` keeps at most this many bytes of text per cell (a base character plus marks).
+const MAX_CELL_BYTES: usize = 18;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+enum State {
+    #[default]
+    Ground,
+    Escape,
+    EscapeIntermediate,
+    CsiEntry,
+    CsiParam,
+    CsiIntermediate,
+    CsiIgnore,
+    DcsEntry,
+    DcsParam,
+    DcsIntermediate,
+    DcsPassthrough,
+    DcsIgnore,
+    Osc,
+    SosPmApc,
+}
+
+/// CSI parameters grouped like `vte`'s: `len[i]` at a group's first index is its length.
+#[derive(Clone, Debug, Default)]
+struct Params {
+    vals: [u16; MAX_PARAMS],
+    group: [u8; MAX_PARAMS],
+    len: usize,
+    /// Values already in the group still open (sub-parameters so far).
+    open: usize,
+}
+
+impl Params {
+    fn is_full(&self) -> bool {
+        self.len == MAX_PARAMS
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.open = 0;
+    }
+
+    /// Closes the open group with `v` as its last value.
+    fn push(&mut self, v: u16) {
+        self.group[self.len - self.open] = (self.open + 1) as u8;
+        self.vals[self.len] = v;
+        self.open = 0;
+        self.len += 1;
+    }
+
+    /// Adds `v` to the open group (a `:` follows it).
+    fn extend(&mut self, v: u16) {
+        self.group[self.len - self.open] = (self.open + 1) as u8;
+        self.vals[self.len] = v;
+        self.open += 1;
+        self.len += 1;
+    }
+
+    fn iter(&self) -> ParamIter<'_> {
+        ParamIter { p: self, i: 0 }
+    }
+
+    /// The first value of group `n`, or `default` when absent or 0.
+    fn get(&self, n: usize, default: u16) -> u16 {
+        match self.iter().nth(n).and_then(|g| g.first().copied()) {
+            None | Some(0) => default,
+            Some(v) => v,
+        }
+    }
+}
+
+struct ParamIter<'a> {
+    p: &'a Params,
+    i: usize,
+}
+
+impl<'a> Iterator for ParamIter<'a> {
+    type Item = &'a [u16];
+
+    fn next(&mut self) -> Option<&'a [u16]> {
+        if self.i >= self.p.len {
+            return None;
+        }
+        let n = usize::from(self.p.group[self.i]).max(1);
+        let end = (self.i + n).min(self.p.len);
+        let g = &self.p.vals[self.i..end];
+        self.i = end;
+        Some(g)
+    }
+}
+
+/// UTF-8 decoding state in the ground state: continuation bytes still expected and the bounds
+/// of the next one (the first continuation byte of some lead bytes is narrower).
+#[derive(Clone, Copy, Debug, Default)]
+struct Utf8 {
+    need: u8,
+    cp: u32,
+    lo: u8,
+    hi: u8,
+}
+
+/// The cursor. `x` is always a valid column; `pending` is xterm's wrap-pending state after a
+/// character was written to the last column (the next printed character wraps first).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct Cursor {
+    pub(crate) x: u16,
+    pub(crate) y: u16,
+    pub(crate) pending: bool,
+}
+
+/// What DECSC saves (per screen, as in xterm).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Saved {
+    pub(crate) x: u16,
+    pub(crate) y: u16,
+    pub(crate) pen: Pen,
+    pub(crate) origin: bool,
+    pub(crate) autowrap: bool,
+}
+
+impl Default for Saved {
+    fn default() -> Self {
+        Self {
+            x: 0,
+            y: 0,
+            pen: Pen::default(),
+            origin: false,
+            autowrap: true,
+        }
+    }
+}
+
+/// The parser plus both screens, the cursor, the pen, the modes that change how output is
+/// drawn, the title, the bell count and the history.
+#[derive(Debug)]
+pub(crate) struct Vt {
+    // Parser.
+    state: State,
+    params: Params,
+    param: u16,
+    intermediates: [u8; MAX_INTERMEDIATES],
+    n_intermediates: usize,
+    ignoring: bool,
+    osc: Vec<u8>,
+    utf8: Utf8,
+
+    // Screen.
+    cols: u16,
+    rows: u16,
+    /// The active screen's rows; `other` holds the inactive screen's (the alternate screen has
+    /// no rows until it is first entered).
+    pub(crate) screen: Grid,
+    other: Grid,
+    pub(crate) alt_active: bool,
+    pub(crate) cur: Cursor,
+    pub(crate) pen: Pen,
+    /// Saved cursors: index 0 main screen, 1 alternate.
+    pub(crate) saved: [Saved; 2],
+    /// Scroll region rows, inclusive.
+    pub(crate) top: u16,
+    pub(crate) bottom: u16,
+    pub(crate) origin: bool,
+    pub(crate) autowrap: bool,
+    pub(crate) cursor_hidden: bool,
+    /// DECSCUSR style, 0-6.
+    pub(crate) cursor_style: u8,
+    line_feed_mode: bool,
+    /// One flag per column: a tab stop is set there.
+    pub(crate) tabs: Vec<bool>,
+    last_char: Option<char>,
+
+    pub(crate) history: History,
+    pub(crate) title: Option<String>,
+    pub(crate) bells: u32,
+    /// The input encoder's modes: every CSI and ESC sequence is handed to it as dispatched.
+    pub(crate) tracker: ModeTracker,
+}
+
+fn default_tabs(cols: u16) -> Vec<bool> {
+    (0..cols).map(|c| c > 0 && c % 8 == 0).collect()
+}
+
+impl Vt {
+    pub(crate) fn new(cols: u16, rows: u16, scrollback: usize) -> Self {
+        Self {
+            state: State::Ground,
+            params: Params::default(),
+            param: 0,
+            intermediates: [0; MAX_INTERMEDIATES],
+            n_intermediates: 0,
+            ignoring: false,
+            osc: Vec::new(),
+            utf8: Utf8::default(),
+            cols,
+            rows,
+            screen: Grid::new(cols, rows),
+            other: Grid::new(cols, 0),
+            alt_active: false,
+            cur: Cursor::default(),
+            pen: Pen::default(),
+            saved: [Saved::default(); 2],
+            top: 0,
+            bottom: rows - 1,
+            origin: false,
+            autowrap: true,
+            cursor_hidden: false,
+            cursor_style: 0,
+            line_feed_mode: false,
+            tabs: default_tabs(cols),
+            last_char: None,
+            history: History::new(scrollback),
+            title: None,
+            bells: 0,
+            tracker: ModeTracker::default(),
+        }
+    }
+
+    pub(crate) fn size(&self) -> (u16, u16) {
+        (self.cols, self.rows)
+    }
+
+    /// The inactive screen (the main one while the alternate is shown).
+    pub(crate) fn other(&self) -> &Grid {
+        &self.other
+    }
+
+    /// Feeds program output.
+    pub(crate) fn advance(&mut self, bytes: &[u8]) {
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.state == State::Ground && self.utf8.need == 0 {
+                let start = i;
+                i += printable_run(&bytes[i..]);
+                if i > start {
+                    self.print_ascii(&bytes[start..i]);
+                    continue;
+                }
+                // The line ends of ordinary output, without the trip through `execute`.
+                match bytes[i] {
+                    b'\r' => {
+                        self.cur.x = 0;
+                        self.cur.pending = false;
+                        i += 1;
+                        continue;
+                    }
+                    b'\n' if !self.line_feed_mode => {
+                        self.linefeed();
+                        i += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            let b = bytes[i];
+            i += 1;
+            if self.state == State::Ground {
+                self.ground(b);
+            } else {
+                self.step(b);
+            }
+        }
+    }
+
+    /// Resizes both screens. Rows below the cursor go first when the screen gets shorter, then
+    /// rows from the top (into history on the main screen); a taller screen gains blank rows
+    /// at the bottom. History is never pulled back.
+    pub(crate) fn resize(&mut self, cols: u16, rows: u16) {
+        if (cols, rows) == (self.cols, self.rows) {
+            return;
+        }
+        let below = self.rows - 1 - self.cur.y;
+        let Self {
+            screen,
+            other,
+            history,
+            alt_active,
+            ..
+        } = self;
+        let (main, alt) = if *alt_active {
+            (other, screen)
+        } else {
+            (screen, other)
+        };
+        // Both screens lose the same rows: the cursor is shared.
+        let pushed = main.resize(cols, rows, below, |row| history.push(row));
+        if alt.rows() > 0 {
+            alt.resize(cols, rows, below, |_| {});
+        }
+        // Keep the cursor on the same text: it moves up by the rows that left the top.
+        self.cur.y = self.cur.y.saturating_sub(pushed).min(rows - 1);
+        self.cur.x = self.cur.x.min(cols - 1);
+        self.cur.pending = false;
+        for s in &mut self.saved {
+            s.x = s.x.min(cols - 1);
+            s.y = s.y.min(rows - 1);
+        }
+        self.cols = cols;
+        self.rows = rows;
+        // [xterm] a resize resets the scroll region.
+        self.top = 0;
+        self.bottom = rows - 1;
+        let old = self.tabs.len();
+        self.tabs.resize(usize::from(cols), false);
+        for c in old..usize::from(cols) {
+            self.tabs[c] = c > 0 && c % 8 == 0;
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.screen.heap_bytes()
+            + self.other.heap_bytes()
+            + self.history.heap_bytes()
+            + self.tabs.capacity()
+            + self.osc.capacity()
+            + self.title.as_ref().map_or(0, String::capacity)
+    }
+}
+
+/// The length of the run of printable ASCII (0x20..=0x7e) that `bytes` starts with, eight
+/// bytes at a time while it lasts: scanning text for its next control byte is the innermost
+/// loop of ingesting output.
+fn printable_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut i = 0;
+    while let Some(word) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
+        let w = u64::from_ne_bytes(*word);
+        // A byte below 0x20, and a byte above 0x7e, each set their lane's high bit.
+        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let above = (w.wrapping_add(ONES) | w) & HIGH;
+        if below | above != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(|b| matches!(b, 0x20..=0x7e)) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn printable_run_is_the_plain_scan(
+            bytes in proptest::collection::vec(
+                prop_oneof![0x20u8..=0x7e, any::<u8>()], 0..64),
+        ) {
+            let plain = bytes.iter().take_while(|b| matches!(b, 0x20..=0x7e)).count();
+            prop_assert_eq!(super::printable_run(&bytes), plain);
+        }
+    }
+
+    #[test]
+    fn printable_run_stops_at_each_edge_byte() {
+        for edge in [0x00, 0x1f, 0x7f, 0x80, 0xff] {
+            for at in 0..20 {
+                let mut bytes = vec![b'~'; 20];
+                bytes[at] = edge;
+                assert_eq!(super::printable_run(&bytes), at, "{edge:#x} at {at}");
+            }
+        }
+        assert_eq!(super::printable_run(&[b' '; 17]), 17);
+    }
+}

@@ -1,0 +1,213 @@
+//! Text: the ASCII fast path, characters wide and narrow, combining marks, autowrap and REP.
+
+use unicode_width::UnicodeWidthChar as _;
+
+use super::{MAX_CELL_BYTES, Vt};
+use crate::grid::Cell;
+
+impl Vt {
+    /// Wraps to the start of the next row, marking the row soft-wrapped (as vt100 does: only
+    /// when its last cell holds something and the cursor really moves on).
+    fn wrap(&mut self) {
+        let y = self.cur.y;
+        let moves = y == self.bottom || y + 1 < self.rows;
+        let row = self.screen.row_mut(y);
+        let last = row.cells[row.cells.len() - 1];
+        row.wrapped = moves && self.rows > 1 && (last.has_contents() || last.is_wide_cont());
+        self.linefeed();
+        self.cur.x = 0;
+    }
+
+    /// Writes a run of printable ASCII: each row's share in one pass over its cells.
+    #[inline]
+    pub(super) fn print_ascii(&mut self, mut run: &[u8]) {
+        let cols = self.cols;
+        while let [.., last] = run {
+            if self.cur.pending {
+                self.wrap();
+            }
+            let (x, y) = (self.cur.x, self.cur.y);
+            let room = usize::from(cols - x);
+            if !self.autowrap && run.len() > room {
+                // Without autowrap the last column is overwritten again and again: only the
+                // final character stays there.
+                self.put_ascii(y, x, &run[..room - 1]);
+                self.put_ascii(y, cols - 1, std::slice::from_ref(last));
+                self.cur.x = cols - 1;
+                self.last_char = Some(char::from(*last));
+                return;
+            }
+            let (now, rest) = run.split_at(room.min(run.len()));
+            self.put_ascii(y, x, now);
+            let nx = x + now.len() as u16;
+            if nx >= cols {
+                self.cur.x = cols - 1;
+                self.cur.pending = self.autowrap;
+            } else {
+                self.cur.x = nx;
+            }
+            run = rest;
+            if run.is_empty() {
+                self.last_char = now.last().map(|&b| char::from(b));
+            }
+        }
+    }
+
+    /// Writes narrow characters at `x..x + text.len()` of row `y` (all within the row), with
+    /// the pen (read here rather than passed: an argument fewer is a few instructions less per
+    /// call, and `yes` makes a call per line).
+    #[inline]
+    fn put_ascii(&mut self, y: u16, x: u16, text: &[u8]) {
+        if text.is_empty() {
+            return;
+        }
+        let pen = self.pen;
+        let row = self.screen.row_mut(y);
+        let (start, end) = (usize::from(x), usize::from(x) + text.len());
+        let style = row.intern(pen, x, end as u16);
+        // Overwriting half of a wide character blanks its other half (as vt100 does).
+        if start > 0 && row.cells[start - 1].is_wide() {
+            row.cells[start - 1].erase();
+            row.drop_marks(x - 1, x);
+        }
+        let cells = &mut row.cells[start..end];
+        let tail_was_wide = cells[cells.len() - 1].is_wide();
+        // A run of one (`yes`, an echoed key) is common enough to skip the unrolled loop's
+        // set-up: about 3% of ingesting `yes`.
+        if let [b] = text {
+            cells[0] = Cell::ascii(*b, style);
+        } else {
+            for (cell, &b) in cells.iter_mut().zip(text) {
+                *cell = Cell::ascii(b, style);
+            }
+        }
+        let mut touched = end;
+        if tail_was_wide && end < row.cells.len() {
+            row.cells[end] = Cell::new(' ', style);
+            touched += 1;
+        }
+        row.drop_marks(x, end as u16);
+        row.touch(touched as u16);
+    }
+
+    /// Prints one character (any width).
+    pub(super) fn print(&mut self, c: char) {
+        let Some(width) = c.width() else {
+            // C0 / C1 controls never reach here as text; nothing to draw.
+            return;
+        };
+        let width = width.min(2) as u16;
+        if width == 0 {
+            self.combine(c);
+            return;
+        }
+        if width > self.cols {
+            return;
+        }
+        if self.cur.pending {
+            self.wrap();
+        } else if self.cur.x + width > self.cols {
+            // A wide character at the last column.
+            if self.autowrap {
+                self.wrap();
+            } else {
+                self.cur.x = self.cols - width;
+            }
+        }
+        let (x, y) = (self.cur.x, self.cur.y);
+        let cols = self.cols;
+        let pen = self.pen;
+        let row = self.screen.row_mut(y);
+        let style = row.intern(pen, x, x + 1);
+        let xi = usize::from(x);
+        let was_wide = row.cells[xi].is_wide();
+        row.cells[xi] = if width == 2 {
+            Cell::wide(c, style)
+        } else {
+            Cell::new(c, style)
+        };
+        row.drop_marks(x, x + 1);
+        row.touch(x + 1);
+        if xi > 0 && row.cells[xi - 1].is_wide() {
+            row.cells[xi - 1].erase();
+            row.drop_marks(x - 1, x);
+        }
+        if was_wide && width == 1 && x + 1 < cols {
+            row.cells[xi + 1] = Cell::new(' ', style);
+            row.touch(x + 2);
+        }
+        if !was_wide && width == 2 {
+            let next_was_wide = row.cells[xi + 1].is_wide();
+            row.cells[xi + 1] = Cell::WIDE_CONT;
+            row.drop_marks(x + 1, x + 2);
+            row.touch(x + 2);
+            if next_was_wide && x + 2 < cols {
+                row.cells[xi + 2] = Cell::erased(style);
+                row.drop_marks(x + 2, x + 3);
+                row.touch(x + 3);
+                if x + 2 == cols - 1 {
+                    row.wrapped = false;
+                }
+            }
+        }
+        self.last_char = Some(c);
+        let nx = x + width;
+        if nx >= cols {
+            self.cur.x = cols - 1;
+            self.cur.pending = self.autowrap;
+        } else {
+            self.cur.x = nx;
+        }
+    }
+
+    /// A zero-width character joins the cell before the cursor.
+    fn combine(&mut self, c: char) {
+        let (x, y) = (self.cur.x, self.cur.y);
+        let base = if self.cur.pending {
+            x
+        } else if x == 0 {
+            return;
+        } else {
+            x - 1
+        };
+        let row = self.screen.row_mut(y);
+        let base = if row.cells[usize::from(base)].is_wide_cont() && base > 0 {
+            base - 1
+        } else {
+            base
+        };
+        let bytes = row.cells[usize::from(base)].ch().len_utf8()
+            + row.marks_at(base).map(char::len_utf8).sum::<usize>();
+        if bytes >= MAX_CELL_BYTES {
+            return;
+        }
+        let cell = &mut row.cells[usize::from(base)];
+        if !cell.has_contents() {
+            cell.set_ch(' ');
+        }
+        row.push_mark(base, c);
+        row.touch(base + 1);
+    }
+
+    pub(super) fn repeat(&mut self, n: u16) {
+        let Some(c) = self.last_char else {
+            return;
+        };
+        // At most u16::MAX characters: bounded work per sequence.
+        let n = usize::from(n);
+        if c.is_ascii() {
+            let mut buf = [0u8; 256];
+            buf.fill(c as u8);
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(buf.len());
+                self.print_ascii(&buf[..k]);
+                left -= k;
+            }
+        } else {
+            for _ in 0..n {
+                self.print(c);
+            }
+        }
+    }
+}
