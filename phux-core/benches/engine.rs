@@ -17,7 +17,8 @@ use std::hint::black_box;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use phux_core::Instant;
 use phux_core::server::{
-    ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, WriteOutcome,
+    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent,
+    WriteOutcome,
 };
 use phux_core::sim::{command_frame, hello_frame, server_id_for};
 use phux_proto::command::{ApplyInput, Command};
@@ -29,7 +30,7 @@ use phux_proto::{Frame, GroupId, OperationId, TerminalId};
 /// is the first viewer, or a bare client when `viewers` is 0).
 struct Rig {
     engine: ServerEngine,
-    terminal: u32,
+    terminal: LocalTerminal,
     now: Instant,
     /// The last `Write` action's job, to complete.
     job: Option<JobId>,
@@ -40,7 +41,7 @@ impl Rig {
     fn new(viewers: u64) -> Self {
         let mut rig = Self {
             engine: ServerEngine::new(ServerConfig::new(server_id_for(1))),
-            terminal: 0,
+            terminal: LocalTerminal(0),
             now: Instant::ZERO,
             job: None,
             frame: Vec::new(),
@@ -57,7 +58,7 @@ impl Rig {
             rig.receive(conn, &hello_frame());
         }
         rig.spawn();
-        let t = TerminalId::Local(rig.terminal);
+        let t = TerminalId::from(rig.terminal);
         for c in 1..=viewers {
             let attach = Command::AttachTerminal {
                 terminal: t.clone(),
@@ -69,12 +70,16 @@ impl Rig {
 
     /// Spawns a terminal for connection 1; it becomes `self.terminal`.
     fn spawn(&mut self) {
-        self.terminal = 0;
+        self.terminal = LocalTerminal(0);
         self.receive(
             ConnId(1),
             &Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1))),
         );
-        assert_ne!(self.terminal, 0, "the engine asked for no spawn");
+        assert_ne!(
+            self.terminal,
+            LocalTerminal(0),
+            "the engine asked for no spawn"
+        );
         self.engine.handle(
             self.now,
             ServerEvent::Spawned {
@@ -176,8 +181,8 @@ impl Rig {
 }
 
 /// A fresh APPLY_INPUT of three key presses to `terminal` per call, as encoded bytes.
-fn apply_frames(terminal: u32) -> impl FnMut() -> Vec<u8> {
-    let t = TerminalId::Local(terminal);
+fn apply_frames(terminal: LocalTerminal) -> impl FnMut() -> Vec<u8> {
+    let t = TerminalId::from(terminal);
     let mut op = 0u128;
     move || {
         op += 1;
@@ -246,7 +251,7 @@ fn bench(c: &mut Criterion) {
 
     let mut rig = Rig::new(1);
     let keystroke = Frame::InputKey(InputKey {
-        terminal: TerminalId::Local(rig.terminal),
+        terminal: TerminalId::from(rig.terminal),
         event: key('x'),
     })
     .to_bytes();

@@ -18,8 +18,8 @@ use std::time::Duration;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use phux_core::server::{
-    ConnId, JobId, PeerInfo, ServerAction, ServerEngine, ServerEvent, SpawnSpec as EngineSpawn,
-    WriteOutcome,
+    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerEngine, ServerEvent,
+    SpawnSpec as EngineSpawn, WriteOutcome,
 };
 use phux_core::time::Instant;
 use phux_core::writer::{PtyWriter, Pump};
@@ -83,7 +83,7 @@ pub struct Driver {
     next_token: usize,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: u64,
-    terminals: BTreeMap<u32, Term>,
+    terminals: BTreeMap<LocalTerminal, Term>,
     /// Sources whose draining stopped at the per-wake cap; revisited before waiting again.
     again: Vec<Token>,
     /// `--stdio`: stop once the one client is gone.
@@ -135,8 +135,8 @@ impl std::fmt::Debug for Driver {
 enum Source {
     ConnRead(ConnId),
     ConnWrite(ConnId),
-    Master(u32),
-    Pidfd(u32),
+    Master(LocalTerminal),
+    Pidfd(LocalTerminal),
 }
 
 #[derive(Debug)]
@@ -438,7 +438,7 @@ impl Driver {
                 job,
                 bytes,
                 ..
-            } => debug!(terminal, job = job.0, len = bytes.len(), "write"),
+            } => debug!(%terminal, job = job.0, len = bytes.len(), "write"),
             other => debug!(action = ?other, "perform"),
         }
         match action {
@@ -461,15 +461,15 @@ impl Driver {
                 if let Some(t) = self.terminals.get(&terminal)
                     && let Err(e) = t.child.resize(cols, rows)
                 {
-                    warn!(terminal, cols, rows, error = %e, "resize failed");
+                    warn!(%terminal, cols, rows, error = %e, "resize failed");
                 }
             }
             ServerAction::Signal { terminal, signal } => {
                 if let Some(t) = self.terminals.get(&terminal) {
                     let sig = group_signal(signal);
-                    debug!(terminal, pid = t.child.pid(), signal = ?sig, "signal group");
+                    debug!(%terminal, pid = t.child.pid(), signal = ?sig, "signal group");
                     if let Err(e) = t.child.signal_group(sig) {
-                        warn!(terminal, signal = ?sig, error = %e, "signal failed");
+                        warn!(%terminal, signal = ?sig, error = %e, "signal failed");
                     }
                 }
             }
@@ -773,7 +773,7 @@ impl Driver {
 
     // ---- terminals ----
 
-    fn spawn(&mut self, terminal: u32, spec: &EngineSpawn) {
+    fn spawn(&mut self, terminal: LocalTerminal, spec: &EngineSpawn) {
         let spec = match os_spawn_spec(spec) {
             Ok(spec) => spec,
             Err(message) => {
@@ -783,7 +783,7 @@ impl Driver {
         let child = match crate::child::spawn(&spec) {
             Ok(child) => child,
             Err(e) => {
-                warn!(terminal, program = ?spec.program, error = %e, "spawn failed");
+                warn!(%terminal, program = ?spec.program, error = %e, "spawn failed");
                 return self.report(ServerEvent::SpawnFailed {
                     terminal,
                     message: e.to_string(),
@@ -803,7 +803,7 @@ impl Driver {
                 registry.register(&mut SourceFd(&pidfd), pidfd_token, Interest::READABLE)
             });
         if let Err(e) = registered {
-            error!(terminal, error = %e, "cannot register a terminal");
+            error!(%terminal, error = %e, "cannot register a terminal");
             if let Some(fd) = master_fd {
                 let _ = registry.deregister(&mut SourceFd(&fd));
             }
@@ -816,7 +816,7 @@ impl Driver {
                 message: format!("cannot watch the terminal: {e}"),
             });
         }
-        info!(terminal, pid, program = ?spec.program, cols = spec.cols, rows = spec.rows, "spawned");
+        info!(%terminal, pid, program = ?spec.program, cols = spec.cols, rows = spec.rows, "spawned");
         self.terminals.insert(
             terminal,
             Term {
@@ -832,7 +832,7 @@ impl Driver {
         self.report(ServerEvent::Spawned { terminal, pid });
     }
 
-    fn write(&mut self, terminal: u32, job: JobId, bytes: Vec<u8>) {
+    fn write(&mut self, terminal: LocalTerminal, job: JobId, bytes: Vec<u8>) {
         match self.terminals.get_mut(&terminal) {
             // Exited (or never started): nothing can be written.
             Some(t) if t.exited.is_none() => t.jobs.push(job, bytes),
@@ -848,7 +848,7 @@ impl Driver {
     }
 
     /// Writes the terminal's pending jobs as far as the master takes them.
-    fn pump(&mut self, terminal: u32) {
+    fn pump(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -870,15 +870,15 @@ impl Driver {
                 .reregister(&mut SourceFd(&fd), token, interest)
             {
                 Ok(()) => t.writable = want_writable,
-                Err(e) => warn!(terminal, error = %e, "cannot change write interest"),
+                Err(e) => warn!(%terminal, error = %e, "cannot change write interest"),
             }
         }
         self.report_jobs(terminal, done);
     }
 
-    fn report_jobs(&mut self, terminal: u32, mut done: Vec<(JobId, WriteOutcome)>) {
+    fn report_jobs(&mut self, terminal: LocalTerminal, mut done: Vec<(JobId, WriteOutcome)>) {
         for (job, outcome) in done.drain(..) {
-            trace!(terminal, job = job.0, ?outcome, "write done");
+            trace!(%terminal, job = job.0, ?outcome, "write done");
             self.report(ServerEvent::WriteDone {
                 terminal,
                 job,
@@ -893,7 +893,7 @@ impl Driver {
 
     /// Reads the terminal's output; to its end when the slave is known to have hung up (see
     /// [`Wake::ended`]).
-    fn read_master(&mut self, terminal: u32, token: Token, ended: bool) {
+    fn read_master(&mut self, terminal: LocalTerminal, token: Token, ended: bool) {
         // Each read goes to the engine at once: a PTY master hands out at most its line
         // discipline's few KiB per read, and the time spent on one chunk is what lets the
         // kernel refill it for the next read. The frames of bulk reads still leave in large
@@ -938,7 +938,7 @@ impl Driver {
                 Ok(PtyRead::WouldBlock) => return,
                 Ok(PtyRead::Eof) => return self.master_eof(terminal),
                 Err(e) => {
-                    warn!(terminal, error = %e, "reading the terminal failed");
+                    warn!(%terminal, error = %e, "reading the terminal failed");
                     return self.master_eof(terminal);
                 }
             }
@@ -948,19 +948,19 @@ impl Driver {
     }
 
     /// No more output will come: every holder of the slave closed it.
-    fn master_eof(&mut self, terminal: u32) {
+    fn master_eof(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
         t.eof = true;
-        debug!(terminal, "terminal output ended");
+        debug!(%terminal, "terminal output ended");
         if t.exited.is_some() {
             self.finish_exit(terminal);
         }
         // Otherwise the child closed its terminal but runs on: its pidfd tells us of its exit.
     }
 
-    fn on_pidfd(&mut self, terminal: u32) {
+    fn on_pidfd(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -971,11 +971,11 @@ impl Driver {
             Ok(Some(exit)) => exit,
             Ok(None) => return,
             Err(e) => {
-                error!(terminal, error = %e, "waiting for the child failed");
+                error!(%terminal, error = %e, "waiting for the child failed");
                 return;
             }
         };
-        debug!(terminal, pid = t.child.pid(), ?exit, "child exited");
+        debug!(%terminal, pid = t.child.pid(), ?exit, "child exited");
         let drain = self.clock.now() + EXIT_DRAIN_BOUND;
         t.exited = Some((exit, drain));
         let (eof, master) = (t.eof, t.master);
@@ -991,13 +991,13 @@ impl Driver {
 
     /// The child is reaped and its output drained (or the drain bound passed): resolve its
     /// jobs, drop its OS state and tell the engine.
-    fn finish_exit(&mut self, terminal: u32) {
+    fn finish_exit(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.remove(&terminal) else {
             return;
         };
         let exit = t.exited.map(|e| e.0);
         self.drop_terminal(terminal, t);
-        info!(terminal, ?exit, "terminal closed");
+        info!(%terminal, ?exit, "terminal closed");
         self.report(ServerEvent::ChildExited {
             terminal,
             exit_status: exit.and_then(ChildExit::code),
@@ -1005,7 +1005,7 @@ impl Driver {
     }
 
     /// KILL_TERMINAL (or shutdown): SIGKILL the group, close the master, reap, report.
-    fn kill(&mut self, terminal: u32) {
+    fn kill(&mut self, terminal: LocalTerminal) {
         let Some(mut t) = self.terminals.remove(&terminal) else {
             return;
         };
@@ -1017,18 +1017,18 @@ impl Driver {
         let exit = match t.child.kill_and_reap() {
             Ok(exit) => Some(exit),
             Err(e) => {
-                error!(terminal, pid, error = %e, "kill failed");
+                error!(%terminal, pid, error = %e, "kill failed");
                 None
             }
         };
-        info!(terminal, pid, ?exit, "terminal killed");
+        info!(%terminal, pid, ?exit, "terminal killed");
         self.report(ServerEvent::ChildExited {
             terminal,
             exit_status: exit.and_then(ChildExit::code),
         });
     }
 
-    fn drop_terminal(&mut self, terminal: u32, mut t: Term) {
+    fn drop_terminal(&mut self, terminal: LocalTerminal, mut t: Term) {
         self.deregister_terminal(&mut t);
         let mut done = Vec::new();
         t.jobs.abandon(&mut done);
@@ -1088,7 +1088,7 @@ impl Driver {
         let drained = due_keys(&self.terminals, |t| t.exited.is_some_and(|(_, d)| d <= now));
         for terminal in drained {
             debug!(
-                terminal,
+                %terminal,
                 "terminal output still open after the child's exit"
             );
             self.finish_exit(terminal);
@@ -1113,14 +1113,14 @@ impl Driver {
 
     /// Kills and reaps whatever still runs, and removes the socket.
     fn finish(&mut self) {
-        let terminals: Vec<u32> = self.terminals.keys().copied().collect();
+        let terminals: Vec<LocalTerminal> = self.terminals.keys().copied().collect();
         for terminal in terminals {
             if let Some(mut t) = self.terminals.remove(&terminal) {
                 self.deregister_terminal(&mut t);
                 let pid = t.child.pid();
                 match t.child.kill_and_reap() {
-                    Ok(exit) => info!(terminal, pid, ?exit, "terminal killed at exit"),
-                    Err(e) => error!(terminal, pid, error = %e, "kill at exit failed"),
+                    Ok(exit) => info!(%terminal, pid, ?exit, "terminal killed at exit"),
+                    Err(e) => error!(%terminal, pid, error = %e, "kill at exit failed"),
                 }
             }
         }

@@ -24,8 +24,8 @@ use std::time::Duration;
 use phux_core::Instant;
 use phux_core::framing::FrameDecoder;
 use phux_core::server::{
-    ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
-    WriteOutcome,
+    ConnId, LocalTerminal, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent,
+    SpawnSpec, WriteOutcome,
 };
 use phux_core::writer::{JobId, PortWrite, PtyPort, PtyWriter, Step, Termios};
 use phux_proto::Frame;
@@ -81,7 +81,7 @@ struct Rewriter {
     /// The operation of the APPLY_INPUT being handled, until its job's `Write` is seen.
     admitting: Option<OperationId>,
     /// Each operation's terminal and job bytes.
-    jobs: BTreeMap<OperationId, (u32, Vec<u8>)>,
+    jobs: BTreeMap<OperationId, (LocalTerminal, Vec<u8>)>,
 }
 
 /// The incarnation id of an in-process server: fixed per incarnation, so runs are
@@ -161,7 +161,7 @@ struct Sim {
     incarnation: u8,
     now: Instant,
     conns: BTreeMap<ConnKey, SimConn>,
-    children: BTreeMap<u32, SimChild>,
+    children: BTreeMap<LocalTerminal, SimChild>,
     next_conn: ConnKey,
     /// Set only for a [`BrokenInProcess`] server.
     rewriter: Option<Rewriter>,
@@ -235,7 +235,7 @@ impl Sim {
                 if let Some(message) = spawn_failure(&spec) {
                     self.handle(ServerEvent::SpawnFailed { terminal, message });
                 } else {
-                    let pid = 10_000 + terminal;
+                    let pid = 10_000 + terminal.0;
                     let probe = is_probe(&spec.command);
                     if !probe {
                         self.children.insert(
@@ -334,7 +334,7 @@ impl Sim {
     }
 
     /// Hands what a probe terminal did to the engine, in order.
-    fn effects(&mut self, terminal: u32) {
+    fn effects(&mut self, terminal: LocalTerminal) {
         let Some(SimChild::Probe(p)) = self.children.get_mut(&terminal) else {
             return;
         };
@@ -394,7 +394,7 @@ impl Sim {
             self.handle(ServerEvent::Disconnected { conn: conn_id(k) });
             self.drive()?;
         }
-        let due: Vec<u32> = self
+        let due: Vec<LocalTerminal> = self
             .children
             .iter()
             .filter_map(|(t, c)| match c {
@@ -412,7 +412,7 @@ impl Sim {
         Ok(())
     }
 
-    fn exit(&mut self, terminal: u32) {
+    fn exit(&mut self, terminal: LocalTerminal) {
         if let Some(SimChild::Echo { alive, .. }) = self.children.get_mut(&terminal)
             && *alive
         {
@@ -570,7 +570,8 @@ impl Transport for Sim {
         let known = |sim: &Self, op: &OperationId| {
             sim.rewriter.as_ref().and_then(|r| r.jobs.get(op).cloned())
         };
-        let retries: Vec<(u32, Vec<u8>)> = ops.iter().filter_map(|op| known(self, op)).collect();
+        let retries: Vec<(LocalTerminal, Vec<u8>)> =
+            ops.iter().filter_map(|op| known(self, op)).collect();
         if let Some(r) = &mut self.rewriter {
             r.admitting = ops.last().copied();
         }

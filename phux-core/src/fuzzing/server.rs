@@ -22,8 +22,8 @@ use phux_proto::{Frame, GroupId, OperationId, TerminalId};
 
 use crate::framing::FrameDecoder;
 use crate::server::{
-    COMPLETION_BOUND, ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEngine,
-    ServerEvent, WriteOutcome,
+    COMPLETION_BOUND, ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig,
+    ServerEngine, ServerEvent, WriteOutcome,
 };
 use crate::time::Instant;
 
@@ -251,9 +251,9 @@ struct Driver {
     now: Instant,
     clients: [Option<Client>; SLOTS],
     next_conn: u64,
-    pending_spawns: Vec<u32>,
+    pending_spawns: Vec<LocalTerminal>,
     /// Per terminal, the jobs handed to the writer and not completed yet.
-    writes: BTreeMap<u32, VecDeque<JobId>>,
+    writes: BTreeMap<LocalTerminal, VecDeque<JobId>>,
     /// Writes seen since the current step began.
     writes_this_step: usize,
     /// How many jobs each `Apply` operation id had written.
@@ -342,8 +342,8 @@ fn walk(stream: &[u8]) -> (Vec<Frame>, usize, bool) {
     }
 }
 
-fn terminal(t: u8) -> u32 {
-    1 + u32::from(t) % TERMINALS
+fn terminal(t: u8) -> LocalTerminal {
+    LocalTerminal(1 + u32::from(t) % TERMINALS)
 }
 
 fn slot(conn: u8) -> usize {
@@ -553,7 +553,7 @@ impl Driver {
                 *conn,
                 *request_id,
                 Command::AttachTerminal {
-                    terminal: TerminalId::Local(terminal(*t)),
+                    terminal: TerminalId::from(terminal(*t)),
                 },
             ),
             ServerStep::Apply {
@@ -565,7 +565,7 @@ impl Driver {
             } => {
                 let apply = ApplyInput {
                     operation_id: op_id(*op),
-                    terminal: TerminalId::Local(terminal(*t)),
+                    terminal: TerminalId::from(terminal(*t)),
                     events: apply_events(*op, *variant),
                 };
                 // One frame per Received, so every write this step is this operation's job.
@@ -587,7 +587,7 @@ impl Driver {
                 *conn,
                 *request_id,
                 Command::AcquireInput {
-                    terminal: TerminalId::Local(terminal(*t)),
+                    terminal: TerminalId::from(terminal(*t)),
                     mode: if *seize {
                         AcquireMode::Seize
                     } else {
@@ -620,7 +620,7 @@ impl Driver {
                 if *ok {
                     self.handle(ServerEvent::Spawned {
                         terminal,
-                        pid: 1000 + terminal,
+                        pid: 1000 + terminal.0,
                     });
                 } else {
                     self.handle(ServerEvent::SpawnFailed {

@@ -18,7 +18,7 @@ use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::conn::{Budget, Phase};
 use super::terminal::{EventFilter, Terminal, Viewer};
-use super::{ConnId, ServerAction, ServerEngine, SharedFrame, SpawnSpec};
+use super::{ConnId, LocalTerminal, ServerAction, ServerEngine, SharedFrame, SpawnSpec};
 use crate::encoder::CellGeometry;
 use crate::lease::LeaseChange;
 use crate::time::Instant;
@@ -202,7 +202,9 @@ impl ServerEngine {
             Command::AttachTerminal { terminal } => self.cmd_attach(id, rid, &terminal),
             Command::DetachTerminal { terminal } => {
                 // [TERMINAL.DETACH.1] Always OK, idempotent.
-                if let Some(t) = terminal.local().and_then(|t| self.terminals.get_mut(&t)) {
+                if let Some(t) =
+                    LocalTerminal::of(&terminal).and_then(|t| self.terminals.get_mut(&t))
+                {
                     t.viewers.remove(&id);
                 }
                 self.send_result(id, rid, CommandResult::Ok);
@@ -225,7 +227,7 @@ impl ServerEngine {
                 Ok(t) => {
                     let json = self.terminals[&t]
                         .state
-                        .screen_json(t, request_scrollback, cells);
+                        .screen_json(t.0, request_scrollback, cells);
                     self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
                 }
                 Err(e) => self.send_lookup_error(id, rid, &e),
@@ -275,7 +277,7 @@ impl ServerEngine {
                 Ok(t) => {
                     let client = self.conns[&id].client;
                     // [LEASE.RELEASE.2] Release by a non-holder is a no-op OK.
-                    if let Some(change) = self.leases.release(&TerminalId::Local(t), client) {
+                    if let Some(change) = self.leases.release(&TerminalId::from(t), client) {
                         self.broadcast_lease_change(&change);
                     }
                     self.send_result(id, rid, CommandResult::Ok);
@@ -317,10 +319,12 @@ impl ServerEngine {
     }
 
     /// Resolves a wire terminal id to a live local terminal.
-    pub(super) fn lookup(&self, terminal: &TerminalId) -> Result<u32, Lookup> {
+    pub(super) fn lookup(&self, terminal: &TerminalId) -> Result<LocalTerminal, Lookup> {
         match terminal {
             TerminalId::Satellite { .. } => Err(Lookup::Satellite),
-            TerminalId::Local(t) if self.terminals.contains_key(t) => Ok(*t),
+            TerminalId::Local(t) if self.terminals.contains_key(&LocalTerminal(*t)) => {
+                Ok(LocalTerminal(*t))
+            }
             TerminalId::Local(_) => Err(Lookup::NotFound),
         }
     }
@@ -413,9 +417,9 @@ impl ServerEngine {
             .push_back(ServerAction::Spawn { terminal, spec });
     }
 
-    fn allocate_terminal_id(&mut self) -> u32 {
+    fn allocate_terminal_id(&mut self) -> LocalTerminal {
         loop {
-            let id = self.next_terminal;
+            let id = LocalTerminal(self.next_terminal);
             self.next_terminal = self.next_terminal.wrapping_add(1).max(1);
             if !self.terminals.contains_key(&id) {
                 return id;
@@ -423,7 +427,7 @@ impl ServerEngine {
         }
     }
 
-    pub(super) fn on_spawned(&mut self, terminal: u32, pid: u32) {
+    pub(super) fn on_spawned(&mut self, terminal: LocalTerminal, pid: u32) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -438,13 +442,13 @@ impl ServerEngine {
                 conn,
                 &Frame::TerminalSpawned(TerminalSpawned {
                     request_id: rid,
-                    result: SpawnResult::Ok(TerminalId::Local(terminal)),
+                    result: SpawnResult::Ok(TerminalId::from(terminal)),
                 }),
             );
         }
         // [SPAWN.EVENT.1] [SUBSCRIBE.EVENTS.2] Server-scoped subscribers hear of every new terminal.
         let event = Frame::Event(EventFrame {
-            terminal: Some(TerminalId::Local(terminal)),
+            terminal: Some(TerminalId::from(terminal)),
             event: AgentEvent::PaneSpawned,
         });
         for conn in self.server_subscribers() {
@@ -452,7 +456,7 @@ impl ServerEngine {
         }
     }
 
-    pub(super) fn on_spawn_failed(&mut self, terminal: u32, message: &str) {
+    pub(super) fn on_spawn_failed(&mut self, terminal: LocalTerminal, message: &str) {
         let Some(t) = self.terminals.remove(&terminal) else {
             return;
         };
@@ -469,10 +473,7 @@ impl ServerEngine {
 
     fn on_resize(&mut self, resize: &TerminalResize) {
         // [TERMINAL.RESIZE.1] Unknown terminals are ignored; 0 clamps to 1.
-        let Some(t) = resize
-            .terminal
-            .local()
-            .and_then(|t| self.terminals.get_mut(&t))
+        let Some(t) = LocalTerminal::of(&resize.terminal).and_then(|t| self.terminals.get_mut(&t))
         else {
             return;
         };
@@ -531,7 +532,7 @@ impl ServerEngine {
                     self.send(
                         id,
                         &Frame::BootstrapTombstone(BootstrapTombstone {
-                            terminal: TerminalId::Local(t),
+                            terminal: TerminalId::from(t),
                             stream: old.stream,
                             bootstrap: old.bootstrap,
                             reason: TombstoneReason::ExplicitReattach,
@@ -548,7 +549,7 @@ impl ServerEngine {
     }
 
     /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows.
-    pub(super) fn start_bootstrap(&mut self, id: ConnId, t: u32, stream: StreamId) {
+    pub(super) fn start_bootstrap(&mut self, id: ConnId, t: LocalTerminal, stream: StreamId) {
         let bootstrap = self.allocate_bootstrap();
         let Some(conn) = self.conns.get(&id) else {
             return;
@@ -568,7 +569,7 @@ impl ServerEngine {
                 paused_at: None,
             },
         );
-        let tid = TerminalId::Local(t);
+        let tid = TerminalId::from(t);
         self.send(
             id,
             &Frame::BootstrapBegin(BootstrapBegin {
@@ -611,7 +612,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        let paused: Vec<(u32, StreamId)> = std::mem::take(&mut conn.paused)
+        let paused: Vec<(LocalTerminal, StreamId)> = std::mem::take(&mut conn.paused)
             .into_iter()
             .filter_map(|t| {
                 let viewer = self.terminals.get(&t)?.viewers.get(&id)?;
@@ -624,7 +625,7 @@ impl ServerEngine {
         }
     }
 
-    pub(super) fn on_pty_output(&mut self, terminal: u32, bytes: &[u8]) {
+    pub(super) fn on_pty_output(&mut self, terminal: LocalTerminal, bytes: &[u8]) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -642,7 +643,7 @@ impl ServerEngine {
         let mut viewers = std::mem::take(&mut self.viewer_scratch);
         viewers.clear();
         viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
-        let tid = TerminalId::Local(terminal);
+        let tid = TerminalId::from(terminal);
         let frame_len = bytes.len() + 64;
         // Two or more viewers share one encoding of the chunk, each adding only its stream
         // and bootstrap; a lone viewer's frame joins its other sends in one buffer.
@@ -728,11 +729,11 @@ impl ServerEngine {
         }
     }
 
-    fn ring_bell(&mut self, terminal: u32) {
+    fn ring_bell(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.get(&terminal) else {
             return;
         };
-        let tid = TerminalId::Local(terminal);
+        let tid = TerminalId::from(terminal);
         let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
         let listeners = self.agent_event_listeners(terminal);
         // [EVENT.KIND.1] BELL to viewers, EVENT bell to event subscribers.
@@ -755,7 +756,7 @@ impl ServerEngine {
 
     /// Who hears agent events about a terminal: server-scoped subscribers and those
     /// subscribed to it with SUBSCRIBE_EVENTS, each once.
-    fn agent_event_listeners(&self, terminal: u32) -> Vec<ConnId> {
+    fn agent_event_listeners(&self, terminal: LocalTerminal) -> Vec<ConnId> {
         let mut all = self.server_subscribers();
         if let Some(t) = self.terminals.get(&terminal) {
             all.extend(
@@ -770,7 +771,7 @@ impl ServerEngine {
         all
     }
 
-    pub(super) fn on_child_exited(&mut self, terminal: u32, exit_status: Option<i32>) {
+    pub(super) fn on_child_exited(&mut self, terminal: LocalTerminal, exit_status: Option<i32>) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -778,7 +779,7 @@ impl ServerEngine {
         t.exit_status = exit_status;
         // Jobs the driver never reported: their bytes may or may not have reached the child.
         self.resolve_orphaned_jobs(terminal);
-        let tid = TerminalId::Local(terminal);
+        let tid = TerminalId::from(terminal);
         // [LEASE.EXIT.1] The lease ends with the child, without a RELEASED event.
         self.leases.remove_terminal(&tid);
         let Some(t) = self.terminals.get(&terminal) else {
@@ -823,10 +824,10 @@ impl ServerEngine {
         self.remove_terminal(terminal);
     }
 
-    pub(super) fn remove_terminal(&mut self, terminal: u32) {
+    pub(super) fn remove_terminal(&mut self, terminal: LocalTerminal) {
         self.resolve_orphaned_jobs(terminal);
         self.terminals.remove(&terminal);
-        let tid = TerminalId::Local(terminal);
+        let tid = TerminalId::from(terminal);
         self.leases.remove_terminal(&tid);
         self.lane.remove_terminal(&tid);
     }
@@ -885,7 +886,7 @@ impl ServerEngine {
         let client = self.conns[&id].client;
         match self
             .leases
-            .acquire(now, TerminalId::Local(t), client, mode, ttl_ms)
+            .acquire(now, TerminalId::from(t), client, mode, ttl_ms)
         {
             Ok(change) => {
                 // [LEASE.ACQUIRE.4] OK is plain; the grant is broadcast to every subscriber.
@@ -942,7 +943,7 @@ impl ServerEngine {
             signal,
         });
         self.send_result(id, rid, CommandResult::Ok);
-        let tid = TerminalId::Local(t);
+        let tid = TerminalId::from(t);
         let control = TerminalControl {
             lifecycle,
             exit_status: None,
@@ -954,7 +955,7 @@ impl ServerEngine {
     }
 
     pub(super) fn broadcast_lease_change(&mut self, change: &LeaseChange) {
-        let Some(t) = change.terminal.local() else {
+        let Some(t) = LocalTerminal::of(&change.terminal) else {
             return;
         };
         let Some(term) = self.terminals.get(&t) else {
@@ -966,13 +967,13 @@ impl ServerEngine {
 
     /// [EVENT.CONTROL.1] terminal_control goes to every client subscribed to the terminal —
     /// attached, terminal-scoped or server-scoped — exactly once each (our rule R11).
-    fn broadcast_control(&mut self, t: u32, control: TerminalControl) {
+    fn broadcast_control(&mut self, t: LocalTerminal, control: TerminalControl) {
         let Some(term) = self.terminals.get(&t) else {
             return;
         };
         let audience = term.audience(self.server_subscribers().into_iter());
         let event = Frame::Event(EventFrame {
-            terminal: Some(TerminalId::Local(t)),
+            terminal: Some(TerminalId::from(t)),
             event: AgentEvent::TerminalControl(control),
         });
         for conn in audience {
@@ -1000,7 +1001,7 @@ impl ServerEngine {
                 .map(|t| {
                     let (cols, rows) = t.state.size();
                     TerminalInfo {
-                        terminal: TerminalId::Local(t.id),
+                        terminal: TerminalId::from(t.id),
                         window_id: 0,
                         cols,
                         rows,
@@ -1015,10 +1016,15 @@ impl ServerEngine {
         }
     }
 
-    fn terminal_state_json(&self, now: Instant, t: u32, scrollback: Option<u32>) -> String {
+    fn terminal_state_json(
+        &self,
+        now: Instant,
+        t: LocalTerminal,
+        scrollback: Option<u32>,
+    ) -> String {
         let term = &self.terminals[&t];
-        let tid = TerminalId::Local(t);
-        let mut value = term.state.screen_value(t, scrollback, false);
+        let tid = TerminalId::from(t);
+        let mut value = term.state.screen_value(t.0, scrollback, false);
         let modes = term.state.modes();
         let lifecycle = match term.lifecycle {
             Lifecycle::Running => "running",

@@ -38,7 +38,7 @@ pub(super) struct Conn {
     /// to start over ([QUEUE.OUTPUT.1]). An index, so that a `Sent` report need not look at
     /// every terminal: the viewer's `paused_at` stays the truth, and an entry whose viewer was
     /// since replaced or removed is dropped when next looked at.
-    pub(super) paused: Vec<u32>,
+    pub(super) paused: Vec<super::LocalTerminal>,
 }
 
 /// Which budget a queued frame counts against ([QUEUE.BOUND.1]).

@@ -4,7 +4,7 @@ use phux_proto::command::{ApplyInput, CommandResult, MAX_APPLY_INPUT_EVENTS};
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
-use super::{ConnId, ServerAction, ServerEngine};
+use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
 use crate::encoder::{self, BatchError};
 use crate::ledger::{Admission, LedgerRefusal};
@@ -48,7 +48,7 @@ impl ServerEngine {
         // [LEASE.GATE.1] Under another client's lease INPUT_* is dropped.
         if self
             .leases
-            .check_input(now, &TerminalId::Local(t), client)
+            .check_input(now, &TerminalId::from(t), client)
             .is_err()
         {
             return;
@@ -78,7 +78,7 @@ impl ServerEngine {
         };
         let (client, cells) = (conn.client, conn.cells);
         // [LEASE.GATE.2] ROUTE_INPUT under another client's lease is refused with 204 (R10).
-        if let Err(held) = self.leases.check_input(now, &TerminalId::Local(t), client) {
+        if let Err(held) = self.leases.check_input(now, &TerminalId::from(t), client) {
             return self.send_error_result(
                 id,
                 rid,
@@ -211,7 +211,7 @@ impl ServerEngine {
         now: Instant,
         id: ConnId,
         apply: &ApplyInput,
-    ) -> Result<(u32, Vec<u8>), CommandResult> {
+    ) -> Result<(LocalTerminal, Vec<u8>), CommandResult> {
         let refuse = |code: ErrorCode, message: String| CommandResult::Error { code, message };
         let t = self.lookup(&apply.terminal).map_err(|e| {
             let (code, message) = e.code();
@@ -264,7 +264,7 @@ impl ServerEngine {
     /// Hands a job to the driver, behind every earlier job for the terminal (R8). A terminal
     /// whose queue is full drops fire-and-forget input ([INPUT.FRAME.3]); APPLY_INPUT checks
     /// first and refuses ([INPUT.APPLY.8]).
-    fn queue_job(&mut self, t: u32, bytes: Vec<u8>, kind: JobKind) {
+    fn queue_job(&mut self, t: LocalTerminal, bytes: Vec<u8>, kind: JobKind) {
         let limit = self.config.max_jobs_per_terminal;
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
@@ -284,7 +284,7 @@ impl ServerEngine {
         });
     }
 
-    pub(super) fn on_write_done(&mut self, t: u32, job: JobId, outcome: WriteOutcome) {
+    pub(super) fn on_write_done(&mut self, t: LocalTerminal, job: JobId, outcome: WriteOutcome) {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
@@ -308,7 +308,7 @@ impl ServerEngine {
         // [INPUT.APPLY.9] [INPUT.APPLY.10] OK only after every byte was written;
         // [INPUT.APPLY.12] an uncertain write is reported as such, never guessed.
         let result = outcome;
-        let tid = TerminalId::Local(t);
+        let tid = TerminalId::from(t);
         // [INPUT.LANE.3] A completion after the 5 s bound changes nothing.
         if self.lane.complete(&tid, op).is_none() {
             return;
@@ -319,7 +319,9 @@ impl ServerEngine {
 
     /// The lane's 5 s bound passed with no completion: the write is in doubt.
     pub(super) fn resolve_expired_job(&mut self, terminal: &TerminalId, op: OperationId) {
-        let Some(t) = terminal.local() else { return };
+        let Some(t) = LocalTerminal::of(terminal) else {
+            return;
+        };
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
@@ -347,7 +349,7 @@ impl ServerEngine {
     }
 
     /// A terminal went away with jobs the driver never reported: their fate is unknown.
-    pub(super) fn resolve_orphaned_jobs(&mut self, t: u32) {
+    pub(super) fn resolve_orphaned_jobs(&mut self, t: LocalTerminal) {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
@@ -359,7 +361,7 @@ impl ServerEngine {
                 request_id,
             } = kind
             {
-                let tid = TerminalId::Local(t);
+                let tid = TerminalId::from(t);
                 if self.lane.complete(&tid, op).is_some() {
                     let _ = self.ledger.complete(op, WriteOutcome::Unknown);
                     self.send_result(conn, request_id, WriteOutcome::Unknown.to_result());

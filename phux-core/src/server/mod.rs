@@ -41,6 +41,7 @@ mod input;
 mod terminal;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ use phux_proto::frame::{
     ServerCapabilities, ServerFeatures, TerminalOutputTail,
 };
 use phux_proto::ids::{BootstrapId, StreamId};
-use phux_proto::{ClientId, ErrorCode, Frame};
+use phux_proto::{ClientId, ErrorCode, Frame, TerminalId};
 
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
@@ -66,6 +67,30 @@ pub use crate::writer::{JobId, WriteOutcome};
 /// among open connections.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct ConnId(pub u64);
+
+/// A terminal of this server, as the engine and its driver name it: the `N` of the wire's
+/// `local:N`. Like every terminal id it means something only within one server incarnation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct LocalTerminal(pub u32);
+
+impl LocalTerminal {
+    /// The local terminal a wire id names, if it names one of this server's.
+    pub fn of(id: &TerminalId) -> Option<Self> {
+        id.local().map(Self)
+    }
+}
+
+impl From<LocalTerminal> for TerminalId {
+    fn from(terminal: LocalTerminal) -> Self {
+        Self::Local(terminal.0)
+    }
+}
+
+impl fmt::Display for LocalTerminal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "local:{}", self.0)
+    }
+}
 
 /// What the driver knows about a peer when it connects.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -190,28 +215,28 @@ pub enum ServerEvent<'a> {
     /// A `Spawn` action succeeded.
     Spawned {
         /// The terminal the action named.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// The child's process id.
         pid: u32,
     },
     /// A `Spawn` action failed.
     SpawnFailed {
         /// The terminal the action named.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// Why, for the spawner.
         message: String,
     },
     /// The terminal's program wrote output.
     PtyOutput {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// The bytes read from the PTY master.
         bytes: &'a [u8],
     },
     /// A `Write` action finished.
     WriteDone {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// The job the action named.
         job: JobId,
         /// What happened to its bytes.
@@ -220,7 +245,7 @@ pub enum ServerEvent<'a> {
     /// The terminal's child exited and its remaining output has been reported.
     ChildExited {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// `_exit` status, or `None` when killed by a signal.
         exit_status: Option<i32>,
     },
@@ -256,7 +281,7 @@ pub enum ServerAction {
     /// Start a terminal; answer with `Spawned` or `SpawnFailed`.
     Spawn {
         /// The id the engine gave it.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// What to run.
         spec: SpawnSpec,
     },
@@ -264,7 +289,7 @@ pub enum ServerAction {
     /// earlier job for it, and report its outcome with `WriteDone`.
     Write {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// Echo it in `WriteDone`.
         job: JobId,
         /// The bytes, in order, as one job.
@@ -273,7 +298,7 @@ pub enum ServerAction {
     /// Set the PTY's window size.
     Resize {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// Columns (≥ 1).
         cols: u16,
         /// Rows (≥ 1).
@@ -282,14 +307,14 @@ pub enum ServerAction {
     /// Send a signal to the terminal's process group.
     Signal {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
         /// Which signal.
         signal: Signal,
     },
     /// Close the PTY master, kill the process group and reap the child; report `ChildExited`.
     Kill {
         /// The terminal.
-        terminal: u32,
+        terminal: LocalTerminal,
     },
     /// Every connection has been told; stop once the queued bytes are flushed.
     Shutdown,
@@ -337,7 +362,7 @@ impl SharedFrame {
 pub struct ServerEngine {
     config: ServerConfig,
     conns: BTreeMap<ConnId, Conn>,
-    terminals: BTreeMap<u32, Terminal>,
+    terminals: BTreeMap<LocalTerminal, Terminal>,
     ledger: OperationLedger,
     leases: LeaseTable,
     lane: AckLane,
@@ -729,7 +754,7 @@ impl ServerEngine {
             // [SERVER.SHUTDOWN.1] Every client is told, with the reason.
             self.detach(id, DetachReason::SERVER_SHUTDOWN, message);
         }
-        let terminals: Vec<u32> = self.terminals.keys().copied().collect();
+        let terminals: Vec<LocalTerminal> = self.terminals.keys().copied().collect();
         for terminal in terminals {
             if self
                 .terminals

@@ -39,7 +39,7 @@ impl EventFilter {
 
 #[derive(Debug)]
 pub(super) struct Terminal {
-    pub(super) id: u32,
+    pub(super) id: super::LocalTerminal,
     pub(super) state: TerminalState,
     pub(super) lifecycle: Lifecycle,
     pub(super) exit_status: Option<i32>,
@@ -61,7 +61,7 @@ pub(super) struct Terminal {
 
 impl Terminal {
     pub(super) fn new(
-        id: u32,
+        id: super::LocalTerminal,
         cols: u16,
         rows: u16,
         scrollback: usize,

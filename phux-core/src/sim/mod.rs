@@ -38,8 +38,8 @@ use phux_proto::{ErrorCode, Frame, GroupId, OperationId, TerminalId};
 
 use crate::framing::FrameDecoder;
 use crate::server::{
-    ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
-    WriteOutcome,
+    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent,
+    SpawnSpec, WriteOutcome,
 };
 use crate::time::Instant;
 
@@ -193,7 +193,7 @@ pub struct WriteRecord {
     /// The server incarnation (1 for the first engine, +1 per restart).
     pub incarnation: u32,
     /// The terminal.
-    pub terminal: u32,
+    pub terminal: LocalTerminal,
     /// The job.
     pub job: JobId,
     /// Its bytes.
@@ -211,9 +211,9 @@ pub struct Harness {
     /// Every connection ever opened in this harness, by id.
     pub conns: BTreeMap<ConnId, SimConn>,
     /// The current incarnation's PTYs, by terminal id.
-    pub ptys: BTreeMap<u32, SimPty>,
+    pub ptys: BTreeMap<LocalTerminal, SimPty>,
     /// PTYs of earlier incarnations (their children died with the old server).
-    pub retired_ptys: Vec<(u32, u32, SimPty)>,
+    pub retired_ptys: Vec<(u32, LocalTerminal, SimPty)>,
     /// The virtual clock.
     pub now: Instant,
     /// The transcript-shaped wire log, printed when a test panics.
@@ -233,7 +233,7 @@ pub struct Harness {
     next_pid: u32,
     fail_next_spawns: usize,
     hold_spawns: bool,
-    held_spawns: Vec<u32>,
+    held_spawns: Vec<LocalTerminal>,
     shut_down: bool,
     request_counter: u32,
 }
@@ -607,7 +607,7 @@ impl Harness {
 
     /// The current incarnation's PTY for a terminal id (panics if none).
     pub fn pty(&mut self, terminal: &TerminalId) -> &mut SimPty {
-        let t = terminal.local().unwrap_or(0);
+        let t = LocalTerminal(terminal.local().unwrap_or(0));
         match self.ptys.get_mut(&t) {
             Some(p) => p,
             None => panic!("harness misuse: no PTY for {terminal:?}"),
@@ -616,7 +616,7 @@ impl Harness {
 
     /// The `Write` records of one terminal in this incarnation.
     pub fn writes_to(&self, terminal: &TerminalId) -> Vec<&WriteRecord> {
-        let t = terminal.local().unwrap_or(0);
+        let t = LocalTerminal(terminal.local().unwrap_or(0));
         self.writes
             .iter()
             .filter(|w| w.incarnation == self.incarnation && w.terminal == t)
@@ -673,7 +673,7 @@ impl Harness {
             progressed = true;
             self.perform(action);
         }
-        let terminals: Vec<u32> = self.ptys.keys().copied().collect();
+        let terminals: Vec<LocalTerminal> = self.ptys.keys().copied().collect();
         for t in terminals {
             let events = match self.ptys.get_mut(&t) {
                 Some(pty) => pty.poll(self.now),
@@ -861,7 +861,7 @@ impl Harness {
         }
     }
 
-    fn log_spawn(&mut self, terminal: u32, spec: &SpawnSpec) {
+    fn log_spawn(&mut self, terminal: LocalTerminal, spec: &SpawnSpec) {
         self.log.push(|| {
             format!(
                 "pty{terminal} spawn {:?} {}x{}",
@@ -870,7 +870,7 @@ impl Harness {
         });
     }
 
-    fn start_pty(&mut self, terminal: u32) {
+    fn start_pty(&mut self, terminal: LocalTerminal) {
         let pid = self.next_pid;
         self.next_pid += 1;
         self.ptys
@@ -879,7 +879,7 @@ impl Harness {
             .handle(self.now, ServerEvent::Spawned { terminal, pid });
     }
 
-    fn report_pty_event(&mut self, terminal: u32, event: PtyEvent) {
+    fn report_pty_event(&mut self, terminal: LocalTerminal, event: PtyEvent) {
         match event {
             PtyEvent::WriteDone { job, outcome } => {
                 self.log
