@@ -1,7 +1,7 @@
 //! COMMAND bodies (`Command`), their outcomes (`CommandResult`, `CommandValue`) and the
 //! records those carry. Each body is `tag u8 ‖ positional fields`, bounded by the TLV value.
 
-use crate::ErrorCode;
+use crate::error_code::ErrorCode;
 use crate::event::Asked;
 use crate::ids::{GroupId, OperationId, TerminalId};
 use crate::input::InputEvent;
@@ -581,18 +581,6 @@ impl ApplyInput {
             + 2
             + self.events.iter().map(input_event_len).sum::<usize>()
     }
-
-    /// Appends `COMMAND{request_id, APPLY_INPUT{self}}`: byte for byte what
-    /// [`Frame::Command`](crate::Frame::Command) encodes for it, without first moving a copy
-    /// of the events into a [`Command`] (the server hashes this encoding on every operation).
-    pub fn encode_command(&self, request_id: u32, out: &mut Vec<u8>) {
-        crate::frame::encode_framed(out, crate::frame::FrameType::COMMAND, |out| {
-            crate::frame::command::encode_command_body(out, request_id, |o| {
-                o.put_u8(Command::APPLY_INPUT);
-                self.write_body(o);
-            });
-        });
-    }
 }
 
 #[cfg(feature = "arbitrary")]
@@ -869,7 +857,7 @@ impl ApplyInput {
         })
     }
 
-    fn write_body(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
         out.put_bytes(&self.operation_id.bytes());
         self.terminal.write(out);
         out.put_u16(self.events.len() as u16);

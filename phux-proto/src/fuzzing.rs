@@ -4,7 +4,7 @@
 //! Each function takes the fuzzer's raw bytes and panics when a property fails; that is how
 //! libFuzzer (and the replay tests) learn about a bug. Not part of the public API.
 
-use crate::Frame;
+use crate::frame::Frame;
 use crate::framing;
 
 /// Arbitrary bytes into [`Frame::decode`] and [`framing::parse_header`].
@@ -60,9 +60,9 @@ mod structured {
     use arbitrary::{Arbitrary, Unstructured};
 
     use super::check_canonical;
-    use crate::Frame;
     use crate::command::{MAX_APPLY_INPUT_EVENTS, MAX_APPLY_INPUT_LEN};
     use crate::field::Put;
+    use crate::frame::Frame;
     use crate::frame::FrameType;
     use crate::framing::LENGTH_LEN;
 
@@ -82,7 +82,7 @@ mod structured {
     }
 
     /// The APPLY_INPUT command tag, which the input below favours.
-    const APPLY_INPUT: u8 = crate::Command::APPLY_INPUT;
+    const APPLY_INPUT: u8 = crate::command::Command::APPLY_INPUT;
 
     /// Arbitrary COMMAND bodies, APPLY_INPUT-heavy: a COMMAND frame is built around a tag and
     /// body made from the input (APPLY_INPUT three times in four, with a plausible operation
@@ -118,7 +118,7 @@ mod structured {
         match Frame::decode(&frame) {
             Ok(Frame::Command(command)) => {
                 assert_eq!(command.request_id, case.request_id);
-                if let crate::Command::ApplyInput(apply) = &command.command {
+                if let crate::command::Command::ApplyInput(apply) = &command.command {
                     assert_eq!(value.first(), Some(&APPLY_INPUT));
                     // [INPUT.APPLY.1] [INPUT.APPLY.3] The bounds hold for whatever decodes.
                     assert!(value.len() <= MAX_APPLY_INPUT_LEN, "{} bytes", value.len());

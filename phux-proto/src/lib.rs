@@ -15,6 +15,7 @@ pub mod error_code;
 pub mod event;
 pub mod field;
 pub mod frame;
+mod frame_type;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -25,5 +26,6 @@ pub mod notation;
 pub use command::{Command, CommandResult, CommandValue};
 pub use decode_error::{DecodeError, DecodeErrorKind};
 pub use error_code::ErrorCode;
-pub use frame::{Frame, FrameType};
+pub use frame::Frame;
+pub use frame_type::FrameType;
 pub use ids::{BootstrapId, ClientId, GroupId, OperationId, StreamId, TerminalId};

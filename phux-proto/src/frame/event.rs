@@ -1,7 +1,7 @@
 //! SUBSCRIBE_EVENTS (0x41) and EVENT (0xb3).
 
-use crate::TerminalId;
 use crate::event::AgentEvent;
+use crate::ids::TerminalId;
 
 /// SUBSCRIBE_EVENTS (0x41, C→S): field 1 terminal (absent = server-scoped).
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]

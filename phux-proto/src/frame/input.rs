@@ -1,6 +1,6 @@
 //! INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS and VIEWPORT_RESIZE.
 
-use crate::TerminalId;
+use crate::ids::TerminalId;
 use crate::input::{FocusEvent, KeyEvent, MouseEvent, PasteEvent};
 
 /// INPUT_KEY (0x10, C→S): field 1 terminal, field 2 KeyEvent.

@@ -287,7 +287,8 @@ use crate::decode_error::{DecodeError, DecodeErrorKind};
 use crate::field::{Fields, Put, Reader, WIRE_TYPE_BYTES, once, required, utf8};
 use crate::frame::handshake::{output_mode_byte, read_output_mode_value};
 use crate::frame::input::pos;
-use crate::framing::LENGTH_LEN;
+use crate::frame_type::FrameType;
+use crate::framing::{LENGTH_LEN, encode_framed, split_frame};
 
 fn u32_value(v: &[u8]) -> Result<u32> {
     Reader::new(v).u32()
@@ -579,7 +580,7 @@ impl TerminalOutputRef<'_> {
     ///
     /// [`Frame::TerminalOutput`]: super::Frame::TerminalOutput
     pub fn encode(&self, out: &mut Vec<u8>) {
-        super::encode_framed(out, super::FrameType::TERMINAL_OUTPUT, |out| {
+        encode_framed(out, FrameType::TERMINAL_OUTPUT, |out| {
             self.encode_body(out);
         });
     }
@@ -590,7 +591,7 @@ impl TerminalOutputRef<'_> {
     /// The length prefix already counts that tail.
     pub fn encode_head(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        super::encode_framed(out, super::FrameType::TERMINAL_OUTPUT, |out| {
+        encode_framed(out, FrameType::TERMINAL_OUTPUT, |out| {
             self.encode_shared_fields(out);
         });
         let length = (out.len() - start - LENGTH_LEN + TerminalOutputTail::LEN) as u32;
@@ -673,8 +674,8 @@ impl<'a> TerminalOutputView<'a> {
     ///
     /// [`Frame::decode`]: super::Frame::decode
     pub fn decode(frame: &'a [u8]) -> Result<Option<Self>> {
-        let (frame_type, body) = super::split_frame(frame)?;
-        if frame_type != super::FrameType::TERMINAL_OUTPUT {
+        let (frame_type, body) = split_frame(frame)?;
+        if frame_type != FrameType::TERMINAL_OUTPUT {
             return Ok(None);
         }
         Self::decode_body(body)
