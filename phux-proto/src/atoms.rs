@@ -24,6 +24,15 @@ pub(crate) fn unknown(what: &'static str, value: impl Into<u64>) -> DecodeError 
     })
 }
 
+/// A named bound exceeded: `what` is `actual`, at most `limit`.
+pub(crate) fn limit(what: &'static str, limit: usize, actual: usize) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::LimitExceeded {
+        what,
+        limit: limit as u64,
+        actual: actual as u64,
+    })
+}
+
 impl Wire for TerminalId {
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         // [ID.TERMINAL.1] `00 ‖ id u32` local, `01 ‖ host str ‖ id u32` satellite.
