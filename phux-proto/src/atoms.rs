@@ -24,6 +24,11 @@ pub(crate) fn unknown(what: &'static str, value: impl Into<u64>) -> DecodeError 
     })
 }
 
+/// A field value holding exactly one positional atom (trailing bytes skipped, rule R4).
+pub(crate) fn pos<T: Wire>(v: &[u8]) -> Result<T> {
+    T::read(&mut Reader::new(v))
+}
+
 /// A named bound exceeded: `what` is `actual`, at most `limit`.
 pub(crate) fn limit(what: &'static str, limit: usize, actual: usize) -> DecodeError {
     DecodeError::new(DecodeErrorKind::LimitExceeded {

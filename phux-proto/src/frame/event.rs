@@ -23,9 +23,8 @@ pub struct EventFrame {
 
 // ---- codec ----
 
-use crate::atoms::{Result, Wire};
+use crate::atoms::{Result, Wire, pos};
 use crate::field::{Fields, Put, once, required};
-use crate::frame::input::pos;
 
 impl SubscribeEvents {
     pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {
