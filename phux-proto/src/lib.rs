@@ -21,6 +21,7 @@ pub mod framing;
 pub mod fuzzing;
 pub mod ids;
 pub mod input;
+#[cfg(feature = "notation")]
 pub mod notation;
 
 pub use command::{Command, CommandResult, CommandValue};
