@@ -11,7 +11,8 @@ use crate::framing;
 ///
 /// Properties: nothing panics; a header that parses agrees with [`Frame::decode`] on the
 /// length; whatever decodes is canonical after one re-encode (`decode(encode(f)) == f`,
-/// encoding is deterministic) and survives the notation round trip.
+/// encoding is deterministic) and, with the `notation` feature, survives the notation round
+/// trip.
 pub fn frame_decode(data: &[u8]) {
     let header = framing::parse_header(data);
     let decoded = Frame::decode(data);
@@ -27,7 +28,8 @@ pub fn frame_decode(data: &[u8]) {
     }
 }
 
-/// The canonical-encoding and notation properties every decoded frame must have.
+/// The canonical-encoding and (with the `notation` feature) notation properties every decoded
+/// frame must have.
 fn check_canonical(frame: &Frame) {
     // [FIELD.CANON.1] decode(encode(f)) == f and the encoding is a fixed point.
     let bytes = frame.to_bytes();

@@ -1,4 +1,5 @@
 //! The frame text notation: how transcripts, logs and the CLI write frames for people.
+//! Behind the `notation` feature, on by default.
 //!
 //! ```text
 //! COMMAND{request_id=7 command=APPLY_INPUT{operation_id=0x5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a
