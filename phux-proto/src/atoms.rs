@@ -24,6 +24,20 @@ pub(crate) fn unknown(what: &'static str, value: impl Into<u64>) -> DecodeError 
     })
 }
 
+/// A field value holding exactly one positional atom (trailing bytes skipped, rule R4).
+pub(crate) fn pos<T: Wire>(v: &[u8]) -> Result<T> {
+    T::read(&mut Reader::new(v))
+}
+
+/// A named bound exceeded: `what` is `actual`, at most `limit`.
+pub(crate) fn limit(what: &'static str, limit: usize, actual: usize) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::LimitExceeded {
+        what,
+        limit: limit as u64,
+        actual: actual as u64,
+    })
+}
+
 impl Wire for TerminalId {
     fn read(r: &mut Reader<'_>) -> Result<Self> {
         // [ID.TERMINAL.1] `00 ‖ id u32` local, `01 ‖ host str ‖ id u32` satellite.

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use crate::ErrorCode;
-use crate::frame::FrameType;
+use crate::error_code::ErrorCode;
+use crate::frame_type::FrameType;
 
 /// A frame that did not decode. Says which frame and field, why, and (for a COMMAND whose
 /// field 1 decoded) the request id, so a server can answer `ERROR{request_id, code}` and keep

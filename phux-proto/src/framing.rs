@@ -1,7 +1,7 @@
 //! The frame header: `length u32 BE` (type byte + body) then `type u8`.
 
 use crate::decode_error::{DecodeError, DecodeErrorKind};
-use crate::frame::FrameType;
+use crate::frame_type::FrameType;
 
 /// Header bytes: the 4-byte length and the type byte.
 pub const HEADER_LEN: usize = 5;
@@ -60,6 +60,56 @@ pub fn parse_header(buf: &[u8]) -> Result<Option<FrameHeader>, DecodeError> {
     }))
 }
 
+/// Appends the length prefix, the type byte and the body `body` writes.
+pub(crate) fn encode_framed(
+    out: &mut Vec<u8>,
+    frame_type: FrameType,
+    body: impl FnOnce(&mut Vec<u8>),
+) {
+    let start = out.len();
+    out.extend_from_slice(&[0; LENGTH_LEN]);
+    out.push(frame_type.0);
+    body(out);
+    // [FRAME.HEADER.1] The length counts the type byte and body, not itself.
+    let length = (out.len() - start - LENGTH_LEN) as u32;
+    out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
+}
+
+/// Checks one whole frame's header against its length and splits off the body, as
+/// [`Frame::decode`] does before decoding the body.
+pub(crate) fn split_frame(frame: &[u8]) -> Result<(FrameType, &[u8]), DecodeError> {
+    let Some(len_bytes) = frame.first_chunk::<LENGTH_LEN>() else {
+        return Err(DecodeError::new(DecodeErrorKind::FrameTruncated {
+            needed: LENGTH_LEN,
+            available: frame.len(),
+        }));
+    };
+    let length = u32::from_be_bytes(*len_bytes);
+    check_length(length)?;
+    let needed = LENGTH_LEN + length as usize;
+    let frame_type = frame.get(LENGTH_LEN).copied().map(FrameType);
+    let with_type = |e: DecodeError| match frame_type {
+        Some(t) => e.with_frame(t),
+        None => e,
+    };
+    if frame.len() < needed {
+        return Err(with_type(DecodeError::new(
+            DecodeErrorKind::FrameTruncated {
+                needed,
+                available: frame.len(),
+            },
+        )));
+    }
+    if frame.len() > needed {
+        return Err(with_type(DecodeError::new(
+            DecodeErrorKind::TrailingBytes {
+                extra: frame.len() - needed,
+            },
+        )));
+    }
+    Ok((FrameType(frame[LENGTH_LEN]), &frame[HEADER_LEN..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,7 +127,7 @@ mod tests {
         for bad in [[0, 0, 0, 0], [0x01, 0, 0, 1], [0xff; 4]] {
             let err = parse_header(&bad).unwrap_err();
             assert!(err.is_framing());
-            assert_eq!(err.code(), crate::ErrorCode::FRAME_TOO_LARGE);
+            assert_eq!(err.code(), crate::error_code::ErrorCode::FRAME_TOO_LARGE);
         }
         assert!(parse_header(&[0x01, 0, 0, 0, 0x90]).unwrap().is_some());
     }

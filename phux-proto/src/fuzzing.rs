@@ -4,14 +4,15 @@
 //! Each function takes the fuzzer's raw bytes and panics when a property fails; that is how
 //! libFuzzer (and the replay tests) learn about a bug. Not part of the public API.
 
-use crate::Frame;
+use crate::frame::Frame;
 use crate::framing;
 
 /// Arbitrary bytes into [`Frame::decode`] and [`framing::parse_header`].
 ///
 /// Properties: nothing panics; a header that parses agrees with [`Frame::decode`] on the
 /// length; whatever decodes is canonical after one re-encode (`decode(encode(f)) == f`,
-/// encoding is deterministic) and survives the notation round trip.
+/// encoding is deterministic) and, with the `notation` feature, survives the notation round
+/// trip.
 pub fn frame_decode(data: &[u8]) {
     let header = framing::parse_header(data);
     let decoded = Frame::decode(data);
@@ -27,7 +28,8 @@ pub fn frame_decode(data: &[u8]) {
     }
 }
 
-/// The canonical-encoding and notation properties every decoded frame must have.
+/// The canonical-encoding and (with the `notation` feature) notation properties every decoded
+/// frame must have.
 fn check_canonical(frame: &Frame) {
     // [FIELD.CANON.1] decode(encode(f)) == f and the encoding is a fixed point.
     let bytes = frame.to_bytes();
@@ -43,10 +45,12 @@ fn check_canonical(frame: &Frame) {
         Some(bytes.len()),
         "the header of an encoded frame does not describe it"
     );
+    #[cfg(feature = "notation")]
     check_notation(frame);
 }
 
 /// `Frame::from_str(&f.to_string()) == f`.
+#[cfg(feature = "notation")]
 fn check_notation(frame: &Frame) {
     let text = frame.to_string();
     match text.parse::<Frame>() {
@@ -60,9 +64,9 @@ mod structured {
     use arbitrary::{Arbitrary, Unstructured};
 
     use super::check_canonical;
-    use crate::Frame;
     use crate::command::{MAX_APPLY_INPUT_EVENTS, MAX_APPLY_INPUT_LEN};
     use crate::field::Put;
+    use crate::frame::Frame;
     use crate::frame::FrameType;
     use crate::framing::LENGTH_LEN;
 
@@ -82,7 +86,7 @@ mod structured {
     }
 
     /// The APPLY_INPUT command tag, which the input below favours.
-    const APPLY_INPUT: u8 = crate::Command::APPLY_INPUT;
+    const APPLY_INPUT: u8 = crate::command::Command::APPLY_INPUT;
 
     /// Arbitrary COMMAND bodies, APPLY_INPUT-heavy: a COMMAND frame is built around a tag and
     /// body made from the input (APPLY_INPUT three times in four, with a plausible operation
@@ -118,7 +122,7 @@ mod structured {
         match Frame::decode(&frame) {
             Ok(Frame::Command(command)) => {
                 assert_eq!(command.request_id, case.request_id);
-                if let crate::Command::ApplyInput(apply) = &command.command {
+                if let crate::command::Command::ApplyInput(apply) = &command.command {
                     assert_eq!(value.first(), Some(&APPLY_INPUT));
                     // [INPUT.APPLY.1] [INPUT.APPLY.3] The bounds hold for whatever decodes.
                     assert!(value.len() <= MAX_APPLY_INPUT_LEN, "{} bytes", value.len());

@@ -1,6 +1,6 @@
 //! COMMAND (0x31) and COMMAND_RESULT (0xc2) envelopes; the bodies are in `crate::command`.
 
-use crate::command::{Command, CommandResult};
+use crate::command::{ApplyInput, Command, CommandResult};
 
 /// COMMAND (0x31, C→S): field 1 request_id (absent = 0, always written), field 2 command.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -26,6 +26,8 @@ pub struct CommandResultFrame {
 
 use crate::atoms::{Result, Wire};
 use crate::field::{Fields, Put, Reader, once, required};
+use crate::frame_type::FrameType;
+use crate::framing::encode_framed;
 
 /// Decodes `1 request_id ‖ 2 value` with the value decoded after the loop, so an error in it
 /// carries the request id whichever order the fields came in (our rule R7).
@@ -73,12 +75,22 @@ impl CommandFrame {
     }
 }
 
+impl ApplyInput {
+    /// Appends `COMMAND{request_id, APPLY_INPUT{self}}`: byte for byte what
+    /// [`Frame::Command`](crate::Frame::Command) encodes for it, without first moving a copy
+    /// of the events into a [`Command`] (the server hashes this encoding on every operation).
+    pub fn encode_command(&self, request_id: u32, out: &mut Vec<u8>) {
+        encode_framed(out, FrameType::COMMAND, |out| {
+            encode_command_body(out, request_id, |o| {
+                o.put_u8(Command::APPLY_INPUT);
+                self.write_body(o);
+            });
+        });
+    }
+}
+
 /// A COMMAND's body: the request id and the command value `value` writes.
-pub(crate) fn encode_command_body(
-    out: &mut Vec<u8>,
-    request_id: u32,
-    value: impl FnOnce(&mut Vec<u8>),
-) {
+fn encode_command_body(out: &mut Vec<u8>, request_id: u32, value: impl FnOnce(&mut Vec<u8>)) {
     out.put_field(1, &request_id.to_be_bytes());
     out.put_field_with(2, value);
 }

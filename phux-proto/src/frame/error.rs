@@ -1,6 +1,6 @@
 //! ERROR (0xc1).
 
-use crate::ErrorCode;
+use crate::error_code::ErrorCode;
 
 /// ERROR (0xc1, S→C): field 1 request_id (optional), field 2 code, field 3 message.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

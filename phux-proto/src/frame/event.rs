@@ -1,7 +1,7 @@
 //! SUBSCRIBE_EVENTS (0x41) and EVENT (0xb3).
 
-use crate::TerminalId;
 use crate::event::AgentEvent;
+use crate::ids::TerminalId;
 
 /// SUBSCRIBE_EVENTS (0x41, C→S): field 1 terminal (absent = server-scoped).
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -23,9 +23,8 @@ pub struct EventFrame {
 
 // ---- codec ----
 
-use crate::atoms::{Result, Wire};
+use crate::atoms::{Result, Wire, pos};
 use crate::field::{Fields, Put, once, required};
-use crate::frame::input::pos;
 
 impl SubscribeEvents {
     pub(crate) fn decode_body(body: &[u8]) -> Result<Self> {

@@ -1,6 +1,6 @@
 //! INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS and VIEWPORT_RESIZE.
 
-use crate::TerminalId;
+use crate::ids::TerminalId;
 use crate::input::{FocusEvent, KeyEvent, MouseEvent, PasteEvent};
 
 /// INPUT_KEY (0x10, C→S): field 1 terminal, field 2 KeyEvent.
@@ -68,12 +68,8 @@ pub struct ViewportResize {
 
 // ---- codec ----
 
-use crate::atoms::{Result, Wire};
+use crate::atoms::{Result, Wire, pos};
 use crate::field::{Fields, Put, Reader, once, required};
-
-pub(crate) fn pos<T: Wire>(v: &[u8]) -> Result<T> {
-    T::read(&mut Reader::new(v))
-}
 
 /// Decodes `1 TerminalId ‖ 2 <event>`, both required.
 fn decode_terminal_and<T: Wire>(body: &[u8]) -> Result<(TerminalId, T)> {

@@ -11,6 +11,7 @@ pub mod input;
 pub mod lifecycle;
 pub mod terminal;
 
+pub use crate::frame_type::FrameType;
 pub use command::{CommandFrame, CommandResultFrame};
 pub use error::ErrorFrame;
 pub use event::{EventFrame, SubscribeEvents};
@@ -27,74 +28,6 @@ pub use terminal::{
     TerminalOutputTail, TerminalOutputView, TerminalResize, TerminalSize, TerminalSpawned,
     TombstoneReason,
 };
-
-use crate::macros::open_enum;
-
-open_enum! {
-    /// A frame's type byte. Open: a header with any type byte parses, so an unknown type can
-    /// be reported (UNKNOWN_MESSAGE_TYPE) without losing the stream. The named constants are
-    /// the types we speak; `0x00-0x7f` are client-originated, `0x80-0xff` server-originated.
-    pub struct FrameType(u8);
-    /// C→S: opens the handshake.
-    HELLO = 0x01,
-    /// C→S: ends the connection politely.
-    DETACH = 0x03,
-    /// C→S: a key event for one terminal.
-    INPUT_KEY = 0x10,
-    /// C→S: a paste for one terminal.
-    INPUT_PASTE = 0x11,
-    /// C→S: a mouse event for one terminal.
-    INPUT_MOUSE = 0x12,
-    /// C→S: focus gained or lost.
-    INPUT_FOCUS = 0x14,
-    /// C→S: the client's viewport size (cells and optional pixels).
-    VIEWPORT_RESIZE = 0x20,
-    /// C→S: start a terminal.
-    SPAWN_TERMINAL = 0x22,
-    /// C→S: resize a terminal.
-    TERMINAL_RESIZE = 0x23,
-    /// C→S: a request, answered by COMMAND_RESULT.
-    COMMAND = 0x31,
-    /// C→S: subscribe to agent events (server- or terminal-scoped).
-    SUBSCRIBE_EVENTS = 0x41,
-    /// C→S: liveness probe.
-    PING = 0x7f,
-    /// S→C: the handshake reply.
-    HELLO_OK = 0x80,
-    /// S→C: the server is ending the connection, and why.
-    DETACHED = 0x82,
-    /// S→C: terminal output bytes.
-    TERMINAL_OUTPUT = 0x90,
-    /// S→C: a bootstrap starts.
-    BOOTSTRAP_BEGIN = 0x93,
-    /// S→C: one bootstrap payload chunk.
-    BOOTSTRAP_CHUNK = 0x94,
-    /// S→C: the bootstrap is complete; live output follows.
-    BOOTSTRAP_READY = 0x95,
-    /// S→C: the bootstrap (or stream) was abandoned.
-    BOOTSTRAP_TOMBSTONE = 0x97,
-    /// S→C: a terminal's child is gone.
-    TERMINAL_CLOSED = 0xa1,
-    /// S→C: the reply to SPAWN_TERMINAL.
-    TERMINAL_SPAWNED = 0xa2,
-    /// S→C: a terminal rang its bell.
-    BELL = 0xb0,
-    /// S→C: an agent event.
-    EVENT = 0xb3,
-    /// S→C: an error report.
-    ERROR = 0xc1,
-    /// S→C: the reply to COMMAND.
-    COMMAND_RESULT = 0xc2,
-    /// S→C: the reply to PING.
-    PONG = 0xff,
-}
-
-impl FrameType {
-    /// Whether a client sends this type (`0x00-0x7f`); servers send the rest.
-    pub fn is_client_originated(self) -> bool {
-        self.0 < 0x80
-    }
-}
 
 /// One whole frame of a type we speak.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -154,56 +87,6 @@ pub enum Frame {
     Bell(Bell),
 }
 
-/// Appends the length prefix, the type byte and the body `body` writes.
-pub(crate) fn encode_framed(
-    out: &mut Vec<u8>,
-    frame_type: FrameType,
-    body: impl FnOnce(&mut Vec<u8>),
-) {
-    let start = out.len();
-    out.extend_from_slice(&[0; LENGTH_LEN]);
-    out.push(frame_type.0);
-    body(out);
-    // [FRAME.HEADER.1] The length counts the type byte and body, not itself.
-    let length = (out.len() - start - LENGTH_LEN) as u32;
-    out[start..start + LENGTH_LEN].copy_from_slice(&length.to_be_bytes());
-}
-
-/// Checks one whole frame's header against its length and splits off the body, as
-/// [`Frame::decode`] does before decoding the body.
-pub(crate) fn split_frame(frame: &[u8]) -> Result<(FrameType, &[u8]), DecodeError> {
-    let Some(len_bytes) = frame.first_chunk::<LENGTH_LEN>() else {
-        return Err(DecodeError::new(DecodeErrorKind::FrameTruncated {
-            needed: LENGTH_LEN,
-            available: frame.len(),
-        }));
-    };
-    let length = u32::from_be_bytes(*len_bytes);
-    check_length(length)?;
-    let needed = LENGTH_LEN + length as usize;
-    let frame_type = frame.get(LENGTH_LEN).copied().map(FrameType);
-    let with_type = |e: DecodeError| match frame_type {
-        Some(t) => e.with_frame(t),
-        None => e,
-    };
-    if frame.len() < needed {
-        return Err(with_type(DecodeError::new(
-            DecodeErrorKind::FrameTruncated {
-                needed,
-                available: frame.len(),
-            },
-        )));
-    }
-    if frame.len() > needed {
-        return Err(with_type(DecodeError::new(
-            DecodeErrorKind::TrailingBytes {
-                extra: frame.len() - needed,
-            },
-        )));
-    }
-    Ok((FrameType(frame[LENGTH_LEN]), &frame[HEADER_LEN..]))
-}
-
 impl Frame {
     /// This frame's type byte.
     pub fn frame_type(&self) -> FrameType {
@@ -239,7 +122,7 @@ impl Frame {
 }
 
 use crate::decode_error::{DecodeError, DecodeErrorKind};
-use crate::framing::{HEADER_LEN, LENGTH_LEN, check_length};
+use crate::framing::{encode_framed, split_frame};
 
 impl Frame {
     /// Appends this frame's canonical encoding (header included) to `out`.

@@ -1,4 +1,5 @@
 //! The frame text notation: how transcripts, logs and the CLI write frames for people.
+//! Behind the `notation` feature, on by default.
 //!
 //! ```text
 //! COMMAND{request_id=7 command=APPLY_INPUT{operation_id=0x5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a
@@ -106,19 +107,9 @@ use std::str::FromStr;
 
 pub use convert::{FromValue, ToValue};
 pub use error::{NotationError, Path, PathSegment, SyntaxError, ValueError};
-pub use value::Value;
+pub use value::{MAX_DEPTH, REST_FIELD, Value};
 
-use crate::Frame;
-
-/// The deepest nesting of records and lists the parser accepts: far beyond any frame (the
-/// deepest is a 64-level window layout, two levels per split), and shallow enough that the
-/// recursive parser and converter cannot exhaust the stack.
-pub const MAX_DEPTH: usize = 192;
-
-/// The field name a record's rest marker (`..`) parses to: in a pattern, "the actual record
-/// may have further fields, with any values". No frame has a field of this name, so typed
-/// conversion rejects it as an unknown field.
-pub const REST_FIELD: &str = "..";
+use crate::frame::Frame;
 
 impl Frame {
     /// The frame as a notation value tree.

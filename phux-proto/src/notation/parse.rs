@@ -1,8 +1,7 @@
 //! The notation parser: text to a [`Value`] tree, with line and column on every error.
 
 use super::error::{NotationError, SyntaxError};
-use super::value::Value;
-use super::{MAX_DEPTH, REST_FIELD};
+use super::value::{MAX_DEPTH, REST_FIELD, Value};
 use crate::ids::TerminalId;
 
 impl Value {

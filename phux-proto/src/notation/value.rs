@@ -4,6 +4,16 @@ use std::fmt::{self, Write as _};
 
 use crate::ids::TerminalId;
 
+/// The deepest nesting of records and lists the parser accepts: far beyond any frame (the
+/// deepest is a 64-level window layout, two levels per split), and shallow enough that the
+/// recursive parser and converter cannot exhaust the stack.
+pub const MAX_DEPTH: usize = 192;
+
+/// The field name a record's rest marker (`..`) parses to: in a pattern, "the actual record
+/// may have further fields, with any values". No frame has a field of this name, so typed
+/// conversion rejects it as an unknown field.
+pub const REST_FIELD: &str = "..";
+
 /// One notation value. Frames convert to and from this tree; the conformance runner matches
 /// it against patterns (`$name` captures, `*` wildcards) before any typed conversion.
 ///
@@ -96,8 +106,8 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_char(' ')?;
                     }
-                    if field == super::REST_FIELD {
-                        f.write_str(super::REST_FIELD)?;
+                    if field == REST_FIELD {
+                        f.write_str(REST_FIELD)?;
                     } else {
                         write!(f, "{field}={value}")?;
                     }

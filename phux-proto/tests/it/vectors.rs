@@ -59,7 +59,7 @@ fn hex(text: &str) -> Vec<u8> {
 }
 
 fn parse_vectors() -> Vec<Vector> {
-    let text = include_str!("../testdata/vectors.md");
+    let text = include_str!("../../testdata/vectors.md");
     let mut vectors: Vec<Vector> = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {

@@ -2,16 +2,12 @@
 //! (`fuzz/regressions/<target>/`) through the same functions the cargo-fuzz targets call, on
 //! stable, every run. Also measures, with a counting allocator, the peak bytes `Frame::decode`
 //! holds for each `frame_decode` input: never more than a small constant over the input.
-//! (One test in this binary, so nothing else allocates meanwhile.)
+//! (The allocator counts per thread, so the tests running alongside do not disturb it.)
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-mod common {
-    pub(crate) mod alloc;
-}
-
-use common::alloc::peak_during_decode;
+use crate::common::alloc::peak_during_decode;
 use phux_proto::fuzzing;
 
 fn fuzz_dir() -> PathBuf {

@@ -1,12 +1,8 @@
 //! Decoding never allocates from an unchecked length: a counting global allocator measures
 //! the peak bytes held during each decode of truncated, mutated and huge-declared-length
-//! inputs. (Its own test binary, one test, so nothing else allocates meanwhile.)
+//! inputs. (The allocator counts per thread, so the tests running alongside do not disturb it.)
 
-mod common {
-    pub(crate) mod alloc;
-}
-
-use common::alloc::peak_during_decode;
+use crate::common::alloc::peak_during_decode;
 use phux_proto::Frame;
 
 /// The bound: a small constant, plus per input byte at most the in-memory size of the
@@ -18,7 +14,7 @@ fn bound(len: usize) -> usize {
 }
 
 fn vectors() -> Vec<Vec<u8>> {
-    let text = include_str!("../testdata/vectors.md");
+    let text = include_str!("../../testdata/vectors.md");
     let mut out = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {

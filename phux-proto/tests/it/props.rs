@@ -57,7 +57,7 @@ mod strategies {
 
     /// Every vector's bytes, from the committed vector file.
     pub(crate) fn vector_bytes() -> Vec<Vec<u8>> {
-        let text = include_str!("../testdata/vectors.md");
+        let text = include_str!("../../testdata/vectors.md");
         let mut out = Vec::new();
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
