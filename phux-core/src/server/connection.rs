@@ -19,7 +19,7 @@ pub(super) enum Phase {
 }
 
 #[derive(Debug)]
-pub(super) struct Conn {
+pub(super) struct Connection {
     pub(super) id: ConnId,
     pub(super) client: ClientId,
     pub(super) peer: PeerInfo,
@@ -97,7 +97,7 @@ impl Outbound {
     }
 }
 
-impl Conn {
+impl Connection {
     pub(super) fn new(id: ConnId, client: ClientId, peer: PeerInfo) -> Self {
         let limit = SMALLEST_LIMIT;
         Self {

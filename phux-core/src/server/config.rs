@@ -1,0 +1,57 @@
+//! Server-wide settings and what a spawn runs.
+
+/// Server-wide settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// This incarnation's id (HELLO_OK field 5): 16 random bytes from the driver's OS RNG.
+    pub server_id: Vec<u8>,
+    /// Size for terminals spawned without one.
+    pub default_size: (u16, u16),
+    /// History rows each terminal retains for GET_SCREEN and scrollback.
+    pub scrollback_lines: usize,
+    /// Unsent output bytes (TERMINAL_OUTPUT, bootstrap) a connection may have queued; past
+    /// it the stream is tombstoned, and bootstrapped again once below half of it.
+    pub output_budget: usize,
+    /// Unsent control bytes (results, events, ...) a connection may have queued; past it the
+    /// connection is detached.
+    pub control_budget: usize,
+    /// Write jobs queued for one terminal's PTY and not yet completed.
+    pub max_jobs_per_terminal: usize,
+    /// The most terminals alive at once.
+    pub max_terminals: usize,
+    /// The program a SPAWN_TERMINAL without a command runs.
+    pub default_command: Vec<String>,
+}
+
+impl ServerConfig {
+    /// Defaults for everything but the incarnation id.
+    pub fn new(server_id: Vec<u8>) -> Self {
+        Self {
+            server_id,
+            default_size: (80, 24),
+            scrollback_lines: 2000,
+            output_budget: 4 * 1024 * 1024,
+            control_budget: 1024 * 1024,
+            max_jobs_per_terminal: 1024,
+            max_terminals: 4096,
+            default_command: vec!["/bin/sh".to_owned()],
+        }
+    }
+}
+
+/// What a new terminal should run.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SpawnSpec {
+    /// Program and arguments (never empty).
+    pub command: Vec<String>,
+    /// Working directory; `None` = the server's.
+    pub cwd: Option<String>,
+    /// Environment; `None` = inherit the server's. `TERM` is set from `term` either way.
+    pub env: Option<Vec<(String, String)>>,
+    /// The `TERM` value: the `term` field, else the `TERM` in `env`, else `xterm-256color`.
+    pub term: String,
+    /// Initial columns.
+    pub cols: u16,
+    /// Initial rows.
+    pub rows: u16,
+}

@@ -1,0 +1,336 @@
+//! A terminal's life: spawn, resize, signals, kill, exit and removal.
+
+use phux_proto::command::{CommandResult, Signal};
+use phux_proto::event::{AgentEvent, ControlAction, Lifecycle, TerminalControl};
+use phux_proto::frame::{
+    EventFrame, SpawnError, SpawnResult, SpawnTerminal, TerminalClosed, TerminalResize,
+    TerminalSpawned,
+};
+use phux_proto::{ErrorCode, Frame, TerminalId};
+
+use super::terminal::Terminal;
+use super::{ConnId, LocalTerminal, ServerAction, ServerEngine, SpawnSpec};
+
+/// The longest `agent_session` SPAWN_TERMINAL accepts.
+const MAX_AGENT_SESSION_LEN: usize = 4096;
+
+/// The widest terminal we model: far beyond any real screen, and a bound on the grid's memory.
+pub(super) const MAX_COLS: u16 = 1024;
+/// The tallest terminal we model.
+pub(super) const MAX_ROWS: u16 = 512;
+
+/// The only terminal group (phux 0.8's reference server has one).
+const THE_GROUP: u32 = 1;
+
+impl ServerEngine {
+    pub(super) fn on_spawn(&mut self, id: ConnId, spawn: SpawnTerminal) {
+        let rid = spawn.request_id;
+        let refuse = |engine: &mut Self, error: SpawnError| {
+            engine.send(
+                id,
+                &Frame::TerminalSpawned(TerminalSpawned {
+                    request_id: rid,
+                    result: SpawnResult::Err(error),
+                }),
+            );
+        };
+        if spawn.satellite.is_some() {
+            refuse(self, SpawnError::UnsupportedSatelliteRoute);
+            return;
+        }
+        // [SPAWN.GROUP.1] Only group 1 exists.
+        if spawn.group.0 != THE_GROUP {
+            refuse(self, SpawnError::GroupNotFound);
+            return;
+        }
+        if spawn
+            .agent_session
+            .as_ref()
+            .is_some_and(|s| s.is_empty() || s.len() > MAX_AGENT_SESSION_LEN)
+        {
+            refuse(
+                self,
+                SpawnError::SpawnFailed("agent_session must be 1..=4096 bytes".to_owned()),
+            );
+            return;
+        }
+        if self.terminals.len() >= self.config.max_terminals {
+            refuse(
+                self,
+                SpawnError::SpawnFailed("terminal limit reached".to_owned()),
+            );
+            return;
+        }
+        let command = match spawn.command {
+            Some(command) if !command.is_empty() => command,
+            _ => self.config.default_command.clone(),
+        };
+        // [SPAWN.SIZE.1] 0 on either axis means the default size.
+        let (cols, rows) = match spawn.initial_size {
+            Some(size) if size.cols > 0 && size.rows > 0 => {
+                (size.cols.min(MAX_COLS), size.rows.min(MAX_ROWS))
+            }
+            _ => self.config.default_size,
+        };
+        let terminal = self.allocate_terminal_id();
+        self.terminals.insert(
+            terminal,
+            Terminal::new(
+                terminal,
+                cols,
+                rows,
+                self.config.scrollback_lines,
+                (id, rid),
+            ),
+        );
+        // An absent `term` keeps the `TERM` the given environment names ([SPAWN.ENV.1]: the
+        // child gets exactly that environment); only without one is it `xterm-256color`.
+        let term = spawn.term.unwrap_or_else(|| {
+            spawn
+                .env
+                .iter()
+                .flatten()
+                .rev()
+                .find(|(name, _)| name == "TERM")
+                .map_or_else(|| "xterm-256color".to_owned(), |(_, value)| value.clone())
+        });
+        let spec = SpawnSpec {
+            command,
+            cwd: spawn.cwd,
+            env: spawn.env,
+            term,
+            cols,
+            rows,
+        };
+        self.actions
+            .push_back(ServerAction::Spawn { terminal, spec });
+    }
+
+    pub(super) fn allocate_terminal_id(&mut self) -> LocalTerminal {
+        loop {
+            let id = LocalTerminal(self.next_terminal);
+            self.next_terminal = self.next_terminal.wrapping_add(1).max(1);
+            if !self.terminals.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    pub(super) fn on_spawned(&mut self, terminal: LocalTerminal, pid: u32) {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
+        if t.pid.is_some() {
+            return;
+        }
+        t.pid = Some(pid);
+        let spawner = t.spawner.take();
+        if let Some((conn, rid)) = spawner {
+            // [SPAWN.ORDER.1] TERMINAL_SPAWNED precedes every frame about the new terminal.
+            self.send(
+                conn,
+                &Frame::TerminalSpawned(TerminalSpawned {
+                    request_id: rid,
+                    result: SpawnResult::Ok(TerminalId::from(terminal)),
+                }),
+            );
+        }
+        // [SPAWN.EVENT.1] [SUBSCRIBE.EVENTS.2] Server-scoped subscribers hear of every new terminal.
+        let event = Frame::Event(EventFrame {
+            terminal: Some(TerminalId::from(terminal)),
+            event: AgentEvent::PaneSpawned,
+        });
+        for conn in self.server_subscribers() {
+            self.send(conn, &event);
+        }
+    }
+
+    pub(super) fn on_spawn_failed(&mut self, terminal: LocalTerminal, message: &str) {
+        let Some(t) = self.terminals.remove(&terminal) else {
+            return;
+        };
+        if let Some((conn, rid)) = t.spawner {
+            self.send(
+                conn,
+                &Frame::TerminalSpawned(TerminalSpawned {
+                    request_id: rid,
+                    result: SpawnResult::Err(SpawnError::SpawnFailed(message.to_owned())),
+                }),
+            );
+        }
+    }
+
+    pub(super) fn on_resize(&mut self, resize: &TerminalResize) {
+        // [TERMINAL.RESIZE.1] Unknown terminals are ignored; 0 clamps to 1.
+        let Some(t) = LocalTerminal::of(&resize.terminal).and_then(|t| self.terminals.get_mut(&t))
+        else {
+            return;
+        };
+        // [TERMINAL.RESIZE.3] Clamped to the largest size we model, so one frame cannot make the
+        // server allocate a 65,535 × 65,535 grid.
+        let cols = resize.size.cols.clamp(1, MAX_COLS);
+        let rows = resize.size.rows.clamp(1, MAX_ROWS);
+        t.state.resize(cols, rows);
+        if t.is_running() {
+            self.actions.push_back(ServerAction::Resize {
+                terminal: t.id,
+                cols,
+                rows,
+            });
+        }
+    }
+
+    pub(super) fn cmd_kill(&mut self, id: ConnId, rid: u32, targets: &[TerminalId]) {
+        // [TERMINAL.KILLALL.2] All or nothing: one unknown id and nothing is killed (R9).
+        let mut locals = Vec::with_capacity(targets.len());
+        for target in targets {
+            match self.lookup(target) {
+                Ok(t) => locals.push(t),
+                Err(e) => return self.send_lookup_error(id, rid, &e),
+            }
+        }
+        for t in locals {
+            let Some(term) = self.terminals.get_mut(&t) else {
+                continue;
+            };
+            if term.pid.is_none() {
+                // Not started yet: the spawn is abandoned (the driver kills what it started),
+                // and the spawner still gets its one TERMINAL_SPAWNED ([SPAWN.REPLY.1]).
+                let spawner = term.spawner.take();
+                self.remove_terminal(t);
+                self.actions.push_back(ServerAction::Kill { terminal: t });
+                if let Some((conn, rid)) = spawner {
+                    self.send(
+                        conn,
+                        &Frame::TerminalSpawned(TerminalSpawned {
+                            request_id: rid,
+                            result: SpawnResult::Err(SpawnError::SpawnFailed(
+                                "killed before it started".to_owned(),
+                            )),
+                        }),
+                    );
+                }
+            } else if !term.killing {
+                term.killing = true;
+                self.actions.push_back(ServerAction::Kill { terminal: t });
+            }
+        }
+        self.send_result(id, rid, CommandResult::Ok);
+    }
+
+    pub(super) fn cmd_signal(
+        &mut self,
+        id: ConnId,
+        rid: u32,
+        terminal: &TerminalId,
+        signal: Signal,
+    ) {
+        let t = match self.lookup(terminal) {
+            Ok(t) => t,
+            Err(e) => return self.send_lookup_error(id, rid, &e),
+        };
+        let client = self.conns[&id].client;
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        if !term.is_running() {
+            // [SIGNAL.REPLY.1] A terminal without a live child has no process group to signal.
+            return self.send_error_result(
+                id,
+                rid,
+                ErrorCode::INTERNAL_ERROR,
+                "the terminal has no running child",
+            );
+        }
+        let action = match signal {
+            Signal::Interrupt => ControlAction::Interrupted,
+            Signal::Freeze => {
+                term.lifecycle = Lifecycle::Frozen;
+                ControlAction::Frozen
+            }
+            Signal::Resume => {
+                term.lifecycle = Lifecycle::Running;
+                ControlAction::Resumed
+            }
+            Signal::Terminate => ControlAction::Terminated,
+            Signal::Kill => ControlAction::Killed,
+        };
+        let lifecycle = term.lifecycle;
+        // [SIGNAL.GROUP.1] The signal goes to the terminal's process group; the terminal stays.
+        self.actions.push_back(ServerAction::Signal {
+            terminal: t,
+            signal,
+        });
+        self.send_result(id, rid, CommandResult::Ok);
+        let tid = TerminalId::from(t);
+        let control = TerminalControl {
+            lifecycle,
+            exit_status: None,
+            input_holder: self.leases.holder(&tid),
+            action,
+            actor: Some(client),
+        };
+        self.broadcast_control(t, control);
+    }
+
+    pub(super) fn on_child_exited(&mut self, terminal: LocalTerminal, exit_status: Option<i32>) {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
+        t.lifecycle = Lifecycle::Exited;
+        t.exit_status = exit_status;
+        // Jobs the driver never reported: their bytes may or may not have reached the child.
+        self.resolve_orphaned_jobs(terminal);
+        let tid = TerminalId::from(terminal);
+        // [LEASE.EXIT.1] The lease ends with the child, without a RELEASED event.
+        self.leases.remove_terminal(&tid);
+        let Some(t) = self.terminals.get(&terminal) else {
+            return;
+        };
+        let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
+        let audience = t.audience(self.server_subscribers().into_iter());
+        let listeners = self.agent_event_listeners(terminal);
+        // [SIGNAL.EVENT.2] terminal_control EXITED with the status to every subscriber (R11),
+        // then TERMINAL_CLOSED once to every viewer, then pane_closed to event subscribers.
+        let control = TerminalControl {
+            lifecycle: Lifecycle::Exited,
+            exit_status,
+            input_holder: None,
+            action: ControlAction::Exited,
+            actor: None,
+        };
+        let event = Frame::Event(EventFrame {
+            terminal: Some(tid.clone()),
+            event: AgentEvent::TerminalControl(control),
+        });
+        for conn in audience {
+            self.send(conn, &event);
+        }
+        // [TERMINAL.CLOSED.1] Exactly once per attached connection.
+        let closed = Frame::TerminalClosed(TerminalClosed {
+            terminal: tid.clone(),
+            exit_status,
+        });
+        for conn in viewers {
+            self.send(conn, &closed);
+        }
+        // [TERMINAL.CLOSED.3]
+        let pane_closed = Frame::Event(EventFrame {
+            terminal: Some(tid),
+            event: AgentEvent::PaneClosed { exit_status },
+        });
+        for conn in listeners {
+            self.send(conn, &pane_closed);
+        }
+        // [TERMINAL.CLOSED.4] From here on the id is unknown.
+        self.remove_terminal(terminal);
+    }
+
+    pub(super) fn remove_terminal(&mut self, terminal: LocalTerminal) {
+        self.resolve_orphaned_jobs(terminal);
+        self.terminals.remove(&terminal);
+        let tid = TerminalId::from(terminal);
+        self.leases.remove_terminal(&tid);
+        self.lane.remove_terminal(&tid);
+    }
+}

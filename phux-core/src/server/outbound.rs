@@ -1,0 +1,195 @@
+//! The endpoint's output side: frames queued for connections, within their budgets, and
+//! the send buffers the driver gives back.
+
+use std::sync::Arc;
+
+use phux_proto::command::CommandResult;
+use phux_proto::frame::{DetachReason, Detached, ErrorFrame};
+use phux_proto::{ErrorCode, Frame};
+
+use super::connection::{Budget, Phase};
+use super::{ConnId, ServerAction, ServerEngine, SharedFrame};
+
+/// How many reclaimed send buffers are kept, and the largest capacity worth keeping: enough
+/// for a terminal's output fanned out to a handful of viewers without an allocation (and a
+/// page fault) per frame, bounded so a burst does not pin memory.
+pub(super) const SPARE_BUFFERS: usize = 32;
+pub(super) const SPARE_CAPACITY: usize = 256 * 1024;
+
+impl ServerEngine {
+    /// Queues one frame for a connection, coalescing with an adjacent send to it.
+    pub(super) fn send(&mut self, id: ConnId, frame: &Frame) {
+        let budget = match frame {
+            Frame::TerminalOutput(_)
+            | Frame::BootstrapBegin(_)
+            | Frame::BootstrapChunk(_)
+            | Frame::BootstrapReady(_) => Budget::Output,
+            _ => Budget::Control,
+        };
+        self.send_encoded(id, budget, |bytes| frame.encode(bytes));
+    }
+
+    /// Queues the frame `encode` appends, counted against `budget`.
+    pub(super) fn send_encoded(
+        &mut self,
+        id: ConnId,
+        budget: Budget,
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        let bytes = match self.actions.back_mut() {
+            Some(ServerAction::Send { conn: last, bytes }) if *last == id => bytes,
+            _ => {
+                self.actions.push_back(ServerAction::Send {
+                    conn: id,
+                    bytes: self.spare.pop().unwrap_or_default(),
+                });
+                let Some(ServerAction::Send { bytes, .. }) = self.actions.back_mut() else {
+                    return;
+                };
+                bytes
+            }
+        };
+        let before = bytes.len();
+        let control_ahead = conn.outbound.control;
+        encode(bytes);
+        conn.outbound.push(budget, bytes.len() - before);
+        // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
+        // up past the budget is detached instead of growing server memory. A frame is judged
+        // by what is queued ahead of it ([QUEUE.BOUND.1]'s "one frame"), so a reply larger
+        // than the whole budget (a big screen with its scrollback) reaches a client that reads.
+        if budget == Budget::Control && control_ahead > self.config.control_budget {
+            self.detach(
+                id,
+                DetachReason::PROTOCOL_ERROR,
+                "outbound control queue overflow: the client is not reading",
+            );
+        }
+    }
+
+    /// Queues a frame whose head other connections share, counted against the output budget.
+    pub(super) fn send_shared(&mut self, id: ConnId, frame: SharedFrame) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        conn.outbound.push(Budget::Output, frame.len());
+        self.actions
+            .push_back(ServerAction::SendShared { conn: id, frame });
+    }
+
+    /// A head for a frame fanned out to several connections, encoded by `encode` into a
+    /// reclaimed buffer when there is one.
+    pub(super) fn shared_head(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Arc<Vec<u8>> {
+        let mut head = self.spare_heads.pop().unwrap_or_default();
+        if let Some(buf) = Arc::get_mut(&mut head) {
+            buf.clear();
+            encode(buf);
+            head
+        } else {
+            let mut buf = Vec::new();
+            encode(&mut buf);
+            Arc::new(buf)
+        }
+    }
+
+    /// Gives back the buffer of a `Send` action once its bytes are written, so that the
+    /// next sends reuse it instead of allocating. Optional: a driver that drops its buffers
+    /// loses only the reuse.
+    pub fn reclaim(&mut self, mut buffer: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && buffer.capacity() <= SPARE_CAPACITY {
+            buffer.clear();
+            self.spare.push(buffer);
+        }
+    }
+
+    /// Gives back the head of a `SendShared` frame once written. The last connection to give
+    /// a head back returns it to the pool its successors are encoded into; the others just
+    /// let go of their share. Optional, like [`Self::reclaim`].
+    pub fn reclaim_shared(&mut self, mut head: Arc<Vec<u8>>) {
+        if self.spare_heads.len() < SPARE_BUFFERS
+            && Arc::get_mut(&mut head).is_some_and(|b| b.capacity() <= SPARE_CAPACITY)
+        {
+            self.spare_heads.push(head);
+        }
+    }
+
+    pub(super) fn send_result(&mut self, id: ConnId, request_id: u32, result: CommandResult) {
+        self.send(
+            id,
+            &Frame::CommandResult(phux_proto::frame::CommandResultFrame { request_id, result }),
+        );
+    }
+
+    pub(super) fn send_error_result(
+        &mut self,
+        id: ConnId,
+        request_id: u32,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) {
+        self.send_result(
+            id,
+            request_id,
+            CommandResult::Error {
+                code,
+                message: message.into(),
+            },
+        );
+    }
+
+    /// An ERROR frame (connection-level; command failures go in COMMAND_RESULT).
+    pub(super) fn send_error(
+        &mut self,
+        id: ConnId,
+        request_id: Option<u32>,
+        code: ErrorCode,
+        message: &str,
+    ) {
+        self.send(
+            id,
+            &Frame::Error(ErrorFrame {
+                request_id,
+                code,
+                message: message.to_owned(),
+            }),
+        );
+    }
+
+    /// Sends DETACHED and closes, without an ERROR.
+    pub(super) fn detach(&mut self, id: ConnId, reason: DetachReason, message: &str) {
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        // Send before marking closed, so the frame is queued; then nothing more is.
+        let frame = Frame::Detached(Detached {
+            reason: Some(reason),
+            message: message.to_owned(),
+        });
+        let mut bytes = Vec::new();
+        frame.encode(&mut bytes);
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.phase = Phase::Closed;
+            conn.outbound.push(Budget::Control, bytes.len());
+        }
+        self.actions
+            .push_back(ServerAction::Send { conn: id, bytes });
+        self.actions.push_back(ServerAction::Close { conn: id });
+    }
+
+    /// [ERROR.FATAL.1] ERROR, then DETACHED{PROTOCOL_ERROR} with the same text, then close.
+    pub(super) fn fail(&mut self, id: ConnId, code: ErrorCode, message: &str) {
+        self.send_error(id, None, code, message);
+        self.detach(id, DetachReason::PROTOCOL_ERROR, message);
+    }
+}

@@ -1,0 +1,261 @@
+//! A terminal's output to its viewers: ATTACH, bootstraps, live output fanned out within
+//! each viewer's budget (tombstoned when it falls behind), and bells.
+
+use phux_proto::command::CommandResult;
+use phux_proto::event::AgentEvent;
+use phux_proto::frame::{
+    Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
+    EventFrame, OutputMode, TerminalOutputRef, TombstoneReason,
+};
+use phux_proto::ids::StreamId;
+use phux_proto::{Frame, TerminalId};
+
+use super::connection::Budget;
+use super::terminal::Viewer;
+use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
+
+/// The most bells one output chunk rings: enough for any real use, bounded against floods.
+const MAX_BELLS_PER_CHUNK: u32 = 16;
+
+impl ServerEngine {
+    pub(super) fn cmd_attach(&mut self, id: ConnId, rid: u32, terminal: &TerminalId) {
+        let t = match self.lookup(terminal) {
+            Ok(t) => t,
+            Err(e) => return self.send_lookup_error(id, rid, &e),
+        };
+        // [TERMINAL.ATTACH.3] Re-attaching ends the current bootstrap and starts a new one
+        // on the same stream.
+        let old = self
+            .terminals
+            .get_mut(&t)
+            .and_then(|term| term.viewers.remove(&id));
+        let stream = match old {
+            Some(old) => {
+                // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
+                if old.paused_at.is_none() {
+                    let last = self.terminals[&t].state.seq();
+                    self.send(
+                        id,
+                        &Frame::BootstrapTombstone(BootstrapTombstone {
+                            terminal: TerminalId::from(t),
+                            stream: old.stream,
+                            bootstrap: old.bootstrap,
+                            reason: TombstoneReason::ExplicitReattach,
+                            last_valid_seq: last,
+                        }),
+                    );
+                }
+                old.stream
+            }
+            None => self.allocate_stream(),
+        };
+        self.start_bootstrap(id, t, stream);
+        self.send_result(id, rid, CommandResult::Ok);
+    }
+
+    /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows.
+    pub(super) fn start_bootstrap(&mut self, id: ConnId, t: LocalTerminal, stream: StreamId) {
+        let bootstrap = self.allocate_bootstrap();
+        let Some(conn) = self.conns.get(&id) else {
+            return;
+        };
+        let chunk_limit = conn.max_chunk.get() as usize;
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        let (cols, rows) = term.state.size();
+        let base_seq = term.state.seq();
+        let payload = term.state.bootstrap();
+        term.viewers.insert(
+            id,
+            Viewer {
+                stream,
+                bootstrap,
+                paused_at: None,
+            },
+        );
+        let tid = TerminalId::from(t);
+        self.send(
+            id,
+            &Frame::BootstrapBegin(BootstrapBegin {
+                terminal: tid.clone(),
+                stream,
+                bootstrap,
+                codec: BootstrapCodec::SynthesizedVtV1,
+                cols,
+                rows,
+                output_mode: OutputMode::Raw,
+                base_seq,
+            }),
+        );
+        // [BOOTSTRAP.CHUNK.1] Chunks respect the negotiated limit and count from 0.
+        for (chunk_seq, payload) in payload.chunks(chunk_limit.max(1)).enumerate() {
+            self.send(
+                id,
+                &Frame::BootstrapChunk(BootstrapChunk {
+                    terminal: tid.clone(),
+                    stream,
+                    bootstrap,
+                    chunk_seq: u32::try_from(chunk_seq).unwrap_or(u32::MAX),
+                    payload: payload.to_vec(),
+                }),
+            );
+        }
+        self.send(
+            id,
+            &Frame::BootstrapReady(BootstrapReady {
+                terminal: tid,
+                stream,
+                bootstrap,
+                history_cursor: None,
+            }),
+        );
+    }
+
+    /// Streams paused for a slow reader start over once it has caught up.
+    pub(super) fn resume_paused_streams(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let paused: Vec<(LocalTerminal, StreamId)> = std::mem::take(&mut conn.paused)
+            .into_iter()
+            .filter_map(|t| {
+                let viewer = self.terminals.get(&t)?.viewers.get(&id)?;
+                viewer.paused_at.map(|_| (t, viewer.stream))
+            })
+            .collect();
+        for (t, stream) in paused {
+            // [BOOTSTRAP.TOMBSTONE.4] A new bootstrap generation replaces the tombstoned one.
+            self.start_bootstrap(id, t, stream);
+        }
+    }
+
+    pub(super) fn on_pty_output(&mut self, terminal: LocalTerminal, bytes: &[u8]) {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
+        let Ok(seq) = t.state.ingest(bytes) else {
+            // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
+            return;
+        };
+        let bells = t.state.take_bells();
+        // Compared before copying: a shell's title is set once and then read after every
+        // chunk of output.
+        let new_title = (t.state.title() != t.last_title.as_deref()).then(|| {
+            t.last_title = t.state.title().map(str::to_owned);
+            t.last_title.clone().unwrap_or_default()
+        });
+        let mut viewers = std::mem::take(&mut self.viewer_scratch);
+        viewers.clear();
+        viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
+        let tid = TerminalId::from(terminal);
+        let frame_len = bytes.len() + 64;
+        // Two or more viewers share one encoding of the chunk, each adding only its stream
+        // and bootstrap; a lone viewer's frame joins its other sends in one buffer.
+        let shared = viewers
+            .iter()
+            .filter(|(_, v)| v.paused_at.is_none())
+            .count()
+            > 1;
+        let mut head = None;
+        for &(conn, viewer) in &viewers {
+            if viewer.paused_at.is_some() {
+                continue;
+            }
+            let queued = self.conns.get(&conn).map_or(0, |c| c.outbound.output);
+            if queued + frame_len > self.config.output_budget {
+                // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
+                // its stream: a TOMBSTONE with the last seq it was sent, never a silent gap.
+                let last_valid_seq = seq - 1;
+                if let Some(v) = self
+                    .terminals
+                    .get_mut(&terminal)
+                    .and_then(|t| t.viewers.get_mut(&conn))
+                {
+                    v.paused_at = Some(last_valid_seq);
+                }
+                if let Some(c) = self.conns.get_mut(&conn)
+                    && !c.paused.contains(&terminal)
+                {
+                    c.paused.push(terminal);
+                }
+                self.send(
+                    conn,
+                    &Frame::BootstrapTombstone(BootstrapTombstone {
+                        terminal: tid.clone(),
+                        stream: viewer.stream,
+                        bootstrap: viewer.bootstrap,
+                        reason: TombstoneReason::OutboundGap,
+                        last_valid_seq,
+                    }),
+                );
+                continue;
+            }
+            // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap. The
+            // chunk is encoded straight from the PTY's bytes, never copied into an owned
+            // frame first.
+            let out = TerminalOutputRef {
+                terminal: &tid,
+                seq,
+                bytes,
+                stream: viewer.stream,
+                bootstrap: viewer.bootstrap,
+            };
+            if shared {
+                let head = head
+                    .get_or_insert_with(|| self.shared_head(|buf| out.encode_head(buf)))
+                    .clone();
+                self.send_shared(
+                    conn,
+                    SharedFrame {
+                        head,
+                        tail: out.tail(),
+                    },
+                );
+            } else {
+                self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
+            }
+        }
+        self.viewer_scratch = viewers;
+        // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in
+        // a loop cannot flood its subscribers into a control-queue overflow.
+        for _ in 0..bells.min(MAX_BELLS_PER_CHUNK) {
+            self.ring_bell(terminal);
+        }
+        if let Some(title) = new_title {
+            // [EVENT.KIND.2] A new OSC 0/2 title is announced to event subscribers.
+            let event = Frame::Event(EventFrame {
+                terminal: Some(tid),
+                event: AgentEvent::TitleChanged { title },
+            });
+            for conn in self.agent_event_listeners(terminal) {
+                self.send(conn, &event);
+            }
+        }
+    }
+
+    pub(super) fn ring_bell(&mut self, terminal: LocalTerminal) {
+        let Some(t) = self.terminals.get(&terminal) else {
+            return;
+        };
+        let tid = TerminalId::from(terminal);
+        let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
+        let listeners = self.agent_event_listeners(terminal);
+        // [EVENT.KIND.1] BELL to viewers, EVENT bell to event subscribers.
+        for conn in viewers {
+            self.send(
+                conn,
+                &Frame::Bell(Bell {
+                    terminal: tid.clone(),
+                }),
+            );
+        }
+        let event = Frame::Event(EventFrame {
+            terminal: Some(tid),
+            event: AgentEvent::Bell,
+        });
+        for conn in listeners {
+            self.send(conn, &event);
+        }
+    }
+}
