@@ -1,7 +1,10 @@
-//! One client connection's protocol state.
+//! One client connection: its phase, its decoder and the HELLO gate that turns its bytes
+//! into typed requests, and its output budgets.
 
-use phux_proto::ClientId;
-use phux_proto::frame::ByteLimit;
+use phux_proto::decode_error::DecodeError;
+use phux_proto::frame::{ByteLimit, CommandFrame, FrameType, Hello, SpawnTerminal, TerminalResize};
+use phux_proto::input::InputEvent;
+use phux_proto::{ClientId, ErrorCode, Frame, TerminalId};
 
 use super::{ConnId, PeerInfo};
 use crate::encoder::CellGeometry;
@@ -39,6 +42,53 @@ pub(super) struct Connection {
     /// every terminal: the viewer's `paused_at` stays the truth, and an entry whose viewer was
     /// since replaced or removed is dropped when next looked at.
     pub(super) paused: Vec<super::LocalTerminal>,
+}
+
+/// What a connection's next frame asks of the server, once the HELLO gate admitted it.
+#[derive(Debug)]
+pub(super) enum Request {
+    /// PING, answered in any phase.
+    Ping(u64),
+    /// The handshake, in the phase that awaits it.
+    Hello(Hello),
+    /// DETACH.
+    Detach,
+    /// A COMMAND that decoded.
+    Command(CommandFrame),
+    /// SPAWN_TERMINAL.
+    Spawn(SpawnTerminal),
+    /// TERMINAL_RESIZE.
+    Resize(TerminalResize),
+    /// SUBSCRIBE_EVENTS, server-scoped (`None`) or for one terminal.
+    Subscribe(Option<TerminalId>),
+    /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS.
+    Input(TerminalId, InputEvent),
+    /// A COMMAND whose body did not decode, framing intact: answered with ERROR, the
+    /// connection stays up.
+    BadCommand {
+        /// The request id, when it could be read.
+        request_id: Option<u32>,
+        /// Why, as a wire code.
+        code: ErrorCode,
+        /// Why, for people.
+        message: String,
+    },
+    /// A violation that ends the connection: ERROR, DETACHED, close.
+    Fatal {
+        /// Why, as a wire code.
+        code: ErrorCode,
+        /// Why, for people.
+        message: String,
+    },
+}
+
+impl Request {
+    fn fatal(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::Fatal {
+            code,
+            message: message.into(),
+        }
+    }
 }
 
 /// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
@@ -98,6 +148,109 @@ impl Outbound {
 }
 
 impl Connection {
+    /// The next request in the bytes received so far, or `None` until more arrive (and
+    /// always once the connection is closed).
+    pub(super) fn poll_request(&mut self) -> Option<Request> {
+        loop {
+            if self.phase == Phase::Closed {
+                // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
+                return None;
+            }
+            let request = match self.decoder.poll_frame() {
+                Ok(None) => return None,
+                Ok(Some(frame)) => self.gate(frame),
+                Err(err) => Some(self.gate_error(&err)),
+            };
+            if request.is_some() {
+                return request;
+            }
+        }
+    }
+
+    /// The HELLO gate on a decoded frame. `None`: the connection handled it itself.
+    fn gate(&mut self, frame: Frame) -> Option<Request> {
+        let request = match (self.phase, frame) {
+            // [PING.ECHO.1] PING is answered at any time, before HELLO too.
+            (_, Frame::Ping(ping)) => Request::Ping(ping.nonce),
+            (Phase::AwaitHello, Frame::Hello(hello)) => Request::Hello(hello),
+            // [HELLO.ORDER.2] Nothing but HELLO and PING before HELLO.
+            (Phase::AwaitHello, _) => Request::fatal(
+                ErrorCode::VERSION_INCOMPATIBLE,
+                "HELLO required before any stateful frame",
+            ),
+            // [HELLO.ORDER.3] A second HELLO is a protocol error.
+            (_, Frame::Hello(_)) => Request::fatal(
+                ErrorCode::INVALID_COMMAND,
+                "HELLO already completed on this connection",
+            ),
+            (_, Frame::Detach) => Request::Detach,
+            (_, Frame::Command(command)) => Request::Command(command),
+            (_, Frame::SpawnTerminal(spawn)) => Request::Spawn(spawn),
+            (_, Frame::TerminalResize(resize)) => Request::Resize(resize),
+            (_, Frame::SubscribeEvents(sub)) => Request::Subscribe(sub.terminal),
+            (_, Frame::ViewportResize(resize)) => {
+                let v = resize.viewport;
+                // [INPUT.ATOM.1] The cell size for mouse encoding comes from the last viewport
+                // that carried both pixel sizes; one without them leaves it as it was.
+                if let (Some(_), Some(_)) = (v.pixel_w, v.pixel_h) {
+                    self.cells = CellGeometry::from_viewport(v.cols, v.rows, v.pixel_w, v.pixel_h);
+                }
+                return None;
+            }
+            (_, Frame::InputKey(f)) => Request::Input(f.terminal, InputEvent::Key(f.event)),
+            (_, Frame::InputPaste(f)) => Request::Input(f.terminal, InputEvent::Paste(f.event)),
+            (_, Frame::InputMouse(f)) => Request::Input(f.terminal, InputEvent::Mouse(f.event)),
+            (_, Frame::InputFocus(f)) => Request::Input(f.terminal, InputEvent::Focus(f.event)),
+            // [FRAME.TYPE.2] A server-direction frame from a client is a protocol error.
+            (_, server_frame) => Request::fatal(
+                ErrorCode::INVALID_COMMAND,
+                format!(
+                    "{:?} is a server-to-client frame",
+                    server_frame.frame_type()
+                ),
+            ),
+        };
+        Some(request)
+    }
+
+    /// The HELLO gate on bytes that did not decode.
+    fn gate_error(&self, err: &DecodeError) -> Request {
+        let ready = self.phase == Phase::Ready;
+        let message = err.to_string();
+        let frame = err.frame();
+        if ready && !err.is_framing() && frame == Some(FrameType::COMMAND) {
+            // [ERROR.COMMAND.1] [ERROR.COMMAND.2] A COMMAND body that does not decode, with
+            // framing intact, gets ERROR{request_id, code}; the connection stays up (R7).
+            return Request::BadCommand {
+                request_id: err.request_id(),
+                code: err.code(),
+                message,
+            };
+        }
+        let known_before_hello = matches!(frame, Some(FrameType::HELLO | FrameType::PING));
+        if !ready
+            && !err.is_framing()
+            && !known_before_hello
+            && err.code() != ErrorCode::UNKNOWN_MESSAGE_TYPE
+        {
+            // [HELLO.ORDER.2] Anything but HELLO and PING before HELLO.
+            return Request::fatal(
+                ErrorCode::VERSION_INCOMPATIBLE,
+                "HELLO required before any stateful frame",
+            );
+        }
+        // [FRAME.VIOLATION.1] [FRAME.TYPE.3] [FRAME.DECODE.1] [HELLO.DECODE.1] Framing errors,
+        // unknown frame types, a bad HELLO and other malformed frames are fatal.
+        Request::fatal(err.code(), message)
+    }
+
+    /// HELLO was admitted with these negotiated limits.
+    pub(super) fn admit(&mut self, max_chunk: ByteLimit, max_history_page: ByteLimit) {
+        self.max_chunk = max_chunk;
+        self.max_history_page = max_history_page;
+        self.phase = Phase::Ready;
+    }
+
     pub(super) fn new(id: ConnId, client: ClientId, peer: PeerInfo) -> Self {
         let limit = SMALLEST_LIMIT;
         Self {

@@ -2,15 +2,11 @@
 //! ids commands name.
 
 use phux_proto::command::{Command, CommandResult, CommandValue};
-use phux_proto::decode_error::DecodeError;
-use phux_proto::frame::FrameType;
 use phux_proto::frame::{CommandFrame, Pong};
-use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::Phase;
+use super::connection::{Connection, Phase, Request};
 use super::terminal::EventFilter;
-use crate::encoder::CellGeometry;
 use crate::time::Instant;
 use phux_proto::frame::DetachReason;
 
@@ -45,120 +41,31 @@ impl ServerEngine {
             return;
         }
         conn.decoder.push(bytes);
-        loop {
-            let Some(conn) = self.conns.get_mut(&id) else {
-                return;
-            };
-            if conn.phase == Phase::Closed {
-                return;
-            }
-            match conn.decoder.poll_frame() {
-                Ok(None) => return,
-                Ok(Some(frame)) => self.on_frame(now, id, frame),
-                Err(err) => self.on_decode_error(id, &err),
-            }
+        while let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) {
+            self.on_request(now, id, request);
         }
     }
 
-    pub(super) fn on_frame(&mut self, now: Instant, id: ConnId, frame: Frame) {
-        let Some(conn) = self.conns.get(&id) else {
-            return;
-        };
-        let phase = conn.phase;
-        match (phase, frame) {
-            (_, Frame::Ping(ping)) => {
-                // [PING.ECHO.1] PING is answered at any time, before HELLO too.
-                self.send(id, &Frame::Pong(Pong { nonce: ping.nonce }));
+    fn on_request(&mut self, now: Instant, id: ConnId, request: Request) {
+        match request {
+            Request::Ping(nonce) => self.send(id, &Frame::Pong(Pong { nonce })),
+            Request::Hello(hello) => self.on_hello(id, &hello),
+            // [DETACH.REQUEST.1] DETACHED{REQUESTED}, then the server closes (our rule R12).
+            Request::Detach => self.detach(id, DetachReason::REQUESTED, ""),
+            Request::Command(command) => self.on_command(now, id, command),
+            Request::Spawn(spawn) => self.on_spawn(id, spawn),
+            Request::Resize(resize) => self.on_resize(&resize),
+            Request::Subscribe(terminal) => self.on_subscribe_events(id, terminal.as_ref()),
+            Request::Input(terminal, event) => {
+                self.on_fire_and_forget(now, id, &terminal, &event);
             }
-            (Phase::AwaitHello, Frame::Hello(hello)) => self.on_hello(id, &hello),
-            (Phase::AwaitHello, _) => {
-                // [HELLO.ORDER.2] Nothing but HELLO and PING before HELLO.
-                self.fail(
-                    id,
-                    ErrorCode::VERSION_INCOMPATIBLE,
-                    "HELLO required before any stateful frame",
-                );
-            }
-            (_, Frame::Hello(_)) => {
-                // [HELLO.ORDER.3] A second HELLO is a protocol error.
-                self.fail(
-                    id,
-                    ErrorCode::INVALID_COMMAND,
-                    "HELLO already completed on this connection",
-                );
-            }
-            (_, Frame::Detach) => {
-                // [DETACH.REQUEST.1] DETACHED{REQUESTED}, then the server closes (our rule R12).
-                self.detach(id, DetachReason::REQUESTED, "");
-            }
-            (_, Frame::Command(command)) => self.on_command(now, id, command),
-            (_, Frame::SpawnTerminal(spawn)) => self.on_spawn(id, spawn),
-            (_, Frame::TerminalResize(resize)) => self.on_resize(&resize),
-            (_, Frame::SubscribeEvents(sub)) => self.on_subscribe_events(id, sub.terminal.as_ref()),
-            (_, Frame::ViewportResize(resize)) => {
-                let v = resize.viewport;
-                // [INPUT.ATOM.1] The cell size for mouse encoding comes from the last viewport
-                // that carried both pixel sizes; one without them leaves it as it was.
-                if let (Some(conn), Some(_), Some(_)) =
-                    (self.conns.get_mut(&id), v.pixel_w, v.pixel_h)
-                {
-                    conn.cells = CellGeometry::from_viewport(v.cols, v.rows, v.pixel_w, v.pixel_h);
-                }
-            }
-            (_, Frame::InputKey(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Key(f.event));
-            }
-            (_, Frame::InputPaste(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Paste(f.event));
-            }
-            (_, Frame::InputMouse(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Mouse(f.event));
-            }
-            (_, Frame::InputFocus(f)) => {
-                self.on_fire_and_forget(now, id, &f.terminal, &InputEvent::Focus(f.event));
-            }
-            (_, server_frame) => {
-                // [FRAME.TYPE.2] A server-direction frame from a client is a protocol error.
-                let name = server_frame.frame_type();
-                self.fail(
-                    id,
-                    ErrorCode::INVALID_COMMAND,
-                    &format!("{name:?} is a server-to-client frame"),
-                );
-            }
+            Request::BadCommand {
+                request_id,
+                code,
+                message,
+            } => self.send_error(id, request_id, code, &message),
+            Request::Fatal { code, message } => self.fail(id, code, &message),
         }
-    }
-
-    pub(super) fn on_decode_error(&mut self, id: ConnId, err: &DecodeError) {
-        let Some(conn) = self.conns.get(&id) else {
-            return;
-        };
-        let ready = conn.phase == Phase::Ready;
-        let message = err.to_string();
-        let frame = err.frame();
-        if ready && !err.is_framing() && frame == Some(FrameType::COMMAND) {
-            // [ERROR.COMMAND.1] [ERROR.COMMAND.2] A COMMAND body that does not decode, with
-            // framing intact, gets ERROR{request_id, code}; the connection stays up (R7).
-            self.send_error(id, err.request_id(), err.code(), &message);
-            return;
-        }
-        let known_before_hello = matches!(frame, Some(FrameType::HELLO | FrameType::PING));
-        if !ready
-            && !err.is_framing()
-            && !known_before_hello
-            && err.code() != ErrorCode::UNKNOWN_MESSAGE_TYPE
-        {
-            // [HELLO.ORDER.2] Anything but HELLO and PING before HELLO.
-            self.fail(
-                id,
-                ErrorCode::VERSION_INCOMPATIBLE,
-                "HELLO required before any stateful frame",
-            );
-            return;
-        }
-        // [FRAME.VIOLATION.1] [FRAME.TYPE.3] [FRAME.DECODE.1] [HELLO.DECODE.1] Framing errors,
-        // unknown frame types, a bad HELLO and other malformed frames are fatal.
-        self.fail(id, err.code(), &message);
     }
 
     pub(super) fn on_command(&mut self, now: Instant, id: ConnId, frame: CommandFrame) {
@@ -189,12 +96,13 @@ impl ServerEngine {
                 request_scrollback,
                 cells,
             } => match self.lookup(&terminal) {
-                Ok(t) => {
-                    let json = self.terminals[&t]
-                        .state
-                        .screen_json(t.0, request_scrollback, cells);
-                    self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
-                }
+                Ok(t) => match self.terminals.get(&t) {
+                    Some(term) => {
+                        let json = term.state.screen_json(t.0, request_scrollback, cells);
+                        self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
+                    }
+                    None => self.send_lookup_error(id, rid, &Lookup::NotFound),
+                },
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
             Command::GetTerminalState {
@@ -204,8 +112,16 @@ impl ServerEngine {
             } => match self.lookup(&terminal) {
                 Ok(t) => {
                     let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
-                    let json = self.terminal_state_json(now, t, scrollback);
-                    self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
+                    match self.terminal_state_json(now, t, scrollback) {
+                        Some(json) => {
+                            self.send_result(
+                                id,
+                                rid,
+                                CommandResult::OkWith(CommandValue::Json(json)),
+                            );
+                        }
+                        None => self.send_lookup_error(id, rid, &Lookup::NotFound),
+                    }
                 }
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
@@ -240,7 +156,9 @@ impl ServerEngine {
             }
             Command::ReleaseInput { terminal } => match self.lookup(&terminal) {
                 Ok(t) => {
-                    let client = self.conns[&id].client;
+                    let Some(client) = self.client_of(id) else {
+                        return;
+                    };
                     // [LEASE.RELEASE.2] Release by a non-holder is a no-op OK.
                     if let Some(change) = self.leases.release(&TerminalId::from(t), client) {
                         self.broadcast_lease_change(&change);

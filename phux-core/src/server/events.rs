@@ -47,7 +47,9 @@ impl ServerEngine {
             Ok(t) => t,
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
-        let client = self.conns[&id].client;
+        let Some(client) = self.client_of(id) else {
+            return;
+        };
         match self
             .leases
             .acquire(now, TerminalId::from(t), client, mode, ttl_ms)

@@ -6,7 +6,7 @@ use phux_proto::frame::{
 };
 use phux_proto::{ErrorCode, Frame};
 
-use super::connection::{Connection, Phase, SMALLEST_LIMIT};
+use super::connection::{Connection, SMALLEST_LIMIT};
 use super::{ConnId, ServerEngine};
 
 /// The protocol version we speak.
@@ -46,35 +46,34 @@ impl ServerEngine {
             return;
         };
         // [HELLO.LIMITS.1] Limits are the per-axis minimum of the client's and ours.
-        conn.max_chunk = caps.max_chunk_bytes.min(limit(SERVER_MAX_CHUNK));
-        conn.max_history_page = caps
-            .max_history_page_bytes
-            .min(limit(SERVER_MAX_HISTORY_PAGE));
-        conn.phase = Phase::Ready;
-        let conn = &self.conns[&id];
-        let ok = Frame::HelloOk(self.hello_ok(conn));
+        conn.admit(
+            caps.max_chunk_bytes.min(limit(SERVER_MAX_CHUNK)),
+            caps.max_history_page_bytes
+                .min(limit(SERVER_MAX_HISTORY_PAGE)),
+        );
+        let ok = Frame::HelloOk(hello_ok(&self.config.server_id, conn));
         self.send(id, &ok);
-    }
-
-    pub(super) fn hello_ok(&self, conn: &Connection) -> HelloOk {
-        HelloOk {
-            version: PROTOCOL_VERSION,
-            // [HELLO.OK.2] We mount L1 only; features ACKNOWLEDGED_INPUT, SHUTDOWN,
-            // SPAWN_INITIAL_SIZE (our rule R14).
-            capabilities: ServerCapabilities {
-                layers: LayerSet::L1,
-                features: ServerFeatures::ACKNOWLEDGED_INPUT
-                    | ServerFeatures::SHUTDOWN
-                    | ServerFeatures::SPAWN_INITIAL_SIZE,
-            },
-            server_id: self.config.server_id.clone(),
-            profile: BootstrapProfile::SynthesizedVtRaw,
-            max_chunk_bytes: conn.max_chunk,
-            max_history_page_bytes: conn.max_history_page,
-        }
     }
 }
 
 fn limit(value: u32) -> ByteLimit {
     ByteLimit::new(value).unwrap_or(SMALLEST_LIMIT)
+}
+
+fn hello_ok(server_id: &[u8], conn: &Connection) -> HelloOk {
+    HelloOk {
+        version: PROTOCOL_VERSION,
+        // [HELLO.OK.2] We mount L1 only; features ACKNOWLEDGED_INPUT, SHUTDOWN,
+        // SPAWN_INITIAL_SIZE (our rule R14).
+        capabilities: ServerCapabilities {
+            layers: LayerSet::L1,
+            features: ServerFeatures::ACKNOWLEDGED_INPUT
+                | ServerFeatures::SHUTDOWN
+                | ServerFeatures::SPAWN_INITIAL_SIZE,
+        },
+        server_id: server_id.to_vec(),
+        profile: BootstrapProfile::SynthesizedVtRaw,
+        max_chunk_bytes: conn.max_chunk,
+        max_history_page_bytes: conn.max_history_page,
+    }
 }

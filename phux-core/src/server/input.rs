@@ -4,6 +4,7 @@ use phux_proto::command::{ApplyInput, CommandResult, MAX_APPLY_INPUT_EVENTS};
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
+use super::dispatch::Lookup;
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
 use crate::encoder::{self, BatchError};
@@ -228,7 +229,10 @@ impl ServerEngine {
                 format!("input lease held by client {}", held.holder),
             ));
         }
-        let term = &self.terminals[&t];
+        let term = self.terminals.get(&t).ok_or_else(|| {
+            let (code, message) = Lookup::NotFound.code();
+            refuse(code, message.to_owned())
+        })?;
         if !term.accepts_input() {
             // [INPUT.APPLY.11] No live child: nothing can be written; the client may resubmit.
             return Err(refuse(

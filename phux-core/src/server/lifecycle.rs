@@ -229,7 +229,9 @@ impl ServerEngine {
             Ok(t) => t,
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
-        let client = self.conns[&id].client;
+        let Some(client) = self.client_of(id) else {
+            return;
+        };
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };

@@ -136,6 +136,11 @@ impl ServerEngine {
         self.conns.get(&conn).map(|c| c.outbound.total())
     }
 
+    /// The client id of an open connection.
+    fn client_of(&self, id: ConnId) -> Option<ClientId> {
+        self.conns.get(&id).map(|c| c.client)
+    }
+
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
     pub fn handle(&mut self, now: Instant, event: ServerEvent<'_>) {
         // A lease that lapsed is released (and broadcast) before anything else sees it.

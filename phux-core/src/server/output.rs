@@ -33,7 +33,7 @@ impl ServerEngine {
             Some(old) => {
                 // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
                 if old.paused_at.is_none() {
-                    let last = self.terminals[&t].state.seq();
+                    let last = self.terminals.get(&t).map_or(0, |term| term.state.seq());
                     self.send(
                         id,
                         &Frame::BootstrapTombstone(BootstrapTombstone {

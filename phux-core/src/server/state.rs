@@ -40,8 +40,8 @@ impl ServerEngine {
         now: Instant,
         t: LocalTerminal,
         scrollback: Option<u32>,
-    ) -> String {
-        let term = &self.terminals[&t];
+    ) -> Option<String> {
+        let term = self.terminals.get(&t)?;
         let tid = TerminalId::from(t);
         let mut value = term.state.screen_value(t.0, scrollback, false);
         let modes = term.state.modes();
@@ -66,7 +66,7 @@ impl ServerEngine {
             obj.insert("canonical".into(), term.canonical.into());
             obj.insert("modes".into(), modes_json(&modes));
         }
-        value.to_string()
+        Some(value.to_string())
     }
 }
 
