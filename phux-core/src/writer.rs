@@ -118,7 +118,7 @@ impl Termios {
     };
 
     fn cr(self) -> Cr {
-        // [INPUT.CANON.2] LF always ends a line; IGNCR drops CR before ICRNL could map it.
+        // [INPUT.CANON.3] LF always ends a line; IGNCR drops CR before ICRNL could map it.
         if self.igncr {
             Cr::Dropped
         } else if self.icrnl {
@@ -332,7 +332,7 @@ impl PendingLine {
             return None;
         }
         let cr = termios.cr();
-        // [INPUT.CANON.3] A line of more than 4095 unterminated bytes, counting what earlier
+        // [INPUT.CANON.2] [INPUT.CANON.7] A line of more than 4095 unterminated bytes, counting what earlier
         // jobs left pending, is refused and nothing is written; 4095 fits.
         (longest_line(self.pending(cr), bytes, cr) > LINUX_CANONICAL_LIMIT)
             .then(|| u32::try_from(LINUX_CANONICAL_LIMIT).unwrap_or(u32::MAX))
@@ -510,7 +510,7 @@ mod tests {
         assert!(w.is_empty());
     }
 
-    // [INPUT.CANON.3] The boundary: 4095 content bytes pass, 4096 do not; a refused job
+    // [INPUT.CANON.2] The boundary: 4095 content bytes pass, 4096 do not; a refused job
     // writes nothing and the next job proceeds ([INPUT.CANON.4]).
     #[test]
     fn a_line_over_the_limit_is_refused_unwritten() {
@@ -533,7 +533,7 @@ mod tests {
         assert_eq!(port.got, want);
     }
 
-    // [INPUT.CANON.3] Two batches that fit alone but not together: the second is refused,
+    // [INPUT.CANON.7] Two batches that fit alone but not together: the second is refused,
     // since the program would otherwise read only 4095 of their bytes.
     #[test]
     fn the_line_left_pending_by_earlier_jobs_counts() {
@@ -558,7 +558,7 @@ mod tests {
         assert_eq!(port.got.len(), 3000 + 1095 + 1 + 4095);
     }
 
-    // [INPUT.CANON.2] CR ends a line only under ICRNL without IGNCR; under IGNCR it takes
+    // [INPUT.CANON.3] CR ends a line only under ICRNL without IGNCR; under IGNCR it takes
     // no room either.
     #[test]
     fn cr_is_read_as_the_termios_says() {

@@ -41,7 +41,7 @@ fn refused_for_the_line(result: &CommandResult) -> bool {
 
 #[test]
 fn a_batch_that_would_overflow_the_pending_line_is_refused_and_ok_means_read_whole() {
-    // [INPUT.CANON.3] [INPUT.CANON.4] [INPUT.APPLY.9]
+    // [INPUT.CANON.7] [INPUT.CANON.4] [INPUT.APPLY.9]
     let server = Server::start();
     let mut c = server.connect();
     c.hello();
