@@ -21,6 +21,7 @@
 //! with the same id or reported (on stderr) before the run's own work.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod attach;
 pub mod cli;
