@@ -1,5 +1,5 @@
 //! The client side of the protocol, sans-IO: the [`ClientEngine`], its durable
-//! [`Outbox`](outbox::Outbox) of acknowledged input, and the [`retry`] policy.
+//! [`Outbox`] of acknowledged input, and the [`retry`] policy.
 //!
 //! # Driving a `ClientEngine`
 //!

@@ -8,7 +8,7 @@
 //! outbox can be rebuilt after a client restart ([`Outbox::rebuild`]) and the file rewritten
 //! small ([`Outbox::compact`]).
 //!
-//! What happens after each send is the [`retry`](super::retry) policy's decision.
+//! What happens after each send is the [`retry`] policy's decision.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Duration;

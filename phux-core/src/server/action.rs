@@ -77,7 +77,7 @@ pub enum ServerAction {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct SharedFrame {
     /// The frame through its output bytes, the same for every viewer of the chunk. Give it
-    /// back with [`ServerEngine::reclaim_shared`] once written.
+    /// back with [`ServerEngine::reclaim_shared`](super::ServerEngine::reclaim_shared) once written.
     pub head: Arc<Vec<u8>>,
     /// This viewer's stream and bootstrap fields.
     pub tail: TerminalOutputTail,

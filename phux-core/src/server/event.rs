@@ -137,6 +137,6 @@ pub enum ServerEvent<'a> {
     },
     /// The driver was asked to stop (SIGTERM, SIGINT).
     ShutdownRequested,
-    /// A wake-up at or after [`ServerEngine::poll_timeout`].
+    /// A wake-up at or after [`ServerEngine::poll_timeout`](super::ServerEngine::poll_timeout).
     Timeout,
 }
