@@ -3,15 +3,12 @@
 
 use phux_proto::command::CommandResult;
 use phux_proto::event::AgentEvent;
-use phux_proto::frame::{
-    Bell, BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone,
-    EventFrame, OutputMode, TerminalOutputRef, TombstoneReason,
-};
+use phux_proto::frame::{Bell, EventFrame, TerminalOutputRef};
 use phux_proto::ids::StreamId;
 use phux_proto::{Frame, TerminalId};
 
 use super::connection::Budget;
-use super::terminal::Viewer;
+use super::terminal::Chunk;
 use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
 
 /// The most bells one output chunk rings: enough for any real use, bounded against floods.
@@ -28,24 +25,13 @@ impl ServerEngine {
         let old = self
             .terminals
             .get_mut(&t)
-            .and_then(|term| term.viewers.remove(&id));
+            .and_then(|term| term.reattach(id));
         let stream = match old {
-            Some(old) => {
-                // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
-                if old.paused_at.is_none() {
-                    let last = self.terminals.get(&t).map_or(0, |term| term.state.seq());
-                    self.send(
-                        id,
-                        &Frame::BootstrapTombstone(BootstrapTombstone {
-                            terminal: TerminalId::from(t),
-                            stream: old.stream,
-                            bootstrap: old.bootstrap,
-                            reason: TombstoneReason::ExplicitReattach,
-                            last_valid_seq: last,
-                        }),
-                    );
+            Some((stream, tombstone)) => {
+                if let Some(frame) = tombstone {
+                    self.send(id, &frame);
                 }
-                old.stream
+                stream
             }
             None => self.allocate_stream(),
         };
@@ -63,53 +49,9 @@ impl ServerEngine {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
-        let (cols, rows) = term.state.size();
-        let base_seq = term.state.seq();
-        let payload = term.state.bootstrap();
-        term.viewers.insert(
-            id,
-            Viewer {
-                stream,
-                bootstrap,
-                paused_at: None,
-            },
-        );
-        let tid = TerminalId::from(t);
-        self.send(
-            id,
-            &Frame::BootstrapBegin(BootstrapBegin {
-                terminal: tid.clone(),
-                stream,
-                bootstrap,
-                codec: BootstrapCodec::SynthesizedVtV1,
-                cols,
-                rows,
-                output_mode: OutputMode::Raw,
-                base_seq,
-            }),
-        );
-        // [BOOTSTRAP.CHUNK.1] Chunks respect the negotiated limit and count from 0.
-        for (chunk_seq, payload) in payload.chunks(chunk_limit.max(1)).enumerate() {
-            self.send(
-                id,
-                &Frame::BootstrapChunk(BootstrapChunk {
-                    terminal: tid.clone(),
-                    stream,
-                    bootstrap,
-                    chunk_seq: u32::try_from(chunk_seq).unwrap_or(u32::MAX),
-                    payload: payload.to_vec(),
-                }),
-            );
+        for frame in term.bootstrap(id, stream, bootstrap, chunk_limit) {
+            self.send(id, &frame);
         }
-        self.send(
-            id,
-            &Frame::BootstrapReady(BootstrapReady {
-                terminal: tid,
-                stream,
-                bootstrap,
-                history_cursor: None,
-            }),
-        );
     }
 
     /// Streams paused for a slow reader start over once it has caught up.
@@ -134,17 +76,15 @@ impl ServerEngine {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        let Ok(seq) = t.state.ingest(bytes) else {
+        let Some(Chunk {
+            seq,
+            bells,
+            new_title,
+        }) = t.ingest(bytes)
+        else {
             // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
             return;
         };
-        let bells = t.state.take_bells();
-        // Compared before copying: a shell's title is set once and then read after every
-        // chunk of output.
-        let new_title = (t.state.title() != t.last_title.as_deref()).then(|| {
-            t.last_title = t.state.title().map(str::to_owned);
-            t.last_title.clone().unwrap_or_default()
-        });
         let mut viewers = std::mem::take(&mut self.viewer_scratch);
         viewers.clear();
         viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
@@ -166,29 +106,18 @@ impl ServerEngine {
             if queued + frame_len > self.config.output_budget {
                 // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
                 // its stream: a TOMBSTONE with the last seq it was sent, never a silent gap.
-                let last_valid_seq = seq - 1;
-                if let Some(v) = self
+                let tombstone = self
                     .terminals
                     .get_mut(&terminal)
-                    .and_then(|t| t.viewers.get_mut(&conn))
-                {
-                    v.paused_at = Some(last_valid_seq);
-                }
+                    .and_then(|t| t.tombstone(conn, seq - 1));
                 if let Some(c) = self.conns.get_mut(&conn)
                     && !c.paused.contains(&terminal)
                 {
                     c.paused.push(terminal);
                 }
-                self.send(
-                    conn,
-                    &Frame::BootstrapTombstone(BootstrapTombstone {
-                        terminal: tid.clone(),
-                        stream: viewer.stream,
-                        bootstrap: viewer.bootstrap,
-                        reason: TombstoneReason::OutboundGap,
-                        last_valid_seq,
-                    }),
-                );
+                if let Some(frame) = tombstone {
+                    self.send(conn, &frame);
+                }
                 continue;
             }
             // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap. The

@@ -6,6 +6,12 @@ use phux_proto::command::TerminalEventType;
 use phux_proto::event::Lifecycle;
 use phux_proto::ids::{BootstrapId, StreamId};
 
+use phux_proto::frame::{
+    BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone, OutputMode,
+    TombstoneReason,
+};
+use phux_proto::{Frame, TerminalId};
+
 use super::ConnId;
 use super::input::JobKind;
 use crate::terminal::TerminalState;
@@ -35,6 +41,17 @@ impl EventFilter {
     pub(super) fn agent_events(&self) -> bool {
         self.types.is_none()
     }
+}
+
+/// What one chunk of output did to a terminal.
+#[derive(Debug)]
+pub(super) struct Chunk {
+    /// Its sequence number.
+    pub(super) seq: u64,
+    /// How many BELs it rang.
+    pub(super) bells: u32,
+    /// The title it set, when that differs from the one last announced.
+    pub(super) new_title: Option<String>,
 }
 
 #[derive(Debug)]
@@ -99,6 +116,106 @@ impl Terminal {
         if self.spawner.is_some_and(|(c, _)| c == conn) {
             self.spawner = None;
         }
+    }
+
+    /// Takes `conn`'s viewer off the terminal for a re-attach: the stream to reuse, and the
+    /// TOMBSTONE its current bootstrap is owed.
+    pub(super) fn reattach(&mut self, conn: ConnId) -> Option<(StreamId, Option<Frame>)> {
+        let old = self.viewers.remove(&conn)?;
+        // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
+        let tombstone = old.paused_at.is_none().then(|| {
+            Frame::BootstrapTombstone(BootstrapTombstone {
+                terminal: TerminalId::from(self.id),
+                stream: old.stream,
+                bootstrap: old.bootstrap,
+                reason: TombstoneReason::ExplicitReattach,
+                last_valid_seq: self.state.seq(),
+            })
+        });
+        Some((old.stream, tombstone))
+    }
+
+    /// Makes `conn` a viewer on `stream` with bootstrap generation `bootstrap`, and returns the
+    /// frames that rebuild the screen for it: BEGIN, CHUNKs of at most `chunk_limit` bytes,
+    /// READY. Live output follows them.
+    pub(super) fn bootstrap(
+        &mut self,
+        conn: ConnId,
+        stream: StreamId,
+        bootstrap: BootstrapId,
+        chunk_limit: usize,
+    ) -> Vec<Frame> {
+        let (cols, rows) = self.state.size();
+        let base_seq = self.state.seq();
+        let payload = self.state.bootstrap();
+        self.viewers.insert(
+            conn,
+            Viewer {
+                stream,
+                bootstrap,
+                paused_at: None,
+            },
+        );
+        let terminal = TerminalId::from(self.id);
+        let mut frames = vec![Frame::BootstrapBegin(BootstrapBegin {
+            terminal: terminal.clone(),
+            stream,
+            bootstrap,
+            codec: BootstrapCodec::SynthesizedVtV1,
+            cols,
+            rows,
+            output_mode: OutputMode::Raw,
+            base_seq,
+        })];
+        // [BOOTSTRAP.CHUNK.1] Chunks respect the negotiated limit and count from 0.
+        for (chunk_seq, payload) in payload.chunks(chunk_limit.max(1)).enumerate() {
+            frames.push(Frame::BootstrapChunk(BootstrapChunk {
+                terminal: terminal.clone(),
+                stream,
+                bootstrap,
+                chunk_seq: u32::try_from(chunk_seq).unwrap_or(u32::MAX),
+                payload: payload.to_vec(),
+            }));
+        }
+        frames.push(Frame::BootstrapReady(BootstrapReady {
+            terminal,
+            stream,
+            bootstrap,
+            history_cursor: None,
+        }));
+        frames
+    }
+
+    /// [QUEUE.OUTPUT.1] `conn` fell too far behind: its bootstrap ends at `last_valid_seq`
+    /// (never a silent gap) and waits to start over. The TOMBSTONE that says so.
+    pub(super) fn tombstone(&mut self, conn: ConnId, last_valid_seq: u64) -> Option<Frame> {
+        let viewer = self.viewers.get_mut(&conn)?;
+        viewer.paused_at = Some(last_valid_seq);
+        Some(Frame::BootstrapTombstone(BootstrapTombstone {
+            terminal: TerminalId::from(self.id),
+            stream: viewer.stream,
+            bootstrap: viewer.bootstrap,
+            reason: TombstoneReason::OutboundGap,
+            last_valid_seq,
+        }))
+    }
+
+    /// Feeds a chunk of the program's output to the screen model: its sequence number, the
+    /// bells it rang and the title it set, if new. `None` once the sequence numbers are used up.
+    pub(super) fn ingest(&mut self, bytes: &[u8]) -> Option<Chunk> {
+        let seq = self.state.ingest(bytes).ok()?;
+        let bells = self.state.take_bells();
+        // Compared before copying: a shell's title is set once and then read after every
+        // chunk of output.
+        let new_title = (self.state.title() != self.last_title.as_deref()).then(|| {
+            self.last_title = self.state.title().map(str::to_owned);
+            self.last_title.clone().unwrap_or_default()
+        });
+        Some(Chunk {
+            seq,
+            bells,
+            new_title,
+        })
     }
 
     /// Every connection subscribed to this terminal in any way (R11), each once, in order.
