@@ -14,6 +14,7 @@ pub mod config;
 pub mod conn;
 pub mod driver;
 pub mod pty;
+mod queue;
 pub mod rand;
 pub mod run;
 pub mod signals;
