@@ -1,15 +1,165 @@
-//! A client connection's transport; its outbound queue is [`WriteQueue`].
+//! A client connection: its transport, its registration with the poll, its write queue and
+//! its closing state.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use mio::net::UnixStream;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
 use rustix::io::Errno;
 
+use crate::flush::Queued;
 pub use crate::queue::{Chunk, FlushState, WriteQueue};
+use crate::timer::{Timer, TimerTable};
 
 /// The largest read from a connection or a PTY at once.
 pub const READ_CHUNK: usize = 64 * 1024;
+
+/// One client connection: its transport, its registration with the poll (one token, or two
+/// for a split transport), its write queue, and its closing state.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) transport: Transport,
+    read_token: Token,
+    /// Equal to `read_token` unless the transport is split (stdio).
+    write_token: Token,
+    pub(crate) queue: WriteQueue,
+    /// Whether `WRITABLE` is part of the registration now: held only while the queue is not
+    /// empty and the kernel had no room for it.
+    writable: bool,
+    /// Reads ended (EOF or error): the read side is deregistered and not read again.
+    read_done: bool,
+    /// The engine has been told `Disconnected` (the peer went away): nothing more is queued
+    /// and `Sent` is no longer reported.
+    pub(crate) reported: bool,
+    /// Something [`Output::Urgent`](crate::flush::Output) was queued since the last write.
+    pub(crate) urgent: bool,
+    /// `HeldOutput` (held-back bulk output) and `Closing` (set by a `Close` action or the
+    /// peer's EOF: flush until then, then close).
+    pub(crate) timers: TimerTable,
+}
+
+impl Conn {
+    /// A connection on `transport`, registered for reading under `read_token`.
+    pub(crate) fn open(
+        transport: Transport,
+        read_token: Token,
+        write_token: Token,
+        registry: &Registry,
+    ) -> io::Result<Self> {
+        let fd = transport.read_fd().as_raw_fd();
+        registry.register(&mut SourceFd(&fd), read_token, Interest::READABLE)?;
+        Ok(Self {
+            transport,
+            read_token,
+            write_token,
+            queue: WriteQueue::new(),
+            writable: false,
+            read_done: false,
+            reported: false,
+            urgent: false,
+            timers: TimerTable::default(),
+        })
+    }
+
+    /// The token readability comes under.
+    pub(crate) fn read_token(&self) -> Token {
+        self.read_token
+    }
+
+    /// The token writability comes under (the read token unless the transport is split).
+    pub(crate) fn write_token(&self) -> Token {
+        self.write_token
+    }
+
+    /// Whether the connection waits for writability.
+    pub(crate) fn awaiting_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Whether reads have ended.
+    pub(crate) fn read_done(&self) -> bool {
+        self.read_done
+    }
+
+    /// Whether the connection is closing: it is flushed, then closed.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.timers.is_set(Timer::Closing)
+    }
+
+    /// What the flush policy needs to know about the queue.
+    pub(crate) fn queued(&self) -> Queued {
+        Queued {
+            len: self.queue.len(),
+            urgent: self.urgent,
+            awaiting_writable: self.writable,
+            held_until: self.timers.get(Timer::HeldOutput),
+        }
+    }
+
+    /// Writes as much of the queue as the transport takes, handing the written buffers to
+    /// `spent`. Ends any hold: what is left waits for writability, not for a deadline.
+    pub(crate) fn write(&mut self, mut spent: impl FnMut(Chunk)) -> (usize, FlushState) {
+        self.urgent = false;
+        self.timers.stop(Timer::HeldOutput);
+        let result = self.queue.flush_to(&mut self.transport);
+        for chunk in self.queue.drain_spent() {
+            spent(chunk);
+        }
+        result
+    }
+
+    /// Adds or removes `WRITABLE` interest.
+    pub(crate) fn set_writable(&mut self, registry: &Registry, on: bool) -> io::Result<()> {
+        if self.writable == on {
+            return Ok(());
+        }
+        if self.transport.split() || self.read_done {
+            // The write side has a registration of its own: a split transport's second fd,
+            // or a socket whose read side was deregistered (writing is its only interest).
+            let fd = self.transport.write_fd().as_raw_fd();
+            if on {
+                registry.register(&mut SourceFd(&fd), self.write_token, Interest::WRITABLE)?;
+            } else {
+                registry.deregister(&mut SourceFd(&fd))?;
+            }
+        } else {
+            let fd = self.transport.read_fd().as_raw_fd();
+            let interest = if on {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            registry.reregister(&mut SourceFd(&fd), self.read_token, interest)?;
+        }
+        self.writable = on;
+        Ok(())
+    }
+
+    /// Reads ended: deregisters the read side (on a socket, its only registration, write
+    /// interest included).
+    pub(crate) fn end_reads(&mut self, registry: &Registry) {
+        self.read_done = true;
+        let fd = self.transport.read_fd().as_raw_fd();
+        let _ = registry.deregister(&mut SourceFd(&fd));
+        if !self.transport.split() {
+            self.writable = false;
+        }
+    }
+
+    /// Removes every registration the connection still holds, before it is dropped.
+    pub(crate) fn deregister(&self, registry: &Registry) {
+        if !self.read_done {
+            let fd = self.transport.read_fd().as_raw_fd();
+            let _ = registry.deregister(&mut SourceFd(&fd));
+        }
+        if self.writable && (self.transport.split() || self.read_done) {
+            let fd = self.transport.write_fd().as_raw_fd();
+            let _ = registry.deregister(&mut SourceFd(&fd));
+        }
+    }
+}
 
 /// How a client reaches us.
 #[derive(Debug)]

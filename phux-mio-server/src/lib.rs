@@ -13,12 +13,16 @@ pub mod clock;
 pub mod config;
 pub mod conn;
 pub mod driver;
+mod flush;
+mod host;
 pub mod pty;
 mod queue;
 pub mod rand;
 pub mod run;
 pub mod signals;
 pub mod socket;
+mod terminal;
+mod timer;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use phux_core::server::SharedFrame;
 use phux_proto::frame::TerminalOutputTail;
 
+use crate::flush::FlushPolicy;
+
 /// Bytes waiting to be written to one peer.
 #[derive(Debug, Default)]
 pub struct WriteQueue {
@@ -104,10 +106,11 @@ impl WriteQueue {
     pub fn flush_to(&mut self, w: &mut impl Write) -> (usize, FlushState) {
         let mut sent = 0;
         while !self.chunks.is_empty() {
-            let written = match (self.chunks.len(), self.chunks.front()) {
-                // One chunk (a keystroke's echo, a reply): a plain write, cheaper in the
-                // kernel than a vectored one.
-                (1, Some(only)) => w.write(only.bytes().get(self.offset..).unwrap_or_default()),
+            let written = match self.chunks.front() {
+                // One chunk (a keystroke's echo, a reply): the policy's single-write fast path.
+                Some(only) if FlushPolicy::plain_write(self.chunks.len()) => {
+                    w.write(only.bytes().get(self.offset..).unwrap_or_default())
+                }
                 _ => self.write_chunks(w),
             };
             match written {
