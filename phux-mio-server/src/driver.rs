@@ -10,35 +10,35 @@
 //!
 //! Each turn:
 //!
-//! 1. **poll**: wait for readiness or the nearest deadline (the engine's `poll_timeout`, the
-//!    host's own [timers](crate::timer)).
-//! 2. **route readiness**: each ready token goes to what it names — the listener, the signal
-//!    pipe, a connection ([`Conn`](crate::conn)), a terminal's master or pidfd
-//!    ([`Term`](crate::terminal)) — which reads until it would block.
-//! 3. **feed events**: every event goes to the engine through [`Driver::feed`]...
+//! 1. **poll**: wait for readiness or the nearest deadline (the engine's `poll_timeout`, or
+//!    one of the driver's own timers, `timer.rs`).
+//! 2. **route readiness**: each ready token goes to what it names (the listener, the signal
+//!    pipe, a connection, a terminal's master or pidfd), which is read until it would block.
+//! 3. **feed events**: every event goes to the engine through one method, `Driver::feed`...
 //! 4. **drain actions**: ...which drains `poll_action()` to completion, performing each action
-//!    on the [`Host`], and feeds what performing them observed (see below).
-//! 5. **flush**: write the connections the actions queued bytes for, as the
-//!    [`FlushPolicy`](crate::flush) allows; the `Sent` events that come of it are fed in turn.
-//!    A route flushes sooner where the policy says so: after each read from a socket and each
-//!    short PTY read (a keystroke's echo leaves before the next read), and the ripest
-//!    connection between two bulk reads.
+//!    on the host (`host.rs`: the connections of `conn.rs`, the terminals of `terminal.rs`),
+//!    then feeds what performing them observed (see "Re-entrancy").
+//! 5. **flush**: write the connections the actions queued bytes for, as the flush policy
+//!    (`flush.rs`) allows; the `Sent` events that come of it are fed in turn. A route flushes
+//!    sooner where the policy says so: after each read from a socket and each short PTY read
+//!    (a keystroke's echo leaves before the next read), and the ripest connection between two
+//!    bulk reads.
 //! 6. after the ready tokens, the **deadlines** that came (held output, closing connections,
 //!    exit drains, the engine's `Timeout`, shutdown), fed and flushed the same way; then
 //!    **compute the next timeout** and poll again.
 //!
 //! # Re-entrancy
 //!
-//! `ServerEngine::handle` is called in one place, [`Driver::feed`], and never while an action
+//! `ServerEngine::handle` is called in one place, `Driver::feed`, and never while an action
 //! is being performed. Performing an action may observe new events at once (a PTY write that
-//! completes, a spawn that fails, a connection that closes, bytes written): the [`Host`] queues
-//! them, in the order they happened, and `feed` hands them to the engine only after the
-//! actions already queued by the engine have all been performed, each followed by a drain of
-//! its own actions. The host cannot call the engine at all (it holds only a
-//! [`Recycle`](crate::host::Recycle), which gives written buffers back), so the rule is kept by
-//! the types, not by care. Since the engine's action queue is first in, first out, this
-//! performs actions and hands over events in the same order as handling each event the moment
-//! it was observed would.
+//! completes, a spawn that fails, a connection that closes, bytes written): the host queues
+//! them, in the order they happened, and `feed` hands them to the engine only once the
+//! actions the engine has queued have all been performed, each event then followed by a drain
+//! of its own actions. The host cannot call the engine at all (performing gets only a
+//! `Recycle`, which gives written buffers back), so the rule is kept by the types, not by
+//! care. As the engine's action queue is first in, first out, actions are performed and
+//! events handed over in the same order as if each event were handled the moment it was
+//! observed.
 
 use std::io;
 use std::path::PathBuf;

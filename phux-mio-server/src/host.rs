@@ -479,7 +479,7 @@ impl Host {
     }
 
     /// The pidfd became readable: reaps the child. Returns the master's token when its output
-    /// is to be read to the end before the exit is reported ([SERVER.PTY.3]).
+    /// is to be read to the end before the exit is reported.
     pub(crate) fn reap(&mut self, terminal: LocalTerminal) -> Option<Token> {
         let t = self.terminals.get_mut(&terminal)?;
         if t.exited().is_some() {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use phux_core::server::{JobId, LocalTerminal, SpawnSpec as EngineSpawn, WriteOutcome};
+use phux_core::time::Instant;
 use phux_core::writer::{PtyWriter, Pump};
 use phux_proto::command::Signal;
 use tracing::warn;
@@ -96,7 +97,7 @@ impl Term {
     }
 
     /// The child was reaped: its output may drain until `drain`.
-    pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: phux_core::time::Instant) {
+    pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: Instant) {
         self.exited = Some(exit);
         self.timers.set(Timer::ExitDrain, drain);
     }
