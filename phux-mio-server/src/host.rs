@@ -101,6 +101,8 @@ pub(crate) struct Host {
     pub(crate) again: Vec<Token>,
     /// Connections with queued bytes not yet offered to the kernel, for the next flush.
     pub(crate) unflushed: Vec<ConnId>,
+    /// The list of the flush pass under way (empty between passes), kept for its capacity.
+    flushing: Vec<ConnId>,
     /// `Shutdown`, set by the engine's `Shutdown` action.
     pub(crate) timers: TimerTable,
     /// The nearest deadline of any connection's or terminal's table.
@@ -133,6 +135,7 @@ impl Host {
             events: VecDeque::new(),
             again: Vec::new(),
             unflushed: Vec::new(),
+            flushing: Vec::new(),
             timers: TimerTable::default(),
             nearest: Nearest::default(),
             stdio,
@@ -283,7 +286,11 @@ impl Host {
 
     /// One flush pass: writes each connection queued for it, unless the policy holds it.
     pub(crate) fn flush_pass(&mut self, now: Instant, recycle: &mut Recycle<'_>) {
-        for id in std::mem::take(&mut self.unflushed) {
+        // The two lists trade places, so neither is allocated again: a flush pass allocates
+        // nothing. Writing performs no action, so nothing joins `unflushed` meanwhile.
+        let spare = std::mem::take(&mut self.flushing);
+        let mut ids = std::mem::replace(&mut self.unflushed, spare);
+        for id in ids.drain(..) {
             let Some(conn) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -295,6 +302,7 @@ impl Host {
                 }
             }
         }
+        self.flushing = ids;
     }
 
     /// Between bulk reads: writes the connection the policy finds ripest, if any.
