@@ -29,7 +29,8 @@
 //!
 //! # Re-entrancy
 //!
-//! `ServerEngine::handle` is called in one place, `Driver::feed`, and never while an action
+//! `ServerEngine::handle` is called in one place, the loop behind `Driver::feed` (an event in
+//! hand) and `Driver::feed_observed` (only what the host queued), and never while an action
 //! is being performed. Performing an action may observe new events at once (a PTY write that
 //! completes, a spawn that fails, a connection that closes, bytes written): the host queues
 //! them, in the order they happened, and `feed` hands them to the engine only once the
@@ -266,8 +267,8 @@ impl Driver {
 
     /// Hands the engine `event`, then drains its actions to completion, performing each on the
     /// host, then does the same for every event the host observed meanwhile, oldest first,
-    /// until neither actions nor events are left. The one caller of `ServerEngine::handle`
-    /// (see "Re-entrancy" in the module doc).
+    /// until neither actions nor events are left. Its loop (`feed_all`) is the one caller of
+    /// `ServerEngine::handle` (see "Re-entrancy" in the module doc).
     ///
     /// The bytes the actions queue are marked with the [`Output`] the flush policy gives
     /// `event`; every event that follows from it carries the same mark. Events the host had
