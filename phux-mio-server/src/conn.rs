@@ -1,181 +1,165 @@
-//! A client connection's transport and its outbound queue.
-//!
-//! The engine hands the driver whole encoded frames; the driver only has to move them to the
-//! peer without blocking, in order, and say how many bytes left. [`WriteQueue`] keeps the
-//! frames as they came (no copying into one big buffer) with an offset into the first.
+//! A client connection: its transport, its registration with the poll, its write queue and
+//! its closing state.
 
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::Arc;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use mio::net::UnixStream;
-use phux_core::server::SharedFrame;
-use phux_proto::frame::TerminalOutputTail;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
 use rustix::io::Errno;
+
+use crate::flush::Queued;
+pub use crate::queue::{Chunk, FlushState, WriteQueue};
+use crate::timer::{Timer, TimerTable};
 
 /// The largest read from a connection or a PTY at once.
 pub const READ_CHUNK: usize = 64 * 1024;
 
-/// Bytes waiting to be written to one peer.
-#[derive(Debug, Default)]
-pub struct WriteQueue {
-    chunks: VecDeque<Chunk>,
-    /// How much of the first chunk has already been written.
-    offset: usize,
-    /// Unwritten bytes in total.
-    len: usize,
-    /// Chunks written out, kept for [`Self::drain_spent`] so their buffers can be reused.
-    spent: Vec<Chunk>,
-}
-
-/// One piece of what a connection is to be sent.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Chunk {
-    /// Frames encoded for this connection alone.
-    Owned(Vec<u8>),
-    /// The head of a frame other connections are sent too ([`SharedFrame`]).
-    Shared(Arc<Vec<u8>>),
-    /// This connection's end of the frame whose head precedes it.
-    Tail(TerminalOutputTail),
-}
-
-impl Chunk {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Self::Owned(bytes) => bytes,
-            Self::Shared(head) => head,
-            Self::Tail(tail) => tail.as_bytes(),
-        }
-    }
-}
-
-/// How a [`WriteQueue::flush_to`] call ended.
+/// One client connection: its transport, its registration with the poll (one token, or two
+/// for a split transport), its write queue, and its closing state.
 #[derive(Debug)]
-pub enum FlushState {
-    /// Everything queued was written.
-    Drained,
-    /// The peer cannot take more now; wait for writability.
-    Blocked,
-    /// The transport failed; the rest of the queue will never be delivered.
-    Failed(io::Error),
+pub(crate) struct Conn {
+    pub(crate) transport: Transport,
+    read_token: Token,
+    /// Equal to `read_token` unless the transport is split (stdio).
+    write_token: Token,
+    pub(crate) queue: WriteQueue,
+    /// Whether `WRITABLE` is part of the registration now: held only while the queue is not
+    /// empty and the kernel had no room for it.
+    writable: bool,
+    /// Reads ended (EOF or error): the read side is deregistered and not read again.
+    read_done: bool,
+    /// The engine has been told `Disconnected` (the peer went away): nothing more is queued
+    /// and `Sent` is no longer reported.
+    pub(crate) reported: bool,
+    /// Something [`Output::Urgent`](crate::flush::Output) was queued since the last write.
+    pub(crate) urgent: bool,
+    /// `HeldOutput` (held-back bulk output) and `Closing` (set by a `Close` action or the
+    /// peer's EOF: flush until then, then close).
+    pub(crate) timers: TimerTable,
 }
 
-impl WriteQueue {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Self::default()
+impl Conn {
+    /// A connection on `transport`, registered for reading under `read_token`.
+    pub(crate) fn open(
+        transport: Transport,
+        read_token: Token,
+        write_token: Token,
+        registry: &Registry,
+    ) -> io::Result<Self> {
+        let fd = transport.read_fd().as_raw_fd();
+        registry.register(&mut SourceFd(&fd), read_token, Interest::READABLE)?;
+        Ok(Self {
+            transport,
+            read_token,
+            write_token,
+            queue: WriteQueue::new(),
+            writable: false,
+            read_done: false,
+            reported: false,
+            urgent: false,
+            timers: TimerTable::default(),
+        })
     }
 
-    /// Appends bytes after everything already queued.
-    pub fn push(&mut self, bytes: Vec<u8>) {
-        self.push_chunk(Chunk::Owned(bytes));
+    /// The token readability comes under.
+    pub(crate) fn read_token(&self) -> Token {
+        self.read_token
     }
 
-    /// Appends a frame whose head other connections share: the head is queued, not copied.
-    pub fn push_shared(&mut self, frame: SharedFrame) {
-        self.push_chunk(Chunk::Shared(frame.head));
-        self.push_chunk(Chunk::Tail(frame.tail));
+    /// The token writability comes under (the read token unless the transport is split).
+    pub(crate) fn write_token(&self) -> Token {
+        self.write_token
     }
 
-    fn push_chunk(&mut self, chunk: Chunk) {
-        let len = chunk.bytes().len();
-        if len == 0 {
-            return;
+    /// Whether the connection waits for writability.
+    pub(crate) fn awaiting_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Whether reads have ended.
+    pub(crate) fn read_done(&self) -> bool {
+        self.read_done
+    }
+
+    /// Whether the connection is closing: it is flushed, then closed.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.timers.is_set(Timer::Closing)
+    }
+
+    /// What the flush policy needs to know about the queue.
+    pub(crate) fn queued(&self) -> Queued {
+        Queued {
+            len: self.queue.len(),
+            urgent: self.urgent,
+            awaiting_writable: self.writable,
+            held_until: self.timers.get(Timer::HeldOutput),
         }
-        self.len += len;
-        self.chunks.push_back(chunk);
     }
 
-    /// Whether nothing is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+    /// Writes as much of the queue as the transport takes, handing the written buffers to
+    /// `spent`. Ends any hold: what is left waits for writability, not for a deadline.
+    pub(crate) fn write(&mut self, mut spent: impl FnMut(Chunk)) -> (usize, FlushState) {
+        self.urgent = false;
+        self.timers.stop(Timer::HeldOutput);
+        let result = self.queue.flush_to(&mut self.transport);
+        for chunk in self.queue.drain_spent() {
+            spent(chunk);
+        }
+        result
     }
 
-    /// Unwritten bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Forgets everything queued (the peer is gone).
-    pub fn clear(&mut self) {
-        self.chunks.clear();
-        self.spent.clear();
-        self.offset = 0;
-        self.len = 0;
-    }
-
-    /// Writes as much as the transport takes without blocking. Returns how many bytes left
-    /// the queue (also when it then failed) and why it stopped. `EINTR` is retried.
-    pub fn flush_to(&mut self, w: &mut impl Write) -> (usize, FlushState) {
-        let mut sent = 0;
-        while !self.chunks.is_empty() {
-            let written = match (self.chunks.len(), self.chunks.front()) {
-                // One chunk (a keystroke's echo, a reply): a plain write, cheaper in the
-                // kernel than a vectored one.
-                (1, Some(only)) => w.write(only.bytes().get(self.offset..).unwrap_or_default()),
-                _ => self.write_chunks(w),
+    /// Adds or removes `WRITABLE` interest.
+    pub(crate) fn set_writable(&mut self, registry: &Registry, on: bool) -> io::Result<()> {
+        if self.writable == on {
+            return Ok(());
+        }
+        if self.transport.split() || self.read_done {
+            // The write side has a registration of its own: a split transport's second fd,
+            // or a socket whose read side was deregistered (writing is its only interest).
+            let fd = self.transport.write_fd().as_raw_fd();
+            if on {
+                registry.register(&mut SourceFd(&fd), self.write_token, Interest::WRITABLE)?;
+            } else {
+                registry.deregister(&mut SourceFd(&fd))?;
+            }
+        } else {
+            let fd = self.transport.read_fd().as_raw_fd();
+            let interest = if on {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
             };
-            match written {
-                Ok(0) => {
-                    return (sent, FlushState::Failed(io::ErrorKind::WriteZero.into()));
-                }
-                Ok(n) => {
-                    let n = n.min(self.len);
-                    sent += n;
-                    self.consume(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return (sent, FlushState::Blocked);
-                }
-                Err(e) => return (sent, FlushState::Failed(e)),
-            }
+            registry.reregister(&mut SourceFd(&fd), self.read_token, interest)?;
         }
-        (sent, FlushState::Drained)
+        self.writable = on;
+        Ok(())
     }
 
-    /// One vectored write for many queued frames: a viewer of a busy terminal gets a burst
-    /// of output frames per wake-up, and a syscall each would dominate.
-    fn write_chunks(&self, w: &mut impl Write) -> io::Result<usize> {
-        let mut slices = [io::IoSlice::new(&[]); WRITE_SLICES];
-        let mut used = 0;
-        for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
-            let from = if used == 0 { self.offset } else { 0 };
-            *slot = io::IoSlice::new(chunk.bytes().get(from..).unwrap_or_default());
-            used += 1;
-        }
-        w.write_vectored(slices.get(..used).unwrap_or_default())
-    }
-
-    /// Drops `n` (at most [`Self::len`]) written bytes from the front of the queue.
-    fn consume(&mut self, mut n: usize) {
-        self.len -= n;
-        while n > 0 {
-            let Some(front) = self.chunks.front() else {
-                return;
-            };
-            let rest = front.bytes().len() - self.offset;
-            if n < rest {
-                self.offset += n;
-                return;
-            }
-            n -= rest;
-            if let Some(done) = self.chunks.pop_front() {
-                self.spent.push(done);
-            }
-            self.offset = 0;
+    /// Reads ended: deregisters the read side (on a socket, its only registration, write
+    /// interest included).
+    pub(crate) fn end_reads(&mut self, registry: &Registry) {
+        self.read_done = true;
+        let fd = self.transport.read_fd().as_raw_fd();
+        let _ = registry.deregister(&mut SourceFd(&fd));
+        if !self.transport.split() {
+            self.writable = false;
         }
     }
 
-    /// The chunks written out since the last call, for their buffers to be reused.
-    pub fn drain_spent(&mut self) -> std::vec::Drain<'_, Chunk> {
-        self.spent.drain(..)
+    /// Removes every registration the connection still holds, before it is dropped.
+    pub(crate) fn deregister(&self, registry: &Registry) {
+        if !self.read_done {
+            let fd = self.transport.read_fd().as_raw_fd();
+            let _ = registry.deregister(&mut SourceFd(&fd));
+        }
+        if self.writable && (self.transport.split() || self.read_done) {
+            let fd = self.transport.write_fd().as_raw_fd();
+            let _ = registry.deregister(&mut SourceFd(&fd));
+        }
     }
 }
-
-/// How many queued chunks one vectored write hands the kernel (well under `IOV_MAX`).
-const WRITE_SLICES: usize = 64;
 
 /// How a client reaches us.
 #[derive(Debug)]
@@ -270,174 +254,6 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A writer that takes at most `room` bytes, then blocks, optionally failing afterwards.
-    struct Limited {
-        got: Vec<u8>,
-        room: usize,
-        per_call: usize,
-        fail_when_full: bool,
-    }
-
-    impl Write for Limited {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            if self.room == 0 {
-                return Err(if self.fail_when_full {
-                    io::ErrorKind::BrokenPipe.into()
-                } else {
-                    io::ErrorKind::WouldBlock.into()
-                });
-            }
-            let n = buf.len().min(self.room).min(self.per_call);
-            self.got.extend_from_slice(&buf[..n]);
-            self.room -= n;
-            Ok(n)
-        }
-        /// Like `writev`: takes up to `per_call` bytes across the slices, in order.
-        fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-            if self.room == 0 {
-                // Full: the same error a plain write gives.
-                return self.write(&[]);
-            }
-            let mut budget = self.per_call;
-            let mut total = 0;
-            for buf in bufs {
-                if budget == 0 || self.room == 0 {
-                    break;
-                }
-                let take = buf.len().min(budget);
-                let n = self.write(&buf[..take])?;
-                total += n;
-                budget -= n;
-                if n < buf.len() {
-                    break;
-                }
-            }
-            Ok(total)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn partial_writes_resume_in_order_and_count_what_left() {
-        let mut q = WriteQueue::new();
-        q.push(b"hello ".to_vec());
-        q.push(Vec::new());
-        q.push(b"world".to_vec());
-        assert_eq!(q.len(), 11);
-        let mut w = Limited {
-            got: Vec::new(),
-            room: 4,
-            per_call: 3,
-            fail_when_full: false,
-        };
-        let (sent, state) = q.flush_to(&mut w);
-        assert_eq!(sent, 4);
-        assert!(matches!(state, FlushState::Blocked));
-        assert_eq!(q.len(), 7);
-        w.room = 100;
-        let (sent, state) = q.flush_to(&mut w);
-        assert_eq!(sent, 7);
-        assert!(matches!(state, FlushState::Drained));
-        assert!(q.is_empty());
-        assert_eq!(w.got, b"hello world");
-    }
-
-    #[test]
-    fn many_frames_leave_in_order_across_partial_vectored_writes() {
-        let mut q = WriteQueue::new();
-        let frames: Vec<Vec<u8>> = (0..200u8)
-            .map(|i| vec![i; 1 + usize::from(i % 7)])
-            .collect();
-        for f in &frames {
-            q.push(f.clone());
-        }
-        let want: Vec<u8> = frames.concat();
-        let mut w = Limited {
-            got: Vec::new(),
-            room: 0,
-            per_call: 13,
-            fail_when_full: false,
-        };
-        let mut sent = 0;
-        let mut spent = Vec::new();
-        // Room appears a little at a time; every flush takes what fits and blocks after it.
-        while !q.is_empty() {
-            w.room += 50;
-            let (n, state) = q.flush_to(&mut w);
-            sent += n;
-            assert!(matches!(state, FlushState::Blocked | FlushState::Drained));
-            assert_eq!(q.len(), want.len() - sent);
-            spent.extend(q.drain_spent());
-        }
-        assert_eq!(w.got, want);
-        // Every buffer comes back once written, for reuse.
-        assert_eq!(
-            spent,
-            frames.into_iter().map(Chunk::Owned).collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn a_shared_frame_leaves_as_head_then_this_queues_tail_between_owned_frames() {
-        use phux_proto::ids::{BootstrapId, StreamId};
-        let id = |n| StreamId::new(n).expect("nonzero");
-        let boot = |n| BootstrapId::new(n).expect("nonzero");
-        let head = Arc::new(b"<head shared by every viewer>".to_vec());
-        let tails = [
-            TerminalOutputTail::new(id(1), boot(7)),
-            TerminalOutputTail::new(id(2), boot(9)),
-        ];
-        let mut queues = [WriteQueue::new(), WriteQueue::new()];
-        for (q, tail) in queues.iter_mut().zip(tails) {
-            q.push(b"before ".to_vec());
-            q.push_shared(SharedFrame {
-                head: Arc::clone(&head),
-                tail,
-            });
-            q.push(b" after".to_vec());
-        }
-        // Two queues hold the head, not two copies of it.
-        assert_eq!(Arc::strong_count(&head), 3);
-        for (q, tail) in queues.iter_mut().zip(tails) {
-            let want = [&b"before "[..], &head, tail.as_bytes(), b" after"].concat();
-            assert_eq!(q.len(), want.len());
-            let mut w = Limited {
-                got: Vec::new(),
-                room: 1000,
-                per_call: 5,
-                fail_when_full: false,
-            };
-            let (sent, state) = q.flush_to(&mut w);
-            assert!(matches!(state, FlushState::Drained));
-            assert_eq!((sent, w.got), (want.len(), want));
-            let spent: Vec<Chunk> = q.drain_spent().collect();
-            assert!(matches!(&spent[..], [
-                Chunk::Owned(_),
-                Chunk::Shared(h),
-                Chunk::Tail(t),
-                Chunk::Owned(_)
-            ] if Arc::ptr_eq(h, &head) && *t == tail));
-        }
-    }
-
-    #[test]
-    fn a_failure_reports_the_bytes_sent_before_it() {
-        let mut q = WriteQueue::new();
-        q.push(vec![1; 10]);
-        let mut w = Limited {
-            got: Vec::new(),
-            room: 6,
-            per_call: 100,
-            fail_when_full: true,
-        };
-        let (sent, state) = q.flush_to(&mut w);
-        assert_eq!(sent, 6);
-        assert!(matches!(state, FlushState::Failed(e) if e.kind() == io::ErrorKind::BrokenPipe));
-        assert_eq!(q.len(), 4);
-    }
 
     #[test]
     fn a_full_socket_blocks_instead_of_stalling_and_drains_when_read() {

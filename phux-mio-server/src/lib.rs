@@ -2,6 +2,18 @@
 //! children, the Unix socket, shutdown signals, the server id) and the mio [`driver`] that
 //! runs a `phux_core::server::ServerEngine` on it. Only the engine knows the protocol.
 //!
+//! The event loop, by concern:
+//!
+//! - [`driver`]: the loop itself: poll, route readiness, feed each event to the engine (the one
+//!   caller of `ServerEngine::handle`), flush, compute the next timeout.
+//! - `host`: everything the engine's actions are performed on, and the one place they are
+//!   performed; what it observes meanwhile it queues for the driver to feed.
+//! - [`conn`] (a connection: transport, registration, write queue, closing state, with the
+//!   queue itself in `queue`) and `terminal` (a terminal: its [`PtyChild`], registrations,
+//!   `PtyWriter`, exit drain).
+//! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
+//!   own deadlines; [`clock`]: the only reader of the OS clock.
+//!
 //! `unsafe` appears once, in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
 //! to make the slave the child's controlling terminal. The crate denies `unsafe_code`, and that
 //! one block allows it.
@@ -13,11 +25,16 @@ pub mod clock;
 pub mod config;
 pub mod conn;
 pub mod driver;
+mod flush;
+mod host;
 pub mod pty;
+mod queue;
 pub mod rand;
 pub mod run;
 pub mod signals;
 pub mod socket;
+mod terminal;
+mod timer;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};

@@ -1,0 +1,661 @@
+//! The host: everything the engine's actions are performed on (the poll and its tokens, the
+//! listener, the connections, the terminals, the driver's own deadlines) and the one place
+//! they are performed.
+//!
+//! The host never drives the engine. What it observes while performing an action or writing
+//! a queue (a job's completion, a spawn's result, bytes sent, a connection gone, a child's
+//! exit) it queues in [`Host::events`], in the order it happened; the driver feeds them to the
+//! engine once the action in hand is done (see `Driver::feed`). Performing gets a [`Recycle`],
+//! which can give written buffers back to the engine and nothing else, so an action's
+//! performance cannot re-enter `ServerEngine::handle`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+
+use mio::{Poll, Token};
+use phux_core::server::{
+    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerEngine, ServerEvent,
+    SpawnSpec as EngineSpawn, WriteOutcome,
+};
+use phux_core::time::Instant;
+use tracing::{debug, error, info, trace, warn};
+
+use crate::child::ChildExit;
+use crate::clock::Clock;
+use crate::conn::{Chunk, Conn, FlushState, Transport, WriteQueue};
+use crate::flush::{Decision, FlushPolicy, Output};
+use crate::signals::Signals;
+use crate::socket::ServerSocket;
+use crate::terminal::{Term, group_signal, os_spawn_spec};
+use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, Nearest, Timer, TimerTable};
+
+/// What the host may do with the engine: give written buffers back for reuse. It holds no way
+/// to hand the engine an event.
+pub(crate) struct Recycle<'a>(pub(crate) &'a mut ServerEngine);
+
+impl Recycle<'_> {
+    /// Gives a written chunk's buffer back.
+    fn chunk(&mut self, chunk: Chunk) {
+        match chunk {
+            Chunk::Owned(buffer) => self.0.reclaim(buffer),
+            Chunk::Shared(head) => self.0.reclaim_shared(head),
+            Chunk::Tail(_) => {}
+        }
+    }
+}
+
+/// What a registered source is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    ConnRead(ConnId),
+    ConnWrite(ConnId),
+    Master(LocalTerminal),
+    Pidfd(LocalTerminal),
+}
+
+/// The tokens handed out to sources, and what each names.
+#[derive(Debug)]
+pub(crate) struct Sources {
+    map: HashMap<Token, Source>,
+    next: usize,
+}
+
+impl Sources {
+    fn new(first: usize) -> Self {
+        Self {
+            map: HashMap::new(),
+            next: first,
+        }
+    }
+
+    fn add(&mut self, source: Source) -> Token {
+        let token = Token(self.next);
+        self.next += 1;
+        self.map.insert(token, source);
+        token
+    }
+
+    fn remove(&mut self, token: Token) {
+        self.map.remove(&token);
+    }
+
+    /// What `token` names, if it is still registered.
+    pub(crate) fn get(&self, token: Token) -> Option<Source> {
+        self.map.get(&token).copied()
+    }
+}
+
+/// See the module doc.
+pub(crate) struct Host {
+    pub(crate) poll: Poll,
+    pub(crate) clock: Clock,
+    pub(crate) listener: Option<ServerSocket>,
+    pub(crate) signals: Signals,
+    pub(crate) sources: Sources,
+    pub(crate) conns: BTreeMap<ConnId, Conn>,
+    next_conn: u64,
+    pub(crate) terminals: BTreeMap<LocalTerminal, Term>,
+    /// What the host observed, for the driver to feed to the engine, oldest first.
+    pub(crate) events: VecDeque<ServerEvent<'static>>,
+    /// Sources whose draining stopped at the per-wake cap; revisited before waiting again.
+    pub(crate) again: Vec<Token>,
+    /// Connections with queued bytes not yet offered to the kernel, for the next flush.
+    pub(crate) unflushed: Vec<ConnId>,
+    /// The list of the flush pass under way (empty between passes), kept for its capacity.
+    flushing: Vec<ConnId>,
+    /// `Shutdown`, set by the engine's `Shutdown` action.
+    pub(crate) timers: TimerTable,
+    /// The nearest deadline of any connection's or terminal's table.
+    pub(crate) nearest: Nearest,
+    /// `--stdio`: stop once the one client is gone.
+    stdio: bool,
+    /// The stdio client is gone: finish up.
+    pub(crate) done: bool,
+    /// The completions of one pump of a terminal's writes, kept for the next pump's.
+    finished_jobs: Vec<(JobId, WriteOutcome)>,
+}
+
+impl Host {
+    pub(crate) fn new(
+        poll: Poll,
+        listener: Option<ServerSocket>,
+        signals: Signals,
+        first_token: usize,
+    ) -> Self {
+        let stdio = listener.is_none();
+        Self {
+            poll,
+            clock: Clock::new(),
+            listener,
+            signals,
+            sources: Sources::new(first_token),
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            terminals: BTreeMap::new(),
+            events: VecDeque::new(),
+            again: Vec::new(),
+            unflushed: Vec::new(),
+            flushing: Vec::new(),
+            timers: TimerTable::default(),
+            nearest: Nearest::default(),
+            stdio,
+            done: false,
+            finished_jobs: Vec::new(),
+        }
+    }
+
+    /// Queues an event for the driver to feed.
+    fn report(&mut self, event: ServerEvent<'static>) {
+        self.events.push_back(event);
+    }
+
+    /// Performs one action. Bytes to send are queued, marked `output`, for the next flush.
+    pub(crate) fn perform(
+        &mut self,
+        action: ServerAction,
+        output: Output,
+        recycle: &mut Recycle<'_>,
+    ) {
+        match &action {
+            ServerAction::Send { conn, bytes } => trace!(conn = conn.0, len = bytes.len(), "send"),
+            ServerAction::SendShared { conn, frame } => {
+                trace!(conn = conn.0, len = frame.len(), "send shared");
+            }
+            ServerAction::Write {
+                terminal,
+                job,
+                bytes,
+                ..
+            } => debug!(%terminal, job = job.0, len = bytes.len(), "write"),
+            other => debug!(action = ?other, "perform"),
+        }
+        match action {
+            ServerAction::Send { conn, bytes } => {
+                self.send(conn, output, |queue| queue.push(bytes));
+            }
+            ServerAction::SendShared { conn, frame } => {
+                self.send(conn, output, |queue| queue.push_shared(frame));
+            }
+            ServerAction::Close { conn } => self.close(conn, recycle),
+            ServerAction::Spawn { terminal, spec } => self.spawn(terminal, &spec),
+            ServerAction::Write {
+                terminal,
+                job,
+                bytes,
+            } => self.write(terminal, job, bytes),
+            ServerAction::Resize {
+                terminal,
+                cols,
+                rows,
+            } => {
+                if let Some(t) = self.terminals.get(&terminal)
+                    && let Err(e) = t.child.resize(cols, rows)
+                {
+                    warn!(%terminal, cols, rows, error = %e, "resize failed");
+                }
+            }
+            ServerAction::Signal { terminal, signal } => {
+                if let Some(t) = self.terminals.get(&terminal) {
+                    let sig = group_signal(signal);
+                    debug!(%terminal, pid = t.child.pid(), signal = ?sig, "signal group");
+                    if let Err(e) = t.child.signal_group(sig) {
+                        warn!(%terminal, signal = ?sig, error = %e, "signal failed");
+                    }
+                }
+            }
+            ServerAction::Kill { terminal } => self.kill(terminal),
+            ServerAction::Shutdown => self.begin_shutdown(),
+        }
+    }
+
+    // ---- connections ----
+
+    /// Registers a connection on `transport`; the caller reports it `Connected`.
+    pub(crate) fn add_conn(&mut self, transport: Transport, peer: PeerInfo) -> io::Result<ConnId> {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        let read_token = self.sources.add(Source::ConnRead(id));
+        let write_token = if transport.split() {
+            self.sources.add(Source::ConnWrite(id))
+        } else {
+            read_token
+        };
+        match Conn::open(transport, read_token, write_token, self.poll.registry()) {
+            Ok(conn) => {
+                self.conns.insert(id, conn);
+                info!(conn = id.0, local = peer.local_socket, "connection opened");
+                Ok(id)
+            }
+            Err(e) => {
+                self.sources.remove(read_token);
+                self.sources.remove(write_token);
+                Err(e)
+            }
+        }
+    }
+
+    /// The peer ended its stream or the transport failed. Whatever is already queued still
+    /// goes out (a half-closed peer may be reading, bounded by [`CLOSE_BOUND`]), but the engine
+    /// forgets the connection now.
+    pub(crate) fn peer_gone(
+        &mut self,
+        id: ConnId,
+        err: Option<&io::Error>,
+        recycle: &mut Recycle<'_>,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        conn.end_reads(self.poll.registry());
+        match err {
+            None => debug!(conn = id.0, "peer closed its stream"),
+            Some(e) => debug!(conn = id.0, error = %e, "read failed"),
+        }
+        let clock = self.clock;
+        let closing = conn
+            .timers
+            .get_or_set(Timer::Closing, || clock.now() + CLOSE_BOUND);
+        if err.is_some() {
+            conn.queue.clear();
+        }
+        let report = !conn.reported;
+        conn.reported = true;
+        self.nearest.note(closing);
+        if report {
+            self.report(ServerEvent::Disconnected { conn: id });
+        }
+        self.write_conn(id, recycle);
+    }
+
+    /// Queues what `push` adds on the connection's write queue, for the next flush.
+    fn send(&mut self, id: ConnId, output: Output, push: impl FnOnce(&mut WriteQueue)) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.reported {
+            return;
+        }
+        push(&mut conn.queue);
+        conn.urgent |= output == Output::Urgent;
+        // Written once the engine has nothing more to say, so that the frames of one
+        // wake-up leave in one vectored write per connection rather than one each.
+        if !self.unflushed.contains(&id) {
+            self.unflushed.push(id);
+        }
+    }
+
+    /// One flush pass: writes each connection queued for it, unless the policy holds it.
+    pub(crate) fn flush_pass(&mut self, now: Instant, recycle: &mut Recycle<'_>) {
+        // The two lists trade places, so neither is allocated again: a flush pass allocates
+        // nothing. Writing performs no action, so nothing joins `unflushed` meanwhile.
+        let spare = std::mem::take(&mut self.flushing);
+        let mut ids = std::mem::replace(&mut self.unflushed, spare);
+        for id in ids.drain(..) {
+            let Some(conn) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            match FlushPolicy::decide(conn.queued(), now) {
+                Decision::Write => self.write_conn(id, recycle),
+                Decision::Hold { until } => {
+                    conn.timers.set(Timer::HeldOutput, until);
+                    self.nearest.note(until);
+                }
+            }
+        }
+        self.flushing = ids;
+    }
+
+    /// Between bulk reads: writes the connection the policy finds ripest, if any.
+    pub(crate) fn flush_ripest(&mut self, recycle: &mut Recycle<'_>) {
+        let candidates = self.unflushed.iter().enumerate().filter_map(|(i, id)| {
+            let conn = self.conns.get(id)?;
+            (!conn.awaiting_writable()).then_some((i, conn.queue.len()))
+        });
+        if let Some(i) = FlushPolicy::ripest(candidates) {
+            let id = self.unflushed.swap_remove(i);
+            self.write_conn(id, recycle);
+        }
+    }
+
+    /// Writes what the connection's queue holds; keeps `WRITABLE` interest while anything is
+    /// left; closes the connection when it was closing and is now empty (or failed).
+    pub(crate) fn write_conn(&mut self, id: ConnId, recycle: &mut Recycle<'_>) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let (sent, state) = conn.write(|chunk| recycle.chunk(chunk));
+        if sent > 0 {
+            trace!(conn = id.0, bytes = sent, "sent");
+            if !conn.reported {
+                self.report(ServerEvent::Sent {
+                    conn: id,
+                    bytes: sent,
+                });
+            }
+        }
+        match state {
+            FlushState::Drained => {
+                self.set_conn_writable(id, false);
+                if self.conns.get(&id).is_some_and(Conn::is_closing) {
+                    self.close_now(id);
+                }
+            }
+            FlushState::Blocked => self.set_conn_writable(id, true),
+            FlushState::Failed(e) => {
+                debug!(conn = id.0, error = %e, "write failed");
+                if let Some(conn) = self.conns.get_mut(&id) {
+                    conn.queue.clear();
+                }
+                self.close_now(id);
+            }
+        }
+    }
+
+    fn set_conn_writable(&mut self, id: ConnId, on: bool) {
+        if let Some(conn) = self.conns.get_mut(&id)
+            && let Err(e) = conn.set_writable(self.poll.registry(), on)
+        {
+            warn!(conn = id.0, error = %e, "cannot change write interest");
+        }
+    }
+
+    /// The engine's `Close`: flush what is queued (bounded by [`CLOSE_BOUND`]), then close.
+    fn close(&mut self, id: ConnId, recycle: &mut Recycle<'_>) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let clock = self.clock;
+        let closing = conn
+            .timers
+            .get_or_set(Timer::Closing, || clock.now() + CLOSE_BOUND);
+        self.nearest.note(closing);
+        self.write_conn(id, recycle);
+    }
+
+    /// Drops the connection now, telling the engine unless it was told already.
+    pub(crate) fn close_now(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.remove(&id) else {
+            return;
+        };
+        conn.deregister(self.poll.registry());
+        self.sources.remove(conn.read_token());
+        self.sources.remove(conn.write_token());
+        conn.transport.shutdown();
+        let was_reported = conn.reported;
+        let stdio = conn.transport.split();
+        drop(conn);
+        info!(conn = id.0, "connection closed");
+        if !was_reported {
+            self.report(ServerEvent::Disconnected { conn: id });
+        }
+        if stdio && self.stdio {
+            self.done = true;
+        }
+    }
+
+    // ---- terminals ----
+
+    fn spawn(&mut self, terminal: LocalTerminal, spec: &EngineSpawn) {
+        let spec = match os_spawn_spec(spec) {
+            Ok(spec) => spec,
+            Err(message) => {
+                return self.report(ServerEvent::SpawnFailed { terminal, message });
+            }
+        };
+        let child = match crate::child::spawn(&spec) {
+            Ok(child) => child,
+            Err(e) => {
+                warn!(%terminal, program = ?spec.program, error = %e, "spawn failed");
+                return self.report(ServerEvent::SpawnFailed {
+                    terminal,
+                    message: e.to_string(),
+                });
+            }
+        };
+        let pid = child.pid();
+        let master_token = self.sources.add(Source::Master(terminal));
+        let pidfd_token = self.sources.add(Source::Pidfd(terminal));
+        let registry = self.poll.registry();
+        let term = match Term::register(terminal, child, master_token, pidfd_token, registry) {
+            Ok(term) => term,
+            Err(e) => {
+                error!(%terminal, error = %e, "cannot register a terminal");
+                self.sources.remove(master_token);
+                self.sources.remove(pidfd_token);
+                return self.report(ServerEvent::SpawnFailed {
+                    terminal,
+                    message: format!("cannot watch the terminal: {e}"),
+                });
+            }
+        };
+        info!(%terminal, pid, program = ?spec.program, cols = spec.cols, rows = spec.rows, "spawned");
+        self.terminals.insert(terminal, term);
+        self.report(ServerEvent::Spawned { terminal, pid });
+    }
+
+    fn write(&mut self, terminal: LocalTerminal, job: JobId, bytes: Vec<u8>) {
+        match self.terminals.get_mut(&terminal) {
+            // Exited (or never started): nothing can be written.
+            Some(t) if t.exited().is_none() => t.push(job, bytes),
+            _ => {
+                return self.report(ServerEvent::WriteDone {
+                    terminal,
+                    job,
+                    outcome: WriteOutcome::NotWritten,
+                });
+            }
+        }
+        self.pump(terminal);
+    }
+
+    /// Writes the terminal's pending jobs as far as the master takes them.
+    pub(crate) fn pump(&mut self, terminal: LocalTerminal) {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
+        let mut done = std::mem::take(&mut self.finished_jobs);
+        t.pump(self.poll.registry(), &mut done);
+        self.report_jobs(terminal, done);
+    }
+
+    fn report_jobs(&mut self, terminal: LocalTerminal, mut done: Vec<(JobId, WriteOutcome)>) {
+        for (job, outcome) in done.drain(..) {
+            trace!(%terminal, job = job.0, ?outcome, "write done");
+            self.report(ServerEvent::WriteDone {
+                terminal,
+                job,
+                outcome,
+            });
+        }
+        // Kept for the next write's completions: a keystroke's write allocates nothing here.
+        if done.capacity() > self.finished_jobs.capacity() {
+            self.finished_jobs = done;
+        }
+    }
+
+    /// No more output will come: every holder of the slave closed it.
+    pub(crate) fn master_eof(&mut self, terminal: LocalTerminal) {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
+        t.set_eof();
+        debug!(%terminal, "terminal output ended");
+        if t.exited().is_some() {
+            self.finish_exit(terminal);
+        }
+        // Otherwise the child closed its terminal but runs on: its pidfd tells us of its exit.
+    }
+
+    /// The pidfd became readable: reaps the child. Returns the master's token when its output
+    /// is to be read to the end before the exit is reported.
+    pub(crate) fn reap(&mut self, terminal: LocalTerminal) -> Option<Token> {
+        let t = self.terminals.get_mut(&terminal)?;
+        if t.exited().is_some() {
+            return None;
+        }
+        let exit = match t.child.try_wait() {
+            Ok(Some(exit)) => exit,
+            Ok(None) => return None,
+            Err(e) => {
+                error!(%terminal, error = %e, "waiting for the child failed");
+                return None;
+            }
+        };
+        debug!(%terminal, pid = t.child.pid(), ?exit, "child exited");
+        let drain = self.clock.now() + EXIT_DRAIN_BOUND;
+        t.set_exited(exit, drain);
+        let (eof, master) = (t.eof(), t.master_token());
+        self.nearest.note(drain);
+        if eof {
+            self.finish_exit(terminal);
+            return None;
+        }
+        master
+    }
+
+    /// The child is reaped and its output drained (or the drain bound passed): resolve its
+    /// jobs, drop its OS state and tell the engine.
+    fn finish_exit(&mut self, terminal: LocalTerminal) {
+        let Some(mut t) = self.terminals.remove(&terminal) else {
+            return;
+        };
+        let exit = t.exited();
+        self.deregister_terminal(&mut t);
+        let mut done = Vec::new();
+        t.abandon(&mut done);
+        // Drop closes the master and reaps the child if that has not happened.
+        drop(t);
+        self.report_jobs(terminal, done);
+        info!(%terminal, ?exit, "terminal closed");
+        self.report(ServerEvent::ChildExited {
+            terminal,
+            exit_status: exit.and_then(ChildExit::code),
+        });
+    }
+
+    /// KILL_TERMINAL (or shutdown): SIGKILL the group, close the master, reap, report.
+    fn kill(&mut self, terminal: LocalTerminal) {
+        let Some(mut t) = self.terminals.remove(&terminal) else {
+            return;
+        };
+        self.deregister_terminal(&mut t);
+        let mut done = Vec::new();
+        t.abandon(&mut done);
+        self.report_jobs(terminal, done);
+        let pid = t.child.pid();
+        let exit = match t.child.kill_and_reap() {
+            Ok(exit) => Some(exit),
+            Err(e) => {
+                error!(%terminal, pid, error = %e, "kill failed");
+                None
+            }
+        };
+        info!(%terminal, pid, ?exit, "terminal killed");
+        self.report(ServerEvent::ChildExited {
+            terminal,
+            exit_status: exit.and_then(ChildExit::code),
+        });
+    }
+
+    fn deregister_terminal(&mut self, t: &mut Term) {
+        for token in t.deregister(self.poll.registry()).into_iter().flatten() {
+            self.sources.remove(token);
+        }
+        let sources = &self.sources;
+        self.again.retain(|&tok| sources.get(tok).is_some());
+    }
+
+    // ---- time and shutdown ----
+
+    /// Writes held output, drops connections that did not drain in time and finishes exits
+    /// whose output never ended, as each comes due; then works out the next such deadline.
+    pub(crate) fn on_deadlines(&mut self, now: Instant, recycle: &mut Recycle<'_>) {
+        if !self.nearest.is_due(now) {
+            return;
+        }
+        let held = due_keys(&self.conns, |c| c.timers.is_expired(Timer::HeldOutput, now));
+        for id in held {
+            self.write_conn(id, recycle);
+        }
+        let overdue = due_keys(&self.conns, |c| c.timers.is_expired(Timer::Closing, now));
+        for id in overdue {
+            warn!(
+                conn = id.0,
+                "peer did not read its last bytes in time; closing"
+            );
+            self.close_now(id);
+        }
+        let drained = due_keys(&self.terminals, |t| {
+            t.timers.is_expired(Timer::ExitDrain, now)
+        });
+        for terminal in drained {
+            debug!(
+                %terminal,
+                "terminal output still open after the child's exit"
+            );
+            self.finish_exit(terminal);
+        }
+        let conns = self.conns.values().map(|c| &c.timers);
+        let terminals = self.terminals.values().map(|t| &t.timers);
+        self.nearest.recompute(conns.chain(terminals));
+    }
+
+    /// After the engine's `Shutdown`: once its deadline passes, drops every connection still
+    /// open.
+    pub(crate) fn on_shutdown_deadline(&mut self, now: Instant) {
+        if self.timers.is_expired(Timer::Shutdown, now) {
+            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            for id in ids {
+                self.close_now(id);
+            }
+        }
+    }
+
+    /// The engine's `Shutdown`: stop accepting, remove the socket, and stop once every
+    /// connection has been flushed (bounded by [`CLOSE_BOUND`]).
+    fn begin_shutdown(&mut self) {
+        if self.timers.is_set(Timer::Shutdown) {
+            return;
+        }
+        info!("shutting down");
+        self.timers
+            .set(Timer::Shutdown, self.clock.now() + CLOSE_BOUND);
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(l.listener_mut());
+            // Dropping the socket removes its file, so no new client finds a dead server.
+            drop(l);
+        }
+    }
+
+    /// Whether the host is done: the stdio client is gone, or shutdown has flushed and closed
+    /// every connection.
+    pub(crate) fn finished(&self) -> bool {
+        self.done || (self.timers.is_set(Timer::Shutdown) && self.conns.is_empty())
+    }
+
+    /// Kills and reaps whatever still runs, and removes the socket.
+    pub(crate) fn finish(&mut self) {
+        let terminals: Vec<LocalTerminal> = self.terminals.keys().copied().collect();
+        for terminal in terminals {
+            if let Some(mut t) = self.terminals.remove(&terminal) {
+                self.deregister_terminal(&mut t);
+                let pid = t.child.pid();
+                match t.child.kill_and_reap() {
+                    Ok(exit) => info!(%terminal, pid, ?exit, "terminal killed at exit"),
+                    Err(e) => error!(%terminal, pid, error = %e, "kill at exit failed"),
+                }
+            }
+        }
+        self.listener = None;
+        let _ = self.signals.deregister(self.poll.registry());
+        info!("stopped");
+    }
+}
+
+/// The keys of the entries `due` picks.
+fn due_keys<K: Copy, V>(map: &BTreeMap<K, V>, due: impl Fn(&V) -> bool) -> Vec<K> {
+    map.iter()
+        .filter(|(_, v)| due(v))
+        .map(|(k, _)| *k)
+        .collect()
+}

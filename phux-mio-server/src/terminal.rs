@@ -1,0 +1,216 @@
+//! A terminal as the driver holds it: the child on its PTY, the master's and the pidfd's
+//! registrations, the writer of its jobs, and the drain of its output after the child exits.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::PathBuf;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use phux_core::server::{JobId, LocalTerminal, SpawnSpec as EngineSpawn, WriteOutcome};
+use phux_core::time::Instant;
+use phux_core::writer::{PtyWriter, Pump};
+use phux_proto::command::Signal;
+use tracing::warn;
+
+use crate::child::{ChildExit, GroupSignal, PtyChild, SpawnSpec};
+use crate::timer::{Timer, TimerTable};
+
+/// One live terminal.
+#[derive(Debug)]
+pub(crate) struct Term {
+    id: LocalTerminal,
+    pub(crate) child: PtyChild,
+    /// The master's token while it is registered.
+    master: Option<Token>,
+    /// The pidfd's token while it is registered.
+    pidfd: Option<Token>,
+    /// The jobs waiting for the master, oldest first.
+    jobs: PtyWriter,
+    /// Whether `WRITABLE` is part of the master's registration: only while a job is blocked.
+    writable: bool,
+    /// The child has been reaped; its exit is reported once the output ends or
+    /// `Timer::ExitDrain` comes.
+    exited: Option<ChildExit>,
+    /// The master reported end of file: every holder of the slave closed it.
+    eof: bool,
+    /// `ExitDrain`.
+    pub(crate) timers: TimerTable,
+}
+
+impl Term {
+    /// Registers `child`'s master (readable) and pidfd. On failure the child is dropped, which
+    /// kills and reaps it.
+    pub(crate) fn register(
+        id: LocalTerminal,
+        child: PtyChild,
+        master_token: Token,
+        pidfd_token: Token,
+        registry: &Registry,
+    ) -> io::Result<Self> {
+        let master_fd: Option<RawFd> = child.master_fd().map(|fd| fd.as_raw_fd());
+        let pidfd = child.pidfd().as_raw_fd();
+        let registered = master_fd
+            .ok_or_else(|| io::Error::other("no master"))
+            .and_then(|fd| registry.register(&mut SourceFd(&fd), master_token, Interest::READABLE))
+            .and_then(|()| {
+                registry.register(&mut SourceFd(&pidfd), pidfd_token, Interest::READABLE)
+            });
+        if let Err(e) = registered {
+            if let Some(fd) = master_fd {
+                let _ = registry.deregister(&mut SourceFd(&fd));
+            }
+            drop(child);
+            return Err(e);
+        }
+        Ok(Self {
+            id,
+            child,
+            master: Some(master_token),
+            pidfd: Some(pidfd_token),
+            jobs: PtyWriter::new(),
+            writable: false,
+            exited: None,
+            eof: false,
+            timers: TimerTable::default(),
+        })
+    }
+
+    /// The master's token, while it is registered.
+    pub(crate) fn master_token(&self) -> Option<Token> {
+        self.master
+    }
+
+    /// Whether the child has been reaped.
+    pub(crate) fn exited(&self) -> Option<ChildExit> {
+        self.exited
+    }
+
+    /// Whether the master reported end of file.
+    pub(crate) fn eof(&self) -> bool {
+        self.eof
+    }
+
+    /// The master reported end of file.
+    pub(crate) fn set_eof(&mut self) {
+        self.eof = true;
+    }
+
+    /// The child was reaped: its output may drain until `drain`.
+    pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: Instant) {
+        self.exited = Some(exit);
+        self.timers.set(Timer::ExitDrain, drain);
+    }
+
+    /// Queues a job for the master.
+    pub(crate) fn push(&mut self, job: JobId, bytes: Vec<u8>) {
+        self.jobs.push(job, bytes);
+    }
+
+    /// Writes the pending jobs as far as the master takes them, adding each finished job to
+    /// `done`, and holds `WRITABLE` interest while one is blocked.
+    pub(crate) fn pump(&mut self, registry: &Registry, done: &mut Vec<(JobId, WriteOutcome)>) {
+        let state = self.jobs.pump(&mut self.child, done);
+        let want_writable = state == Pump::Blocked;
+        if want_writable != self.writable
+            && let (Some(token), Some(fd)) = (self.master, self.child.master_fd())
+        {
+            let interest = if want_writable {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let fd = fd.as_raw_fd();
+            match registry.reregister(&mut SourceFd(&fd), token, interest) {
+                Ok(()) => self.writable = want_writable,
+                Err(e) => warn!(terminal = %self.id, error = %e, "cannot change write interest"),
+            }
+        }
+    }
+
+    /// Resolves every pending job as not written (the terminal is going away).
+    pub(crate) fn abandon(&mut self, done: &mut Vec<(JobId, WriteOutcome)>) {
+        self.jobs.abandon(done);
+    }
+
+    /// Removes the master's and the pidfd's registrations; returns the tokens they held.
+    pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
+        let master = self.master.take();
+        if master.is_some()
+            && let Some(fd) = self.child.master_fd()
+        {
+            let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        }
+        let pidfd = self.pidfd.take();
+        if pidfd.is_some() {
+            let _ = registry.deregister(&mut SourceFd(&self.child.pidfd().as_raw_fd()));
+        }
+        [master, pidfd]
+    }
+}
+
+/// The engine's spawn request as the OS layer takes it.
+pub(crate) fn os_spawn_spec(spec: &EngineSpawn) -> Result<SpawnSpec, String> {
+    let (program, args) = spec
+        .command
+        .split_first()
+        .ok_or_else(|| "empty command".to_owned())?;
+    Ok(SpawnSpec {
+        program: program.into(),
+        args: args.iter().map(Into::into).collect(),
+        env: spec.env.clone(),
+        cwd: spec.cwd.as_ref().map(PathBuf::from),
+        term: spec.term.clone(),
+        // The engine has already replaced a 0 with its default size.
+        cols: spec.cols,
+        rows: spec.rows,
+    })
+}
+
+/// The process-group signal a SIGNAL_TERMINAL names.
+pub(crate) fn group_signal(signal: Signal) -> GroupSignal {
+    match signal {
+        Signal::Interrupt => GroupSignal::Interrupt,
+        Signal::Freeze => GroupSignal::Freeze,
+        Signal::Resume => GroupSignal::Resume,
+        Signal::Terminate => GroupSignal::Terminate,
+        Signal::Kill => GroupSignal::Kill,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawn_spec_maps_program_args_and_size() {
+        let spec = EngineSpawn {
+            command: vec!["sh".into(), "-c".into(), "true".into()],
+            cwd: Some("/tmp".into()),
+            env: Some(vec![("A".into(), "1".into())]),
+            term: "xterm".into(),
+            cols: 100,
+            rows: 30,
+        };
+        let os = os_spawn_spec(&spec).expect("spec");
+        assert_eq!(os.program, "sh");
+        assert_eq!(os.args, ["-c", "true"]);
+        assert_eq!(os.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+        assert_eq!(os.env, spec.env);
+        assert_eq!((os.term.as_str(), os.cols, os.rows), ("xterm", 100, 30));
+        let empty = EngineSpawn {
+            command: Vec::new(),
+            ..spec
+        };
+        assert!(os_spawn_spec(&empty).is_err());
+    }
+
+    #[test]
+    fn signals_map_to_their_group_signals() {
+        assert_eq!(group_signal(Signal::Interrupt).number(), 2);
+        assert_eq!(group_signal(Signal::Freeze).number(), 19);
+        assert_eq!(group_signal(Signal::Resume).number(), 18);
+        assert_eq!(group_signal(Signal::Terminate).number(), 15);
+        assert_eq!(group_signal(Signal::Kill).number(), 9);
+    }
+}
