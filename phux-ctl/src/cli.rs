@@ -23,10 +23,7 @@ use super::keys::{KeySpec, parse_key};
 #[command(name = "phuxctl", version)]
 pub struct Cli {
     /// The server's socket. Default: the server's own default for --name
-    /// ($XDG_RUNTIME_DIR/phux-mio/<NAME>.sock, or /tmp/phux-mio-<uid>/<NAME>.sock).
-    // This doc comment is also clap's `--help` text, which prints `<NAME>` as written (as clap
-    // prints value names); only rustdoc would take it for an HTML tag.
-    #[allow(rustdoc::invalid_html_tags)]
+    /// ($XDG_RUNTIME_DIR/phux-mio/NAME.sock, or /tmp/phux-mio-UID/NAME.sock).
     #[arg(long, value_name = "PATH", global = true)]
     pub socket: Option<PathBuf>,
 

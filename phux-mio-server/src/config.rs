@@ -16,8 +16,8 @@ use clap::{Parser, ValueEnum};
 pub struct Config {
     /// Listen on this Unix socket. Its directory is created 0700 if missing; an existing
     /// directory must not be writable by group or others unless it is sticky (like /tmp).
-    /// The socket is made 0600. Default: $XDG_RUNTIME_DIR/phux-mio/<NAME>.sock, or
-    /// /tmp/phux-mio-<uid>/<NAME>.sock without XDG_RUNTIME_DIR (that directory must be 0700).
+    /// The socket is made 0600. Default: $XDG_RUNTIME_DIR/phux-mio/NAME.sock, or
+    /// /tmp/phux-mio-UID/NAME.sock without XDG_RUNTIME_DIR (that directory must be 0700).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
 
