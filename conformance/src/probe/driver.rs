@@ -19,7 +19,7 @@ use rustix::process::Pid;
 use rustix::termios::{InputModes, LocalModes, OptionalActions, OutputModes, Termios};
 use signal_hook::iterator::Signals;
 
-use super::grandchild::{self, GrandchildEvent, LineSplitter};
+use super::grandchild::{self, GrandchildEvent, LineSplitter, from_raw_signal, raw_signal};
 use super::machine::{
     Answer, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport, Query, TermiosReport,
 };
@@ -54,25 +54,6 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The signal's number on this OS.
-pub(crate) fn raw_signal(sig: ProbeSignal) -> i32 {
-    use signal_hook::consts::signal as s;
-    match sig {
-        ProbeSignal::Int => s::SIGINT,
-        ProbeSignal::Term => s::SIGTERM,
-        ProbeSignal::Hup => s::SIGHUP,
-        ProbeSignal::Usr1 => s::SIGUSR1,
-        ProbeSignal::Usr2 => s::SIGUSR2,
-        ProbeSignal::Cont => s::SIGCONT,
-        ProbeSignal::Winch => s::SIGWINCH,
-    }
-}
-
-/// The probe signal with this number, if it is one.
-pub(crate) fn from_raw_signal(raw: i32) -> Option<ProbeSignal> {
-    ProbeSignal::ALL.into_iter().find(|&s| raw_signal(s) == raw)
 }
 
 struct RunningGrandchild {

@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use signal_hook::iterator::Signals;
 
-use super::driver::{from_raw_signal, raw_signal};
 use super::machine::ProbeSignal;
 
 /// A grandchild line longer than this is noise, not a report: it is dropped.
@@ -107,6 +106,25 @@ pub(crate) fn run() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The signal's number on this OS.
+pub(crate) fn raw_signal(sig: ProbeSignal) -> i32 {
+    use signal_hook::consts::signal as s;
+    match sig {
+        ProbeSignal::Int => s::SIGINT,
+        ProbeSignal::Term => s::SIGTERM,
+        ProbeSignal::Hup => s::SIGHUP,
+        ProbeSignal::Usr1 => s::SIGUSR1,
+        ProbeSignal::Usr2 => s::SIGUSR2,
+        ProbeSignal::Cont => s::SIGCONT,
+        ProbeSignal::Winch => s::SIGWINCH,
+    }
+}
+
+/// The probe signal with this number, if it is one.
+pub(crate) fn from_raw_signal(raw: i32) -> Option<ProbeSignal> {
+    ProbeSignal::ALL.into_iter().find(|&s| raw_signal(s) == raw)
 }
 
 #[cfg(test)]

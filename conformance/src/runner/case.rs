@@ -10,9 +10,9 @@ use phux_proto::Frame;
 use phux_proto::notation::Value;
 
 use super::POLL_SLICE;
-use super::expect::contains;
-use super::probe::{hex, match_probe_report, match_probe_report_at, parse_hex, probe_reads};
-use super::repeat::log_frame;
+use super::report::{
+    contains, hex, match_probe_report, match_probe_report_at, parse_hex, probe_reads,
+};
 use crate::pattern::{self, Bindings, Templates};
 use crate::transcript::{Step, StepKind, Until};
 use crate::transport::{ConnKey, Recv, Transport, TransportError};
@@ -478,5 +478,21 @@ impl Case {
             });
         }
         text
+    }
+}
+
+/// Adds a frame's line to the wire log, unless a `repeat` has used up its share.
+pub(super) fn log_frame(
+    wire: &mut Vec<String>,
+    budget: &mut Option<(usize, usize)>,
+    line: impl FnOnce() -> String,
+) {
+    match budget {
+        Some((0, skipped)) => *skipped += 1,
+        Some((left, _)) => {
+            *left -= 1;
+            wire.push(line());
+        }
+        None => wire.push(line()),
     }
 }

@@ -9,6 +9,7 @@ use phux_proto::notation::Value;
 
 use super::POLL_SLICE;
 use super::case::{Case, StepError, failed, is_output, name_of};
+use super::report::contains;
 use crate::pattern::{self, Bindings};
 use crate::transcript::CheckOp;
 
@@ -400,8 +401,4 @@ fn assign(
         }
     }
     false
-}
-
-pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }

@@ -22,6 +22,7 @@ mod expect;
 mod outcome;
 mod probe;
 mod repeat;
+mod report;
 
 use case::{Case, StepError, fresh_salt};
 pub use outcome::{CaseReport, Failure, Outcome};

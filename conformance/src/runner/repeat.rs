@@ -124,22 +124,6 @@ const REPEAT_WINDOW: u64 = 256;
 /// How many frames of a `repeat` block the wire log shows.
 const WIRE_KEEP: usize = 32;
 
-/// Adds a frame's line to the wire log, unless a `repeat` has used up its share.
-pub(super) fn log_frame(
-    wire: &mut Vec<String>,
-    budget: &mut Option<(usize, usize)>,
-    line: impl FnOnce() -> String,
-) {
-    match budget {
-        Some((0, skipped)) => *skipped += 1,
-        Some((left, _)) => {
-            *left -= 1;
-            wire.push(line());
-        }
-        None => wire.push(line()),
-    }
-}
-
 /// The value of a `repeat` variable in iteration `i`: the start plus `i`, spelt as the start.
 fn iteration_value(start: &Value, i: u64) -> Option<Value> {
     match start {

@@ -23,8 +23,7 @@ use phux_proto::frame::CommandFrame;
 use phux_proto::{Command, DecodeError, ErrorCode, Frame, OperationId};
 use sha2::{Digest, Sha256};
 
-use super::outbox::Resolution;
-use super::retry::UnknownReason;
+use super::retry::{Resolution, UnknownReason};
 use crate::time::Instant;
 use phux_proto::command::ApplyInput;
 

@@ -18,28 +18,13 @@ use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::journal::{Incarnation, JournalError, JournalRecord};
+pub use super::retry::Resolution;
 use super::retry::{self, RetryDecision, SendOutcome, UnknownReason};
 use crate::time::Instant;
 
 /// The default ceiling on one submission's input: 1 MiB. Larger input is refused up front
 /// rather than queued as dozens of operations the user cannot take back.
 pub const DEFAULT_CEILING: usize = 1024 * 1024;
-
-/// How one operation ended.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Resolution {
-    /// The server wrote it to the terminal (OK).
-    Delivered,
-    /// It may or may not have been written; it will not be replayed.
-    Unknown(UnknownReason),
-    /// The server refused it (nothing was written), or it was given up as not written.
-    Refused {
-        /// The wire code.
-        code: ErrorCode,
-        /// The server's (or our) text.
-        message: String,
-    },
-}
 
 /// What to submit.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -185,6 +185,22 @@ pub fn decide(
     }
 }
 
+/// How one operation ended.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Resolution {
+    /// The server wrote it to the terminal (OK).
+    Delivered,
+    /// It may or may not have been written; it will not be replayed.
+    Unknown(UnknownReason),
+    /// The server refused it (nothing was written), or it was given up as not written.
+    Refused {
+        /// The wire code.
+        code: ErrorCode,
+        /// The server's (or our) text.
+        message: String,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

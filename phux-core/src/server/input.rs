@@ -5,25 +5,13 @@ use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::dispatch::Lookup;
+use super::terminal::JobKind;
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
 use crate::encoder::{self, BatchError};
 use crate::ledger::{Admission, LedgerRefusal};
 use crate::time::Instant;
 use crate::writer::{JobId, WriteOutcome};
-
-/// Why a job exists: who is owed an answer when it completes.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum JobKind {
-    /// Fire-and-forget input (INPUT_*, ROUTE_INPUT): nobody is owed a reply.
-    Unacknowledged,
-    /// APPLY_INPUT: the operation and the request to answer.
-    Acknowledged {
-        op: OperationId,
-        conn: ConnId,
-        request_id: u32,
-    },
-}
 
 impl ServerEngine {
     /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS: no reply in any case.

@@ -10,12 +10,24 @@ use phux_proto::frame::{
     BootstrapBegin, BootstrapChunk, BootstrapCodec, BootstrapReady, BootstrapTombstone, OutputMode,
     TombstoneReason,
 };
-use phux_proto::{Frame, TerminalId};
+use phux_proto::{Frame, OperationId, TerminalId};
 
 use super::ConnId;
-use super::input::JobKind;
 use crate::terminal::TerminalState;
 use crate::writer::JobId;
+
+/// Why a job exists: who is owed an answer when it completes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum JobKind {
+    /// Fire-and-forget input (INPUT_*, ROUTE_INPUT): nobody is owed a reply.
+    Unacknowledged,
+    /// APPLY_INPUT: the operation and the request to answer.
+    Acknowledged {
+        op: OperationId,
+        conn: ConnId,
+        request_id: u32,
+    },
+}
 
 /// An attached connection's output stream for this terminal.
 #[derive(Clone, Copy, Debug)]
