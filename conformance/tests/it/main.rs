@@ -6,6 +6,9 @@
 //! `conformance-test-server` (`examples/conformance-test-server.rs`), which `cargo test` builds
 //! before it runs the tests.
 
+#[path = "../../../phux-mio-server/tests/it/support/launch.rs"]
+mod launch;
+
 mod coverage;
 mod mutants;
 mod probe_canonical;

@@ -6,9 +6,9 @@
 //! tests; it is found from this test's own executable (`target/<profile>/examples/`). No test
 //! invokes cargo.
 
-use std::io::{BufRead, BufReader};
+use crate::launch;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -38,24 +38,11 @@ fn probe() -> Vec<String> {
     ]
 }
 
-/// The server: `<target>/<profile>/examples/conformance-test-server`, next to the `deps/`
-/// directory that holds this test's executable.
+/// The server: the `conformance-test-server` example (see [`launch::example`]).
 fn server_binary() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/it-… → target/<profile>
-        let dir = exe.parent().and_then(|d| d.parent()).unwrap();
-        let bin = dir.join("examples").join("conformance-test-server");
-        assert!(
-            bin.exists(),
-            "{} not found: build it with `cargo test -p phux-conformance` \
-             (or `cargo build -p phux-conformance --example conformance-test-server`)",
-            bin.display()
-        );
-        bin
-    })
-    .clone()
+    BIN.get_or_init(|| launch::example("conformance-test-server", "phux-conformance"))
+        .clone()
 }
 
 /// A private scratch directory (0700), removed on drop.
@@ -92,20 +79,7 @@ impl Server {
     fn start() -> Self {
         let dir = Scratch::new("sock");
         let socket = dir.0.join("s.sock");
-        let mut child = Command::new(server_binary())
-            .arg("--socket")
-            .arg(&socket)
-            .args(["--log-level", "error"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // The server prints one line once it listens.
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.contains("listening"), "server said {line:?}");
+        let child = launch::launch_server(&server_binary(), &socket, None, "error");
         Self {
             child,
             socket,

@@ -7,7 +7,7 @@
 //! The server is another package's binary, so cargo sets no `CARGO_BIN_EXE_` variable for it
 //! here. phux-ctl has an example instead, `examples/ctl-test-server.rs`, whose `main` is the
 //! server's own entry point (`phux_mio_server::run::main`); `cargo test -p phux-ctl` builds a
-//! package's examples before it runs its tests. [`server_exe`] finds it next to this test
+//! package's examples before it runs its tests. The shared `launch` support finds it next to this test
 //! binary: the test runs from `<target>/<profile>/deps/`, the example sits in
 //! `<target>/<profile>/examples/ctl-test-server`. Nothing here invokes cargo, so a run that did
 //! not build the examples (`cargo test --test it` alone) panics with a message saying so.
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub(crate) use server::{DEADLINE, Server, server_exe};
+pub(crate) use server::{DEADLINE, Server};
 
 /// Between two polls of a condition that phuxctl reads from the server.
 const POLL: Duration = Duration::from_millis(25);
@@ -168,26 +168,7 @@ pub(crate) struct ServerAt(pub(crate) std::process::Child);
 
 impl ServerAt {
     pub(crate) fn start(socket: &Path) -> Self {
-        use std::io::BufRead;
-        let mut child = Command::new(server_exe())
-            .arg("--socket")
-            .arg(socket)
-            .args(["--log-level", "warn", "--shell", "/bin/sh"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(DEADLINE).expect("no ready line");
-        assert!(line.contains("listening on"), "{line:?}");
-        Self(child)
+        Self(server::launch_at(socket))
     }
 }
 

@@ -2,10 +2,10 @@
 //! over its socket or its stdio, send frames built with `phux_proto::Frame`, and read frames
 //! (decoded with `Frame::decode`) against a generous deadline. No fixed sleeps.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -15,47 +15,16 @@ use phux_proto::frame::{
 };
 use phux_proto::{Frame, GroupId, TerminalId};
 
-/// Generous on purpose: a loaded 2-core machine can take seconds to schedule anything.
-pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) use super::launch::{self, DEADLINE};
 
-/// Starts the server binary on `socket` and waits for its ready line. With `nofile`, the
-/// descriptor limit is raised first (through `sh -c 'ulimit -n N; exec server ...'`, so the
-/// tests need no unsafe `pre_exec`).
+/// Starts the server binary on `socket` and waits for its ready line (see [`launch`]).
 pub(crate) fn launch_server(socket: &Path, nofile: Option<u64>, log_level: &str) -> Child {
-    let server = env!("CARGO_BIN_EXE_phux-mio-server");
-    let mut command = match nofile {
-        Some(n) => {
-            let mut c = Process::new("/bin/sh");
-            c.arg("-c")
-                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                .arg(server);
-            c
-        }
-        None => Process::new(server),
-    };
-    let mut process = command
-        .arg("--socket")
-        .arg(socket)
-        .args(["--log-level", log_level, "--shell", "/bin/sh"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start server");
-    let stdout = process.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(DEADLINE)
-        .expect("server never printed its ready line");
-    assert_eq!(
-        line.trim_end(),
-        format!("phux-mio-server listening on {}", socket.display())
-    );
-    process
+    launch::launch_server(
+        Path::new(env!("CARGO_BIN_EXE_phux-mio-server")),
+        socket,
+        nofile,
+        log_level,
+    )
 }
 
 /// The server binary under test, running until dropped (then killed).

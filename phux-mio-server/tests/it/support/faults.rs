@@ -162,19 +162,7 @@ impl Rng {
 /// sits in `<target>/<profile>/examples/`, beside the `deps/` directory this test binary runs
 /// from. Panics, saying how to build it, when it is missing.
 pub(crate) fn probe_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary sits in <target>/<profile>/deps/");
-    let path = profile_dir.join("examples").join("fault-probe");
-    assert!(
-        path.is_file(),
-        "no probe at {}: the fault tests run the `fault-probe` example of phux-mio-server, \
-         which cargo builds with the tests; build it with `cargo test -p phux-mio-server`",
-        path.display()
-    );
-    path
+    super::launch::example("fault-probe", "phux-mio-server")
 }
 
 /// HELLO with the default capabilities.
