@@ -38,8 +38,7 @@ const OPERATIONS: u8 = 8;
 const CLOCK_CAP: Duration = Duration::from_mins(9);
 
 /// One schedule: what the clients, the PTYs, the writer and the clock do, in order.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub struct ServerSchedule {
     /// Unless a multiple of 4: start from a live server (see [`prelude`]) so most schedules
     /// attack the deep states rather than rediscovering the handshake.
@@ -80,8 +79,7 @@ pub fn prelude() -> Vec<ServerStep> {
 }
 
 /// One step. Slots, terminals and operations are small numbers reduced modulo their ranges.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub enum ServerStep {
     /// A peer connects to an empty slot: local, remote, or with foreign credentials.
     Connect {
