@@ -1,0 +1,200 @@
+//! The harness's one `perform(ServerAction)`: every engine action carried out against the
+//! simulated clients and PTYs, and every PTY event reported back to the engine.
+
+use phux_proto::command::Signal;
+
+use super::{Harness, PtyEvent, SimPty, WriteRecord};
+use crate::server::{ConnId, LocalTerminal, ServerAction, ServerEvent, SpawnSpec, WriteOutcome};
+
+impl Harness {
+    // ---- performing actions ---------------------------------------------------------------
+
+    /// Queues what `append` adds on the connection's transport, handed over at once while
+    /// its client reads.
+    pub(super) fn deliver(&mut self, conn: ConnId, append: impl FnOnce(&mut Vec<u8>)) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        append(&mut c.transport);
+        if c.reading {
+            self.flush_conn(conn);
+        }
+    }
+
+    pub(super) fn perform(&mut self, action: ServerAction) {
+        match action {
+            ServerAction::Send { conn, bytes } => {
+                self.deliver(conn, |transport| transport.extend_from_slice(&bytes));
+                self.server.reclaim(bytes);
+            }
+            ServerAction::SendShared { conn, frame } => {
+                self.shared_sends
+                    .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
+                self.deliver(conn, |transport| frame.append_to(transport));
+                self.server.reclaim_shared(frame.head);
+            }
+            ServerAction::Close { conn } => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                if !c.open {
+                    return;
+                }
+                c.closed_by_server = true;
+                let name = c.name.clone();
+                if c.reading {
+                    self.flush_conn(conn);
+                }
+                self.log.push(|| format!("{name} closed by server"));
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.open = false;
+                }
+                self.server
+                    .handle(self.now, ServerEvent::Disconnected { conn });
+            }
+            ServerAction::Spawn { terminal, spec } => {
+                self.log_spawn(terminal, &spec);
+                self.actions.push(ServerAction::Spawn { terminal, spec });
+                if self.fail_next_spawns > 0 {
+                    self.fail_next_spawns -= 1;
+                    self.server.handle(
+                        self.now,
+                        ServerEvent::SpawnFailed {
+                            terminal,
+                            message: "simulated spawn failure".into(),
+                        },
+                    );
+                } else if self.hold_spawns {
+                    self.held_spawns.push(terminal);
+                } else {
+                    self.start_pty(terminal);
+                }
+            }
+            ServerAction::Write {
+                terminal,
+                job,
+                bytes,
+            } => {
+                self.log.push(|| {
+                    format!(
+                        "pty{terminal} < write {job:?} {} bytes {:?}",
+                        bytes.len(),
+                        String::from_utf8_lossy(&bytes)
+                    )
+                });
+                self.writes.push(WriteRecord {
+                    incarnation: self.incarnation,
+                    terminal,
+                    job,
+                    bytes: bytes.clone(),
+                    issued_at: self.now,
+                    completed: None,
+                });
+                match self.ptys.get_mut(&terminal) {
+                    Some(pty) if !pty.is_gone() => pty.write(job, bytes),
+                    _ => self.report_pty_event(
+                        terminal,
+                        PtyEvent::WriteDone {
+                            job,
+                            outcome: WriteOutcome::NotWritten,
+                        },
+                    ),
+                }
+            }
+            ServerAction::Signal { terminal, signal } => {
+                self.log
+                    .push(|| format!("pty{terminal} < signal {signal:?}"));
+                if let Some(pty) = self.ptys.get_mut(&terminal) {
+                    pty.signal(signal);
+                }
+                self.actions.push(ServerAction::Signal { terminal, signal });
+            }
+            ServerAction::Kill { terminal } => {
+                self.log.push(|| format!("pty{terminal} < kill"));
+                if let Some(pty) = self.ptys.get_mut(&terminal) {
+                    pty.kill(Signal::Kill);
+                }
+                self.actions.push(ServerAction::Kill { terminal });
+            }
+            ServerAction::Shutdown => {
+                self.log.push(|| "# server shutdown".to_owned());
+                self.shut_down = true;
+                self.actions.push(ServerAction::Shutdown);
+            }
+            other @ ServerAction::Resize { .. } => {
+                self.log.push(|| format!("# action {other:?}"));
+                self.actions.push(other);
+            }
+        }
+    }
+
+    pub(super) fn log_spawn(&mut self, terminal: LocalTerminal, spec: &SpawnSpec) {
+        self.log.push(|| {
+            format!(
+                "pty{terminal} spawn {:?} {}x{}",
+                spec.command, spec.cols, spec.rows
+            )
+        });
+    }
+
+    pub(super) fn start_pty(&mut self, terminal: LocalTerminal) {
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        self.ptys
+            .insert(terminal, SimPty::new(self.spawn_mode, pid));
+        self.server
+            .handle(self.now, ServerEvent::Spawned { terminal, pid });
+    }
+
+    pub(super) fn report_pty_event(&mut self, terminal: LocalTerminal, event: PtyEvent) {
+        match event {
+            PtyEvent::WriteDone { job, outcome } => {
+                self.log
+                    .push(|| format!("pty{terminal} > done {job:?} {outcome:?}"));
+                let now = self.now;
+                let incarnation = self.incarnation;
+                if let Some(w) = self
+                    .writes
+                    .iter_mut()
+                    .rev()
+                    .find(|w| w.incarnation == incarnation && w.job == job)
+                {
+                    w.completed = Some((now, outcome));
+                }
+                self.server.handle(
+                    self.now,
+                    ServerEvent::WriteDone {
+                        terminal,
+                        job,
+                        outcome,
+                    },
+                );
+            }
+            PtyEvent::Output(bytes) => {
+                self.log.push(|| {
+                    format!(
+                        "pty{terminal} > output {:?}",
+                        String::from_utf8_lossy(&bytes)
+                    )
+                });
+                self.server.handle(
+                    self.now,
+                    ServerEvent::PtyOutput {
+                        terminal,
+                        bytes: &bytes,
+                    },
+                );
+            }
+            PtyEvent::Exited(kind) => {
+                self.log.push(|| format!("pty{terminal} > exited {kind:?}"));
+                self.server.handle(
+                    self.now,
+                    ServerEvent::ChildExited {
+                        terminal,
+                        exit_status: kind.exit_status(),
+                    },
+                );
+            }
+        }
+    }
+}
