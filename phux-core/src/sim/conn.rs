@@ -340,23 +340,4 @@ impl Harness {
             _ => panic!("no TERMINAL_SPAWNED for {}: {:?}", conn.name, conn.inbox),
         }
     }
-
-    /// The next `n` spawns fail (`SpawnFailed`).
-    pub fn fail_next_spawns(&mut self, n: usize) {
-        self.fail_next_spawns = n;
-    }
-
-    /// While set, `Spawn` actions are held and not answered until
-    /// [`Harness::release_spawns`].
-    pub fn hold_spawns(&mut self, hold: bool) {
-        self.hold_spawns = hold;
-    }
-
-    /// Answers every held `Spawn` with `Spawned`.
-    pub fn release_spawns(&mut self) {
-        let held = std::mem::take(&mut self.held_spawns);
-        for terminal in held {
-            self.start_pty(terminal);
-        }
-    }
 }

@@ -23,6 +23,7 @@
 //! the clock; [`Harness::drive`] runs to idle, timers included; [`Harness::advance`] moves
 //! the clock by a duration, firing every timer on the way.
 
+mod child;
 mod conn;
 mod frames;
 mod perform;
@@ -36,17 +37,18 @@ use std::time::Duration;
 use phux_proto::TerminalId;
 
 use crate::server::{
-    ConnId, JobId, LocalTerminal, ServerAction, ServerConfig, ServerEngine, ServerEvent,
+    ConnId, JobId, LocalTerminal, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
     WriteOutcome,
 };
 use crate::time::Instant;
 
+pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, Record};
 pub use conn::SimConn;
 pub use frames::{
     apply_input, command_frame, error_code, events, expect_json, hello_frame, paste, server_id_for,
     untrusted_paste,
 };
-pub use pty::{ChildMode, DEFAULT_KERNEL_BUFFER, ExitKind, PtyEvent, SimPty, count};
+pub use pty::{DEFAULT_KERNEL_BUFFER, ExitKind, PtyEvent, SimPty, count};
 pub use wirelog::WireLog;
 use wirelog::fmt_duration;
 
@@ -70,6 +72,9 @@ pub struct WriteRecord {
     /// The completion reported to the engine, and when.
     pub completed: Option<(Instant, WriteOutcome)>,
 }
+
+/// Chooses a spawn's child model from its spec, or fails the spawn with a message.
+pub type Spawner = dyn FnMut(&SpawnSpec) -> Result<Box<dyn ChildModel>, String>;
 
 /// The simulated world: one server engine, raw client connections, simulated PTYs, a clock.
 pub struct Harness {
@@ -100,7 +105,8 @@ pub struct Harness {
     next_pid: u32,
     fail_next_spawns: usize,
     hold_spawns: bool,
-    held_spawns: Vec<LocalTerminal>,
+    held_spawns: Vec<(LocalTerminal, SpawnSpec)>,
+    spawner: Option<Box<Spawner>>,
     shut_down: bool,
     request_counter: u32,
 }
@@ -156,6 +162,7 @@ impl Harness {
             fail_next_spawns: 0,
             hold_spawns: false,
             held_spawns: Vec::new(),
+            spawner: None,
             shut_down: false,
             request_counter: 0,
         }
@@ -172,6 +179,35 @@ impl Harness {
     }
 
     // ---- PTYs -----------------------------------------------------------------------------
+
+    /// The next `n` spawns fail (`SpawnFailed`).
+    pub fn fail_next_spawns(&mut self, n: usize) {
+        self.fail_next_spawns = n;
+    }
+
+    /// While set, `Spawn` actions are held and not answered until
+    /// [`Harness::release_spawns`].
+    pub fn hold_spawns(&mut self, hold: bool) {
+        self.hold_spawns = hold;
+    }
+
+    /// Answers every held `Spawn` (with `Spawned`, or `SpawnFailed` when the spawner refuses
+    /// it).
+    pub fn release_spawns(&mut self) {
+        let held = std::mem::take(&mut self.held_spawns);
+        for (terminal, spec) in held {
+            self.start_pty(terminal, &spec);
+        }
+    }
+
+    /// Chooses the child for each spawn from its spec from now on: a model, or the message of
+    /// a failed spawn. Without one, every child is [`Harness::spawn_mode`]'s.
+    pub fn set_spawner(
+        &mut self,
+        spawner: impl FnMut(&SpawnSpec) -> Result<Box<dyn ChildModel>, String> + 'static,
+    ) {
+        self.spawner = Some(Box::new(spawner));
+    }
 
     /// The current incarnation's PTY for a terminal id (panics if none).
     pub fn pty(&mut self, terminal: &TerminalId) -> &mut SimPty {
@@ -352,5 +388,37 @@ mod tests {
         let ok = h.hello(d);
         assert_eq!(ok.server_id, server_id_for(2));
         assert_eq!(h.conn(c).server_id(), Some(&server_id_for(1)[..]));
+    }
+
+    #[test]
+    fn the_spawner_picks_the_child_or_fails_the_spawn() {
+        let mut h = Harness::new();
+        h.set_spawner(|spec| match spec.command.first().map(String::as_str) {
+            Some("/nonexistent") => Err("no such file".into()),
+            _ => Ok(ChildMode::Record.model()),
+        });
+        let c = h.client();
+        let t = h.spawn(c);
+        assert!(h.pty(&t).read_log().is_empty());
+        let mut bad = phux_proto::frame::SpawnTerminal::new(0, phux_proto::GroupId(1));
+        bad.command = Some(vec!["/nonexistent".into()]);
+        let rid = h.next_request_id();
+        bad.request_id = rid;
+        h.send(c, &Frame::SpawnTerminal(bad));
+        let got = h.settle_recv(c);
+        assert!(
+            got.iter().any(|f| matches!(
+                f,
+                Frame::TerminalSpawned(s)
+                    if s.request_id == rid
+                        && matches!(s.result, phux_proto::frame::SpawnResult::Err(_))
+            )),
+            "{got:?}"
+        );
+        assert!(
+            h.log
+                .lines()
+                .any(|l| l.contains("spawn failed: no such file"))
+        );
     }
 }

@@ -54,7 +54,10 @@ impl Harness {
             }
             ServerAction::Spawn { terminal, spec } => {
                 self.log_spawn(terminal, &spec);
-                self.actions.push(ServerAction::Spawn { terminal, spec });
+                self.actions.push(ServerAction::Spawn {
+                    terminal,
+                    spec: spec.clone(),
+                });
                 if self.fail_next_spawns > 0 {
                     self.fail_next_spawns -= 1;
                     self.server.handle(
@@ -65,9 +68,9 @@ impl Harness {
                         },
                     );
                 } else if self.hold_spawns {
-                    self.held_spawns.push(terminal);
+                    self.held_spawns.push((terminal, spec));
                 } else {
-                    self.start_pty(terminal);
+                    self.start_pty(terminal, &spec);
                 }
             }
             ServerAction::Write {
@@ -121,9 +124,21 @@ impl Harness {
                 self.shut_down = true;
                 self.actions.push(ServerAction::Shutdown);
             }
-            other @ ServerAction::Resize { .. } => {
-                self.log.push(|| format!("# action {other:?}"));
-                self.actions.push(other);
+            ServerAction::Resize {
+                terminal,
+                cols,
+                rows,
+            } => {
+                let action = ServerAction::Resize {
+                    terminal,
+                    cols,
+                    rows,
+                };
+                self.log.push(|| format!("# action {action:?}"));
+                if let Some(pty) = self.ptys.get_mut(&terminal) {
+                    pty.resize(cols, rows);
+                }
+                self.actions.push(action);
             }
         }
     }
@@ -137,11 +152,26 @@ impl Harness {
         });
     }
 
-    pub(super) fn start_pty(&mut self, terminal: LocalTerminal) {
+    /// Answers a spawn: the spawner's child (or `spawn_mode`'s) on a fresh PTY, or the
+    /// spawner's failure.
+    pub(super) fn start_pty(&mut self, terminal: LocalTerminal, spec: &SpawnSpec) {
+        let child = match &mut self.spawner {
+            Some(spawner) => spawner(spec),
+            None => Ok(self.spawn_mode.model()),
+        };
+        let child = match child {
+            Ok(child) => child,
+            Err(message) => {
+                self.log
+                    .push(|| format!("pty{terminal} spawn failed: {message}"));
+                self.server
+                    .handle(self.now, ServerEvent::SpawnFailed { terminal, message });
+                return;
+            }
+        };
         let pid = self.next_pid;
         self.next_pid += 1;
-        self.ptys
-            .insert(terminal, SimPty::new(self.spawn_mode, pid));
+        self.ptys.insert(terminal, SimPty::with_child(child, pid));
         self.server
             .handle(self.now, ServerEvent::Spawned { terminal, pid });
     }

@@ -4,30 +4,19 @@
 //! canonical-line guard against this PTY's termios; bytes move into a bounded kernel buffer
 //! and a job is complete once its last byte is in it.
 //! The child side reads from that buffer (unless stalled or frozen), at an optional rate, and
-//! does what its [`ChildMode`] says with what it read.
+//! hands what it read to its [`ChildModel`], which decides what the program does with it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use phux_proto::command::Signal;
 
+use super::child::{ChildIo, ChildMode, ChildModel};
 use crate::time::Instant;
 use crate::writer::{JobId, PortWrite, PtyPort, PtyWriter, Termios, WriteOutcome};
 
 /// The kernel's PTY input buffer, in bytes: writes beyond it wait for the child to read.
 pub const DEFAULT_KERNEL_BUFFER: usize = 4096;
-
-/// What the simulated child does with the bytes it reads.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ChildMode {
-    /// Writes back every byte it reads, at once, as output.
-    Echo,
-    /// Keeps what it reads (see [`SimPty::read_log`]) and writes nothing.
-    Record,
-    /// Like `cat` on a terminal: in canonical mode echoes each complete line when its
-    /// terminator arrives (LF, or CR under ICRNL); in raw mode echoes at once.
-    Cat,
-}
 
 /// How the child ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,7 +56,7 @@ pub enum PtyEvent {
 /// A simulated PTY and its child.
 #[derive(Debug)]
 pub struct SimPty {
-    mode: ChildMode,
+    child: Box<dyn ChildModel>,
     termios: Termios,
     stalled: bool,
     frozen: bool,
@@ -80,7 +69,10 @@ pub struct SimPty {
     /// Jobs whose completion was handed over and not reported yet, oldest first.
     pending: VecDeque<JobId>,
     lose_next_completions: usize,
-    line: Vec<u8>,
+    /// Signals that reached the child and did not end it, for its model at the next poll.
+    child_signals: Vec<Signal>,
+    /// A resize for the child's model at the next poll.
+    child_resize: Option<(u16, u16)>,
     read_log: Vec<u8>,
     output: Vec<u8>,
     signals: Vec<Signal>,
@@ -96,8 +88,13 @@ pub struct SimPty {
 impl SimPty {
     /// A running child in `mode`, raw (non-canonical) mode with ICRNL set, reading freely.
     pub fn new(mode: ChildMode, pid: u32) -> Self {
+        Self::with_child(mode.model(), pid)
+    }
+
+    /// A running `child`, raw (non-canonical) mode with ICRNL set, reading freely.
+    pub fn with_child(child: Box<dyn ChildModel>, pid: u32) -> Self {
         Self {
-            mode,
+            child,
             termios: Termios {
                 icrnl: true,
                 ..Termios::RAW
@@ -115,7 +112,8 @@ impl SimPty {
             writer: PtyWriter::new(),
             pending: VecDeque::new(),
             lose_next_completions: 0,
-            line: Vec::new(),
+            child_signals: Vec::new(),
+            child_resize: None,
             read_log: Vec::new(),
             output: Vec::new(),
             signals: Vec::new(),
@@ -133,14 +131,19 @@ impl SimPty {
         self.pid
     }
 
-    /// What the child does with its input.
-    pub fn mode(&self) -> ChildMode {
-        self.mode
+    /// The child's model.
+    pub fn child(&self) -> &dyn ChildModel {
+        self.child.as_ref()
     }
 
     /// Changes what the child does with its input from now on.
     pub fn set_mode(&mut self, mode: ChildMode) {
-        self.mode = mode;
+        self.set_child(mode.model());
+    }
+
+    /// Replaces the child's model from now on.
+    pub fn set_child(&mut self, child: Box<dyn ChildModel>) {
+        self.child = child;
     }
 
     /// Sets ICANON (what the canonical-line guard reads before each job's first byte).
@@ -293,14 +296,36 @@ impl SimPty {
                 } else {
                     self.kill(other);
                 }
+                return;
             }
             _ => {}
         }
+        if signal != Signal::Kill {
+            self.child_signals.push(signal);
+        }
     }
 
-    /// When this PTY next has something to do on its own (a slow reader's next read).
+    /// A `Resize` action: the child's model hears it at the next poll.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.child_resize = Some((cols, rows));
+    }
+
+    /// When this PTY next has something to do on its own (a slow reader's next read, or the
+    /// child's own timer).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.exit_reported || self.stalled || self.frozen || self.kernel.bytes.is_empty() {
+        if self.exit_reported {
+            return None;
+        }
+        let child = if self.frozen || self.exit.is_some() {
+            None
+        } else {
+            self.child.poll_timeout()
+        };
+        self.reader_timeout().into_iter().chain(child).min()
+    }
+
+    fn reader_timeout(&self) -> Option<Instant> {
+        if self.stalled || self.frozen || self.kernel.bytes.is_empty() {
             return None;
         }
         let last = self.last_read?;
@@ -308,11 +333,37 @@ impl SimPty {
         Some(last + Duration::from_millis(1))
     }
 
+    /// Runs `f` on the child's model with this PTY's I/O.
+    fn call_child(&mut self, f: impl FnOnce(&mut dyn ChildModel, &mut ChildIo<'_>)) {
+        let mut io = ChildIo {
+            termios: &mut self.termios,
+            output: &mut self.output,
+            exit: &mut self.exit,
+        };
+        f(self.child.as_mut(), &mut io);
+    }
+
+    /// Tells the child's model about signals, a resize and its due timer.
+    fn notify_child(&mut self, now: Instant) {
+        for signal in std::mem::take(&mut self.child_signals) {
+            self.call_child(|child, io| child.on_signal(now, signal, io));
+        }
+        if let Some((cols, rows)) = self.child_resize.take() {
+            self.call_child(|child, io| child.on_resize(now, cols, rows, io));
+        }
+        if !self.frozen && self.child.poll_timeout().is_some_and(|at| at <= now) {
+            self.call_child(|child, io| child.handle_timeout(now, io));
+        }
+    }
+
     /// Runs the PTY up to `now`; returns what the engine must hear, in order.
     pub fn poll(&mut self, now: Instant) -> Vec<PtyEvent> {
         let mut events = Vec::new();
         if self.exit_reported {
             return events;
+        }
+        if self.exit.is_none() {
+            self.notify_child(now);
         }
         if self.exit.is_some() {
             return self.finish(events);
@@ -324,6 +375,10 @@ impl SimPty {
             let read = self.pump_reader(now);
             if !wrote && !read {
                 break;
+            }
+            if self.exit.is_some() {
+                // The child ended on what it read.
+                return self.finish(events);
             }
         }
         if !self.output.is_empty() {
@@ -389,19 +444,7 @@ impl SimPty {
         let n = allowance.min(self.kernel.bytes.len());
         let bytes: Vec<u8> = self.kernel.bytes.drain(..n).collect();
         self.read_log.extend_from_slice(&bytes);
-        match self.mode {
-            ChildMode::Echo => self.output.extend_from_slice(&bytes),
-            ChildMode::Record => {}
-            ChildMode::Cat if !self.termios.icanon => self.output.extend_from_slice(&bytes),
-            ChildMode::Cat => {
-                for b in bytes {
-                    self.line.push(b);
-                    if b == b'\n' || (self.termios.icrnl && b == b'\r') {
-                        self.output.append(&mut self.line);
-                    }
-                }
-            }
-        }
+        self.call_child(|child, io| child.on_input(now, &bytes, io));
         n > 0
     }
 }
