@@ -3,11 +3,12 @@
 //! A [`SimPty`](super::SimPty) owns everything that is the kernel's and the driver's — the
 //! writer and its canonical-line guard, the bounded input buffer, stalls, the slow reader,
 //! lost completions, the process group's stop, continue and fatal signals — once. The child
-//! is a [`ChildModel`]: it hears what it read, the signals that reached it, a resize and its
-//! own timer, and answers through a [`ChildIo`] (output, terminal settings, exit). The
-//! models here are the engine tests' children; the conformance runner plugs its probe in
-//! the same way.
+//! is a [`ChildModel`]: it starts, hears what it read (after its line discipline), the signals
+//! that reached it, a resize and its own timer, and answers through a [`ChildIo`] (output,
+//! terminal settings, exit). The models here are the engine tests' children; the conformance
+//! runner plugs its probe and its `cat` in the same way.
 
+use std::collections::VecDeque;
 use std::fmt;
 
 use phux_proto::command::Signal;
@@ -26,6 +27,29 @@ pub trait ChildModel: fmt::Debug {
     /// read log).
     fn on_input(&mut self, now: Instant, bytes: &[u8], io: &mut ChildIo<'_>);
 
+    /// The child starts, as process `pid`, before it reads anything (a program's banner, its
+    /// terminal settings).
+    fn on_start(&mut self, _now: Instant, _pid: u32, _io: &mut ChildIo<'_>) {}
+
+    /// The signals that end the child under its dispositions (the PTY applies them: at once,
+    /// or at RESUME for a stopped group; KILL always ends it). The others reach
+    /// [`ChildModel::on_signal`].
+    fn fatal_signals(&self) -> &'static [Signal] {
+        &[Signal::Terminate, Signal::Kill]
+    }
+
+    /// The line discipline: one byte the master accepted, before the child can read it (the
+    /// kernel's echo, ICRNL, ISIG's signal characters). By default the byte is queued as is.
+    fn on_receive(&mut self, _now: Instant, byte: u8, _io: &mut ChildIo<'_>) -> Received {
+        Received::Queue(byte)
+    }
+
+    /// How many of the queued bytes the child's next read takes (0: it does not read now, or
+    /// a canonical line is not complete). By default, everything.
+    fn read_len(&self, queued: &VecDeque<u8>) -> usize {
+        queued.len()
+    }
+
     /// A signal reached the child's process group and did not end it (the PTY applies stop,
     /// continue and the fatal signals itself).
     fn on_signal(&mut self, _now: Instant, _signal: Signal, _io: &mut ChildIo<'_>) {}
@@ -40,6 +64,17 @@ pub trait ChildModel: fmt::Debug {
 
     /// Its timer is due; spurious calls must do nothing.
     fn handle_timeout(&mut self, _now: Instant, _io: &mut ChildIo<'_>) {}
+}
+
+/// What the line discipline makes of one byte written to the master.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Received {
+    /// Queue this byte (maybe translated) for the child to read.
+    Queue(u8),
+    /// Send this signal to the process group instead (ISIG).
+    Signal(Signal),
+    /// Drop the byte (IGNCR).
+    Drop,
 }
 
 /// What a [`ChildModel`] may do to its PTY while it handles a call.

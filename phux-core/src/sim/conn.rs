@@ -2,6 +2,7 @@
 //! the request helpers built on them (HELLO, COMMAND, SPAWN_TERMINAL).
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use phux_proto::command::{Command, CommandResult};
 use phux_proto::frame::{HelloOk, SpawnResult, SpawnTerminal};
@@ -11,6 +12,7 @@ use super::wirelog::hex;
 use super::{Harness, command_frame, hello_frame};
 use crate::framing::FrameDecoder;
 use crate::server::{ConnId, PeerInfo, ServerEvent};
+use crate::time::Instant;
 
 /// One raw client connection as the harness sees it.
 #[derive(Debug)]
@@ -34,6 +36,11 @@ pub struct SimConn {
     pub(super) decode_errors: Vec<String>,
     /// The server_id of its HELLO_OK.
     pub(super) server_id: Option<Vec<u8>>,
+    /// In raw mode, the bytes the client read and nobody took yet (frames are not decoded).
+    pub(super) raw: Option<Vec<u8>>,
+    /// The server closed the connection with bytes unread: it ends at this instant unless
+    /// the client reads them first (see [`Harness::set_close_bound`]).
+    pub(super) closing_at: Option<Instant>,
 }
 
 impl SimConn {
@@ -50,6 +57,8 @@ impl SimConn {
             drop_after: None,
             decode_errors: Vec::new(),
             server_id: None,
+            raw: None,
+            closing_at: None,
         }
     }
 
@@ -96,7 +105,10 @@ impl Harness {
     pub fn connect_with(&mut self, peer: PeerInfo) -> ConnId {
         let id = ConnId(self.next_conn);
         self.next_conn += 1;
-        let conn = SimConn::new(id);
+        let mut conn = SimConn::new(id);
+        if self.raw_reads {
+            conn.raw = Some(Vec::new());
+        }
         let name = conn.name.clone();
         self.conns.insert(id, conn);
         self.log.push(|| format!("{name} connect {peer:?}"));
@@ -179,6 +191,7 @@ impl Harness {
         }
         conn.open = false;
         conn.drop_after = None;
+        conn.closing_at = None;
         let name = conn.name.clone();
         self.log.push(|| format!("{name} disconnect"));
         self.server
@@ -194,6 +207,14 @@ impl Harness {
     pub fn resume_reader(&mut self, c: ConnId) {
         self.conn_mut(c).reading = true;
         self.flush_conn(c);
+        let conn = self.conn_mut(c);
+        if conn.closing_at.take().is_some() && conn.open {
+            conn.open = false;
+            let name = conn.name.clone();
+            self.log.push(|| format!("{name} closed by server"));
+            self.server
+                .handle(self.now, ServerEvent::Disconnected { conn: c });
+        }
     }
 
     /// The client reads `n` bytes of its backlog without resuming.
@@ -213,8 +234,18 @@ impl Harness {
             return;
         }
         let bytes: Vec<u8> = conn.transport.drain(..n).collect();
-        conn.decoder.push(&bytes);
         let open = conn.open;
+        if let Some(raw) = &mut conn.raw {
+            raw.extend_from_slice(&bytes);
+            let name = conn.name.clone();
+            self.log.push(|| format!("{name} < {n} bytes"));
+            if open {
+                self.server
+                    .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+            }
+            return;
+        }
+        conn.decoder.push(&bytes);
         let mut lines = Vec::new();
         loop {
             match conn.decoder.poll_frame() {
@@ -242,6 +273,54 @@ impl Harness {
             self.server
                 .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
         }
+    }
+
+    /// New connections keep the raw bytes their client reads, for [`Harness::take_received`],
+    /// instead of decoding them into frames (a driver for a runner with its own decoder).
+    pub fn set_raw_reads(&mut self, raw: bool) {
+        self.raw_reads = raw;
+    }
+
+    /// Takes the raw bytes the client read since the last call (raw mode only; see
+    /// [`Harness::set_raw_reads`]).
+    pub fn take_received(&mut self, c: ConnId) -> Vec<u8> {
+        self.conn_mut(c)
+            .raw
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Lets a connection the engine closed with bytes its client has not read linger for
+    /// `bound` (`None`, the default: it ends at once, its backlog still readable): resuming
+    /// the reader delivers them and ends it, the bound's lapse drops them with it. A real
+    /// driver's flush; [`CLOSE_BOUND`](super::CLOSE_BOUND) is our server's.
+    pub fn set_close_bound(&mut self, bound: Option<Duration>) {
+        self.close_bound = bound;
+    }
+
+    /// Ends every lingering connection whose close bound has lapsed; whether any did.
+    pub(super) fn drop_lapsed_closes(&mut self) -> bool {
+        let now = self.now;
+        let lapsed: Vec<ConnId> = self
+            .conns
+            .values()
+            .filter(|c| c.closing_at.is_some_and(|at| at <= now))
+            .map(|c| c.id)
+            .collect();
+        for c in &lapsed {
+            let conn = self.conn_mut(*c);
+            // The client did not read in time: what is still queued is dropped with it.
+            conn.closing_at = None;
+            conn.transport.clear();
+            conn.open = false;
+            let name = conn.name.clone();
+            self.log
+                .push(|| format!("{name} dropped at the close bound"));
+            self.server
+                .handle(self.now, ServerEvent::Disconnected { conn: *c });
+        }
+        !lapsed.is_empty()
     }
 
     /// SUBSCRIBE_EVENTS with server scope, delivered.

@@ -42,7 +42,7 @@ use crate::server::{
 };
 use crate::time::Instant;
 
-pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, Record};
+pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, Received, Record};
 pub use conn::SimConn;
 pub use frames::{
     apply_input, command_frame, error_code, events, expect_json, hello_frame, paste, server_id_for,
@@ -55,6 +55,14 @@ use wirelog::fmt_duration;
 /// How many rounds [`Harness::drive`] and [`Harness::settle`] allow before calling it a
 /// livelock.
 pub const DEFAULT_STEP_BOUND: usize = 100_000;
+
+/// How long a connection the engine closed may take to read what is queued for it before the
+/// driver drops it ([QUEUE.CONTROL.3]); see [`Harness::set_close_bound`].
+pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
+
+/// The most one read of a PTY master returns (one page, as Linux's PTY does): large output
+/// reaches the engine in pieces, never as one huge event; see [`Harness::set_pty_read`].
+pub const PTY_READ: usize = 4096;
 
 /// One `Write` action and what became of it.
 #[derive(Clone, Debug)]
@@ -107,6 +115,10 @@ pub struct Harness {
     hold_spawns: bool,
     held_spawns: Vec<(LocalTerminal, SpawnSpec)>,
     spawner: Option<Box<Spawner>>,
+    /// New connections keep the raw bytes their client reads (see [`Harness::take_received`]).
+    raw_reads: bool,
+    close_bound: Option<Duration>,
+    pty_read: Option<usize>,
     shut_down: bool,
     request_counter: u32,
 }
@@ -163,6 +175,9 @@ impl Harness {
             hold_spawns: false,
             held_spawns: Vec::new(),
             spawner: None,
+            raw_reads: false,
+            close_bound: None,
+            pty_read: None,
             shut_down: false,
             request_counter: 0,
         }
@@ -200,6 +215,22 @@ impl Harness {
         }
     }
 
+    /// Splits each PTY read into pieces of at most `bytes` (`None`, the default: one event
+    /// per poll, however large; [`PTY_READ`] is what a real master returns).
+    pub fn set_pty_read(&mut self, bytes: Option<usize>) {
+        self.pty_read = bytes.map(|n| n.max(1));
+    }
+
+    /// A `Write` the engine never asked for (job `u64::MAX`, whose completion the engine
+    /// ignores), as a broken driver would issue: the conformance suite's rule-flip mutants.
+    pub fn write_unasked(&mut self, terminal: LocalTerminal, bytes: Vec<u8>) {
+        self.perform(ServerAction::Write {
+            terminal,
+            job: JobId(u64::MAX),
+            bytes,
+        });
+    }
+
     /// Chooses the child for each spawn from its spec from now on: a model, or the message of
     /// a failed spawn. Without one, every child is [`Harness::spawn_mode`]'s.
     pub fn set_spawner(
@@ -235,6 +266,7 @@ impl Harness {
         self.log
             .push(|| format!("# server restart: incarnation {n}"));
         for conn in self.conns.values_mut() {
+            conn.closing_at = None;
             if conn.open {
                 conn.open = false;
                 conn.closed_by_server = true;
@@ -253,7 +285,13 @@ impl Harness {
 
     fn next_wakeup(&self) -> Option<Instant> {
         let ptys = self.ptys.values().filter_map(SimPty::poll_timeout);
-        self.server.poll_timeout().into_iter().chain(ptys).min()
+        let closes = self.conns.values().filter_map(|c| c.closing_at);
+        self.server
+            .poll_timeout()
+            .into_iter()
+            .chain(ptys)
+            .chain(closes)
+            .min()
     }
 
     /// Delivers one round of what is due now; when nothing is, jumps the clock to the
@@ -292,7 +330,7 @@ impl Harness {
             progressed = true;
             self.server.handle(self.now, ServerEvent::Timeout);
         }
-        progressed
+        progressed | self.drop_lapsed_closes()
     }
 
     fn jump_to(&mut self, at: Instant) {
@@ -335,7 +373,13 @@ impl Harness {
     pub fn advance(&mut self, d: Duration) {
         let target = self.now + d;
         self.settle();
+        let mut rounds = 0;
         while let Some(at) = self.next_wakeup().filter(|at| *at <= target) {
+            rounds += 1;
+            assert!(
+                rounds <= DEFAULT_STEP_BOUND,
+                "livelock: a wake-up at {at:?} does not move"
+            );
             self.jump_to(at);
             self.server.handle(self.now, ServerEvent::Timeout);
             self.settle();

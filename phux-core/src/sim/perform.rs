@@ -45,6 +45,16 @@ impl Harness {
                 if c.reading {
                     self.flush_conn(conn);
                 }
+                let now = self.now;
+                if let Some(bound) = self.close_bound
+                    && let Some(c) = self.conns.get_mut(&conn)
+                    && !c.transport.is_empty()
+                {
+                    // Flushed while the client reads, dropped at the bound if it does not.
+                    c.closing_at.get_or_insert(now + bound);
+                    self.log.push(|| format!("{name} closing by server"));
+                    return;
+                }
                 self.log.push(|| format!("{name} closed by server"));
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.open = false;
@@ -207,13 +217,11 @@ impl Harness {
                         String::from_utf8_lossy(&bytes)
                     )
                 });
-                self.server.handle(
-                    self.now,
-                    ServerEvent::PtyOutput {
-                        terminal,
-                        bytes: &bytes,
-                    },
-                );
+                let read = self.pty_read.unwrap_or(usize::MAX);
+                for bytes in bytes.chunks(read) {
+                    self.server
+                        .handle(self.now, ServerEvent::PtyOutput { terminal, bytes });
+                }
             }
             PtyEvent::Exited(kind) => {
                 self.log.push(|| format!("pty{terminal} > exited {kind:?}"));

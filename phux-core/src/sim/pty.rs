@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use phux_proto::command::Signal;
 
-use super::child::{ChildIo, ChildMode, ChildModel};
+use super::child::{ChildIo, ChildMode, ChildModel, Received};
 use crate::time::Instant;
 use crate::writer::{JobId, PortWrite, PtyPort, PtyWriter, Termios, WriteOutcome};
 
@@ -69,10 +69,11 @@ pub struct SimPty {
     /// Jobs whose completion was handed over and not reported yet, oldest first.
     pending: VecDeque<JobId>,
     lose_next_completions: usize,
-    /// Signals that reached the child and did not end it, for its model at the next poll.
-    child_signals: Vec<Signal>,
-    /// A resize for the child's model at the next poll.
-    child_resize: Option<(u16, u16)>,
+    /// Signals that reached the child and did not end it, and resizes, for its model in
+    /// order; held while the group is stopped, as the kernel keeps them pending.
+    child_events: VecDeque<ChildEvent>,
+    /// The child's model has been started ([`ChildModel::on_start`]).
+    started: bool,
     read_log: Vec<u8>,
     output: Vec<u8>,
     signals: Vec<Signal>,
@@ -94,6 +95,7 @@ impl SimPty {
     /// A running `child`, raw (non-canonical) mode with ICRNL set, reading freely.
     pub fn with_child(child: Box<dyn ChildModel>, pid: u32) -> Self {
         Self {
+            fatal_signals: child.fatal_signals().to_vec(),
             child,
             termios: Termios {
                 icrnl: true,
@@ -107,17 +109,15 @@ impl SimPty {
                 capacity: DEFAULT_KERNEL_BUFFER,
                 bytes: VecDeque::new(),
                 written_log: Vec::new(),
-                termios: None,
             },
             writer: PtyWriter::new(),
             pending: VecDeque::new(),
             lose_next_completions: 0,
-            child_signals: Vec::new(),
-            child_resize: None,
+            child_events: VecDeque::new(),
+            started: false,
             read_log: Vec::new(),
             output: Vec::new(),
             signals: Vec::new(),
-            fatal_signals: vec![Signal::Terminate, Signal::Kill],
             pending_fatal: None,
             exit: None,
             exit_reported: false,
@@ -301,13 +301,13 @@ impl SimPty {
             _ => {}
         }
         if signal != Signal::Kill {
-            self.child_signals.push(signal);
+            self.child_events.push_back(ChildEvent::Signal(signal));
         }
     }
 
-    /// A `Resize` action: the child's model hears it at the next poll.
+    /// A `Resize` action: the child's model hears it (the kernel's SIGWINCH) at the next poll.
     pub fn resize(&mut self, cols: u16, rows: u16) {
-        self.child_resize = Some((cols, rows));
+        self.child_events.push_back(ChildEvent::Resize(cols, rows));
     }
 
     /// When this PTY next has something to do on its own (a slow reader's next read, or the
@@ -343,17 +343,37 @@ impl SimPty {
         f(self.child.as_mut(), &mut io);
     }
 
-    /// Tells the child's model about signals, a resize and its due timer.
-    fn notify_child(&mut self, now: Instant) {
-        for signal in std::mem::take(&mut self.child_signals) {
-            self.call_child(|child, io| child.on_signal(now, signal, io));
+    /// Starts the child's model, then tells it about signals, resizes and its due timer,
+    /// unless the group is stopped. Whether it told it anything.
+    fn notify_child(&mut self, now: Instant) -> bool {
+        let mut told = false;
+        if !self.started {
+            self.started = true;
+            let pid = self.pid;
+            self.call_child(|child, io| child.on_start(now, pid, io));
+            told = true;
         }
-        if let Some((cols, rows)) = self.child_resize.take() {
-            self.call_child(|child, io| child.on_resize(now, cols, rows, io));
+        if self.frozen {
+            return told;
         }
-        if !self.frozen && self.child.poll_timeout().is_some_and(|at| at <= now) {
+        while self.exit.is_none()
+            && let Some(event) = self.child_events.pop_front()
+        {
+            told = true;
+            match event {
+                ChildEvent::Signal(signal) => {
+                    self.call_child(|child, io| child.on_signal(now, signal, io));
+                }
+                ChildEvent::Resize(cols, rows) => {
+                    self.call_child(|child, io| child.on_resize(now, cols, rows, io));
+                }
+            }
+        }
+        if self.exit.is_none() && self.child.poll_timeout().is_some_and(|at| at <= now) {
+            told = true;
             self.call_child(|child, io| child.handle_timeout(now, io));
         }
+        told
     }
 
     /// Runs the PTY up to `now`; returns what the engine must hear, in order.
@@ -362,23 +382,23 @@ impl SimPty {
         if self.exit_reported {
             return events;
         }
-        if self.exit.is_none() {
-            self.notify_child(now);
-        }
-        if self.exit.is_some() {
-            return self.finish(events);
-        }
         // Writer and reader alternate until neither can make progress, so a job larger than
-        // the kernel buffer flows through a freely reading child within one poll.
+        // the kernel buffer flows through a freely reading child within one poll; the child
+        // hears its signals and timer in between.
         loop {
-            let wrote = self.pump_writer(&mut events);
-            let read = self.pump_reader(now);
-            if !wrote && !read {
-                break;
+            let told = self.exit.is_none() && self.notify_child(now);
+            if self.exit.is_some() {
+                return self.finish(events);
             }
+            let wrote = self.pump_writer(now, &mut events);
+            let read = self.pump_reader(now);
             if self.exit.is_some() {
                 // The child ended on what it read.
                 return self.finish(events);
+            }
+            let due = !self.frozen && !self.child_events.is_empty();
+            if !told && !wrote && !read && !due {
+                break;
             }
         }
         if !self.output.is_empty() {
@@ -404,13 +424,29 @@ impl SimPty {
         events
     }
 
-    /// Moves job bytes into the kernel buffer; `true` if anything changed.
-    fn pump_writer(&mut self, events: &mut Vec<PtyEvent>) -> bool {
+    /// Moves job bytes through the line discipline into the kernel buffer; `true` if anything
+    /// changed.
+    fn pump_writer(&mut self, now: Instant, events: &mut Vec<PtyEvent>) -> bool {
         let before = (self.kernel.written_log.len(), self.writer.len());
-        self.kernel.termios = Some(self.termios);
         let mut done = Vec::new();
-        self.writer.pump(&mut self.kernel, &mut done);
+        let mut signals = Vec::new();
+        let mut port = Master {
+            kernel: &mut self.kernel,
+            child: self.child.as_mut(),
+            io: ChildIo {
+                termios: &mut self.termios,
+                output: &mut self.output,
+                exit: &mut self.exit,
+            },
+            signals: &mut signals,
+            now,
+        };
+        self.writer.pump(&mut port, &mut done);
         self.report(events, done);
+        // A signal character (ISIG's ^C) went to the process group.
+        for signal in signals {
+            self.signal(signal);
+        }
         before != (self.kernel.written_log.len(), self.writer.len())
     }
 
@@ -441,7 +477,12 @@ impl SimPty {
                 usize::try_from(u128::from(rate).saturating_mul(ms)).unwrap_or(usize::MAX)
             }
         };
-        let n = allowance.min(self.kernel.bytes.len());
+        let n = allowance
+            .min(self.child.read_len(&self.kernel.bytes))
+            .min(self.kernel.bytes.len());
+        if n == 0 {
+            return false;
+        }
         let bytes: Vec<u8> = self.kernel.bytes.drain(..n).collect();
         self.read_log.extend_from_slice(&bytes);
         self.call_child(|child, io| child.on_input(now, &bytes, io));
@@ -449,32 +490,54 @@ impl SimPty {
     }
 }
 
-/// The kernel's input buffer, as the writer sees it through the master.
+/// What the child's model hears besides its input, in order.
+#[derive(Clone, Copy, Debug)]
+enum ChildEvent {
+    Signal(Signal),
+    Resize(u16, u16),
+}
+
+/// The kernel's input buffer: what the line discipline queued for the child to read.
 #[derive(Debug)]
 struct Kernel {
     capacity: usize,
     bytes: VecDeque<u8>,
     /// Every byte the master accepted, in order.
     written_log: Vec<u8>,
-    /// What `tcgetattr` reads now.
-    termios: Option<Termios>,
 }
 
-impl PtyPort for Kernel {
+/// The master as the writer sees it: each accepted byte goes through the child's line
+/// discipline ([`ChildModel::on_receive`]) into the kernel buffer while it has room.
+struct Master<'a> {
+    kernel: &'a mut Kernel,
+    child: &'a mut dyn ChildModel,
+    io: ChildIo<'a>,
+    signals: &'a mut Vec<Signal>,
+    now: Instant,
+}
+
+impl PtyPort for Master<'_> {
     fn termios(&mut self) -> Option<Termios> {
-        self.termios
+        Some(self.io.termios())
     }
 
     fn write(&mut self, bytes: &[u8]) -> PortWrite {
         let take = self
+            .kernel
             .capacity
-            .saturating_sub(self.bytes.len())
+            .saturating_sub(self.kernel.bytes.len())
             .min(bytes.len());
         if take == 0 {
             return PortWrite::Full;
         }
-        self.bytes.extend(&bytes[..take]);
-        self.written_log.extend_from_slice(&bytes[..take]);
+        for &b in &bytes[..take] {
+            match self.child.on_receive(self.now, b, &mut self.io) {
+                Received::Queue(b) => self.kernel.bytes.push_back(b),
+                Received::Signal(signal) => self.signals.push(signal),
+                Received::Drop => {}
+            }
+        }
+        self.kernel.written_log.extend_from_slice(&bytes[..take]);
         PortWrite::Accepted(take)
     }
 }
