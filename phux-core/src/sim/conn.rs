@@ -41,6 +41,8 @@ pub struct SimConn {
     /// The server closed the connection with bytes unread: it ends at this instant unless
     /// the client reads them first (see [`Harness::set_close_bound`]).
     pub(super) closing_at: Option<Instant>,
+    /// `Send` actions after the connection ended.
+    pub(super) sends_after_close: usize,
 }
 
 impl SimConn {
@@ -59,6 +61,7 @@ impl SimConn {
             server_id: None,
             raw: None,
             closing_at: None,
+            sends_after_close: 0,
         }
     }
 

@@ -30,7 +30,7 @@ mod perform;
 mod pty;
 mod wirelog;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -117,6 +117,16 @@ pub struct Harness {
     spawner: Option<Box<Spawner>>,
     /// New connections keep the raw bytes their client reads (see [`Harness::take_received`]).
     raw_reads: bool,
+    /// Keep `writes`, `actions` and `shared_sends` (on by default).
+    recording: bool,
+    /// New PTYs script their writes ([`SimPty::script_writes`]).
+    scripted_writes: bool,
+    /// `Send` actions for connections the harness never had.
+    stray_sends: usize,
+    /// PTYs that may have something to do at `polled_at`: touched by an action or through
+    /// [`Harness::pty`] since their last poll. Every PTY is when the clock has moved.
+    dirty: BTreeSet<LocalTerminal>,
+    polled_at: Instant,
     close_bound: Option<Duration>,
     pty_read: Option<usize>,
     shut_down: bool,
@@ -176,6 +186,11 @@ impl Harness {
             held_spawns: Vec::new(),
             spawner: None,
             raw_reads: false,
+            recording: true,
+            scripted_writes: false,
+            stray_sends: 0,
+            dirty: BTreeSet::new(),
+            polled_at: Instant::ZERO,
             close_bound: None,
             pty_read: None,
             shut_down: false,
@@ -215,6 +230,66 @@ impl Harness {
         }
     }
 
+    /// Whether the harness keeps [`Harness::writes`], [`Harness::actions`] and
+    /// [`Harness::shared_sends`] (on by default; off for long runs that never look).
+    pub fn set_recording(&mut self, recording: bool) {
+        self.recording = recording;
+    }
+
+    /// New terminals' PTYs script their writes: each job waits for
+    /// [`Harness::complete_write`] instead of being written (see [`SimPty::script_writes`]).
+    pub fn set_scripted_writes(&mut self, scripted: bool) {
+        self.scripted_writes = scripted;
+    }
+
+    /// Reports the oldest scripted job of `terminal` complete with `outcome` (the engine hears
+    /// `WriteDone`); the job, or `None` when no job waits.
+    pub fn complete_write(
+        &mut self,
+        terminal: LocalTerminal,
+        outcome: WriteOutcome,
+    ) -> Option<JobId> {
+        let job = self.ptys.get_mut(&terminal)?.complete_next()?;
+        self.report_pty_event(terminal, PtyEvent::WriteDone { job, outcome });
+        Some(job)
+    }
+
+    /// How many `Spawn` actions are held (see [`Harness::hold_spawns`]).
+    pub fn held_spawns(&self) -> usize {
+        self.held_spawns.len()
+    }
+
+    /// Answers the held `Spawn` at `index` (oldest first): `Spawned` on a fresh PTY, or
+    /// `SpawnFailed`. Does nothing when no spawn is held there.
+    pub fn release_spawn(&mut self, index: usize, ok: bool) {
+        if index >= self.held_spawns.len() {
+            return;
+        }
+        let (terminal, spec) = self.held_spawns.remove(index);
+        if ok {
+            self.start_pty(terminal, &spec);
+        } else {
+            self.server.handle(
+                self.now,
+                ServerEvent::SpawnFailed {
+                    terminal,
+                    message: "simulated spawn failure".into(),
+                },
+            );
+        }
+    }
+
+    /// `Send` actions for connections the harness never had, or after they closed: both are
+    /// engine bugs (a driver would write to a stale or reused socket).
+    pub fn stray_sends(&self) -> usize {
+        self.stray_sends
+            + self
+                .conns
+                .values()
+                .map(|c| c.sends_after_close)
+                .sum::<usize>()
+    }
+
     /// Splits each PTY read into pieces of at most `bytes` (`None`, the default: one event
     /// per poll, however large; [`PTY_READ`] is what a real master returns).
     pub fn set_pty_read(&mut self, bytes: Option<usize>) {
@@ -243,6 +318,7 @@ impl Harness {
     /// The current incarnation's PTY for a terminal id (panics if none).
     pub fn pty(&mut self, terminal: &TerminalId) -> &mut SimPty {
         let t = LocalTerminal(terminal.local().unwrap_or(0));
+        self.dirty.insert(t);
         match self.ptys.get_mut(&t) {
             Some(p) => p,
             None => panic!("harness misuse: no PTY for {terminal:?}"),
@@ -315,7 +391,12 @@ impl Harness {
             progressed = true;
             self.perform(action);
         }
-        let terminals: Vec<LocalTerminal> = self.ptys.keys().copied().collect();
+        if self.polled_at != self.now {
+            self.polled_at = self.now;
+            self.dirty.extend(self.ptys.keys().copied());
+        }
+        // A PTY that nothing touched since it was polled at this instant has nothing to do.
+        let terminals = std::mem::take(&mut self.dirty);
         for t in terminals {
             let events = match self.ptys.get_mut(&t) {
                 Some(pty) => pty.poll(self.now),
@@ -330,7 +411,7 @@ impl Harness {
             progressed = true;
             self.server.handle(self.now, ServerEvent::Timeout);
         }
-        progressed | self.drop_lapsed_closes()
+        progressed | (self.close_bound.is_some() && self.drop_lapsed_closes())
     }
 
     fn jump_to(&mut self, at: Instant) {

@@ -13,8 +13,12 @@ impl Harness {
     /// its client reads.
     pub(super) fn deliver(&mut self, conn: ConnId, append: impl FnOnce(&mut Vec<u8>)) {
         let Some(c) = self.conns.get_mut(&conn) else {
+            self.stray_sends += 1;
             return;
         };
+        if !c.open {
+            c.sends_after_close += 1;
+        }
         append(&mut c.transport);
         if c.reading {
             self.flush_conn(conn);
@@ -28,8 +32,10 @@ impl Harness {
                 self.server.reclaim(bytes);
             }
             ServerAction::SendShared { conn, frame } => {
-                self.shared_sends
-                    .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
+                if self.recording {
+                    self.shared_sends
+                        .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
+                }
                 self.deliver(conn, |transport| frame.append_to(transport));
                 self.server.reclaim_shared(frame.head);
             }
@@ -64,7 +70,7 @@ impl Harness {
             }
             ServerAction::Spawn { terminal, spec } => {
                 self.log_spawn(terminal, &spec);
-                self.actions.push(ServerAction::Spawn {
+                self.record_action(ServerAction::Spawn {
                     terminal,
                     spec: spec.clone(),
                 });
@@ -88,6 +94,7 @@ impl Harness {
                 job,
                 bytes,
             } => {
+                self.dirty.insert(terminal);
                 self.log.push(|| {
                     format!(
                         "pty{terminal} < write {job:?} {} bytes {:?}",
@@ -95,14 +102,16 @@ impl Harness {
                         String::from_utf8_lossy(&bytes)
                     )
                 });
-                self.writes.push(WriteRecord {
-                    incarnation: self.incarnation,
-                    terminal,
-                    job,
-                    bytes: bytes.clone(),
-                    issued_at: self.now,
-                    completed: None,
-                });
+                if self.recording {
+                    self.writes.push(WriteRecord {
+                        incarnation: self.incarnation,
+                        terminal,
+                        job,
+                        bytes: bytes.clone(),
+                        issued_at: self.now,
+                        completed: None,
+                    });
+                }
                 match self.ptys.get_mut(&terminal) {
                     Some(pty) if !pty.is_gone() => pty.write(job, bytes),
                     _ => self.report_pty_event(
@@ -115,24 +124,26 @@ impl Harness {
                 }
             }
             ServerAction::Signal { terminal, signal } => {
+                self.dirty.insert(terminal);
                 self.log
                     .push(|| format!("pty{terminal} < signal {signal:?}"));
                 if let Some(pty) = self.ptys.get_mut(&terminal) {
                     pty.signal(signal);
                 }
-                self.actions.push(ServerAction::Signal { terminal, signal });
+                self.record_action(ServerAction::Signal { terminal, signal });
             }
             ServerAction::Kill { terminal } => {
+                self.dirty.insert(terminal);
                 self.log.push(|| format!("pty{terminal} < kill"));
                 if let Some(pty) = self.ptys.get_mut(&terminal) {
                     pty.kill(Signal::Kill);
                 }
-                self.actions.push(ServerAction::Kill { terminal });
+                self.record_action(ServerAction::Kill { terminal });
             }
             ServerAction::Shutdown => {
                 self.log.push(|| "# server shutdown".to_owned());
                 self.shut_down = true;
-                self.actions.push(ServerAction::Shutdown);
+                self.record_action(ServerAction::Shutdown);
             }
             ServerAction::Resize {
                 terminal,
@@ -145,11 +156,18 @@ impl Harness {
                     rows,
                 };
                 self.log.push(|| format!("# action {action:?}"));
+                self.dirty.insert(terminal);
                 if let Some(pty) = self.ptys.get_mut(&terminal) {
                     pty.resize(cols, rows);
                 }
-                self.actions.push(action);
+                self.record_action(action);
             }
+        }
+    }
+
+    fn record_action(&mut self, action: ServerAction) {
+        if self.recording {
+            self.actions.push(action);
         }
     }
 
@@ -181,7 +199,10 @@ impl Harness {
         };
         let pid = self.next_pid;
         self.next_pid += 1;
-        self.ptys.insert(terminal, SimPty::with_child(child, pid));
+        let mut pty = SimPty::with_child(child, pid);
+        pty.script_writes(self.scripted_writes);
+        self.ptys.insert(terminal, pty);
+        self.dirty.insert(terminal);
         self.server
             .handle(self.now, ServerEvent::Spawned { terminal, pid });
     }

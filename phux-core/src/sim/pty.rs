@@ -84,6 +84,9 @@ pub struct SimPty {
     pid: u32,
     /// Jobs whose completion this PTY will never report.
     lost: Vec<JobId>,
+    /// Jobs are not written: they wait here until the driver completes them
+    /// ([`SimPty::script_writes`]).
+    scripted: Option<VecDeque<JobId>>,
 }
 
 impl SimPty {
@@ -123,6 +126,7 @@ impl SimPty {
             exit_reported: false,
             pid,
             lost: Vec::new(),
+            scripted: None,
         }
     }
 
@@ -269,11 +273,44 @@ impl SimPty {
 
     /// A `Write` action: queue the job behind every earlier one.
     pub fn write(&mut self, job: JobId, bytes: Vec<u8>) {
-        self.writer.push(job, bytes);
         self.pending.push_back(job);
+        if let Some(scripted) = &mut self.scripted {
+            scripted.push_back(job);
+            return;
+        }
+        self.writer.push(job, bytes);
         if self.lose_next_completions > 0 {
             self.lose_next_completions -= 1;
             self.lost.push(job);
+        }
+    }
+
+    /// From now on (`true`), jobs are not written: each waits until
+    /// [`SimPty::complete_next`] hands it back for the driver to report with an outcome of its
+    /// choosing (a fuzzer's, a benchmark's). Jobs still waiting when the child ends are not
+    /// written.
+    pub fn script_writes(&mut self, scripted: bool) {
+        if scripted {
+            self.scripted.get_or_insert_with(VecDeque::new);
+        } else {
+            self.scripted = None;
+        }
+    }
+
+    /// The oldest job waiting for a scripted completion, removed (see
+    /// [`SimPty::script_writes`]).
+    pub fn complete_next(&mut self) -> Option<JobId> {
+        let job = self.scripted.as_mut()?.pop_front()?;
+        self.pending.retain(|j| *j != job);
+        Some(job)
+    }
+
+    /// Forgets every job waiting for a scripted completion: none will be reported.
+    pub fn forget_scripted(&mut self) {
+        if let Some(scripted) = &mut self.scripted {
+            for job in scripted.drain(..) {
+                self.pending.retain(|j| *j != job);
+            }
         }
     }
 
@@ -412,6 +449,13 @@ impl SimPty {
         // in doubt. Completions the sim was told to lose stay lost.
         let mut done = Vec::new();
         self.writer.abandon(&mut done);
+        if let Some(scripted) = &mut self.scripted {
+            done.extend(
+                scripted
+                    .drain(..)
+                    .map(|job| (job, WriteOutcome::NotWritten)),
+            );
+        }
         self.report(&mut events, done);
         if !self.output.is_empty() {
             events.push(PtyEvent::Output(std::mem::take(&mut self.output)));
