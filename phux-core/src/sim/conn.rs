@@ -43,6 +43,8 @@ pub struct SimConn {
     pub(super) closing_at: Option<Instant>,
     /// `Send` actions after the connection ended.
     pub(super) sends_after_close: usize,
+    /// Every byte the server ever queued on the connection.
+    pub(super) queued_total: usize,
 }
 
 impl SimConn {
@@ -62,6 +64,7 @@ impl SimConn {
             raw: None,
             closing_at: None,
             sends_after_close: 0,
+            queued_total: 0,
         }
     }
 
@@ -83,6 +86,18 @@ impl SimConn {
     /// Bytes the server queued that the client has not read (a stalled reader's backlog).
     pub fn unread_bytes(&self) -> usize {
         self.transport.len()
+    }
+
+    /// The bytes the server queued that the client has not read, oldest first.
+    pub fn unread(&self) -> &[u8] {
+        &self.transport
+    }
+
+    /// How many bytes the server ever queued on the connection (read or not): a driver that
+    /// inspects what is queued as it is queued reads the newest ones at the end of
+    /// [`SimConn::unread`].
+    pub fn queued_total(&self) -> usize {
+        self.queued_total
     }
 
     /// The server_id of the connection's HELLO_OK, once received.

@@ -19,7 +19,9 @@ impl Harness {
         if !c.open {
             c.sends_after_close += 1;
         }
+        let before = c.transport.len();
         append(&mut c.transport);
+        c.queued_total += c.transport.len() - before;
         if c.reading {
             self.flush_conn(conn);
         }
