@@ -1,7 +1,22 @@
 //! The simulator: a [`ServerEngine`] wired to simulated PTYs and raw client connections on a
 //! virtual clock, with fault injection. Deterministic: the same calls give the same wire log.
 //!
-//! Used by the engine tests, the fuzzers and the conformance runner's in-process transport.
+//! [`Harness`] is the one non-production driver of the engine: the engine tests, the
+//! `server_engine` fuzz body, the engine benchmarks and the conformance runner's in-process
+//! transport all run the engine in it, and its `perform(ServerAction)` is the only one outside
+//! the mio server. What differs between them is a knob or a child model, not a driver:
+//!
+//! - children are [`ChildModel`]s behind one [`SimPty`] (writer, canonical-line guard, kernel
+//!   buffer, stalls, slow reader, lost completions, process-group signals): [`Echo`],
+//!   [`Record`] and [`Cat`] here ([`ChildMode`] names them), the probe and `cat` of a cooked
+//!   terminal in the conformance crate; [`Harness::set_spawner`] picks one per spawn (or fails
+//!   it);
+//! - clients read at once or stall ([`Harness::stall_reader`], [`Harness::read_some`]), and
+//!   keep frames or raw bytes ([`Harness::set_raw_reads`]); a closed connection may linger
+//!   for a bound ([`Harness::set_close_bound`], [`CLOSE_BOUND`]);
+//! - a driver that decides outcomes holds spawns ([`Harness::hold_spawns`],
+//!   [`Harness::release_spawn`]) and scripts write completions
+//!   ([`Harness::set_scripted_writes`], [`Harness::complete_write`]).
 //!
 //! ```
 //! use phux_core::sim::Harness;
@@ -15,13 +30,54 @@
 //! assert_eq!(result, Some(CommandResult::Ok));
 //! ```
 //!
-//! # Stepping
+//! # Driving
 //!
-//! [`Harness::step`] delivers one round of what is due now (engine actions to PTYs and
-//! clients, PTY progress back to the engine, due timeouts); when nothing is due it jumps the
-//! clock to the earliest wake-up. [`Harness::settle`] delivers everything due without moving
-//! the clock; [`Harness::drive`] runs to idle, timers included; [`Harness::advance`] moves
-//! the clock by a duration, firing every timer on the way.
+//! The calls that change the world (`connect`, `send`, `disconnect`, `pty(..)` knobs, events
+//! handed to `server` directly) only hand the engine its event; nothing is performed until
+//! the harness is stepped. Stepping follows the engine's contract: after every `handle`, the
+//! engine's actions are drained with `poll_action` and performed in order (a `Send` is
+//! queued on the connection and, while its client reads, read at once and reported `Sent`; a
+//! `Write` goes to the PTY's writer; a `Close` ends the connection and reports
+//! `Disconnected`), then the PTYs are polled, and their events (completions, output, exits)
+//! become the engine's next events; `poll_timeout` is read last. Performing is not
+//! re-entrant: an event the harness hands the engine while performing (a `Sent`, a
+//! `Disconnected`, a `SpawnFailed`) queues actions that the same round drains after the
+//! current one.
+//!
+//! - [`Harness::step`] runs one round at the current instant (actions, PTY polls, a due
+//!   timeout); when nothing is due, it jumps the clock to the earliest wake-up (the engine's,
+//!   a PTY's, a close bound's) and fires it. It returns `false` when idle: nothing due and
+//!   no wake-up.
+//! - [`Harness::settle`] runs rounds until nothing is due at the current instant; the clock
+//!   does not move.
+//! - [`Harness::drive`] steps until idle, so the clock jumps through every timer;
+//!   [`Harness::drive_bounded`]`(n)` does the same in at most `n` steps and panics
+//!   (livelock) otherwise.
+//! - [`Harness::advance`] moves the clock by a duration, firing every wake-up on the way at
+//!   its own instant.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use phux_core::sim::{ChildMode, Harness, apply_input, paste};
+//! use phux_proto::command::CommandResult;
+//!
+//! let mut h = Harness::new();
+//! h.spawn_mode = ChildMode::Record;
+//! let c = h.client();
+//! let t = h.spawn(c);
+//! h.pty(&t).stall();
+//! // A batch larger than the kernel buffer waits for the stalled child: no answer yet.
+//! let rid = h.next_request_id();
+//! let big = apply_input(1, &t, vec![paste(&[b'x'; 5000])]);
+//! h.send(c, &phux_core::sim::command_frame(rid, big));
+//! h.settle();
+//! assert_eq!(h.take_result(c, rid), None);
+//! // The engine's completion bound answers it, in doubt, when the clock gets there.
+//! h.drive_bounded(100);
+//! assert!(matches!(h.take_result(c, rid), Some(CommandResult::Error { .. })));
+//! h.advance(Duration::from_secs(1));
+//! ```
 
 mod child;
 mod conn;
@@ -370,8 +426,9 @@ impl Harness {
             .min()
     }
 
-    /// Delivers one round of what is due now; when nothing is, jumps the clock to the
-    /// earliest wake-up and fires it. `false` when idle (nothing due and no wake-up).
+    /// Runs one round at the current instant (actions, PTY polls, a due timeout); when
+    /// nothing is due, jumps the clock to the earliest wake-up and fires it. `false` when
+    /// idle (nothing due and no wake-up). See the module doc's "Driving".
     pub fn step(&mut self) -> bool {
         if self.step_now() {
             return true;
