@@ -16,7 +16,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use phux_core::server::{ConnId, LocalTerminal, ServerEvent, WriteOutcome};
-use phux_core::sim::{Harness, command_frame, hello_frame};
+use phux_core::sim::{Harness, PTY_READ, command_frame, hello_frame};
 use phux_proto::command::{ApplyInput, Command};
 use phux_proto::frame::{InputKey, SpawnTerminal};
 use phux_proto::input::{InputEvent, KeyEvent, ModSet, PhysicalKey};
@@ -219,7 +219,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
-    let chunk: Vec<u8> = line.iter().copied().cycle().take(4096).collect();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(PTY_READ).collect();
     group.throughput(Throughput::Bytes(chunk.len() as u64));
     for viewers in [1, 8] {
         let mut rig = Rig::new(viewers);

@@ -40,7 +40,8 @@ use crate::server::{
     COMPLETION_BOUND, ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEvent,
     WriteOutcome,
 };
-use crate::sim::Harness;
+use crate::sim::{Harness, PTY_READ};
+use crate::writer::LINUX_CANONICAL_LIMIT;
 
 /// The driver's view of one connection.
 struct Client {
@@ -354,7 +355,7 @@ impl Driver {
                 terminal: t,
                 chunks,
             } => {
-                let chunk: Vec<u8> = b"y\r\n".iter().copied().cycle().take(4096).collect();
+                let chunk: Vec<u8> = b"y\r\n".iter().copied().cycle().take(PTY_READ).collect();
                 for _ in 0..=chunks % 24 {
                     self.handle(ServerEvent::PtyOutput {
                         terminal: terminal(*t),
@@ -378,7 +379,9 @@ impl Driver {
                     0 => WriteOutcome::Written,
                     1 => WriteOutcome::NotWritten,
                     2 => WriteOutcome::Unknown,
-                    _ => WriteOutcome::CanonicalRefused { limit: 4095 },
+                    _ => WriteOutcome::CanonicalRefused {
+                        limit: u32::try_from(LINUX_CANONICAL_LIMIT).unwrap_or(u32::MAX),
+                    },
                 };
                 // The oldest job of the terminal, if one waits.
                 if self.h.complete_write(terminal(*t), outcome).is_some() {
