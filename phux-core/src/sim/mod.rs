@@ -603,4 +603,37 @@ mod tests {
                 .any(|l| l.contains("spawn failed: no such file"))
         );
     }
+
+    /// A closed connection whose client does not read lingers for the close bound, then goes
+    /// with its backlog; one whose client reads in time gets everything, then ends.
+    #[test]
+    fn the_close_bound_keeps_a_closed_connection_readable_until_it_lapses() {
+        for reads_in_time in [false, true] {
+            let mut h = Harness::new();
+            h.set_raw_reads(true);
+            h.set_close_bound(Some(CLOSE_BOUND));
+            let c = h.connect();
+            h.send(c, &hello_frame());
+            h.settle();
+            assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+            h.stall_reader(c);
+            // A frame that does not decode is fatal: ERROR, DETACHED, close.
+            h.send_raw(c, &[0xff; 16]);
+            h.settle();
+            assert!(h.conn(c).closed_by_server());
+            assert!(h.conn(c).is_open(), "lingers while bytes are unread");
+            assert!(h.conn(c).unread_bytes() > 0);
+            if reads_in_time {
+                h.advance(CLOSE_BOUND / 2);
+                h.resume_reader(c);
+                assert!(!h.take_received(c).is_empty());
+            } else {
+                h.advance(CLOSE_BOUND);
+                assert_eq!(h.conn(c).unread_bytes(), 0, "dropped at the bound");
+                assert!(h.take_received(c).is_empty());
+            }
+            assert!(!h.conn(c).is_open());
+            assert_eq!(h.server.connection_count(), 0);
+        }
+    }
 }
