@@ -15,168 +15,124 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use phux_core::Instant;
-use phux_core::server::{
-    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent,
-    WriteOutcome,
-};
-use phux_core::sim::{command_frame, hello_frame, server_id_for};
+use phux_core::server::{ConnId, LocalTerminal, ServerEvent, WriteOutcome};
+use phux_core::sim::{Harness, PTY_READ, command_frame, hello_frame};
 use phux_proto::command::{ApplyInput, Command};
 use phux_proto::frame::{InputKey, SpawnTerminal};
 use phux_proto::input::{InputEvent, KeyEvent, ModSet, PhysicalKey};
 use phux_proto::{Frame, GroupId, OperationId, TerminalId};
 
-/// A server with one spawned terminal and `viewers` connections attached to it (connection 1
-/// is the first viewer, or a bare client when `viewers` is 0).
+/// A server in the simulator's harness with one spawned terminal and `viewers` connections
+/// attached to it (the first connection is the first viewer, or a bare client when `viewers`
+/// is 0). The harness performs the engine's actions as a driver whose sends are read at once
+/// and whose writes wait for [`Rig::complete_write`] (scripted), keeping no records or log,
+/// so what is timed is the engine plus the harness's bookkeeping of one driver.
 struct Rig {
-    engine: ServerEngine,
+    h: Harness,
+    conns: Vec<ConnId>,
     terminal: LocalTerminal,
-    now: Instant,
-    /// The last `Write` action's job, to complete.
-    job: Option<JobId>,
-    frame: Vec<u8>,
 }
 
 impl Rig {
     fn new(viewers: u64) -> Self {
+        let mut h = Harness::new();
+        h.log.set_enabled(false);
+        h.set_recording(false);
+        h.set_raw_reads(true);
+        h.set_scripted_writes(true);
         let mut rig = Self {
-            engine: ServerEngine::new(ServerConfig::new(server_id_for(1))),
+            h,
+            conns: Vec::new(),
             terminal: LocalTerminal(0),
-            now: Instant::ZERO,
-            job: None,
-            frame: Vec::new(),
         };
-        for c in 1..=viewers.max(1) {
-            let conn = ConnId(c);
-            rig.engine.handle(
-                rig.now,
-                ServerEvent::Connected {
-                    conn,
-                    peer: PeerInfo::local(),
-                },
-            );
-            rig.receive(conn, &hello_frame());
+        for _ in 0..viewers.max(1) {
+            let conn = rig.hello();
+            rig.conns.push(conn);
         }
-        rig.spawn();
+        rig.terminal = rig.spawn();
         let t = TerminalId::from(rig.terminal);
-        for c in 1..=viewers {
+        for i in 0..viewers {
             let attach = Command::AttachTerminal {
                 terminal: t.clone(),
             };
-            rig.receive(ConnId(c), &command_frame(2, attach));
+            let conn = rig.conns[i as usize];
+            rig.receive(conn, &command_frame(2, attach));
         }
         rig
     }
 
-    /// Spawns a terminal for connection 1; it becomes `self.terminal`.
-    fn spawn(&mut self) {
-        self.terminal = LocalTerminal(0);
-        self.receive(
-            ConnId(1),
-            &Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1))),
-        );
-        assert_ne!(
-            self.terminal,
-            LocalTerminal(0),
-            "the engine asked for no spawn"
-        );
-        self.engine.handle(
-            self.now,
-            ServerEvent::Spawned {
-                terminal: self.terminal,
-                pid: 4242,
-            },
-        );
-        self.drain();
+    /// A connection that said HELLO.
+    fn hello(&mut self) -> ConnId {
+        let conn = self.h.connect();
+        self.receive(conn, &hello_frame());
+        conn
     }
 
-    /// Adds `count` idle terminals, spawned before the one the rig works on.
+    /// Spawns a terminal for the first connection; returns it.
+    fn spawn(&mut self) -> LocalTerminal {
+        let before: Vec<LocalTerminal> = self.h.ptys.keys().copied().collect();
+        let spawn = Frame::SpawnTerminal(SpawnTerminal::new(1, GroupId(1)));
+        self.receive(self.conns[0], &spawn);
+        let terminal = self.h.ptys.keys().find(|t| !before.contains(t)).copied();
+        terminal.expect("the engine asked for no spawn")
+    }
+
+    /// Adds `count` idle terminals, spawned after the one the rig works on.
     fn with_idle_terminals(mut self, count: usize) -> Self {
-        let busy = self.terminal;
         for _ in 0..count {
             self.spawn();
         }
-        self.terminal = busy;
         self
     }
 
     /// Adds `count` connections that said HELLO and nothing more.
     fn with_idle_conns(mut self, count: u64) -> Self {
-        for c in 1000..1000 + count {
-            let conn = ConnId(c);
-            self.engine.handle(
-                self.now,
-                ServerEvent::Connected {
-                    conn,
-                    peer: PeerInfo::local(),
-                },
-            );
-            self.receive(conn, &hello_frame());
+        for _ in 0..count {
+            self.hello();
         }
         self
     }
 
     fn receive(&mut self, conn: ConnId, frame: &Frame) {
-        self.frame.clear();
-        frame.encode(&mut self.frame);
-        let bytes = std::mem::take(&mut self.frame);
-        self.receive_bytes(conn, &bytes);
-        self.frame = bytes;
+        self.receive_bytes(conn, &frame.to_bytes());
     }
 
     /// A frame's bytes as the driver hands them over: the timed benches encode theirs first.
     fn receive_bytes(&mut self, conn: ConnId, bytes: &[u8]) {
-        self.engine
-            .handle(self.now, ServerEvent::Received { conn, bytes });
-        self.drain();
+        self.h.send_raw(conn, bytes);
+        self.settle();
     }
 
-    /// Performs the actions as a driver whose writes always succeed at once would.
-    fn drain(&mut self) {
-        while let Some(action) = self.engine.poll_action() {
-            match action {
-                ServerAction::Send { conn, bytes } => {
-                    let len = bytes.len();
-                    self.engine.reclaim(black_box(bytes));
-                    self.engine
-                        .handle(self.now, ServerEvent::Sent { conn, bytes: len });
-                }
-                ServerAction::SendShared { conn, frame } => {
-                    let len = frame.len();
-                    self.engine.reclaim_shared(black_box(frame.head));
-                    self.engine
-                        .handle(self.now, ServerEvent::Sent { conn, bytes: len });
-                }
-                ServerAction::Spawn { terminal, .. } => self.terminal = terminal,
-                ServerAction::Write { job, bytes, .. } => {
-                    black_box(bytes);
-                    self.job = Some(job);
-                }
-                _ => {}
-            }
+    /// Performs what the engine asks; the clients' reads are dropped.
+    fn settle(&mut self) {
+        self.h.settle();
+        for &conn in &self.conns {
+            black_box(self.h.take_received(conn));
         }
     }
 
     /// One APPLY_INPUT round trip: the request's bytes, the write's completion, the reply.
     fn apply(&mut self, frame: &[u8]) {
-        self.receive_bytes(ConnId(1), frame);
+        self.receive_bytes(self.conns[0], frame);
         self.complete_write();
         // Virtual time moves on so that records expire (600 s) before the ledger fills
         // (65,536): the steady state of a busy server.
-        self.now += std::time::Duration::from_millis(10);
+        self.h.now += std::time::Duration::from_millis(10);
     }
 
     fn complete_write(&mut self) {
-        let job = self.job.take().expect("a Write action");
-        self.engine.handle(
-            self.now,
-            ServerEvent::WriteDone {
-                terminal: self.terminal,
-                job,
-                outcome: WriteOutcome::Written,
-            },
-        );
-        self.drain();
+        let job = self.h.complete_write(self.terminal, WriteOutcome::Written);
+        job.expect("a Write action");
+        self.settle();
+    }
+
+    /// One PTY read handed to the engine, as the driver reads it.
+    fn pty_output(&mut self, bytes: &[u8]) {
+        let (now, terminal) = (self.h.now, self.terminal);
+        self.h
+            .server
+            .handle(now, ServerEvent::PtyOutput { terminal, bytes });
+        self.settle();
     }
 }
 
@@ -237,12 +193,12 @@ fn bench(c: &mut Criterion) {
                 for _ in 0..iters {
                     let frame = next_apply();
                     let start = std::time::Instant::now();
-                    rig.receive_bytes(ConnId(1), &frame);
+                    rig.receive_bytes(rig.conns[0], &frame);
                     let mid = std::time::Instant::now();
                     rig.complete_write();
                     let end = std::time::Instant::now();
                     spent += if first_half { mid - start } else { end - mid };
-                    rig.now += std::time::Duration::from_millis(10);
+                    rig.h.now += std::time::Duration::from_millis(10);
                 }
                 spent
             });
@@ -257,29 +213,20 @@ fn bench(c: &mut Criterion) {
     .to_bytes();
     group.bench_function("input_key", |b| {
         b.iter(|| {
-            rig.receive_bytes(ConnId(1), &keystroke);
+            rig.receive_bytes(rig.conns[0], &keystroke);
             rig.complete_write();
         });
     });
 
     let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
-    let chunk: Vec<u8> = line.iter().copied().cycle().take(4096).collect();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(PTY_READ).collect();
     group.throughput(Throughput::Bytes(chunk.len() as u64));
     for viewers in [1, 8] {
         let mut rig = Rig::new(viewers);
         group.bench_function(
             BenchmarkId::new("output_4KiB", format!("{viewers}_viewers")),
             |b| {
-                b.iter(|| {
-                    rig.engine.handle(
-                        rig.now,
-                        ServerEvent::PtyOutput {
-                            terminal: rig.terminal,
-                            bytes: black_box(&chunk),
-                        },
-                    );
-                    rig.drain();
-                });
+                b.iter(|| rig.pty_output(black_box(&chunk)));
             },
         );
     }

@@ -1,6 +1,7 @@
 //! Fuzz target bodies, so the cargo-fuzz shims in `fuzz/` stay three lines and stable
 //! `#[test]`s replay the committed corpus through exactly the same code; and the naive models
-//! the ledger and lease proptests and fuzzers share. Not part of the public API.
+//! the ledger and lease proptests and fuzzers share. Not part of the public API, and compiled
+//! only with the `fuzzing` feature (which the fuzz crate and phux-core's own tests enable).
 //!
 //! Each target takes the fuzzer's raw bytes and panics when a property fails.
 
@@ -132,7 +133,6 @@ fn chunked(data: &[u8]) -> Outcome {
     (out, false)
 }
 
-#[cfg(feature = "arbitrary")]
 mod structured {
     use arbitrary::{Arbitrary, Unstructured};
     use phux_proto::input::{InputEvent, KeyEvent, ModSet, PhysicalKey};
@@ -246,5 +246,4 @@ mod structured {
     }
 }
 
-#[cfg(feature = "arbitrary")]
 pub use structured::{input_encoder, lease_model, ledger_model, server_engine};

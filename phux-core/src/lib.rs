@@ -69,6 +69,7 @@ pub mod client;
 pub mod digest;
 pub mod encoder;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod lane;

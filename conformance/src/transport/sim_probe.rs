@@ -1,19 +1,22 @@
-//! A simulated PTY with the probe child behind it, for the in-process transport.
+//! The probe child as a [`ChildModel`] of the harness's simulated PTY, for the in-process
+//! transport.
 //!
-//! This is a host for [`ProbeMachine`] that follows the contract in the probe's module doc,
-//! with the kernel's part simulated: a bounded input queue (a stalled probe stops reading, so a
-//! large write cannot complete), the line discipline's canonical mode (lines, ICRNL, VEOF,
-//! ISIG's ^C, echo), termios, the window size, the process group and its signals (SIGSTOP and
-//! SIGKILL applied here), and the grandchild (it shares the probe's group, so it sees every
-//! signal the group gets).
+//! This is a host for [`ProbeMachine`] that follows the contract in the probe's module doc.
+//! The kernel's part is the harness's [`SimPty`](phux_core::sim::SimPty): the bounded input
+//! queue (a stalled probe stops reading, so a large write cannot complete), the writer and its
+//! canonical-line guard, the process group's SIGSTOP, SIGCONT and SIGKILL (signals to a stopped
+//! group wait for SIGCONT). This model adds what is the probe's own: the line discipline's
+//! canonical mode (lines, ICRNL, VEOF, ISIG's ^C, echo), the full termios it reports, the window
+//! size, the signals the machine handles, and the grandchild (it shares the probe's group, so it
+//! sees every signal the group gets).
 //!
-//! It does no I/O and reads no clock: the owner calls it with the virtual time and hands the
-//! [`Effect`]s it returns to the server engine, in order.
+//! It does no I/O and reads no clock: the PTY calls it with the virtual time.
 
 use std::collections::VecDeque;
 
 use phux_core::Instant;
-use phux_core::writer::{JobId, PortWrite, PtyPort, PtyWriter, Step, Termios, WriteOutcome};
+use phux_core::sim::{ChildIo, ChildModel, ExitKind, Received};
+use phux_core::writer::Termios;
 use phux_proto::command::Signal;
 
 use crate::probe::{
@@ -21,24 +24,9 @@ use crate::probe::{
     Query, TermiosReport,
 };
 
-/// The simulated kernel input queue: Linux's n_tty read buffer is 4 KiB, so a writer blocks
-/// once a stalled reader leaves that much unread.
-pub(crate) const INPUT_QUEUE_CAP: usize = 4096;
-
 /// The line discipline's interrupt character (VINTR, ^C) and end-of-file (VEOF, ^D).
 const VINTR: u8 = 0x03;
 const VEOF: u8 = 0x04;
-
-/// What the engine must be told, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Effect {
-    /// The probe (or the line discipline's echo) wrote these bytes.
-    Output(Vec<u8>),
-    /// A write job finished.
-    WriteDone(JobId, WriteOutcome),
-    /// The child is gone: `Some(code)` exited, `None` killed by a signal.
-    Exited(Option<i32>),
-}
 
 /// What the probe process was started with, as an `execve` would have given it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,7 +39,7 @@ pub(crate) struct SimProcess {
     pub(crate) environ: Vec<Vec<u8>>,
 }
 
-/// One probe terminal: the PTY's slave side and the processes on it.
+/// The probe on one terminal: its line discipline and the processes on it.
 #[derive(Debug)]
 pub(crate) struct SimProbe {
     machine: ProbeMachine,
@@ -60,25 +48,18 @@ pub(crate) struct SimProbe {
     cols: u16,
     rows: u16,
     termios: TermiosReport,
-    /// Bytes the line discipline holds for the probe to read.
-    input: VecDeque<u8>,
-    /// Write jobs not yet wholly in `input`, oldest first, and the canonical-line guard.
-    writer: PtyWriter,
-    alive: bool,
-    /// SIGSTOP: the group is stopped until SIGCONT.
-    stopped: bool,
-    /// Signals that arrived while stopped; delivered on SIGCONT, as the kernel keeps them pending.
-    held: Vec<ProbeSignal>,
     stall_until: Option<Instant>,
-    effects: Vec<Effect>,
+    /// The machine exited (or died): it does nothing more.
+    gone: bool,
 }
 
 impl SimProbe {
-    /// Starts the probe on a fresh PTY of `cols` × `rows` (canonical, echo on, ICRNL, ISIG).
-    pub(crate) fn spawn(now: Instant, pid: u32, process: SimProcess, cols: u16, rows: u16) -> Self {
-        let mut probe = Self {
+    /// The probe about to start on a fresh PTY of `cols` × `rows` (canonical, echo on, ICRNL,
+    /// ISIG).
+    pub(crate) fn new(process: SimProcess, cols: u16, rows: u16) -> Self {
+        Self {
             machine: ProbeMachine::new(),
-            pid,
+            pid: 0,
             process,
             cols,
             rows,
@@ -88,223 +69,48 @@ impl SimProbe {
                 isig: true,
                 icrnl: true,
             },
-            input: VecDeque::new(),
-            writer: PtyWriter::new(),
-            alive: true,
-            stopped: false,
-            held: Vec::new(),
             stall_until: None,
-            effects: Vec::new(),
-        };
-        let actions = probe.machine.start();
-        probe.perform(now, actions);
-        probe
-    }
-
-    /// What happened since the last call, in order.
-    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
-        std::mem::take(&mut self.effects)
-    }
-
-    /// A `Write` action: the job's bytes go into the input queue as room allows.
-    pub(crate) fn write(&mut self, now: Instant, job: JobId, bytes: Vec<u8>) {
-        if !self.alive {
-            self.effects
-                .push(Effect::WriteDone(job, WriteOutcome::NotWritten));
-            return;
-        }
-        self.writer.push(job, bytes);
-        self.pump(now);
-    }
-
-    /// A `Signal` action: the signal goes to the probe's process group.
-    pub(crate) fn signal(&mut self, now: Instant, signal: Signal) {
-        if !self.alive {
-            return;
-        }
-        match signal {
-            Signal::Interrupt => self.deliver(now, ProbeSignal::Int),
-            Signal::Terminate => self.deliver(now, ProbeSignal::Term),
-            // SIGKILL and SIGSTOP never reach the machine: the host applies them.
-            Signal::Kill => self.die(None),
-            Signal::Freeze => self.stopped = true,
-            Signal::Resume => {
-                self.stopped = false;
-                for held in std::mem::take(&mut self.held) {
-                    self.deliver(now, held);
-                }
-                self.deliver(now, ProbeSignal::Cont);
-            }
-        }
-        self.pump(now);
-    }
-
-    /// A `Resize` action: the kernel sends SIGWINCH to the group when the size changes.
-    pub(crate) fn resize(&mut self, now: Instant, cols: u16, rows: u16) {
-        if (cols, rows) == (self.cols, self.rows) {
-            return;
-        }
-        self.cols = cols;
-        self.rows = rows;
-        if self.alive {
-            self.deliver(now, ProbeSignal::Winch);
-            self.pump(now);
+            gone: false,
         }
     }
 
-    /// A `Kill` action (KILL_TERMINAL): the master closes and the group gets SIGKILL.
-    pub(crate) fn kill(&mut self) {
-        if self.alive {
-            self.die(None);
+    /// The PTY's settings as the writer's guard reads them.
+    fn pty_termios(&self) -> Termios {
+        Termios {
+            icanon: self.termios.canonical,
+            icrnl: self.termios.icrnl,
+            igncr: false,
         }
     }
 
-    /// When the stall timer runs out (a stopped process's timer waits for SIGCONT here).
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        if self.alive && !self.stopped {
-            self.stall_until
-        } else {
-            None
-        }
-    }
-
-    /// Fires the stall timer if it is due; spurious calls do nothing.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        if self.poll_timeout().is_some_and(|at| at <= now) {
-            self.stall_until = None;
-            let actions = self.machine.handle(ProbeEvent::StallElapsed);
-            self.perform(now, actions);
-            self.pump(now);
-        }
-    }
-
-    /// Moves job bytes into the input queue and input into the probe until neither can move.
-    fn pump(&mut self, now: Instant) {
-        loop {
-            let mut progress = self.fill_input(now);
-            if self.alive
-                && !self.stopped
-                && self.machine.wants_input()
-                && let Some(read) = self.next_read()
-            {
-                let actions = match read {
-                    Some(bytes) => self.machine.feed(&bytes),
-                    None => self.machine.handle(ProbeEvent::Eof),
-                };
-                self.perform(now, actions);
-                progress = true;
-            }
-            if !progress || !self.alive {
-                return;
-            }
-        }
-    }
-
-    /// Copies queued job bytes into the input queue while it has room. Whether anything moved.
-    fn fill_input(&mut self, now: Instant) -> bool {
-        // The writer is the real server's; the probe's line discipline is its port.
-        let mut writer = std::mem::take(&mut self.writer);
-        let mut progress = false;
-        while self.alive {
-            let mut port = ProbePort {
-                probe: self,
-                now,
-                accepted: 0,
-            };
-            let step = writer.step(&mut port);
-            progress |= port.accepted > 0;
-            match step {
-                Step::Done(id, outcome) => {
-                    self.effects.push(Effect::WriteDone(id, outcome));
-                    progress = true;
-                }
-                Step::Blocked | Step::Idle => break,
-            }
-        }
-        if !self.alive {
-            // The child died under the write: what it never took was not written, a job it
-            // took part of is in doubt.
-            let mut done = Vec::new();
-            writer.abandon(&mut done);
-            for (id, outcome) in done {
-                self.effects.push(Effect::WriteDone(id, outcome));
-            }
-        }
-        self.writer = writer;
-        progress
-    }
-
-    /// One byte arriving at the line discipline.
-    fn receive(&mut self, now: Instant, b: u8) {
-        let t = self.termios;
-        if t.isig && b == VINTR {
-            // ^C under ISIG is SIGINT to the foreground group, not input.
-            self.deliver(now, ProbeSignal::Int);
-            return;
-        }
-        let b = if t.icrnl && b == b'\r' { b'\n' } else { b };
-        if t.echo {
-            self.effects.push(Effect::Output(vec![b]));
-        }
-        self.input.push_back(b);
-    }
-
-    /// What one read(2) would return: `Some(bytes)`, `None` for end of input (VEOF at the start
-    /// of a canonical line), or nothing to read yet (outer `None`).
-    #[allow(clippy::option_option)]
-    fn next_read(&mut self) -> Option<Option<Vec<u8>>> {
-        if self.input.is_empty() {
-            return None;
-        }
-        if !self.termios.canonical {
-            return Some(Some(self.input.drain(..).collect()));
-        }
-        // Canonical: one line per read, up to and including LF; VEOF ends a line unseen.
-        let end = self.input.iter().position(|&b| b == b'\n' || b == VEOF)?;
-        let mut line: Vec<u8> = self.input.drain(..=end).collect();
-        if line.last() == Some(&VEOF) {
-            line.pop();
-            if line.is_empty() {
-                return Some(None);
-            }
-        }
-        Some(Some(line))
-    }
-
-    /// A signal to the process group (probe and grandchild).
-    fn deliver(&mut self, now: Instant, sig: ProbeSignal) {
-        if !self.alive {
-            return;
-        }
-        if self.stopped && sig != ProbeSignal::Cont {
-            self.held.push(sig);
-            return;
-        }
-        self.deliver_now(now, sig);
-    }
-
-    fn deliver_now(&mut self, now: Instant, sig: ProbeSignal) {
+    /// A signal to the process group (probe and grandchild); the PTY holds it while the
+    /// group is stopped.
+    fn deliver(&mut self, now: Instant, sig: ProbeSignal, io: &mut ChildIo<'_>) {
         let actions = self.machine.handle(ProbeEvent::Signal(sig));
-        self.perform(now, actions);
-        if self.alive && self.machine.has_grandchild() {
+        self.perform(now, actions, io);
+        if !self.gone && self.machine.has_grandchild() {
             let actions = self
                 .machine
                 .handle(ProbeEvent::Grandchild(GrandchildEvent::Signal(sig)));
-            self.perform(now, actions);
+            self.perform(now, actions, io);
         }
     }
 
     /// Carries out the machine's actions in order; answers queries at once.
-    fn perform(&mut self, now: Instant, actions: Vec<ProbeAction>) {
+    fn perform(&mut self, now: Instant, actions: Vec<ProbeAction>, io: &mut ChildIo<'_>) {
         let mut work: VecDeque<ProbeAction> = actions.into();
         while let Some(action) = work.pop_front() {
+            if self.gone {
+                return;
+            }
             match action {
-                ProbeAction::Write(bytes) => self.effects.push(Effect::Output(bytes)),
+                ProbeAction::Write(bytes) => io.write(&bytes),
                 ProbeAction::SetRaw(raw) => {
                     // cfmakeraw clears ICANON, ISIG and ICRNL; the original mode has them.
                     self.termios.canonical = !raw;
                     self.termios.isig = !raw;
                     self.termios.icrnl = !raw;
+                    io.set_termios(self.pty_termios());
                 }
                 ProbeAction::SetEcho(on) => self.termios.echo = on,
                 ProbeAction::Query(query) => {
@@ -319,13 +125,14 @@ impl SimProbe {
                             .handle(ProbeEvent::Grandchild(GrandchildEvent::Ready)),
                     );
                 }
-                ProbeAction::Exit(code) => {
-                    self.die(Some(i32::from(code)));
-                    return;
-                }
-                ProbeAction::DieBySignal(_) => {
-                    self.die(None);
-                    return;
+                ProbeAction::Exit(code) => self.die(io, ExitKind::Code(i32::from(code))),
+                ProbeAction::DieBySignal(sig) => {
+                    let signal = match sig {
+                        ProbeSignal::Int => Signal::Interrupt,
+                        ProbeSignal::Term => Signal::Terminate,
+                        _ => Signal::Kill,
+                    };
+                    self.die(io, ExitKind::Signal(signal));
                 }
             }
         }
@@ -354,62 +161,170 @@ impl SimProbe {
         }
     }
 
-    /// The child is gone: a job part-way into the queue may or may not have been read, one not
-    /// started was not written, and unread input is lost.
-    fn die(&mut self, status: Option<i32>) {
-        if !self.alive {
+    /// The child is gone: the PTY resolves its jobs (a job part-way into the queue may or may
+    /// not have been read, one not started was not written) and drops unread input.
+    fn die(&mut self, io: &mut ChildIo<'_>, kind: ExitKind) {
+        self.gone = true;
+        self.stall_until = None;
+        io.exit(kind);
+    }
+}
+
+impl ChildModel for SimProbe {
+    fn on_start(&mut self, now: Instant, pid: u32, io: &mut ChildIo<'_>) {
+        self.pid = pid;
+        io.set_termios(self.pty_termios());
+        let actions = self.machine.start();
+        self.perform(now, actions, io);
+    }
+
+    /// SIGKILL ends it; every other signal reaches the machine, which has its dispositions.
+    fn fatal_signals(&self) -> &'static [Signal] {
+        &[Signal::Kill]
+    }
+
+    /// One byte arriving at the line discipline.
+    fn on_receive(&mut self, _now: Instant, b: u8, io: &mut ChildIo<'_>) -> Received {
+        let t = self.termios;
+        if t.isig && b == VINTR {
+            // ^C under ISIG is SIGINT to the foreground group, not input.
+            return Received::Signal(Signal::Interrupt);
+        }
+        let b = if t.icrnl && b == b'\r' { b'\n' } else { b };
+        if t.echo {
+            io.write(&[b]);
+        }
+        Received::Queue(b)
+    }
+
+    /// What one read(2) takes: everything in raw mode; in canonical mode one line, up to and
+    /// including LF or VEOF, once it is complete; nothing while the machine does not read.
+    fn read_len(&self, queued: &VecDeque<u8>) -> usize {
+        if self.gone || !self.machine.wants_input() {
+            return 0;
+        }
+        if !self.termios.canonical {
+            return queued.len();
+        }
+        queued
+            .iter()
+            .position(|&b| b == b'\n' || b == VEOF)
+            .map_or(0, |end| end + 1)
+    }
+
+    /// VEOF ends a canonical line unseen; alone at the start of one it is end of input.
+    fn on_input(&mut self, now: Instant, bytes: &[u8], io: &mut ChildIo<'_>) {
+        let mut line = bytes.to_vec();
+        let actions = if self.termios.canonical && line.last() == Some(&VEOF) {
+            line.pop();
+            if line.is_empty() {
+                self.machine.handle(ProbeEvent::Eof)
+            } else {
+                self.machine.feed(&line)
+            }
+        } else {
+            self.machine.feed(&line)
+        };
+        self.perform(now, actions, io);
+    }
+
+    fn on_signal(&mut self, now: Instant, signal: Signal, io: &mut ChildIo<'_>) {
+        match signal {
+            Signal::Interrupt => self.deliver(now, ProbeSignal::Int, io),
+            Signal::Terminate => self.deliver(now, ProbeSignal::Term, io),
+            // The PTY applies SIGSTOP and SIGKILL; the machine hears only the continue.
+            Signal::Freeze | Signal::Kill => {}
+            Signal::Resume => self.deliver(now, ProbeSignal::Cont, io),
+        }
+    }
+
+    /// The kernel sends SIGWINCH to the group when the size changes.
+    fn on_resize(&mut self, now: Instant, cols: u16, rows: u16, io: &mut ChildIo<'_>) {
+        if (cols, rows) == (self.cols, self.rows) {
             return;
         }
-        self.alive = false;
-        self.stall_until = None;
-        self.input.clear();
-        let mut done = Vec::new();
-        self.writer.abandon(&mut done);
-        for (id, outcome) in done {
-            self.effects.push(Effect::WriteDone(id, outcome));
-        }
-        self.effects.push(Effect::Exited(status));
-    }
-}
-
-/// The probe's PTY as its writer sees it: the line discipline takes bytes while the input
-/// queue has room.
-struct ProbePort<'a> {
-    probe: &'a mut SimProbe,
-    now: Instant,
-    accepted: usize,
-}
-
-impl PtyPort for ProbePort<'_> {
-    fn termios(&mut self) -> Option<Termios> {
-        let t = self.probe.termios;
-        Some(Termios {
-            icanon: t.canonical,
-            icrnl: t.icrnl,
-            igncr: false,
-        })
+        self.cols = cols;
+        self.rows = rows;
+        self.deliver(now, ProbeSignal::Winch, io);
     }
 
-    fn write(&mut self, bytes: &[u8]) -> PortWrite {
-        if !self.probe.alive {
-            return PortWrite::Failed;
+    /// When the stall timer runs out (the PTY holds it while the group is stopped).
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.stall_until
+    }
+
+    /// Fires the stall timer if it is due; spurious calls do nothing.
+    fn handle_timeout(&mut self, now: Instant, io: &mut ChildIo<'_>) {
+        if self.stall_until.is_some_and(|at| at <= now) {
+            self.stall_until = None;
+            let actions = self.machine.handle(ProbeEvent::StallElapsed);
+            self.perform(now, actions, io);
         }
-        let room = INPUT_QUEUE_CAP.saturating_sub(self.probe.input.len());
-        let n = room.min(bytes.len());
-        if n == 0 {
-            return PortWrite::Full;
-        }
-        for &b in &bytes[..n] {
-            self.probe.receive(self.now, b);
-        }
-        self.accepted += n;
-        PortWrite::Accepted(n)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use phux_core::sim::{DEFAULT_KERNEL_BUFFER, PtyEvent, SimPty};
+    use phux_core::writer::{JobId, WriteOutcome};
+
     use super::*;
+
+    /// The kernel input queue the probe's PTY has.
+    const INPUT_QUEUE_CAP: usize = DEFAULT_KERNEL_BUFFER;
+
+    /// What the engine is told, in order (the PTY's events, as these tests name them).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Effect {
+        Output(Vec<u8>),
+        WriteDone(JobId, WriteOutcome),
+        Exited(Option<i32>),
+    }
+
+    /// The probe on a simulated PTY, polled after every call as the harness would.
+    struct Probe {
+        pty: SimPty,
+        effects: Vec<Effect>,
+    }
+
+    impl Probe {
+        fn poll(&mut self, now: Instant) {
+            for event in self.pty.poll(now) {
+                self.effects.push(match event {
+                    PtyEvent::Output(bytes) => Effect::Output(bytes),
+                    PtyEvent::WriteDone { job, outcome } => Effect::WriteDone(job, outcome),
+                    PtyEvent::Exited(kind) => Effect::Exited(kind.exit_status()),
+                });
+            }
+        }
+
+        fn take_effects(&mut self) -> Vec<Effect> {
+            std::mem::take(&mut self.effects)
+        }
+
+        fn write(&mut self, now: Instant, job: JobId, bytes: Vec<u8>) {
+            self.pty.write(job, bytes);
+            self.poll(now);
+        }
+
+        fn signal(&mut self, now: Instant, signal: Signal) {
+            self.pty.signal(signal);
+            self.poll(now);
+        }
+
+        fn resize(&mut self, now: Instant, cols: u16, rows: u16) {
+            self.pty.resize(cols, rows);
+            self.poll(now);
+        }
+
+        fn poll_timeout(&self) -> Option<Instant> {
+            self.pty.poll_timeout()
+        }
+
+        fn handle_timeout(&mut self, now: Instant) {
+            self.poll(now);
+        }
+    }
 
     fn output(effects: &[Effect]) -> String {
         effects
@@ -421,7 +336,7 @@ mod tests {
             .collect()
     }
 
-    fn probe() -> SimProbe {
+    fn probe() -> Probe {
         let process = SimProcess {
             argv: vec![
                 b"phux-conformance".to_vec(),
@@ -431,7 +346,12 @@ mod tests {
             cwd: Some(b"/".to_vec()),
             environ: vec![b"TERM=vt100".to_vec(), b"A=1".to_vec()],
         };
-        let mut p = SimProbe::spawn(Instant::ZERO, 42, process, 80, 24);
+        let child = SimProbe::new(process, 80, 24);
+        let mut p = Probe {
+            pty: SimPty::with_child(Box::new(child), 42),
+            effects: Vec::new(),
+        };
+        p.poll(Instant::ZERO);
         assert!(output(&p.take_effects()).contains("PROBE 0 READY"));
         p
     }

@@ -14,8 +14,7 @@ pub(super) const CLIENTS: u32 = 3;
 
 /// One call. Values are normalised (terminal `% 3`, client into `1..=3`, ttl `% 30` ms,
 /// advance `% 20 ms`); the normalisation is the identity on those ranges.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub enum LeaseStep {
     /// `acquire(now, terminal, client, mode, ttl_ms)`; the bool is "seize".
     Acquire(usize, u32, bool, u32),

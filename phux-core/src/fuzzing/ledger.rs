@@ -13,8 +13,7 @@ use crate::time::Instant;
 use crate::writer::WriteOutcome;
 
 /// A ledger with small limits and a list of calls to make on it and on the model.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub struct LedgerScenario {
     /// Records held at most (normalised to `1..=4`).
     pub capacity: u8,
@@ -27,8 +26,7 @@ pub struct LedgerScenario {
 /// One call. Values are normalised into small ranges (ids `1..=6`, digests `0..3`, advances
 /// `0..40` µs) so that collisions, retries and expiry are common; the normalisation is the
 /// identity on those ranges, so a proptest can generate them directly.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub enum LedgerStep {
     /// `admit(now, id, digest)`.
     Admit(u128, u8),

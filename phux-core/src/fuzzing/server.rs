@@ -1,15 +1,28 @@
-//! The `server_engine` fuzz target: an arbitrary schedule against [`ServerEngine`] through a
-//! small in-process driver that plays the clients, the PTYs, the writer and the clock.
+//! The `server_engine` fuzz target: an arbitrary schedule against [`ServerEngine`] in the
+//! simulator's [`Harness`], with the fuzzer deciding what a driver would learn from the world.
+//!
+//! The harness performs every action (its one `perform(ServerAction)`); the schedule decides
+//! the outcomes, through the harness's knobs: every client is a stalled reader whose `Sent`
+//! reports the schedule makes ([`Harness::read_some`]), spawns are held and each answered OK
+//! or failed by the schedule ([`Harness::release_spawn`]), and writes are scripted, each job
+//! completed with the outcome the schedule picks ([`Harness::complete_write`]). What a broken
+//! or racing driver might report — output, exits and completions for any terminal, stale job
+//! ids, spurious timeouts — goes straight to the engine, as such a driver would send it.
 //!
 //! Invariants checked as the schedule runs and at its end:
-//! - nothing panics, and every byte the server sends decodes as a frame;
+//! - nothing panics, and every byte the server queues decodes as a frame;
+//! - no `Send` goes to a connection after it closed, nor to one the driver does not have;
 //! - [INPUT.DEDUPE.2] no operation id's job is handed to the writer twice;
 //! - [QUEUE.BOUND.1] a connection's queued bytes stay within the output budget plus the
 //!   control budget plus one maximal frame, and match what the driver was asked to send;
 //! - every COMMAND the server decoded is answered (COMMAND_RESULT or ERROR with its request id)
 //!   or its connection closed, once the clock has passed the 5 s completion bound.
+//!
+//! [`ServerEngine`]: crate::server::ServerEngine
 
-use std::collections::{BTreeMap, VecDeque};
+mod schedule;
+
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use phux_proto::command::{AcquireMode, ApplyInput, Command};
@@ -17,212 +30,18 @@ use phux_proto::frame::{
     ClientCapabilities, CommandFrame, Hello, ProtocolVersion, SpawnTerminal, TerminalSize,
 };
 use phux_proto::framing::MAX_FRAME_LEN;
-use phux_proto::input::{InputEvent, KeyEvent, ModSet, PasteEvent, PasteTrust, PhysicalKey};
-use phux_proto::{Frame, GroupId, OperationId, TerminalId};
+use phux_proto::{Frame, GroupId, TerminalId};
+
+use schedule::{CLOCK_CAP, OPERATIONS, SLOTS, apply_events, config, op_id, slot, terminal, walk};
+pub use schedule::{ServerSchedule, ServerStep, prelude};
 
 use crate::framing::FrameDecoder;
 use crate::server::{
-    COMPLETION_BOUND, ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig,
-    ServerEngine, ServerEvent, WriteOutcome,
+    COMPLETION_BOUND, ConnId, JobId, PeerInfo, ServerAction, ServerConfig, ServerEvent,
+    WriteOutcome,
 };
-use crate::time::Instant;
-
-/// Connection slots the schedule addresses (`conn % SLOTS`).
-const SLOTS: usize = 4;
-/// Terminal ids the schedule addresses (`1 + terminal % TERMINALS`).
-const TERMINALS: u32 = 4;
-/// Operation ids the `Apply` steps draw from, so retries and reuse are common.
-const OPERATIONS: u8 = 8;
-/// The schedule's clock never passes this, so no dedupe record reaches its 10 min horizon and
-/// any second write of an operation id is a bug, not a legitimate re-admission.
-const CLOCK_CAP: Duration = Duration::from_mins(9);
-
-/// One schedule: what the clients, the PTYs, the writer and the clock do, in order.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct ServerSchedule {
-    /// Unless a multiple of 4: start from a live server (see [`prelude`]) so most schedules
-    /// attack the deep states rather than rediscovering the handshake.
-    pub prelude: u8,
-    /// The steps.
-    pub steps: Vec<ServerStep>,
-}
-
-/// Two local clients past HELLO, two running terminals, client 0 attached to terminal 1 and
-/// client 1 to terminal 2.
-pub fn prelude() -> Vec<ServerStep> {
-    vec![
-        ServerStep::Connect { conn: 0, kind: 0 },
-        ServerStep::Hello { conn: 0 },
-        ServerStep::Connect { conn: 1, kind: 0 },
-        ServerStep::Hello { conn: 1 },
-        ServerStep::Spawn {
-            conn: 0,
-            request_id: 1,
-        },
-        ServerStep::Spawn {
-            conn: 1,
-            request_id: 1,
-        },
-        ServerStep::SpawnDone { which: 0, ok: true },
-        ServerStep::SpawnDone { which: 0, ok: true },
-        ServerStep::Attach {
-            conn: 0,
-            terminal: 0,
-            request_id: 2,
-        },
-        ServerStep::Attach {
-            conn: 1,
-            terminal: 1,
-            request_id: 2,
-        },
-    ]
-}
-
-/// One step. Slots, terminals and operations are small numbers reduced modulo their ranges.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub enum ServerStep {
-    /// A peer connects to an empty slot: local, remote, or with foreign credentials.
-    Connect {
-        /// Slot.
-        conn: u8,
-        /// 0 local, 1 remote, 2 foreign.
-        kind: u8,
-    },
-    /// The peer goes away.
-    Disconnect {
-        /// Slot.
-        conn: u8,
-    },
-    /// A valid HELLO.
-    Hello {
-        /// Slot.
-        conn: u8,
-    },
-    /// A valid SPAWN_TERMINAL in group 1.
-    Spawn {
-        /// Slot.
-        conn: u8,
-        /// Its request id.
-        request_id: u32,
-    },
-    /// ATTACH_TERMINAL.
-    Attach {
-        /// Slot.
-        conn: u8,
-        /// Terminal.
-        terminal: u8,
-        /// Its request id.
-        request_id: u32,
-    },
-    /// APPLY_INPUT with one of a few operation ids, each with a few payload variants (so
-    /// retries, id reuse with another payload, a bad count and an unsafe paste all happen).
-    Apply {
-        /// Slot.
-        conn: u8,
-        /// Operation id (`% OPERATIONS`).
-        op: u8,
-        /// Payload variant.
-        variant: u8,
-        /// Terminal.
-        terminal: u8,
-        /// Its request id.
-        request_id: u32,
-    },
-    /// ACQUIRE_INPUT.
-    Acquire {
-        /// Slot.
-        conn: u8,
-        /// Terminal.
-        terminal: u8,
-        /// Seize instead of cooperative.
-        seize: bool,
-        /// Lease lifetime.
-        ttl_ms: u16,
-        /// Its request id.
-        request_id: u32,
-    },
-    /// Any frame, encoded.
-    Frame {
-        /// Slot.
-        conn: u8,
-        /// The frame.
-        frame: Frame,
-    },
-    /// Raw bytes.
-    Bytes {
-        /// Slot.
-        conn: u8,
-        /// The bytes.
-        bytes: Vec<u8>,
-    },
-    /// The transport took this many of the connection's queued bytes.
-    Sent {
-        /// Slot.
-        conn: u8,
-        /// Bytes (clamped to what is queued; `u16::MAX` means all of it).
-        bytes: u16,
-    },
-    /// A pending spawn finished.
-    SpawnDone {
-        /// Which pending spawn (`% pending`).
-        which: u8,
-        /// Succeeded or failed.
-        ok: bool,
-    },
-    /// The terminal's program wrote output.
-    PtyOutput {
-        /// Terminal.
-        terminal: u8,
-        /// The bytes.
-        bytes: Vec<u8>,
-    },
-    /// A burst of output (`1 + chunks % 24` chunks of 4 KiB), past the 64 KiB output budget.
-    PtyFlood {
-        /// Terminal.
-        terminal: u8,
-        /// How many chunks.
-        chunks: u8,
-    },
-    /// Many PINGs in one read (`16 × (1 + count % 80)`), past the 16 KiB control budget.
-    PingFlood {
-        /// Slot.
-        conn: u8,
-        /// How many, in sixteens.
-        count: u8,
-    },
-    /// The writer finished the terminal's oldest pending job.
-    WriteDone {
-        /// Terminal.
-        terminal: u8,
-        /// 0 written, 1 not written, 2 unknown, 3 canonical refusal.
-        outcome: u8,
-    },
-    /// A completion for a job id the engine may not know (a duplicate or a driver bug).
-    StaleWriteDone {
-        /// Terminal.
-        terminal: u8,
-        /// The job id.
-        job: u64,
-    },
-    /// The terminal's child exited.
-    ChildExited {
-        /// Terminal.
-        terminal: u8,
-        /// Exit status; `None` = killed by a signal.
-        status: Option<i32>,
-    },
-    /// The clock moves forward.
-    Advance {
-        /// Milliseconds.
-        ms: u16,
-    },
-    /// A (possibly spurious) timeout.
-    Timeout,
-    /// SIGTERM.
-    ShutdownRequested,
-}
+use crate::sim::{Harness, PTY_READ};
+use crate::writer::LINUX_CANONICAL_LIMIT;
 
 /// The driver's view of one connection.
 struct Client {
@@ -232,34 +51,28 @@ struct Client {
     pending: Vec<u8>,
     /// A framing error fused the stream: the server decodes nothing more from it.
     fused: bool,
-    /// The server's bytes as this client reads them.
+    /// The server's bytes as they are queued for this client.
     inbound: FrameDecoder,
-    /// Bytes the engine asked to send and the driver has not reported sent.
-    unsent: usize,
+    /// How many of the connection's queued bytes `inbound` has seen.
+    observed: usize,
     /// Request ids of COMMANDs the server decoded, with multiplicity.
     asked: BTreeMap<u32, usize>,
     /// Request ids answered by COMMAND_RESULT or ERROR, with multiplicity.
     answered: BTreeMap<u32, usize>,
-    /// The engine asked for the connection to be closed.
-    closed: bool,
 }
 
-/// The in-process driver.
+/// The harness and what the schedule's checks remember.
 struct Driver {
-    engine: ServerEngine,
+    h: Harness,
     config: ServerConfig,
-    now: Instant,
     clients: [Option<Client>; SLOTS],
-    next_conn: u64,
-    pending_spawns: Vec<LocalTerminal>,
-    /// Per terminal, the jobs handed to the writer and not completed yet.
-    writes: BTreeMap<LocalTerminal, VecDeque<JobId>>,
+    /// How many of the harness's `writes` and `actions` records are checked.
+    writes_seen: usize,
+    actions_seen: usize,
     /// Writes seen since the current step began.
     writes_this_step: usize,
     /// How many jobs each `Apply` operation id had written.
     written_per_op: BTreeMap<u8, usize>,
-    /// Closes to report as disconnects once the actions are drained.
-    to_disconnect: Vec<ConnId>,
     stats: ServerRunStats,
 }
 
@@ -278,181 +91,96 @@ pub struct ServerRunStats {
     pub largest_queue: usize,
 }
 
-fn config() -> ServerConfig {
-    let mut config = ServerConfig::new(vec![0x5a; 16]);
-    // Small budgets and limits so the fuzzer reaches them.
-    config.default_size = (40, 12);
-    config.scrollback_lines = 32;
-    config.output_budget = 64 * 1024;
-    config.control_budget = 16 * 1024;
-    config.max_jobs_per_terminal = 8;
-    config.max_terminals = 4;
-    config
-}
-
-fn op_id(op: u8) -> OperationId {
-    let n = 0x7068_7578_0000_0000_0000_0000_0000_0000_u128 + u128::from(op % OPERATIONS) + 1;
-    OperationId::from_u128(n).unwrap_or_else(|| unreachable!("non-zero"))
-}
-
-/// The events of payload `variant` of operation `op`.
-fn apply_events(op: u8, variant: u8) -> Vec<InputEvent> {
-    let tag = format!("op{}v{}", op % OPERATIONS, variant % 5);
-    match variant % 5 {
-        0 | 1 => vec![InputEvent::Paste(PasteEvent {
-            trust: PasteTrust::Trusted,
-            data: tag.into_bytes(),
-        })],
-        2 => vec![InputEvent::Key(KeyEvent {
-            text: Some(tag),
-            ..KeyEvent::press(PhysicalKey::KEY_A, ModSet::NONE)
-        })],
-        // [INPUT.APPLY.3] No events: refused before any binding.
-        3 => Vec::new(),
-        // [INPUT.PASTE.SAFE.1] An untrusted paste with a LF: refused, nothing written.
-        _ => vec![InputEvent::Paste(PasteEvent {
-            trust: PasteTrust::Untrusted,
-            data: format!("{tag}\n").into_bytes(),
-        })],
-    }
-}
-
-/// The whole frames at the start of `stream` that decode, how many bytes they and any
-/// undecodable whole frames use, and whether a framing error ends the stream.
-fn walk(stream: &[u8]) -> (Vec<Frame>, usize, bool) {
-    let mut frames = Vec::new();
-    let mut used = 0;
-    loop {
-        let rest = &stream[used..];
-        match phux_proto::framing::parse_header(rest) {
-            Ok(None) => return (frames, used, false),
-            Err(_) => return (frames, stream.len(), true),
-            Ok(Some(h)) => {
-                let Some(bytes) = rest.get(..h.frame_len()) else {
-                    return (frames, used, false);
-                };
-                used += h.frame_len();
-                match Frame::decode(bytes) {
-                    Ok(frame) => frames.push(frame),
-                    Err(e) if e.is_framing() => return (frames, stream.len(), true),
-                    Err(_) => {}
-                }
-            }
-        }
-    }
-}
-
-fn terminal(t: u8) -> LocalTerminal {
-    LocalTerminal(1 + u32::from(t) % TERMINALS)
-}
-
-fn slot(conn: u8) -> usize {
-    usize::from(conn) % SLOTS
-}
-
 impl Driver {
     fn new() -> Self {
         let config = config();
+        let mut h = Harness::with_config(config.clone());
+        h.log.set_enabled(false);
+        h.hold_spawns(true);
+        h.set_scripted_writes(true);
         Self {
-            engine: ServerEngine::new(config.clone()),
+            h,
             config,
-            now: Instant::ZERO,
             clients: [None, None, None, None],
-            next_conn: 1,
-            pending_spawns: Vec::new(),
-            writes: BTreeMap::new(),
+            writes_seen: 0,
+            actions_seen: 0,
             writes_this_step: 0,
             written_per_op: BTreeMap::new(),
-            to_disconnect: Vec::new(),
             stats: ServerRunStats::default(),
         }
     }
 
+    /// Hands the engine an event a driver learned from the world, then performs what it asks.
     fn handle(&mut self, event: ServerEvent<'_>) {
-        self.engine.handle(self.now, event);
-        self.drain();
+        self.h.server.handle(self.h.now, event);
+        self.settle();
     }
 
-    /// Carries out every action; reports disconnects for closed connections afterwards.
-    fn drain(&mut self) {
-        loop {
-            while let Some(action) = self.engine.poll_action() {
-                self.perform(action);
-            }
-            let Some(id) = self.to_disconnect.pop() else {
-                return;
-            };
-            if let Some(slot) = self.slot_of(id) {
-                self.clients[slot] = None;
-            }
-            self.engine
-                .handle(self.now, ServerEvent::Disconnected { conn: id });
-        }
+    /// The harness performs every action; then the new ones are checked.
+    fn settle(&mut self) {
+        self.h.settle();
+        self.observe();
     }
 
-    fn slot_of(&self, id: ConnId) -> Option<usize> {
-        self.clients
-            .iter()
-            .position(|c| c.as_ref().is_some_and(|c| c.id == id))
-    }
-
-    /// Hands a connection's client the bytes the engine sent it.
-    fn deliver(&mut self, conn: ConnId, bytes: &[u8]) {
-        let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) else {
-            panic!("Send for a connection the driver does not have: {conn:?}");
-        };
-        assert!(!client.closed, "Send after Close on {conn:?}");
-        client.unsent += bytes.len();
-        client.inbound.push(bytes);
-        loop {
-            match client.inbound.poll_frame() {
-                Ok(None) => break,
-                Ok(Some(Frame::CommandResult(r))) => {
-                    *client.answered.entry(r.request_id).or_default() += 1;
-                    self.stats.answers += 1;
-                }
-                Ok(Some(Frame::Error(e))) => {
-                    if let Some(rid) = e.request_id {
-                        *client.answered.entry(rid).or_default() += 1;
+    /// Checks what the harness performed since the last call: the bytes queued for each
+    /// client, the writes, spawns and resizes; frees the slots of connections that ended.
+    fn observe(&mut self) {
+        assert_eq!(
+            self.h.stray_sends(),
+            0,
+            "Send after Close or to no connection"
+        );
+        for client in self.clients.iter_mut().flatten() {
+            let conn = self.h.conn(client.id);
+            let new = conn.queued_total() - client.observed;
+            client.observed = conn.queued_total();
+            let unread = conn.unread();
+            client.inbound.push(&unread[unread.len() - new..]);
+            loop {
+                match client.inbound.poll_frame() {
+                    Ok(None) => break,
+                    Ok(Some(Frame::CommandResult(r))) => {
+                        *client.answered.entry(r.request_id).or_default() += 1;
                         self.stats.answers += 1;
                     }
+                    Ok(Some(Frame::Error(e))) => {
+                        if let Some(rid) = e.request_id {
+                            *client.answered.entry(rid).or_default() += 1;
+                            self.stats.answers += 1;
+                        }
+                    }
+                    Ok(Some(_)) => {}
+                    Err(e) => panic!("the server sent bytes that do not decode: {e}"),
                 }
-                Ok(Some(_)) => {}
-                Err(e) => panic!("the server sent bytes that do not decode: {e}"),
             }
         }
-    }
-
-    fn perform(&mut self, action: ServerAction) {
-        match action {
-            ServerAction::Send { conn, bytes } => self.deliver(conn, &bytes),
-            ServerAction::SendShared { conn, frame } => {
-                self.deliver(conn, &frame.to_vec());
-                self.engine.reclaim_shared(frame.head);
-            }
-            ServerAction::Close { conn } => {
-                if let Some(client) = self.slot_of(conn).and_then(|s| self.clients[s].as_mut()) {
-                    client.closed = true;
-                    self.to_disconnect.push(conn);
-                    self.stats.closes += 1;
+        for w in &self.h.writes[self.writes_seen..] {
+            let pending = self.h.ptys.get(&w.terminal).map_or(0, |p| {
+                p.pending_jobs().iter().filter(|j| **j == w.job).count()
+            });
+            assert!(pending <= 1, "job {:?} written twice", w.job);
+            self.writes_this_step += 1;
+            self.stats.writes += 1;
+        }
+        self.writes_seen = self.h.writes.len();
+        for action in &self.h.actions[self.actions_seen..] {
+            match action {
+                ServerAction::Spawn { spec, .. } => {
+                    assert!(!spec.command.is_empty(), "spawn with an empty command");
+                    assert!(spec.cols >= 1 && spec.rows >= 1, "spawn with a zero size");
                 }
+                ServerAction::Resize { cols, rows, .. } => {
+                    assert!(*cols >= 1 && *rows >= 1, "resize to zero");
+                }
+                _ => {}
             }
-            ServerAction::Spawn { terminal, spec } => {
-                assert!(!spec.command.is_empty(), "spawn with an empty command");
-                assert!(spec.cols >= 1 && spec.rows >= 1, "spawn with a zero size");
-                self.pending_spawns.push(terminal);
+        }
+        self.actions_seen = self.h.actions.len();
+        for s in &mut self.clients {
+            if s.as_ref().is_some_and(|c| !self.h.conn(c.id).is_open()) {
+                *s = None;
+                self.stats.closes += 1;
             }
-            ServerAction::Write { terminal, job, .. } => {
-                let jobs = self.writes.entry(terminal).or_default();
-                assert!(!jobs.contains(&job), "job {job:?} written twice");
-                jobs.push_back(job);
-                self.writes_this_step += 1;
-                self.stats.writes += 1;
-            }
-            ServerAction::Resize { cols, rows, .. } => {
-                assert!(cols >= 1 && rows >= 1, "resize to zero");
-            }
-            ServerAction::Signal { .. } | ServerAction::Kill { .. } | ServerAction::Shutdown => {}
         }
     }
 
@@ -461,9 +189,6 @@ impl Driver {
         let Some(client) = self.clients[slot(conn)].as_mut() else {
             return;
         };
-        if client.closed {
-            return;
-        }
         let id = client.id;
         let mut stream = client.pending.clone();
         stream.extend_from_slice(bytes);
@@ -483,7 +208,8 @@ impl Driver {
                 *client.asked.entry(c.request_id).or_default() += 1;
             }
         }
-        self.handle(ServerEvent::Received { conn: id, bytes });
+        self.h.send_raw(id, bytes);
+        self.settle();
     }
 
     fn send_frame(&mut self, conn: u8, frame: &Frame) {
@@ -508,28 +234,29 @@ impl Driver {
                 if self.clients[s].is_some() {
                     return;
                 }
-                let id = ConnId(self.next_conn);
-                self.next_conn += 1;
-                self.clients[s] = Some(Client {
-                    id,
-                    pending: Vec::new(),
-                    fused: false,
-                    inbound: FrameDecoder::new(),
-                    unsent: 0,
-                    asked: BTreeMap::new(),
-                    answered: BTreeMap::new(),
-                    closed: false,
-                });
                 let peer = match kind % 3 {
                     0 => PeerInfo::local(),
                     1 => PeerInfo::remote(),
                     _ => PeerInfo::foreign(),
                 };
-                self.handle(ServerEvent::Connected { conn: id, peer });
+                let id = self.h.connect_with(peer);
+                // The client reads only when the schedule says (`Sent`).
+                self.h.stall_reader(id);
+                self.clients[s] = Some(Client {
+                    id,
+                    pending: Vec::new(),
+                    fused: false,
+                    inbound: FrameDecoder::new(),
+                    observed: 0,
+                    asked: BTreeMap::new(),
+                    answered: BTreeMap::new(),
+                });
+                self.settle();
             }
             ServerStep::Disconnect { conn } => {
                 if let Some(client) = self.clients[slot(*conn)].take() {
-                    self.handle(ServerEvent::Disconnected { conn: client.id });
+                    self.h.disconnect(client.id);
+                    self.settle();
                 }
             }
             ServerStep::Hello { conn } => self.send_frame(
@@ -599,35 +326,26 @@ impl Driver {
             ServerStep::Frame { conn, frame } => self.send_frame(*conn, frame),
             ServerStep::Bytes { conn, bytes } => self.receive(*conn, bytes),
             ServerStep::Sent { conn, bytes } => {
-                let Some(client) = self.clients[slot(*conn)].as_mut() else {
+                let Some(client) = self.clients[slot(*conn)].as_ref() else {
                     return;
                 };
-                let n = if *bytes == u16::MAX {
-                    client.unsent
-                } else {
-                    usize::from(*bytes).min(client.unsent)
-                };
-                client.unsent -= n;
                 let id = client.id;
-                self.handle(ServerEvent::Sent { conn: id, bytes: n });
+                let unsent = self.h.conn(id).unread_bytes();
+                let n = if *bytes == u16::MAX {
+                    unsent
+                } else {
+                    usize::from(*bytes).min(unsent)
+                };
+                self.h.read_some(id, n);
+                self.settle();
             }
             ServerStep::SpawnDone { which, ok } => {
-                if self.pending_spawns.is_empty() {
+                let held = self.h.held_spawns();
+                if held == 0 {
                     return;
                 }
-                let i = usize::from(*which) % self.pending_spawns.len();
-                let terminal = self.pending_spawns.remove(i);
-                if *ok {
-                    self.handle(ServerEvent::Spawned {
-                        terminal,
-                        pid: 1000 + terminal.0,
-                    });
-                } else {
-                    self.handle(ServerEvent::SpawnFailed {
-                        terminal,
-                        message: "fuzz".to_owned(),
-                    });
-                }
+                self.h.release_spawn(usize::from(*which) % held, *ok);
+                self.settle();
             }
             ServerStep::PtyOutput { terminal: t, bytes } => self.handle(ServerEvent::PtyOutput {
                 terminal: terminal(*t),
@@ -637,7 +355,7 @@ impl Driver {
                 terminal: t,
                 chunks,
             } => {
-                let chunk: Vec<u8> = b"y\r\n".iter().copied().cycle().take(4096).collect();
+                let chunk: Vec<u8> = b"y\r\n".iter().copied().cycle().take(PTY_READ).collect();
                 for _ in 0..=chunks % 24 {
                     self.handle(ServerEvent::PtyOutput {
                         terminal: terminal(*t),
@@ -657,21 +375,18 @@ impl Driver {
                 terminal: t,
                 outcome,
             } => {
-                let t = terminal(*t);
-                let Some(job) = self.writes.get_mut(&t).and_then(VecDeque::pop_front) else {
-                    return;
-                };
                 let outcome = match outcome % 4 {
                     0 => WriteOutcome::Written,
                     1 => WriteOutcome::NotWritten,
                     2 => WriteOutcome::Unknown,
-                    _ => WriteOutcome::CanonicalRefused { limit: 4095 },
+                    _ => WriteOutcome::CanonicalRefused {
+                        limit: u32::try_from(LINUX_CANONICAL_LIMIT).unwrap_or(u32::MAX),
+                    },
                 };
-                self.handle(ServerEvent::WriteDone {
-                    terminal: t,
-                    job,
-                    outcome,
-                });
+                // The oldest job of the terminal, if one waits.
+                if self.h.complete_write(terminal(*t), outcome).is_some() {
+                    self.settle();
+                }
             }
             ServerStep::StaleWriteDone { terminal: t, job } => {
                 self.handle(ServerEvent::WriteDone {
@@ -686,20 +401,21 @@ impl Driver {
             } => {
                 let t = terminal(*t);
                 // The writer gives up on a dead child's jobs (the engine resolves them).
-                self.writes.remove(&t);
+                if let Some(pty) = self.h.ptys.get_mut(&t) {
+                    pty.forget_scripted();
+                }
                 self.handle(ServerEvent::ChildExited {
                     terminal: t,
                     exit_status: *status,
                 });
             }
             ServerStep::Advance { ms } => {
-                let to = self.now + Duration::from_millis(u64::from(*ms));
+                let to = self.h.now + Duration::from_millis(u64::from(*ms));
                 if to.as_micros() <= CLOCK_CAP.as_micros() as u64 {
-                    self.now = to;
+                    self.h.now = to;
                 }
-                if self.engine.poll_timeout().is_some_and(|at| at <= self.now) {
-                    self.handle(ServerEvent::Timeout);
-                }
+                // The harness fires the engine's timeout if it is due.
+                self.settle();
             }
             ServerStep::Timeout => self.handle(ServerEvent::Timeout),
             ServerStep::ShutdownRequested => self.handle(ServerEvent::ShutdownRequested),
@@ -710,16 +426,12 @@ impl Driver {
     fn check_bounds(&mut self) {
         let bound = self.config.output_budget + self.config.control_budget + MAX_FRAME_LEN as usize;
         let open = self.clients.iter().flatten().count();
-        assert_eq!(self.engine.connection_count(), open, "connection count");
+        assert_eq!(self.h.server.connection_count(), open, "connection count");
         for client in self.clients.iter().flatten() {
-            let queued = self.engine.queued_bytes(client.id);
-            assert_eq!(
-                queued,
-                Some(client.unsent),
-                "queued bytes of {:?}",
-                client.id
-            );
-            let queued = client.unsent;
+            let unsent = self.h.conn(client.id).unread_bytes();
+            let queued = self.h.server.queued_bytes(client.id);
+            assert_eq!(queued, Some(unsent), "queued bytes of {:?}", client.id);
+            let queued = unsent;
             assert!(queued <= bound, "{queued} bytes queued for {:?}", client.id);
             self.stats.largest_queue = self.stats.largest_queue.max(queued);
         }
@@ -727,19 +439,21 @@ impl Driver {
 
     /// The end: past the completion bound, every decoded COMMAND has its answer.
     fn finish(&mut self) {
-        self.now += COMPLETION_BOUND + Duration::from_secs(1);
+        self.h.now += COMPLETION_BOUND + Duration::from_secs(1);
         self.handle(ServerEvent::Timeout);
         let mut rounds = 0;
-        while self.engine.poll_timeout().is_some_and(|at| at <= self.now) {
+        while self
+            .h
+            .server
+            .poll_timeout()
+            .is_some_and(|at| at <= self.h.now)
+        {
             rounds += 1;
             assert!(rounds < 64, "poll_timeout stays in the past");
             self.handle(ServerEvent::Timeout);
         }
         self.check_bounds();
         for client in self.clients.iter().flatten() {
-            if client.closed {
-                continue;
-            }
             for (rid, &asked) in &client.asked {
                 let answered = client.answered.get(rid).copied().unwrap_or(0);
                 assert!(

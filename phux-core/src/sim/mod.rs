@@ -1,7 +1,22 @@
 //! The simulator: a [`ServerEngine`] wired to simulated PTYs and raw client connections on a
 //! virtual clock, with fault injection. Deterministic: the same calls give the same wire log.
 //!
-//! Used by the engine tests, the fuzzers and the conformance runner's in-process transport.
+//! [`Harness`] is the one non-production driver of the engine: the engine tests, the
+//! `server_engine` fuzz body, the engine benchmarks and the conformance runner's in-process
+//! transport all run the engine in it, and its `perform(ServerAction)` is the only one outside
+//! the mio server. What differs between them is a knob or a child model, not a driver:
+//!
+//! - children are [`ChildModel`]s behind one [`SimPty`] (writer, canonical-line guard, kernel
+//!   buffer, stalls, slow reader, lost completions, process-group signals): [`Echo`],
+//!   [`Record`] and [`Cat`] here ([`ChildMode`] names them), the probe and `cat` of a cooked
+//!   terminal in the conformance crate; [`Harness::set_spawner`] picks one per spawn (or fails
+//!   it);
+//! - clients read at once or stall ([`Harness::stall_reader`], [`Harness::read_some`]), and
+//!   keep frames or raw bytes ([`Harness::set_raw_reads`]); a closed connection may linger
+//!   for a bound ([`Harness::set_close_bound`], [`CLOSE_BOUND`]);
+//! - a driver that decides outcomes holds spawns ([`Harness::hold_spawns`],
+//!   [`Harness::release_spawn`]) and scripts write completions
+//!   ([`Harness::set_scripted_writes`], [`Harness::complete_write`]).
 //!
 //! ```
 //! use phux_core::sim::Harness;
@@ -15,177 +30,95 @@
 //! assert_eq!(result, Some(CommandResult::Ok));
 //! ```
 //!
-//! # Stepping
+//! # Driving
 //!
-//! [`Harness::step`] delivers one round of what is due now (engine actions to PTYs and
-//! clients, PTY progress back to the engine, due timeouts); when nothing is due it jumps the
-//! clock to the earliest wake-up. [`Harness::settle`] delivers everything due without moving
-//! the clock; [`Harness::drive`] runs to idle, timers included; [`Harness::advance`] moves
-//! the clock by a duration, firing every timer on the way.
+//! The calls that change the world (`connect`, `send`, `disconnect`, `pty(..)` knobs, events
+//! handed to `server` directly) only hand the engine its event; nothing is performed until
+//! the harness is stepped. Stepping follows the engine's contract: after every `handle`, the
+//! engine's actions are drained with `poll_action` and performed in order (a `Send` is
+//! queued on the connection and, while its client reads, read at once and reported `Sent`; a
+//! `Write` goes to the PTY's writer; a `Close` ends the connection and reports
+//! `Disconnected`), then the PTYs are polled, and their events (completions, output, exits)
+//! become the engine's next events; `poll_timeout` is read last. Performing is not
+//! re-entrant: an event the harness hands the engine while performing (a `Sent`, a
+//! `Disconnected`, a `SpawnFailed`) queues actions that the same round drains after the
+//! current one.
+//!
+//! - [`Harness::step`] runs one round at the current instant (actions, PTY polls, a due
+//!   timeout); when nothing is due, it jumps the clock to the earliest wake-up (the engine's,
+//!   a PTY's, a close bound's) and fires it. It returns `false` when idle: nothing due and
+//!   no wake-up.
+//! - [`Harness::settle`] runs rounds until nothing is due at the current instant; the clock
+//!   does not move.
+//! - [`Harness::drive`] steps until idle, so the clock jumps through every timer;
+//!   [`Harness::drive_bounded`]`(n)` does the same in at most `n` steps and panics
+//!   (livelock) otherwise.
+//! - [`Harness::advance`] moves the clock by a duration, firing every wake-up on the way at
+//!   its own instant.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use phux_core::sim::{ChildMode, Harness, apply_input, paste};
+//! use phux_proto::command::CommandResult;
+//!
+//! let mut h = Harness::new();
+//! h.spawn_mode = ChildMode::Record;
+//! let c = h.client();
+//! let t = h.spawn(c);
+//! h.pty(&t).stall();
+//! // A batch larger than the kernel buffer waits for the stalled child: no answer yet.
+//! let rid = h.next_request_id();
+//! let big = apply_input(1, &t, vec![paste(&[b'x'; 5000])]);
+//! h.send(c, &phux_core::sim::command_frame(rid, big));
+//! h.settle();
+//! assert_eq!(h.take_result(c, rid), None);
+//! // The engine's completion bound answers it, in doubt, when the clock gets there.
+//! h.drive_bounded(100);
+//! assert!(matches!(h.take_result(c, rid), Some(CommandResult::Error { .. })));
+//! h.advance(Duration::from_secs(1));
+//! ```
 
+mod child;
+mod conn;
+mod frames;
+mod perform;
 mod pty;
+mod wirelog;
 
-use std::collections::{BTreeMap, VecDeque};
-use std::fmt::{self, Write as _};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::Duration;
 
-use phux_proto::command::{ApplyInput, Command, CommandResult, Signal};
-use phux_proto::frame::{
-    ClientCapabilities, CommandFrame, Hello, HelloOk, ProtocolVersion, SpawnResult, SpawnTerminal,
-};
-use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
-use phux_proto::{ErrorCode, Frame, GroupId, OperationId, TerminalId};
+use phux_proto::TerminalId;
 
-use crate::framing::FrameDecoder;
 use crate::server::{
-    ConnId, JobId, LocalTerminal, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent,
-    SpawnSpec, WriteOutcome,
+    ConnId, JobId, LocalTerminal, ServerAction, ServerConfig, ServerEngine, ServerEvent, SpawnSpec,
+    WriteOutcome,
 };
 use crate::time::Instant;
 
-pub use pty::{ChildMode, DEFAULT_KERNEL_BUFFER, ExitKind, PtyEvent, SimPty, count};
+pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, Received, Record};
+pub use conn::SimConn;
+pub use frames::{
+    apply_input, command_frame, error_code, events, expect_json, hello_frame, paste, server_id_for,
+    untrusted_paste,
+};
+pub use pty::{DEFAULT_KERNEL_BUFFER, ExitKind, PtyEvent, SimPty, count};
+pub use wirelog::WireLog;
+use wirelog::fmt_duration;
 
 /// How many rounds [`Harness::drive`] and [`Harness::settle`] allow before calling it a
 /// livelock.
 pub const DEFAULT_STEP_BOUND: usize = 100_000;
 
-/// A transcript-shaped log of everything on the wire and at the PTYs.
-#[derive(Clone, Debug, Default)]
-pub struct WireLog {
-    lines: VecDeque<String>,
-    enabled: bool,
-    /// Keep at most this many lines (the newest); 0 = unbounded.
-    cap: usize,
-}
+/// How long a connection the engine closed may take to read what is queued for it before the
+/// driver drops it ([QUEUE.CONTROL.3]); see [`Harness::set_close_bound`].
+pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
 
-/// The longest line the log keeps (a frame with a big payload is cut).
-const MAX_LOG_LINE: usize = 400;
-
-impl WireLog {
-    fn new() -> Self {
-        Self {
-            lines: VecDeque::new(),
-            enabled: true,
-            cap: 0,
-        }
-    }
-
-    /// Turns logging on or off (off makes long randomized runs cheaper).
-    pub fn set_enabled(&mut self, enabled: bool) {
-        self.enabled = enabled;
-    }
-
-    /// Keeps only the newest `lines` lines (0 = all).
-    pub fn set_cap(&mut self, lines: usize) {
-        self.cap = lines;
-    }
-
-    /// Appends one line.
-    pub fn push(&mut self, line: impl FnOnce() -> String) {
-        if !self.enabled {
-            return;
-        }
-        let mut line = line();
-        if line.len() > MAX_LOG_LINE {
-            let mut cut = MAX_LOG_LINE;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
-        self.lines.push_back(line);
-        if self.cap > 0 && self.lines.len() > self.cap {
-            self.lines.pop_front();
-        }
-    }
-
-    /// The lines, oldest first.
-    pub fn lines(&self) -> impl Iterator<Item = &str> {
-        self.lines.iter().map(String::as_str)
-    }
-}
-
-impl fmt::Display for WireLog {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for line in &self.lines {
-            writeln!(f, "{line}")?;
-        }
-        Ok(())
-    }
-}
-
-/// One raw client connection as the harness sees it.
-#[derive(Debug)]
-pub struct SimConn {
-    /// Its id at the engine.
-    pub id: ConnId,
-    /// Its name in the log (`c1`, `c2`, ...).
-    pub name: String,
-    decoder: FrameDecoder,
-    inbox: VecDeque<Frame>,
-    /// Bytes the server queued that the client has not read yet.
-    transport: Vec<u8>,
-    reading: bool,
-    /// The engine still knows the connection (neither side has closed it).
-    open: bool,
-    /// The server asked to close it.
-    closed_by_server: bool,
-    /// Deliver only this many more bytes of the client's sends, then drop the connection.
-    drop_after: Option<usize>,
-    /// Frames from the server that failed to decode (always a server bug).
-    decode_errors: Vec<String>,
-    /// The server_id of its HELLO_OK.
-    server_id: Option<Vec<u8>>,
-}
-
-impl SimConn {
-    fn new(id: ConnId) -> Self {
-        Self {
-            id,
-            name: format!("c{}", id.0),
-            decoder: FrameDecoder::new(),
-            inbox: VecDeque::new(),
-            transport: Vec::new(),
-            reading: true,
-            open: true,
-            closed_by_server: false,
-            drop_after: None,
-            decode_errors: Vec::new(),
-            server_id: None,
-        }
-    }
-
-    /// Whether the connection is still open at the engine.
-    pub fn is_open(&self) -> bool {
-        self.open
-    }
-
-    /// Whether the server closed it (after DETACHED).
-    pub fn closed_by_server(&self) -> bool {
-        self.closed_by_server
-    }
-
-    /// Frames received and not yet taken.
-    pub fn inbox(&self) -> impl Iterator<Item = &Frame> {
-        self.inbox.iter()
-    }
-
-    /// Bytes the server queued that the client has not read (a stalled reader's backlog).
-    pub fn unread_bytes(&self) -> usize {
-        self.transport.len()
-    }
-
-    /// The server_id of the connection's HELLO_OK, once received.
-    pub fn server_id(&self) -> Option<&[u8]> {
-        self.server_id.as_deref()
-    }
-
-    /// Server bytes that did not decode, with the error.
-    pub fn decode_errors(&self) -> &[String] {
-        &self.decode_errors
-    }
-}
+/// The most one read of a PTY master returns (one page, as Linux's PTY does): large output
+/// reaches the engine in pieces, never as one huge event; see [`Harness::set_pty_read`].
+pub const PTY_READ: usize = 4096;
 
 /// One `Write` action and what became of it.
 #[derive(Clone, Debug)]
@@ -203,6 +136,9 @@ pub struct WriteRecord {
     /// The completion reported to the engine, and when.
     pub completed: Option<(Instant, WriteOutcome)>,
 }
+
+/// Chooses a spawn's child model from its spec, or fails the spawn with a message.
+pub type Spawner = dyn FnMut(&SpawnSpec) -> Result<Box<dyn ChildModel>, String>;
 
 /// The simulated world: one server engine, raw client connections, simulated PTYs, a clock.
 pub struct Harness {
@@ -233,7 +169,22 @@ pub struct Harness {
     next_pid: u32,
     fail_next_spawns: usize,
     hold_spawns: bool,
-    held_spawns: Vec<LocalTerminal>,
+    held_spawns: Vec<(LocalTerminal, SpawnSpec)>,
+    spawner: Option<Box<Spawner>>,
+    /// New connections keep the raw bytes their client reads (see [`Harness::take_received`]).
+    raw_reads: bool,
+    /// Keep `writes`, `actions` and `shared_sends` (on by default).
+    recording: bool,
+    /// New PTYs script their writes ([`SimPty::script_writes`]).
+    scripted_writes: bool,
+    /// `Send` actions for connections the harness never had.
+    stray_sends: usize,
+    /// PTYs that may have something to do at `polled_at`: touched by an action or through
+    /// [`Harness::pty`] since their last poll. Every PTY is when the clock has moved.
+    dirty: BTreeSet<LocalTerminal>,
+    polled_at: Instant,
+    close_bound: Option<Duration>,
+    pty_read: Option<usize>,
     shut_down: bool,
     request_counter: u32,
 }
@@ -263,30 +214,6 @@ impl Drop for Harness {
     }
 }
 
-/// The server_id of incarnation `n`: 16 bytes, distinct per incarnation.
-pub fn server_id_for(incarnation: u32) -> Vec<u8> {
-    let mut id = vec![0x5e; 12];
-    id.extend_from_slice(&incarnation.to_be_bytes());
-    id
-}
-
-/// A HELLO for version 0.8.0 with the reference client's capabilities.
-pub fn hello_frame() -> Frame {
-    Frame::Hello(Hello {
-        client_name: "sim".into(),
-        version: ProtocolVersion::CURRENT,
-        capabilities: ClientCapabilities::default(),
-    })
-}
-
-/// A COMMAND frame.
-pub fn command_frame(request_id: u32, command: Command) -> Frame {
-    Frame::Command(CommandFrame {
-        request_id,
-        command,
-    })
-}
-
 impl Harness {
     /// A harness with a default-configured engine (incarnation 1) and `Echo` children.
     pub fn new() -> Self {
@@ -313,6 +240,15 @@ impl Harness {
             fail_next_spawns: 0,
             hold_spawns: false,
             held_spawns: Vec::new(),
+            spawner: None,
+            raw_reads: false,
+            recording: true,
+            scripted_writes: false,
+            stray_sends: 0,
+            dirty: BTreeSet::new(),
+            polled_at: Instant::ZERO,
+            close_bound: None,
+            pty_read: None,
             shut_down: false,
             request_counter: 0,
         }
@@ -328,261 +264,7 @@ impl Harness {
         self.shut_down
     }
 
-    // ---- connections ----------------------------------------------------------------------
-
-    /// Opens a connection from an authorized local peer.
-    pub fn connect(&mut self) -> ConnId {
-        self.connect_with(PeerInfo::local())
-    }
-
-    /// Opens a connection from a peer the driver describes as `peer`.
-    pub fn connect_with(&mut self, peer: PeerInfo) -> ConnId {
-        let id = ConnId(self.next_conn);
-        self.next_conn += 1;
-        let conn = SimConn::new(id);
-        let name = conn.name.clone();
-        self.conns.insert(id, conn);
-        self.log.push(|| format!("{name} connect {peer:?}"));
-        self.server
-            .handle(self.now, ServerEvent::Connected { conn: id, peer });
-        id
-    }
-
-    fn conn_mut(&mut self, c: ConnId) -> &mut SimConn {
-        match self.conns.get_mut(&c) {
-            Some(conn) => conn,
-            None => panic!("harness misuse: unknown connection {c:?}"),
-        }
-    }
-
-    /// The connection's client-side state.
-    pub fn conn(&self, c: ConnId) -> &SimConn {
-        match self.conns.get(&c) {
-            Some(conn) => conn,
-            None => panic!("harness misuse: unknown connection {c:?}"),
-        }
-    }
-
-    /// The client sends one frame (encoded canonically).
-    pub fn send(&mut self, c: ConnId, frame: &Frame) {
-        let name = self.conn(c).name.clone();
-        self.log.push(|| format!("{name} > {frame:?}"));
-        let bytes = frame.to_bytes();
-        self.deliver_client_bytes(c, &bytes);
-    }
-
-    /// The client sends raw bytes (malformed input, split frames).
-    pub fn send_raw(&mut self, c: ConnId, bytes: &[u8]) {
-        let name = self.conn(c).name.clone();
-        self.log.push(|| format!("{name} > raw {}", hex(bytes)));
-        self.deliver_client_bytes(c, bytes);
-    }
-
-    fn deliver_client_bytes(&mut self, c: ConnId, bytes: &[u8]) {
-        let conn = self.conn_mut(c);
-        if !conn.open {
-            return;
-        }
-        let (deliver, drop_now) = match conn.drop_after {
-            Some(n) if n <= bytes.len() => (&bytes[..n], true),
-            Some(n) => {
-                conn.drop_after = Some(n - bytes.len());
-                (bytes, false)
-            }
-            None => (bytes, false),
-        };
-        if !deliver.is_empty() {
-            self.server.handle(
-                self.now,
-                ServerEvent::Received {
-                    conn: c,
-                    bytes: deliver,
-                },
-            );
-        }
-        if drop_now {
-            let name = self.conn(c).name.clone();
-            let n = deliver.len();
-            self.log
-                .push(|| format!("{name} dropped after {n} bytes of a send"));
-            self.disconnect(c);
-        }
-    }
-
-    /// Drops the connection after the next `n` bytes the client sends (0 = at the next send).
-    pub fn drop_after(&mut self, c: ConnId, n: usize) {
-        self.conn_mut(c).drop_after = Some(n);
-    }
-
-    /// The client side closes the connection (or the transport breaks).
-    pub fn disconnect(&mut self, c: ConnId) {
-        let conn = self.conn_mut(c);
-        if !conn.open {
-            return;
-        }
-        conn.open = false;
-        conn.drop_after = None;
-        let name = conn.name.clone();
-        self.log.push(|| format!("{name} disconnect"));
-        self.server
-            .handle(self.now, ServerEvent::Disconnected { conn: c });
-    }
-
-    /// The client stops reading: the server's bytes pile up and no `Sent` is reported.
-    pub fn stall_reader(&mut self, c: ConnId) {
-        self.conn_mut(c).reading = false;
-    }
-
-    /// The client reads again: its backlog is delivered (and reported `Sent` while open).
-    pub fn resume_reader(&mut self, c: ConnId) {
-        self.conn_mut(c).reading = true;
-        self.flush_conn(c);
-    }
-
-    /// The client reads `n` bytes of its backlog without resuming.
-    pub fn read_some(&mut self, c: ConnId, n: usize) {
-        self.read_bytes(c, n);
-    }
-
-    fn flush_conn(&mut self, c: ConnId) {
-        let len = self.conn(c).transport.len();
-        self.read_bytes(c, len);
-    }
-
-    fn read_bytes(&mut self, c: ConnId, n: usize) {
-        let conn = self.conn_mut(c);
-        let n = n.min(conn.transport.len());
-        if n == 0 {
-            return;
-        }
-        let bytes: Vec<u8> = conn.transport.drain(..n).collect();
-        conn.decoder.push(&bytes);
-        let open = conn.open;
-        let mut lines = Vec::new();
-        loop {
-            match conn.decoder.poll_frame() {
-                Ok(Some(frame)) => {
-                    if let Frame::HelloOk(ok) = &frame {
-                        conn.server_id = Some(ok.server_id.clone());
-                    }
-                    lines.push(format!("{} < {frame:?}", conn.name));
-                    conn.inbox.push_back(frame);
-                }
-                Ok(None) => break,
-                Err(err) => {
-                    lines.push(format!("{} < !undecodable: {err}", conn.name));
-                    conn.decode_errors.push(err.to_string());
-                    if conn.decoder.is_failed() {
-                        break;
-                    }
-                }
-            }
-        }
-        for line in lines {
-            self.log.push(|| line);
-        }
-        if open {
-            self.server
-                .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
-        }
-    }
-
-    /// SUBSCRIBE_EVENTS with server scope, delivered.
-    pub fn subscribe_all(&mut self, c: ConnId) {
-        self.send(
-            c,
-            &Frame::SubscribeEvents(phux_proto::frame::SubscribeEvents { terminal: None }),
-        );
-        self.settle();
-    }
-
-    /// Takes every frame the client has received.
-    pub fn recv(&mut self, c: ConnId) -> Vec<Frame> {
-        self.conn_mut(c).inbox.drain(..).collect()
-    }
-
-    /// Settles, then takes every frame the client has received.
-    pub fn settle_recv(&mut self, c: ConnId) -> Vec<Frame> {
-        self.settle();
-        self.recv(c)
-    }
-
-    /// Sends HELLO, settles, and returns the HELLO_OK (panics otherwise). Other frames stay
-    /// in the inbox.
-    pub fn hello(&mut self, c: ConnId) -> HelloOk {
-        self.send(c, &hello_frame());
-        self.settle();
-        let conn = self.conn_mut(c);
-        let pos = conn
-            .inbox
-            .iter()
-            .position(|f| matches!(f, Frame::HelloOk(_)));
-        match pos.and_then(|p| conn.inbox.remove(p)) {
-            Some(Frame::HelloOk(ok)) => ok,
-            _ => panic!("no HELLO_OK for {}: {:?}", conn.name, conn.inbox),
-        }
-    }
-
-    /// Connects and completes the handshake.
-    pub fn client(&mut self) -> ConnId {
-        let c = self.connect();
-        self.hello(c);
-        c
-    }
-
-    /// Sends a COMMAND and settles; returns its COMMAND_RESULT (removed from the inbox; the
-    /// other frames stay) or `None` when none came yet. Request ids count up per harness.
-    pub fn request(&mut self, c: ConnId, command: Command) -> Option<CommandResult> {
-        let rid = self.next_request_id();
-        self.send(c, &command_frame(rid, command));
-        self.settle();
-        self.take_result(c, rid)
-    }
-
-    /// A fresh request id (never 0, unique within this harness).
-    pub fn next_request_id(&mut self) -> u32 {
-        self.request_counter = self.request_counter.wrapping_add(1).max(1);
-        self.request_counter
-    }
-
-    /// Removes and returns the COMMAND_RESULT for `request_id` from the inbox, if there.
-    pub fn take_result(&mut self, c: ConnId, request_id: u32) -> Option<CommandResult> {
-        let conn = self.conn_mut(c);
-        let pos = conn
-            .inbox
-            .iter()
-            .position(|f| matches!(f, Frame::CommandResult(r) if r.request_id == request_id))?;
-        match conn.inbox.remove(pos) {
-            Some(Frame::CommandResult(r)) => Some(r.result),
-            _ => None,
-        }
-    }
-
-    /// Spawns a terminal with the default spec; returns its id (panics on failure). The
-    /// TERMINAL_SPAWNED is removed from the inbox.
-    pub fn spawn(&mut self, c: ConnId) -> TerminalId {
-        self.spawn_with(c, SpawnTerminal::new(0, GroupId(1)))
-    }
-
-    /// Spawns with `spawn` (its request id is replaced); returns the terminal id.
-    pub fn spawn_with(&mut self, c: ConnId, mut spawn: SpawnTerminal) -> TerminalId {
-        let rid = self.next_request_id();
-        spawn.request_id = rid;
-        self.send(c, &Frame::SpawnTerminal(spawn));
-        self.settle();
-        let conn = self.conn_mut(c);
-        let pos = conn
-            .inbox
-            .iter()
-            .position(|f| matches!(f, Frame::TerminalSpawned(s) if s.request_id == rid));
-        match pos.and_then(|p| conn.inbox.remove(p)) {
-            Some(Frame::TerminalSpawned(s)) => match s.result {
-                SpawnResult::Ok(t) => t,
-                SpawnResult::Err(e) => panic!("spawn failed: {e:?}"),
-            },
-            _ => panic!("no TERMINAL_SPAWNED for {}: {:?}", conn.name, conn.inbox),
-        }
-    }
+    // ---- PTYs -----------------------------------------------------------------------------
 
     /// The next `n` spawns fail (`SpawnFailed`).
     pub fn fail_next_spawns(&mut self, n: usize) {
@@ -595,19 +277,104 @@ impl Harness {
         self.hold_spawns = hold;
     }
 
-    /// Answers every held `Spawn` with `Spawned`.
+    /// Answers every held `Spawn` (with `Spawned`, or `SpawnFailed` when the spawner refuses
+    /// it).
     pub fn release_spawns(&mut self) {
         let held = std::mem::take(&mut self.held_spawns);
-        for terminal in held {
-            self.start_pty(terminal);
+        for (terminal, spec) in held {
+            self.start_pty(terminal, &spec);
         }
     }
 
-    // ---- PTYs -----------------------------------------------------------------------------
+    /// Whether the harness keeps [`Harness::writes`], [`Harness::actions`] and
+    /// [`Harness::shared_sends`] (on by default; off for long runs that never look).
+    pub fn set_recording(&mut self, recording: bool) {
+        self.recording = recording;
+    }
+
+    /// New terminals' PTYs script their writes: each job waits for
+    /// [`Harness::complete_write`] instead of being written (see [`SimPty::script_writes`]).
+    pub fn set_scripted_writes(&mut self, scripted: bool) {
+        self.scripted_writes = scripted;
+    }
+
+    /// Reports the oldest scripted job of `terminal` complete with `outcome` (the engine hears
+    /// `WriteDone`); the job, or `None` when no job waits.
+    pub fn complete_write(
+        &mut self,
+        terminal: LocalTerminal,
+        outcome: WriteOutcome,
+    ) -> Option<JobId> {
+        let job = self.ptys.get_mut(&terminal)?.complete_next()?;
+        self.report_pty_event(terminal, PtyEvent::WriteDone { job, outcome });
+        Some(job)
+    }
+
+    /// How many `Spawn` actions are held (see [`Harness::hold_spawns`]).
+    pub fn held_spawns(&self) -> usize {
+        self.held_spawns.len()
+    }
+
+    /// Answers the held `Spawn` at `index` (oldest first): `Spawned` on a fresh PTY, or
+    /// `SpawnFailed`. Does nothing when no spawn is held there.
+    pub fn release_spawn(&mut self, index: usize, ok: bool) {
+        if index >= self.held_spawns.len() {
+            return;
+        }
+        let (terminal, spec) = self.held_spawns.remove(index);
+        if ok {
+            self.start_pty(terminal, &spec);
+        } else {
+            self.server.handle(
+                self.now,
+                ServerEvent::SpawnFailed {
+                    terminal,
+                    message: "simulated spawn failure".into(),
+                },
+            );
+        }
+    }
+
+    /// `Send` actions for connections the harness never had, or after they closed: both are
+    /// engine bugs (a driver would write to a stale or reused socket).
+    pub fn stray_sends(&self) -> usize {
+        self.stray_sends
+            + self
+                .conns
+                .values()
+                .map(|c| c.sends_after_close)
+                .sum::<usize>()
+    }
+
+    /// Splits each PTY read into pieces of at most `bytes` (`None`, the default: one event
+    /// per poll, however large; [`PTY_READ`] is what a real master returns).
+    pub fn set_pty_read(&mut self, bytes: Option<usize>) {
+        self.pty_read = bytes.map(|n| n.max(1));
+    }
+
+    /// A `Write` the engine never asked for (job `u64::MAX`, whose completion the engine
+    /// ignores), as a broken driver would issue: the conformance suite's rule-flip mutants.
+    pub fn write_unasked(&mut self, terminal: LocalTerminal, bytes: Vec<u8>) {
+        self.perform(ServerAction::Write {
+            terminal,
+            job: JobId(u64::MAX),
+            bytes,
+        });
+    }
+
+    /// Chooses the child for each spawn from its spec from now on: a model, or the message of
+    /// a failed spawn. Without one, every child is [`Harness::spawn_mode`]'s.
+    pub fn set_spawner(
+        &mut self,
+        spawner: impl FnMut(&SpawnSpec) -> Result<Box<dyn ChildModel>, String> + 'static,
+    ) {
+        self.spawner = Some(Box::new(spawner));
+    }
 
     /// The current incarnation's PTY for a terminal id (panics if none).
     pub fn pty(&mut self, terminal: &TerminalId) -> &mut SimPty {
         let t = LocalTerminal(terminal.local().unwrap_or(0));
+        self.dirty.insert(t);
         match self.ptys.get_mut(&t) {
             Some(p) => p,
             None => panic!("harness misuse: no PTY for {terminal:?}"),
@@ -631,6 +398,7 @@ impl Harness {
         self.log
             .push(|| format!("# server restart: incarnation {n}"));
         for conn in self.conns.values_mut() {
+            conn.closing_at = None;
             if conn.open {
                 conn.open = false;
                 conn.closed_by_server = true;
@@ -649,11 +417,18 @@ impl Harness {
 
     fn next_wakeup(&self) -> Option<Instant> {
         let ptys = self.ptys.values().filter_map(SimPty::poll_timeout);
-        self.server.poll_timeout().into_iter().chain(ptys).min()
+        let closes = self.conns.values().filter_map(|c| c.closing_at);
+        self.server
+            .poll_timeout()
+            .into_iter()
+            .chain(ptys)
+            .chain(closes)
+            .min()
     }
 
-    /// Delivers one round of what is due now; when nothing is, jumps the clock to the
-    /// earliest wake-up and fires it. `false` when idle (nothing due and no wake-up).
+    /// Runs one round at the current instant (actions, PTY polls, a due timeout); when
+    /// nothing is due, jumps the clock to the earliest wake-up and fires it. `false` when
+    /// idle (nothing due and no wake-up). See the module doc's "Driving".
     pub fn step(&mut self) -> bool {
         if self.step_now() {
             return true;
@@ -673,7 +448,12 @@ impl Harness {
             progressed = true;
             self.perform(action);
         }
-        let terminals: Vec<LocalTerminal> = self.ptys.keys().copied().collect();
+        if self.polled_at != self.now {
+            self.polled_at = self.now;
+            self.dirty.extend(self.ptys.keys().copied());
+        }
+        // A PTY that nothing touched since it was polled at this instant has nothing to do.
+        let terminals = std::mem::take(&mut self.dirty);
         for t in terminals {
             let events = match self.ptys.get_mut(&t) {
                 Some(pty) => pty.poll(self.now),
@@ -688,7 +468,7 @@ impl Harness {
             progressed = true;
             self.server.handle(self.now, ServerEvent::Timeout);
         }
-        progressed
+        progressed | (self.close_bound.is_some() && self.drop_lapsed_closes())
     }
 
     fn jump_to(&mut self, at: Instant) {
@@ -731,7 +511,13 @@ impl Harness {
     pub fn advance(&mut self, d: Duration) {
         let target = self.now + d;
         self.settle();
+        let mut rounds = 0;
         while let Some(at) = self.next_wakeup().filter(|at| *at <= target) {
+            rounds += 1;
+            assert!(
+                rounds <= DEFAULT_STEP_BOUND,
+                "livelock: a wake-up at {at:?} does not move"
+            );
             self.jump_to(at);
             self.server.handle(self.now, ServerEvent::Timeout);
             self.settle();
@@ -739,277 +525,13 @@ impl Harness {
         self.jump_to(target);
         self.settle();
     }
-
-    // ---- performing actions ---------------------------------------------------------------
-
-    /// Queues what `append` adds on the connection's transport, handed over at once while
-    /// its client reads.
-    fn deliver(&mut self, conn: ConnId, append: impl FnOnce(&mut Vec<u8>)) {
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
-        append(&mut c.transport);
-        if c.reading {
-            self.flush_conn(conn);
-        }
-    }
-
-    fn perform(&mut self, action: ServerAction) {
-        match action {
-            ServerAction::Send { conn, bytes } => {
-                self.deliver(conn, |transport| transport.extend_from_slice(&bytes));
-                self.server.reclaim(bytes);
-            }
-            ServerAction::SendShared { conn, frame } => {
-                self.shared_sends
-                    .push((conn, std::sync::Arc::as_ptr(&frame.head) as usize));
-                self.deliver(conn, |transport| frame.append_to(transport));
-                self.server.reclaim_shared(frame.head);
-            }
-            ServerAction::Close { conn } => {
-                let Some(c) = self.conns.get_mut(&conn) else {
-                    return;
-                };
-                if !c.open {
-                    return;
-                }
-                c.closed_by_server = true;
-                let name = c.name.clone();
-                if c.reading {
-                    self.flush_conn(conn);
-                }
-                self.log.push(|| format!("{name} closed by server"));
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.open = false;
-                }
-                self.server
-                    .handle(self.now, ServerEvent::Disconnected { conn });
-            }
-            ServerAction::Spawn { terminal, spec } => {
-                self.log_spawn(terminal, &spec);
-                self.actions.push(ServerAction::Spawn { terminal, spec });
-                if self.fail_next_spawns > 0 {
-                    self.fail_next_spawns -= 1;
-                    self.server.handle(
-                        self.now,
-                        ServerEvent::SpawnFailed {
-                            terminal,
-                            message: "simulated spawn failure".into(),
-                        },
-                    );
-                } else if self.hold_spawns {
-                    self.held_spawns.push(terminal);
-                } else {
-                    self.start_pty(terminal);
-                }
-            }
-            ServerAction::Write {
-                terminal,
-                job,
-                bytes,
-            } => {
-                self.log.push(|| {
-                    format!(
-                        "pty{terminal} < write {job:?} {} bytes {:?}",
-                        bytes.len(),
-                        String::from_utf8_lossy(&bytes)
-                    )
-                });
-                self.writes.push(WriteRecord {
-                    incarnation: self.incarnation,
-                    terminal,
-                    job,
-                    bytes: bytes.clone(),
-                    issued_at: self.now,
-                    completed: None,
-                });
-                match self.ptys.get_mut(&terminal) {
-                    Some(pty) if !pty.is_gone() => pty.write(job, bytes),
-                    _ => self.report_pty_event(
-                        terminal,
-                        PtyEvent::WriteDone {
-                            job,
-                            outcome: WriteOutcome::NotWritten,
-                        },
-                    ),
-                }
-            }
-            ServerAction::Signal { terminal, signal } => {
-                self.log
-                    .push(|| format!("pty{terminal} < signal {signal:?}"));
-                if let Some(pty) = self.ptys.get_mut(&terminal) {
-                    pty.signal(signal);
-                }
-                self.actions.push(ServerAction::Signal { terminal, signal });
-            }
-            ServerAction::Kill { terminal } => {
-                self.log.push(|| format!("pty{terminal} < kill"));
-                if let Some(pty) = self.ptys.get_mut(&terminal) {
-                    pty.kill(Signal::Kill);
-                }
-                self.actions.push(ServerAction::Kill { terminal });
-            }
-            ServerAction::Shutdown => {
-                self.log.push(|| "# server shutdown".to_owned());
-                self.shut_down = true;
-                self.actions.push(ServerAction::Shutdown);
-            }
-            other @ ServerAction::Resize { .. } => {
-                self.log.push(|| format!("# action {other:?}"));
-                self.actions.push(other);
-            }
-        }
-    }
-
-    fn log_spawn(&mut self, terminal: LocalTerminal, spec: &SpawnSpec) {
-        self.log.push(|| {
-            format!(
-                "pty{terminal} spawn {:?} {}x{}",
-                spec.command, spec.cols, spec.rows
-            )
-        });
-    }
-
-    fn start_pty(&mut self, terminal: LocalTerminal) {
-        let pid = self.next_pid;
-        self.next_pid += 1;
-        self.ptys
-            .insert(terminal, SimPty::new(self.spawn_mode, pid));
-        self.server
-            .handle(self.now, ServerEvent::Spawned { terminal, pid });
-    }
-
-    fn report_pty_event(&mut self, terminal: LocalTerminal, event: PtyEvent) {
-        match event {
-            PtyEvent::WriteDone { job, outcome } => {
-                self.log
-                    .push(|| format!("pty{terminal} > done {job:?} {outcome:?}"));
-                let now = self.now;
-                let incarnation = self.incarnation;
-                if let Some(w) = self
-                    .writes
-                    .iter_mut()
-                    .rev()
-                    .find(|w| w.incarnation == incarnation && w.job == job)
-                {
-                    w.completed = Some((now, outcome));
-                }
-                self.server.handle(
-                    self.now,
-                    ServerEvent::WriteDone {
-                        terminal,
-                        job,
-                        outcome,
-                    },
-                );
-            }
-            PtyEvent::Output(bytes) => {
-                self.log.push(|| {
-                    format!(
-                        "pty{terminal} > output {:?}",
-                        String::from_utf8_lossy(&bytes)
-                    )
-                });
-                self.server.handle(
-                    self.now,
-                    ServerEvent::PtyOutput {
-                        terminal,
-                        bytes: &bytes,
-                    },
-                );
-            }
-            PtyEvent::Exited(kind) => {
-                self.log.push(|| format!("pty{terminal} > exited {kind:?}"));
-                self.server.handle(
-                    self.now,
-                    ServerEvent::ChildExited {
-                        terminal,
-                        exit_status: kind.exit_status(),
-                    },
-                );
-            }
-        }
-    }
-}
-
-/// A trusted paste of `data`.
-pub fn paste(data: &[u8]) -> InputEvent {
-    InputEvent::Paste(PasteEvent {
-        trust: PasteTrust::Trusted,
-        data: data.to_vec(),
-    })
-}
-
-/// An untrusted paste of `data`.
-pub fn untrusted_paste(data: &[u8]) -> InputEvent {
-    InputEvent::Paste(PasteEvent {
-        trust: PasteTrust::Untrusted,
-        data: data.to_vec(),
-    })
-}
-
-/// APPLY_INPUT with operation id `op` (non-zero) to `terminal`.
-pub fn apply_input(op: u128, terminal: &TerminalId, events: Vec<InputEvent>) -> Command {
-    let Some(operation_id) = OperationId::from_u128(op) else {
-        panic!("harness misuse: operation id 0")
-    };
-    Command::ApplyInput(ApplyInput {
-        operation_id,
-        terminal: terminal.clone(),
-        events,
-    })
-}
-
-/// The error code of a command result, `None` for OK.
-pub fn error_code(result: &CommandResult) -> Option<ErrorCode> {
-    match result {
-        CommandResult::Error { code, .. } => Some(*code),
-        _ => None,
-    }
-}
-
-/// The EVENT frames among `frames`, as (terminal, event).
-pub fn events(frames: &[Frame]) -> Vec<(Option<TerminalId>, phux_proto::event::AgentEvent)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event(e) => Some((e.terminal.clone(), e.event.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The JSON document of an `OK_WITH(JSON)` result. A test helper: panics on anything else.
-pub fn expect_json(result: Option<CommandResult>) -> serde_json::Value {
-    match result {
-        Some(CommandResult::OkWith(phux_proto::command::CommandValue::Json(s))) => {
-            serde_json::from_str(&s).unwrap_or_else(|e| panic!("bad JSON {s:?}: {e}"))
-        }
-        other => panic!("expected JSON, got {other:?}"),
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 3);
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-fn fmt_duration(d: Duration) -> String {
-    if d.subsec_micros().is_multiple_of(1000) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}us", d.as_micros())
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use phux_proto::Frame;
+    use phux_proto::command::{Command, CommandResult};
+
     use super::*;
 
     #[test]
@@ -1048,5 +570,70 @@ mod tests {
         let ok = h.hello(d);
         assert_eq!(ok.server_id, server_id_for(2));
         assert_eq!(h.conn(c).server_id(), Some(&server_id_for(1)[..]));
+    }
+
+    #[test]
+    fn the_spawner_picks_the_child_or_fails_the_spawn() {
+        let mut h = Harness::new();
+        h.set_spawner(|spec| match spec.command.first().map(String::as_str) {
+            Some("/nonexistent") => Err("no such file".into()),
+            _ => Ok(ChildMode::Record.model()),
+        });
+        let c = h.client();
+        let t = h.spawn(c);
+        assert!(h.pty(&t).read_log().is_empty());
+        let mut bad = phux_proto::frame::SpawnTerminal::new(0, phux_proto::GroupId(1));
+        bad.command = Some(vec!["/nonexistent".into()]);
+        let rid = h.next_request_id();
+        bad.request_id = rid;
+        h.send(c, &Frame::SpawnTerminal(bad));
+        let got = h.settle_recv(c);
+        assert!(
+            got.iter().any(|f| matches!(
+                f,
+                Frame::TerminalSpawned(s)
+                    if s.request_id == rid
+                        && matches!(s.result, phux_proto::frame::SpawnResult::Err(_))
+            )),
+            "{got:?}"
+        );
+        assert!(
+            h.log
+                .lines()
+                .any(|l| l.contains("spawn failed: no such file"))
+        );
+    }
+
+    /// A closed connection whose client does not read lingers for the close bound, then goes
+    /// with its backlog; one whose client reads in time gets everything, then ends.
+    #[test]
+    fn the_close_bound_keeps_a_closed_connection_readable_until_it_lapses() {
+        for reads_in_time in [false, true] {
+            let mut h = Harness::new();
+            h.set_raw_reads(true);
+            h.set_close_bound(Some(CLOSE_BOUND));
+            let c = h.connect();
+            h.send(c, &hello_frame());
+            h.settle();
+            assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+            h.stall_reader(c);
+            // A frame that does not decode is fatal: ERROR, DETACHED, close.
+            h.send_raw(c, &[0xff; 16]);
+            h.settle();
+            assert!(h.conn(c).closed_by_server());
+            assert!(h.conn(c).is_open(), "lingers while bytes are unread");
+            assert!(h.conn(c).unread_bytes() > 0);
+            if reads_in_time {
+                h.advance(CLOSE_BOUND / 2);
+                h.resume_reader(c);
+                assert!(!h.take_received(c).is_empty());
+            } else {
+                h.advance(CLOSE_BOUND);
+                assert_eq!(h.conn(c).unread_bytes(), 0, "dropped at the bound");
+                assert!(h.take_received(c).is_empty());
+            }
+            assert!(!h.conn(c).is_open());
+            assert_eq!(h.server.connection_count(), 0);
+        }
     }
 }

@@ -4,30 +4,19 @@
 //! canonical-line guard against this PTY's termios; bytes move into a bounded kernel buffer
 //! and a job is complete once its last byte is in it.
 //! The child side reads from that buffer (unless stalled or frozen), at an optional rate, and
-//! does what its [`ChildMode`] says with what it read.
+//! hands what it read to its [`ChildModel`], which decides what the program does with it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use phux_proto::command::Signal;
 
+use super::child::{ChildIo, ChildMode, ChildModel, Received};
 use crate::time::Instant;
 use crate::writer::{JobId, PortWrite, PtyPort, PtyWriter, Termios, WriteOutcome};
 
 /// The kernel's PTY input buffer, in bytes: writes beyond it wait for the child to read.
 pub const DEFAULT_KERNEL_BUFFER: usize = 4096;
-
-/// What the simulated child does with the bytes it reads.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ChildMode {
-    /// Writes back every byte it reads, at once, as output.
-    Echo,
-    /// Keeps what it reads (see [`SimPty::read_log`]) and writes nothing.
-    Record,
-    /// Like `cat` on a terminal: in canonical mode echoes each complete line when its
-    /// terminator arrives (LF, or CR under ICRNL); in raw mode echoes at once.
-    Cat,
-}
 
 /// How the child ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,7 +56,7 @@ pub enum PtyEvent {
 /// A simulated PTY and its child.
 #[derive(Debug)]
 pub struct SimPty {
-    mode: ChildMode,
+    child: Box<dyn ChildModel>,
     termios: Termios,
     stalled: bool,
     frozen: bool,
@@ -80,7 +69,11 @@ pub struct SimPty {
     /// Jobs whose completion was handed over and not reported yet, oldest first.
     pending: VecDeque<JobId>,
     lose_next_completions: usize,
-    line: Vec<u8>,
+    /// Signals that reached the child and did not end it, and resizes, for its model in
+    /// order; held while the group is stopped, as the kernel keeps them pending.
+    child_events: VecDeque<ChildEvent>,
+    /// The child's model has been started ([`ChildModel::on_start`]).
+    started: bool,
     read_log: Vec<u8>,
     output: Vec<u8>,
     signals: Vec<Signal>,
@@ -91,13 +84,22 @@ pub struct SimPty {
     pid: u32,
     /// Jobs whose completion this PTY will never report.
     lost: Vec<JobId>,
+    /// Jobs are not written: they wait here until the driver completes them
+    /// ([`SimPty::script_writes`]).
+    scripted: Option<VecDeque<JobId>>,
 }
 
 impl SimPty {
     /// A running child in `mode`, raw (non-canonical) mode with ICRNL set, reading freely.
     pub fn new(mode: ChildMode, pid: u32) -> Self {
+        Self::with_child(mode.model(), pid)
+    }
+
+    /// A running `child`, raw (non-canonical) mode with ICRNL set, reading freely.
+    pub fn with_child(child: Box<dyn ChildModel>, pid: u32) -> Self {
         Self {
-            mode,
+            fatal_signals: child.fatal_signals().to_vec(),
+            child,
             termios: Termios {
                 icrnl: true,
                 ..Termios::RAW
@@ -110,21 +112,21 @@ impl SimPty {
                 capacity: DEFAULT_KERNEL_BUFFER,
                 bytes: VecDeque::new(),
                 written_log: Vec::new(),
-                termios: None,
             },
             writer: PtyWriter::new(),
             pending: VecDeque::new(),
             lose_next_completions: 0,
-            line: Vec::new(),
+            child_events: VecDeque::new(),
+            started: false,
             read_log: Vec::new(),
             output: Vec::new(),
             signals: Vec::new(),
-            fatal_signals: vec![Signal::Terminate, Signal::Kill],
             pending_fatal: None,
             exit: None,
             exit_reported: false,
             pid,
             lost: Vec::new(),
+            scripted: None,
         }
     }
 
@@ -133,14 +135,19 @@ impl SimPty {
         self.pid
     }
 
-    /// What the child does with its input.
-    pub fn mode(&self) -> ChildMode {
-        self.mode
+    /// The child's model.
+    pub fn child(&self) -> &dyn ChildModel {
+        self.child.as_ref()
     }
 
     /// Changes what the child does with its input from now on.
     pub fn set_mode(&mut self, mode: ChildMode) {
-        self.mode = mode;
+        self.set_child(mode.model());
+    }
+
+    /// Replaces the child's model from now on.
+    pub fn set_child(&mut self, child: Box<dyn ChildModel>) {
+        self.child = child;
     }
 
     /// Sets ICANON (what the canonical-line guard reads before each job's first byte).
@@ -266,11 +273,44 @@ impl SimPty {
 
     /// A `Write` action: queue the job behind every earlier one.
     pub fn write(&mut self, job: JobId, bytes: Vec<u8>) {
-        self.writer.push(job, bytes);
         self.pending.push_back(job);
+        if let Some(scripted) = &mut self.scripted {
+            scripted.push_back(job);
+            return;
+        }
+        self.writer.push(job, bytes);
         if self.lose_next_completions > 0 {
             self.lose_next_completions -= 1;
             self.lost.push(job);
+        }
+    }
+
+    /// From now on (`true`), jobs are not written: each waits until
+    /// [`SimPty::complete_next`] hands it back for the driver to report with an outcome of its
+    /// choosing (a fuzzer's, a benchmark's). Jobs still waiting when the child ends are not
+    /// written.
+    pub fn script_writes(&mut self, scripted: bool) {
+        if scripted {
+            self.scripted.get_or_insert_with(VecDeque::new);
+        } else {
+            self.scripted = None;
+        }
+    }
+
+    /// The oldest job waiting for a scripted completion, removed (see
+    /// [`SimPty::script_writes`]).
+    pub fn complete_next(&mut self) -> Option<JobId> {
+        let job = self.scripted.as_mut()?.pop_front()?;
+        self.pending.retain(|j| *j != job);
+        Some(job)
+    }
+
+    /// Forgets every job waiting for a scripted completion: none will be reported.
+    pub fn forget_scripted(&mut self) {
+        if let Some(scripted) = &mut self.scripted {
+            for job in scripted.drain(..) {
+                self.pending.retain(|j| *j != job);
+            }
         }
     }
 
@@ -293,19 +333,84 @@ impl SimPty {
                 } else {
                     self.kill(other);
                 }
+                return;
             }
             _ => {}
         }
+        if signal != Signal::Kill {
+            self.child_events.push_back(ChildEvent::Signal(signal));
+        }
     }
 
-    /// When this PTY next has something to do on its own (a slow reader's next read).
+    /// A `Resize` action: the child's model hears it (the kernel's SIGWINCH) at the next poll.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.child_events.push_back(ChildEvent::Resize(cols, rows));
+    }
+
+    /// When this PTY next has something to do on its own (a slow reader's next read, or the
+    /// child's own timer).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.exit_reported || self.stalled || self.frozen || self.kernel.bytes.is_empty() {
+        if self.exit_reported {
+            return None;
+        }
+        let child = if self.frozen || self.exit.is_some() {
+            None
+        } else {
+            self.child.poll_timeout()
+        };
+        self.reader_timeout().into_iter().chain(child).min()
+    }
+
+    fn reader_timeout(&self) -> Option<Instant> {
+        if self.stalled || self.frozen || self.kernel.bytes.is_empty() {
             return None;
         }
         let last = self.last_read?;
         self.read_rate?;
         Some(last + Duration::from_millis(1))
+    }
+
+    /// Runs `f` on the child's model with this PTY's I/O.
+    fn call_child(&mut self, f: impl FnOnce(&mut dyn ChildModel, &mut ChildIo<'_>)) {
+        let mut io = ChildIo {
+            termios: &mut self.termios,
+            output: &mut self.output,
+            exit: &mut self.exit,
+        };
+        f(self.child.as_mut(), &mut io);
+    }
+
+    /// Starts the child's model, then tells it about signals, resizes and its due timer,
+    /// unless the group is stopped. Whether it told it anything.
+    fn notify_child(&mut self, now: Instant) -> bool {
+        let mut told = false;
+        if !self.started {
+            self.started = true;
+            let pid = self.pid;
+            self.call_child(|child, io| child.on_start(now, pid, io));
+            told = true;
+        }
+        if self.frozen {
+            return told;
+        }
+        while self.exit.is_none()
+            && let Some(event) = self.child_events.pop_front()
+        {
+            told = true;
+            match event {
+                ChildEvent::Signal(signal) => {
+                    self.call_child(|child, io| child.on_signal(now, signal, io));
+                }
+                ChildEvent::Resize(cols, rows) => {
+                    self.call_child(|child, io| child.on_resize(now, cols, rows, io));
+                }
+            }
+        }
+        if self.exit.is_none() && self.child.poll_timeout().is_some_and(|at| at <= now) {
+            told = true;
+            self.call_child(|child, io| child.handle_timeout(now, io));
+        }
+        told
     }
 
     /// Runs the PTY up to `now`; returns what the engine must hear, in order.
@@ -314,15 +419,22 @@ impl SimPty {
         if self.exit_reported {
             return events;
         }
-        if self.exit.is_some() {
-            return self.finish(events);
-        }
         // Writer and reader alternate until neither can make progress, so a job larger than
-        // the kernel buffer flows through a freely reading child within one poll.
+        // the kernel buffer flows through a freely reading child within one poll; the child
+        // hears its signals and timer in between.
         loop {
-            let wrote = self.pump_writer(&mut events);
+            let told = self.exit.is_none() && self.notify_child(now);
+            if self.exit.is_some() {
+                return self.finish(events);
+            }
+            let wrote = self.pump_writer(now, &mut events);
             let read = self.pump_reader(now);
-            if !wrote && !read {
+            if self.exit.is_some() {
+                // The child ended on what it read.
+                return self.finish(events);
+            }
+            let due = !self.frozen && !self.child_events.is_empty();
+            if !told && !wrote && !read && !due {
                 break;
             }
         }
@@ -337,6 +449,13 @@ impl SimPty {
         // in doubt. Completions the sim was told to lose stay lost.
         let mut done = Vec::new();
         self.writer.abandon(&mut done);
+        if let Some(scripted) = &mut self.scripted {
+            done.extend(
+                scripted
+                    .drain(..)
+                    .map(|job| (job, WriteOutcome::NotWritten)),
+            );
+        }
         self.report(&mut events, done);
         if !self.output.is_empty() {
             events.push(PtyEvent::Output(std::mem::take(&mut self.output)));
@@ -349,13 +468,29 @@ impl SimPty {
         events
     }
 
-    /// Moves job bytes into the kernel buffer; `true` if anything changed.
-    fn pump_writer(&mut self, events: &mut Vec<PtyEvent>) -> bool {
+    /// Moves job bytes through the line discipline into the kernel buffer; `true` if anything
+    /// changed.
+    fn pump_writer(&mut self, now: Instant, events: &mut Vec<PtyEvent>) -> bool {
         let before = (self.kernel.written_log.len(), self.writer.len());
-        self.kernel.termios = Some(self.termios);
         let mut done = Vec::new();
-        self.writer.pump(&mut self.kernel, &mut done);
+        let mut signals = Vec::new();
+        let mut port = Master {
+            kernel: &mut self.kernel,
+            child: self.child.as_mut(),
+            io: ChildIo {
+                termios: &mut self.termios,
+                output: &mut self.output,
+                exit: &mut self.exit,
+            },
+            signals: &mut signals,
+            now,
+        };
+        self.writer.pump(&mut port, &mut done);
         self.report(events, done);
+        // A signal character (ISIG's ^C) went to the process group.
+        for signal in signals {
+            self.signal(signal);
+        }
         before != (self.kernel.written_log.len(), self.writer.len())
     }
 
@@ -386,52 +521,67 @@ impl SimPty {
                 usize::try_from(u128::from(rate).saturating_mul(ms)).unwrap_or(usize::MAX)
             }
         };
-        let n = allowance.min(self.kernel.bytes.len());
+        let n = allowance
+            .min(self.child.read_len(&self.kernel.bytes))
+            .min(self.kernel.bytes.len());
+        if n == 0 {
+            return false;
+        }
         let bytes: Vec<u8> = self.kernel.bytes.drain(..n).collect();
         self.read_log.extend_from_slice(&bytes);
-        match self.mode {
-            ChildMode::Echo => self.output.extend_from_slice(&bytes),
-            ChildMode::Record => {}
-            ChildMode::Cat if !self.termios.icanon => self.output.extend_from_slice(&bytes),
-            ChildMode::Cat => {
-                for b in bytes {
-                    self.line.push(b);
-                    if b == b'\n' || (self.termios.icrnl && b == b'\r') {
-                        self.output.append(&mut self.line);
-                    }
-                }
-            }
-        }
+        self.call_child(|child, io| child.on_input(now, &bytes, io));
         n > 0
     }
 }
 
-/// The kernel's input buffer, as the writer sees it through the master.
+/// What the child's model hears besides its input, in order.
+#[derive(Clone, Copy, Debug)]
+enum ChildEvent {
+    Signal(Signal),
+    Resize(u16, u16),
+}
+
+/// The kernel's input buffer: what the line discipline queued for the child to read.
 #[derive(Debug)]
 struct Kernel {
     capacity: usize,
     bytes: VecDeque<u8>,
     /// Every byte the master accepted, in order.
     written_log: Vec<u8>,
-    /// What `tcgetattr` reads now.
-    termios: Option<Termios>,
 }
 
-impl PtyPort for Kernel {
+/// The master as the writer sees it: each accepted byte goes through the child's line
+/// discipline ([`ChildModel::on_receive`]) into the kernel buffer while it has room.
+struct Master<'a> {
+    kernel: &'a mut Kernel,
+    child: &'a mut dyn ChildModel,
+    io: ChildIo<'a>,
+    signals: &'a mut Vec<Signal>,
+    now: Instant,
+}
+
+impl PtyPort for Master<'_> {
     fn termios(&mut self) -> Option<Termios> {
-        self.termios
+        Some(self.io.termios())
     }
 
     fn write(&mut self, bytes: &[u8]) -> PortWrite {
         let take = self
+            .kernel
             .capacity
-            .saturating_sub(self.bytes.len())
+            .saturating_sub(self.kernel.bytes.len())
             .min(bytes.len());
         if take == 0 {
             return PortWrite::Full;
         }
-        self.bytes.extend(&bytes[..take]);
-        self.written_log.extend_from_slice(&bytes[..take]);
+        for &b in &bytes[..take] {
+            match self.child.on_receive(self.now, b, &mut self.io) {
+                Received::Queue(b) => self.kernel.bytes.push_back(b),
+                Received::Signal(signal) => self.signals.push(signal),
+                Received::Drop => {}
+            }
+        }
+        self.kernel.written_log.extend_from_slice(&bytes[..take]);
         PortWrite::Accepted(take)
     }
 }
