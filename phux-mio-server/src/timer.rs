@@ -15,7 +15,7 @@ use std::time::Duration;
 use phux_core::time::Instant;
 
 /// How long a closing connection may take to drain its queue before it is dropped.
-pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
+pub use phux_core::server::CLOSE_BOUND;
 /// How long after a child's exit we wait for its terminal's output to end (a background job
 /// may still hold the slave open) before reporting the exit anyway.
 pub const EXIT_DRAIN_BOUND: Duration = Duration::from_secs(2);

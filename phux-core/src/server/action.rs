@@ -1,10 +1,16 @@
 //! What the engine asks the driver to do.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{ConnId, JobId, LocalTerminal, SpawnSpec};
 use phux_proto::command::Signal;
 use phux_proto::frame::TerminalOutputTail;
+
+/// How long a connection the engine closed may take to read what is queued for it (the
+/// DETACHED it is owed, say) before the driver drops it ([QUEUE.CONTROL.3]): a peer that stops
+/// reading cannot hold its socket and queue forever.
+pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
 
 /// What the engine asks the driver to do, in order.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -24,7 +30,8 @@ pub enum ServerAction {
         /// The frame.
         frame: SharedFrame,
     },
-    /// Flush what is queued for the connection, then close it.
+    /// Flush what is queued for the connection, then close it; drop it unflushed once
+    /// [`CLOSE_BOUND`] has passed.
     Close {
         /// The connection.
         conn: ConnId,

@@ -65,7 +65,7 @@ use connection::{Connection, Phase};
 use terminal::Terminal;
 
 pub use crate::writer::{JobId, WriteOutcome};
-pub use action::{ServerAction, SharedFrame};
+pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
 pub use config::{ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use handshake::PROTOCOL_VERSION;

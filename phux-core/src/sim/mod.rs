@@ -112,9 +112,8 @@ use wirelog::fmt_duration;
 /// livelock.
 pub const DEFAULT_STEP_BOUND: usize = 100_000;
 
-/// How long a connection the engine closed may take to read what is queued for it before the
-/// driver drops it ([QUEUE.CONTROL.3]); see [`Harness::set_close_bound`].
-pub const CLOSE_BOUND: Duration = Duration::from_secs(5);
+/// The engine's bound on a closing connection; see [`Harness::set_close_bound`].
+pub use crate::server::CLOSE_BOUND;
 
 /// The most one read of a PTY master returns (one page, as Linux's PTY does): large output
 /// reaches the engine in pieces, never as one huge event; see [`Harness::set_pty_read`].
