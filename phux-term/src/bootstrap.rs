@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 
 use crate::Terminal;
-use crate::grid::{BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::grid::{
+    BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, Grid, INVERSE, INVISIBLE,
+    ITALIC, Pen, STRIKETHROUGH, UNDERLINE,
+};
 use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking};
 use crate::vt::{Saved, Vt};
@@ -98,7 +101,18 @@ fn push_pen(out: &mut String, pen: Pen) {
             let _ = write!(out, ";{code}");
         }
     }
-    for (word, base, bright, ext) in [(pen.fg, 30, 90, 38), (pen.bg, 40, 100, 48)] {
+    for (bit, code) in [
+        (BLINK, 5),
+        (INVISIBLE, 8),
+        (STRIKETHROUGH, 9),
+        (DOUBLE_UNDERLINE, 21),
+    ] {
+        if pen.has_bg(bit) {
+            let _ = write!(out, ";{code}");
+        }
+    }
+    let bg = pen.bg & !BG_ATTR_MASK;
+    for (word, base, bright, ext) in [(pen.fg, 30, 90, 38), (bg, 40, 100, 48)] {
         match Color::unpack(word) {
             Color::Default => {}
             Color::Idx(i @ 0..=7) => {

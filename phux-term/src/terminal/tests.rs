@@ -7,6 +7,7 @@ use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 use crate::tracker;
 
 mod vs_vt100;
+mod xterm;
 
 fn term_with(bytes: &[u8]) -> Terminal {
     let mut t = Terminal::new(20, 5, 100);

@@ -16,6 +16,8 @@
 //!   saved cursor (pen included) per screen; 1049 while already on the alternate screen does
 //!   nothing: a switch is followed by `CSI r` and a CUP, DECSC / DECRC only run on the main
 //!   screen, and a second 1049h is skipped;
+//! - bold and faint are two attributes, both can be on (xterm; vt100 keeps one intensity, the
+//!   last set): SGR 1 and 2 are sent as `22;1` and `22;2`;
 //! - DECSC (and 1049, which saves the cursor) does not save the wrap-pending state (xterm
 //!   `CursorSave`; vt100 saves its past-the-edge column): a CR comes first when it is pending;
 //! - not in vt100 at all, so not generated here: 1047 (vt100 ignores it), DECAWM, IND, NEL,
@@ -152,7 +154,7 @@ fn token(cols: u16, rows: u16) -> impl Strategy<Value = (Vec<u8>, Kind)> {
         any::<[u8; 3]>().prop_map(|[r, g, b]| format!("48:2:{r}:{g}:{b}")),
         prop::sample::select(
             &[
-                "0", "1", "2", "3", "4", "7", "22", "23", "24", "27", "39", "49", ""
+                "0", "22;1", "22;2", "3", "4", "7", "22", "23", "24", "27", "39", "49", ""
             ][..]
         )
         .prop_map(str::to_owned),
