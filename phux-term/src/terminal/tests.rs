@@ -913,6 +913,18 @@ fn xterm_behaviour_where_vt100_differs() {
     let mut t = Terminal::new(6, 3, 0);
     t.advance(b"\x1b[31m\x1b7\x1b[?1049h\x1b[32m\x1b7\x1b[?1049lR");
     assert_eq!(t.screen_value(0, None, true)["cells"][0]["fg"], 1);
+    // HT keeps the wrap-pending state (xterm `TabToNextStop`); vt100 clamps its cursor back
+    // onto the last column. (More in `xterm::a_tab_keeps_the_pending_wrap`.)
+    let mut t = Terminal::new(4, 2, 0);
+    t.advance(b"abcd\tX");
+    assert_eq!(lines(&t), ["abcd", "X"]);
+    // Bold and faint are two attributes (xterm); vt100 keeps the last set.
+    let t = term_with(b"\x1b[1;2mx");
+    let v = t.screen_value(0, None, true);
+    assert_eq!(
+        (&v["cells"][0]["bold"], &v["cells"][0]["dim"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
 }
 
 // [SCREEN.JSON.2] with history capture: `yes`-like output fills history row by row.

@@ -27,9 +27,11 @@ impl Vt {
     }
 
     pub(super) fn esc_dispatch(&mut self, b: u8) {
-        if self.n_intermediates > 0 {
-            // Character set designations and the like: not modelled.
-            return;
+        match self.intermediates[..self.n_intermediates] {
+            [] => {}
+            [b'#'] if b == b'8' => return self.screen_alignment(),
+            // Anything else with intermediates: not modelled.
+            _ => return,
         }
         self.tracker.esc(b);
         match b {

@@ -146,26 +146,16 @@ pub(crate) struct Cursor {
     pub(crate) pending: bool,
 }
 
-/// What DECSC saves (per screen, as in xterm).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the
+/// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`), but not
+/// DECAWM.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct Saved {
     pub(crate) x: u16,
     pub(crate) y: u16,
+    pub(crate) pending: bool,
     pub(crate) pen: Pen,
     pub(crate) origin: bool,
-    pub(crate) autowrap: bool,
-}
-
-impl Default for Saved {
-    fn default() -> Self {
-        Self {
-            x: 0,
-            y: 0,
-            pen: Pen::default(),
-            origin: false,
-            autowrap: true,
-        }
-    }
 }
 
 /// The parser plus both screens, the cursor, the pen, the modes that change how output is
@@ -199,6 +189,8 @@ pub(crate) struct Vt {
     pub(crate) bottom: u16,
     pub(crate) origin: bool,
     pub(crate) autowrap: bool,
+    /// IRM (`CSI 4 h`): printed characters push the rest of the row right.
+    pub(crate) insert: bool,
     pub(crate) cursor_hidden: bool,
     /// DECSCUSR style, 0-6.
     pub(crate) cursor_style: u8,
@@ -241,6 +233,7 @@ impl Vt {
             bottom: rows - 1,
             origin: false,
             autowrap: true,
+            insert: false,
             cursor_hidden: false,
             cursor_style: 0,
             line_feed_mode: false,
@@ -331,6 +324,8 @@ impl Vt {
         for s in &mut self.saved {
             s.x = s.x.min(cols - 1);
             s.y = s.y.min(rows - 1);
+            // The saved pending wrap belonged to the old last column.
+            s.pending = false;
         }
         self.cols = cols;
         self.rows = rows;

@@ -38,6 +38,10 @@ impl Vt {
                 return;
             }
             let (now, rest) = run.split_at(room.min(run.len()));
+            if self.insert {
+                // IRM: the row's rest moves right first; what passes the margin is lost.
+                self.insert_chars(now.len() as u16);
+            }
             self.put_ascii(y, x, now);
             let nx = x + now.len() as u16;
             if nx >= cols {
@@ -113,6 +117,9 @@ impl Vt {
             } else {
                 self.cur.x = self.cols - width;
             }
+        }
+        if self.insert {
+            self.insert_chars(width);
         }
         let (x, y) = (self.cur.x, self.cur.y);
         let cols = self.cols;

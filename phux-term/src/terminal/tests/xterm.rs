@@ -59,3 +59,135 @@ fn sgr_21_is_double_underline_and_sgr_24_clears_it() {
     assert_eq!(lines(&t)[0], "x");
     assert_eq!(cursor(&t), (1, 0, false));
 }
+
+/// ctlseqs, "CSI Pm h Set Mode (SM)": `Ps = 4` Insert Mode (IRM); xterm's `WriteText` calls
+/// `InsertChar` before writing when INSERT is set, so what passes the right margin is lost.
+/// `printf 'abcdef\r\033[4hXY\033[4l\n'`: `XYabcdef`.
+#[test]
+fn insert_mode_pushes_the_row_right() {
+    let t = term(b"abcdef\r\x1b[4hXY\x1b[4l\n");
+    assert_eq!(lines(&t)[0], "XYabcdef");
+    assert!(!t.vt.insert, "CSI 4 l resets it");
+    // Past the right margin: the row's last characters are lost, wide ones too.
+    let mut t = Terminal::new(6, 2, 0);
+    t.advance(b"abcd\xe4\xb8\xad\r\x1b[4hX");
+    assert_eq!(lines(&t)[0], "Xabcd");
+    t.advance("\u{4e2d}".as_bytes());
+    assert_eq!(lines(&t)[0], "X\u{4e2d}abc");
+    assert_eq!(cursor(&t), (3, 0, false));
+    assert_rebuilt(&t);
+    // Replace mode again: overwrites.
+    t.advance(b"\x1b[4lZ");
+    assert_eq!(lines(&t)[0], "X\u{4e2d}Zbc");
+}
+
+/// xterm's `TabToNextStop` (tabs.c) sets `cur_col` without resetting `do_wrap`: an HT in the
+/// wrap-pending state leaves the cursor on the last column, still pending (ctlseqs: HT
+/// "Horizontal Tab"). `printf '%080d\tV\n' 0`: V starts the next row.
+#[test]
+fn a_tab_keeps_the_pending_wrap() {
+    let mut t = term(format!("{:080}\tV\n", 0).as_bytes());
+    assert_eq!(lines(&t)[..2], ["0".repeat(80), "V".to_owned()]);
+    // CHT too (the same function), and a tab that merely reaches the last column does not
+    // make the cursor pending.
+    t.advance(format!("\r{:080}\x1b[3IW\r\n\x1b[3g\tY", 0).as_bytes());
+    assert_eq!(lines(&t)[3], "W");
+    assert_eq!(lines(&t)[4], format!("{}Y", " ".repeat(79)));
+}
+
+/// xterm's `CursorSave` keeps `do_wrap` (`sc->wrap_flag`) and `CursorRestore` sets it again
+/// after moving (cursor.c; ctlseqs: "ESC 7 Save Cursor (DECSC)", "ESC 8 Restore Cursor
+/// (DECRC)"). `printf '\033[1;79HAB\0337\033[3;1HQ\0338X'`: X wraps to row 2, B stays.
+#[test]
+fn decrc_restores_the_pending_wrap() {
+    let mut t = term(b"\x1b[1;79HAB\x1b7\x1b[3;1HQ\x1b8");
+    assert_eq!(cursor(&t), (79, 0, true));
+    assert_rebuilt(&t);
+    t.advance(b"X");
+    assert_eq!(
+        lines(&t)[..3],
+        [format!("{}AB", " ".repeat(78)), "X".into(), "Q".into()]
+    );
+    // The bootstrap makes a saved pending wrap on an emptied last column too.
+    let mut t = term(b"\x1b[1;79HAB\x1b7\x1b[2J\x1b[44m\x1b[1;80H\x1b[X\x1b[m\x1b[3;1H");
+    assert_rebuilt(&t);
+    t.advance(b"\x1b8X");
+    assert_eq!(lines(&t)[1], "X");
+    // And the 1049 screen's saved cursor, on an emptied last column too.
+    for clear in ["", "\x1b[K"] {
+        let mut t = term(format!("\x1b[1;79HAB\x1b[?1049h\x1b[5;5Hx{clear}").as_bytes());
+        if !clear.is_empty() {
+            t.advance(b"\x1b[?47l\x1b[1;80H\x1b[K\x1b[?47h");
+        }
+        assert_rebuilt(&t);
+        t.advance(b"\x1b[?1049lY");
+        assert_eq!(lines(&t)[1], "Y");
+    }
+}
+
+/// DECSC does not save DECAWM: xterm's `DECSC_FLAGS` are ATTRIBUTES, ORIGIN and PROTECTED
+/// (charproc.c), and `CursorRestore` restores only those. `printf
+/// '\0337\033[?7l\0338\033[1;79HABC\033[?7h'`: C overwrites B (`AC` at columns 79-80).
+#[test]
+fn decrc_leaves_autowrap_as_it_is() {
+    let mut t = term(b"\x1b7\x1b[?7l\x1b8\x1b[1;79HABC");
+    assert!(!t.vt.autowrap);
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}AC", " ".repeat(78)), String::new()]
+    );
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[?7h\x1b[?7l\x1b7\x1b[?7h\x1b8");
+    assert!(t.vt.autowrap, "nor does DECRC turn it off");
+}
+
+/// ctlseqs: "CSI Pm e Line Position Relative [rows] (VPR)"; xterm's `CASE_VPR` is
+/// `CursorSet(CursorRow + n)`, bounded like VPA by the screen (the region only in origin
+/// mode), not by the bottom margin as CUD is. `printf
+/// '\033[2J\033[5;10r\033[6;1H\033[10eV\033[r'`: V on row 16.
+#[test]
+fn vpr_is_not_stopped_by_the_bottom_margin() {
+    let mut t = term(b"\x1b[2J\x1b[5;10r\x1b[6;1H\x1b[10eV\x1b[r");
+    assert_eq!(lines(&t)[15], "V");
+    t.advance(b"\x1b[20;3H\x1b[99eW");
+    assert_eq!(
+        (lines(&t)[23].as_str(), cursor(&t)),
+        ("  W", (3, 23, false))
+    );
+    // In origin mode it stays within the region, as CUP does.
+    t.advance(b"\x1b[5;10r\x1b[?6h\x1b[2;1H\x1b[99eO\x1b[?6l\x1b[r");
+    assert_eq!(lines(&t)[9], "O");
+}
+
+/// ctlseqs: "ESC # 8 DEC Screen Alignment Test (DECALN)"; xterm's `CASE_DECALN` resets the
+/// margins, homes the cursor and fills the screen with E in no attributes. `printf
+/// '\033[3;5r\033[31m\033[5;5Hx\033#8'`: a screen of E, cursor home.
+#[test]
+fn decaln_fills_the_screen_with_e() {
+    let mut t = Terminal::new(6, 3, 0);
+    t.advance(b"abcdefgh\xe4\xb8\xad\x1b[2;3r\x1b[31m\x1b[3;2Hx\x1b#8");
+    assert_eq!(lines(&t), ["EEEEEE"; 3]);
+    assert_eq!(cursor(&t), (0, 0, false));
+    assert_eq!((t.vt.top, t.vt.bottom), (0, 2));
+    assert_eq!(pen_at(&t, 1, 2), Pen::default(), "not in the pen");
+    assert!(t.vt.screen.iter().all(|r| !r.wrapped));
+    assert_rebuilt(&t);
+}
+
+/// A pending wrap restored onto a last column emptied since it was saved (xterm
+/// `CursorRestore` sets `do_wrap` whatever the cell holds) is rebuilt by the bootstrap.
+#[test]
+fn a_restored_pending_wrap_over_an_empty_cell_is_rebuilt() {
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"\x1b[3;1Habcd\x1b7\r\n\x1b[31m\x1b8");
+    assert_eq!(
+        (lines(&t), cursor(&t)),
+        (
+            vec![String::new(), "abcd".into(), String::new()],
+            (3, 2, true)
+        )
+    );
+    assert_rebuilt(&t);
+    t.advance(b"X");
+    assert_eq!(lines(&t), ["abcd", "", "X"]);
+}
