@@ -9,17 +9,18 @@ use crate::grid::{
 };
 use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking};
-use crate::vt::{Saved, Vt};
+use crate::vt::{Charsets, Saved, Vt};
 
 impl Terminal {
     /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen
     /// (text, attributes, colours, soft wraps, cursor position, visibility and style, the
     /// pen), the title, the scroll region, tab stops, origin, autowrap and insert modes, the
-    /// saved cursor (wrap-pending state included), and the modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking
+    /// saved cursor (wrap-pending state and character sets included), the character sets
+    /// (G0-G3, GL, a pending single shift), and the modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking
     /// and encoding, DECBKM, LNM, the alternate screen (with the main screen behind it) and
     /// both kitty flag stacks.
     ///
-    /// Not rebuilt: history rows and character sets (not modelled).
+    /// Not rebuilt: history rows.
     pub fn bootstrap(&self) -> Vec<u8> {
         let vt = &self.vt;
         let modes = self.modes();
@@ -262,9 +263,33 @@ fn push_layout(out: &mut String, vt: &Vt) {
     if vt.cursor_hidden {
         out.push_str("\x1b[?25l");
     }
-    // Last: nothing is printed after it.
+    // Last: nothing is printed after them.
     if vt.insert {
         out.push_str("\x1b[4h");
+    }
+    push_charsets(out, Charsets::default(), vt.charsets);
+}
+
+/// Designates and invokes the character sets `to` where they differ from `from` (which the
+/// receiving terminal has), a pending single shift last.
+fn push_charsets(out: &mut String, from: Charsets, to: Charsets) {
+    for (g, (&was, &set)) in from.g.iter().zip(&to.g).enumerate() {
+        if was != set {
+            let _ = write!(
+                out,
+                "\x1b{}{}",
+                char::from(b"()*+"[g]),
+                char::from(set.final_byte())
+            );
+        }
+    }
+    if from.gl != to.gl {
+        out.push_str(["\x0f", "\x0e", "\x1bn", "\x1bo"][usize::from(to.gl & 3)]);
+    }
+    match to.single {
+        2 => out.push_str("\x1bN"),
+        3 => out.push_str("\x1bO"),
+        _ => {}
     }
 }
 
@@ -312,6 +337,7 @@ fn push_saved(out: &mut String, grid: &Grid, s: Saved, top: u16, save: &str) {
         }
     }
     push_pen(out, s.pen);
+    push_charsets(out, Charsets::default(), s.charsets);
     if erase_after {
         // DECSC, erase the space, DECRC: back on the last column, wrap-pending, over the
         // cell as it was; then `save` (1049 switches screens, so it cannot come first).
@@ -324,6 +350,7 @@ fn push_saved(out: &mut String, grid: &Grid, s: Saved, top: u16, save: &str) {
     }
     out.push_str(save);
     out.push_str("\x1b[m");
+    push_charsets(out, s.charsets, Charsets::default());
     if s.origin {
         out.push_str("\x1b[?6l");
     }

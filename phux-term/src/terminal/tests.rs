@@ -53,7 +53,8 @@ fn drawing(t: &Terminal) -> String {
             vt.cur,
             vt.pen,
             (vt.cursor_hidden, vt.cursor_style, vt.alt_active),
-            (vt.top, vt.bottom, vt.origin, vt.autowrap),
+            (vt.top, vt.bottom, vt.origin, vt.autowrap, vt.insert),
+            vt.charsets,
             &vt.tabs,
             vt.saved[usize::from(vt.alt_active)],
             vt.alt_active.then_some(vt.saved[0]),
@@ -510,6 +511,12 @@ fn stream() -> impl Strategy<Value = Vec<u8>> {
         1 => Just(b"\x1bc".to_vec()),
         1 => Just(b"\x1b]2;t;i\x07".to_vec()),
         1 => Just("\u{4e2d}\u{1f600}".as_bytes().to_vec()),
+        // Character sets, insert mode, saved cursors, the pending wrap.
+        2 => prop::sample::select(&[
+            "\x1b(0", "\x1b)0", "\x1b*A", "\x1b+0", "\x1b(B", "\x0e", "\x0f", "\x1bN",
+            "\x1bO", "\x1bn", "\x1bo", "\x1b[4h", "\x1b[4l", "\x1b7", "\x1b8", "lqk#_~",
+            "\x1b[1;12Hxy", "\x1b#8",
+        ][..]).prop_map(|s| s.as_bytes().to_vec()),
         3 => (prop::sample::select(&b"?<>= "[..]), proptest::collection::vec(0u16..2100, 0..4),
               prop::sample::select(&b"hlumJrHq"[..]))
             .prop_map(|(marker, params, fin)| {

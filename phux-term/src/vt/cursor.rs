@@ -102,6 +102,7 @@ impl Vt {
             pending: self.cur.pending,
             pen: self.pen,
             origin: self.origin,
+            charsets: self.charsets.saved(),
         };
     }
 
@@ -117,6 +118,7 @@ impl Vt {
         };
         self.pen = s.pen;
         self.origin = s.origin;
+        self.charsets.restore(s.charsets);
     }
 
     /// DECALN (`ESC # 8`). [xterm] `CASE_DECALN`: resets the margins, homes the cursor and

@@ -19,7 +19,9 @@
 use crate::grid::{Grid, Pen};
 use crate::history::History;
 use crate::tracker::ModeTracker;
+pub(crate) use charset::{Charset, Charsets};
 
+mod charset;
 mod csi;
 mod cursor;
 mod edit;
@@ -147,8 +149,8 @@ pub(crate) struct Cursor {
 }
 
 /// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the
-/// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`), but not
-/// DECAWM.
+/// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`) and the
+/// character sets, but not DECAWM.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct Saved {
     pub(crate) x: u16,
@@ -156,6 +158,7 @@ pub(crate) struct Saved {
     pub(crate) pending: bool,
     pub(crate) pen: Pen,
     pub(crate) origin: bool,
+    pub(crate) charsets: Charsets,
 }
 
 /// The parser plus both screens, the cursor, the pen, the modes that change how output is
@@ -182,6 +185,7 @@ pub(crate) struct Vt {
     pub(crate) alt_active: bool,
     pub(crate) cur: Cursor,
     pub(crate) pen: Pen,
+    pub(crate) charsets: Charsets,
     /// Saved cursors: index 0 main screen, 1 alternate.
     pub(crate) saved: [Saved; 2],
     /// Scroll region rows, inclusive.
@@ -228,6 +232,7 @@ impl Vt {
             alt_active: false,
             cur: Cursor::default(),
             pen: Pen::default(),
+            charsets: Charsets::default(),
             saved: [Saved::default(); 2],
             top: 0,
             bottom: rows - 1,
@@ -263,7 +268,7 @@ impl Vt {
                 let start = i;
                 i += printable_run(&bytes[i..]);
                 if i > start {
-                    self.print_ascii(&bytes[start..i]);
+                    self.print_text(&bytes[start..i]);
                     continue;
                 }
                 // The line ends of ordinary output, without the trip through `execute`.

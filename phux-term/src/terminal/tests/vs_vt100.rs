@@ -22,8 +22,10 @@
 //!   `do_wrap`; vt100 clamps its cursor back onto the last column): a CR first when pending;
 //! - not in vt100 at all, so not generated here: 1047 (vt100 ignores it), DECAWM, IND, NEL,
 //!   HTS / TBC / CHT / CBT, LNM, SCOSC / SCORC, origin mode, SGR 58, colon colours with a
-//!   colour-space id, emoji presentation selectors, and invalid UTF-8 (we show U+FFFD, vt100
-//!   drops it).
+//!   colour-space id, emoji presentation selectors, invalid UTF-8 (we show U+FFFD, vt100
+//!   drops it), character sets (SCS designations, SO / SI, LS2 / LS3, SS2 / SS3: vt100 ignores
+//!   them and shows `lqqk` where xterm draws `┌──┐`), IRM, VPR, DECALN, and SGR 5 / 8 / 9 / 21
+//!   and their resets (pinned in `xterm`).
 
 use proptest::prelude::*;
 

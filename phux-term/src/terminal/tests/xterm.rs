@@ -191,3 +191,79 @@ fn a_restored_pending_wrap_over_an_empty_cell_is_rebuilt() {
     t.advance(b"X");
     assert_eq!(lines(&t), ["abcd", "", "X"]);
 }
+
+/// ctlseqs "Controls beginning with ESC": `ESC ( C` Designate G0 Character Set, with `C = 0`
+/// DEC Special Character and Line Drawing Set and `C = B` United States (USASCII); the
+/// characters are those of xterm's `dec2ucs` (fontutils.c). `printf '\033(0lqqk\033(B\n'`:
+/// `┌──┐`.
+#[test]
+fn dec_special_graphics_in_g0() {
+    let t = term(b"\x1b(0lqqk\x1b(B\n");
+    assert_eq!(lines(&t)[0], "\u{250c}\u{2500}\u{2500}\u{2510}");
+    let t = term(b"\x1b(0x`afgjklmnopqrstuvwxyz{|}~_ABC\x1b(Bx");
+    assert_eq!(lines(&t)[0], "│◆▒°±┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£· ABCx");
+    assert_eq!(cursor(&t), (31, 0, false));
+}
+
+/// ctlseqs: `ESC ) C` Designate G1 Character Set; SO "Switch to Alternate Character Set:
+/// invokes the G1 character set", SI "invokes the G0 character set". `printf
+/// '\033)0\016lqqk\017q\n'`: `┌──┐q`.
+#[test]
+fn g1_invoked_into_gl_with_so_and_si() {
+    let mut t = term(b"\x1b)0\x0elqqk\x0fq\r\n");
+    assert_eq!(lines(&t)[0], "┌──┐q");
+    // Only printable GL bytes are mapped: UTF-8 text stays as it is.
+    t.advance("\x0eé中x\x0f\r".as_bytes());
+    assert_eq!(lines(&t)[1], "é中│");
+    // Designating a set not modelled leaves the register as it was.
+    t.advance(b"\n\x1b)<\x0eq\x0f");
+    assert_eq!(lines(&t)[2], "─");
+}
+
+/// ctlseqs: `ESC ( A` United Kingdom (UK): `#` is the pound sign (charsets.c
+/// `xtermCharSetOut`, `nrc_British`). `printf '\033(A#\033(B#\n'`: `£#`.
+#[test]
+fn uk_set_shows_a_pound_sign() {
+    let t = term(b"\x1b(A#3\x1b(B#\n");
+    assert_eq!(lines(&t)[0], "£3#");
+}
+
+/// ctlseqs: `ESC N` Single Shift Select of G2 Character Set (SS2), `ESC O` of G3 (SS3):
+/// "affects next character only"; `ESC * C` / `ESC + C` designate G2 / G3. `printf
+/// '\033*0\033+A\033Nqq\033O#\n'`: `─q£`.
+#[test]
+fn single_shifts_map_the_next_character_only() {
+    let mut t = term(b"\x1b*0\x1b+A\x1bNqq\x1bO#\n");
+    assert_eq!(lines(&t)[0], "─q£");
+    assert!(!t.vt.charsets.active(), "the fast path is back");
+    // A control between the shift and the character does not end it; a character decoded
+    // from UTF-8 does (it is shown as it is).
+    t.advance("\x1bN\rx\x1bNéx".as_bytes());
+    assert_eq!(lines(&t)[1], "│éx");
+    // LS2 / LS3 lock G2 / G3 into GL; SI returns to G0.
+    t.advance(b"\r\n\x1bnq\x1boq#\x0fq");
+    assert_eq!(lines(&t)[2], "─q£q");
+}
+
+/// xterm's `CursorSave` saves the character sets (`saveCharsets`, `curgl`) and
+/// `CursorRestore` restores them; RIS resets them. `printf '\033(0\0337\033(Bq\0338q\n'`:
+/// `─` (the restored G0 draws over the q).
+#[test]
+fn decsc_saves_the_character_sets_and_the_bootstrap_rebuilds_them() {
+    let mut t = term(b"\x1b(0\x1b7\x1b(Bq\x1b8q\r\n");
+    assert_eq!(lines(&t)[0], "─");
+    // Every register, GL, a saved set of them and a pending single shift.
+    t.advance(b"\x1b)A\x1b*0\x1b+0\x0e\x1b7\x0f\x1b(A\x1b)B\x1bO");
+    assert_rebuilt(&t);
+    let mut fresh = Terminal::new(80, 24, 0);
+    fresh.advance(&t.bootstrap());
+    for side in [&mut t, &mut fresh] {
+        side.advance(b"q#q#\x1b8\x1b[3;1Hq#\x0fq");
+    }
+    assert_eq!(lines(&t), lines(&fresh));
+    assert_eq!(lines(&t)[1..3], ["─£q£", "q£─"]);
+    t.advance(b"\x1bc");
+    assert!(!t.vt.charsets.active(), "RIS: ASCII again");
+    t.advance(b"q#");
+    assert_eq!(lines(&t)[0], "q#");
+}
