@@ -540,7 +540,7 @@ fn styled_stream() -> impl Strategy<Value = Vec<u8>> {
         4 => any::<[u8; 3]>()
             .prop_map(|[r, g, b]| format!("\x1b[38;2;{r};{g};{b}m").into_bytes()),
         2 => any::<u8>().prop_map(|i| format!("\x1b[48;5;{i}m").into_bytes()),
-        1 => prop::sample::select(&["\x1b[m", "\x1b[1;7m", "\x1b[4;49m"][..])
+        1 => prop::sample::select(&["\x1b[m", "\x1b[1;7m", "\x1b[4;49m", "\x1b[5;8;9;21;44m", "\x1b[2;25;28;29;24m"][..])
             .prop_map(|s| s.as_bytes().to_vec()),
         4 => "[a-z]{1,4}".prop_map(String::into_bytes),
         1 => prop::sample::select(&["\u{4e2d}", "e\u{301}"][..]).prop_map(|s| s.as_bytes().to_vec()),

@@ -267,3 +267,40 @@ fn decsc_saves_the_character_sets_and_the_bootstrap_rebuilds_them() {
     t.advance(b"q#");
     assert_eq!(lines(&t)[0], "q#");
 }
+
+/// ctlseqs, "Character Attributes (SGR)": `Ps = 5` Blink, `8` Invisible, `9` Crossed-out,
+/// `21` Doubly-underlined; `25` Steady, `28` Visible, `29` Not crossed-out, `24` Not
+/// underlined. `printf '\033[5;8;9;21mx\033[25my\033[28mz\033[29mw\033[24mv\n'`. The screen
+/// document shows each as a key present when set; the bootstrap rebuilds them.
+#[test]
+fn blink_invisible_strikethrough_and_double_underline_in_the_document_and_bootstrap() {
+    let t = term(b"\x1b[5;8;9;21mx\x1b[25my\x1b[28mz\x1b[29mw\x1b[24mv\x1b[5;9m");
+    let v = t.screen_value(0, None, true);
+    let keys = ["blink", "invisible", "strikethrough", "double_underline"];
+    let shown: Vec<Vec<&str>> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            keys.iter()
+                .copied()
+                .filter(|k| c.get(*k) == Some(&true.into()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            keys.to_vec(),
+            vec!["invisible", "strikethrough", "double_underline"],
+            vec!["strikethrough", "double_underline"],
+            vec!["double_underline"],
+        ],
+        "v has the default style: no cell"
+    );
+    assert_eq!(lines(&t)[0], "xyzwv");
+    assert_rebuilt(&t);
+    let mut fresh = Terminal::new(80, 24, 0);
+    fresh.advance(&t.bootstrap());
+    assert_eq!(fresh.screen_value(0, None, true), v);
+}
