@@ -3,20 +3,24 @@
 use std::fmt::Write as _;
 
 use crate::Terminal;
-use crate::grid::{BOLD, Cell, Color, DIM, Grid, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::grid::{
+    BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, Grid, INVERSE, INVISIBLE,
+    ITALIC, Pen, STRIKETHROUGH, UNDERLINE,
+};
 use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking};
-use crate::vt::{Saved, Vt};
+use crate::vt::{Charsets, Saved, Vt};
 
 impl Terminal {
     /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen
     /// (text, attributes, colours, soft wraps, cursor position, visibility and style, the
-    /// pen), the title, the scroll region, tab stops, origin and autowrap modes, the saved
-    /// cursor, and the modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking
+    /// pen), the title, the scroll region, tab stops, origin, autowrap and insert modes, the
+    /// saved cursor (wrap-pending state and character sets included), the character sets
+    /// (G0-G3, GL, a pending single shift), and the modes: DECCKM, keypad, bracketed paste, focus reporting, mouse tracking
     /// and encoding, DECBKM, LNM, the alternate screen (with the main screen behind it) and
     /// both kitty flag stacks.
     ///
-    /// Not rebuilt: history rows and character sets (not modelled).
+    /// Not rebuilt: history rows.
     pub fn bootstrap(&self) -> Vec<u8> {
         let vt = &self.vt;
         let modes = self.modes();
@@ -27,7 +31,7 @@ impl Terminal {
             push_grid(&mut out, vt.other());
             push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(false));
             // 1049 saves the cursor as it enters: enter from the main screen's saved cursor.
-            push_saved(&mut out, vt.saved[0], 0, "\x1b[?1049h");
+            push_saved(&mut out, vt.other(), vt.saved[0], 0, "\x1b[?1049h");
         }
         push_grid(&mut out, &vt.screen);
         push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(vt.alt_active));
@@ -98,7 +102,18 @@ fn push_pen(out: &mut String, pen: Pen) {
             let _ = write!(out, ";{code}");
         }
     }
-    for (word, base, bright, ext) in [(pen.fg, 30, 90, 38), (pen.bg, 40, 100, 48)] {
+    for (bit, code) in [
+        (BLINK, 5),
+        (INVISIBLE, 8),
+        (STRIKETHROUGH, 9),
+        (DOUBLE_UNDERLINE, 21),
+    ] {
+        if pen.has_bg(bit) {
+            let _ = write!(out, ";{code}");
+        }
+    }
+    let bg = pen.bg & !BG_ATTR_MASK;
+    for (word, base, bright, ext) in [(pen.fg, 30, 90, 38), (bg, 40, 100, 48)] {
         match Color::unpack(word) {
             Color::Default => {}
             Color::Idx(i @ 0..=7) => {
@@ -206,9 +221,9 @@ fn push_grid(out: &mut String, grid: &Grid) {
 }
 
 /// The scroll region, tab stops, saved cursor, origin and autowrap modes, then the cursor
-/// (with its wrap-pending state), the pen and the cursor's visibility.
+/// (with its wrap-pending state), the pen, the cursor's visibility and insert mode.
 fn push_layout(out: &mut String, vt: &Vt) {
-    let (cols, rows) = vt.size();
+    let rows = vt.size().1;
     if (vt.top, vt.bottom) != (0, rows - 1) {
         let _ = write!(out, "\x1b[{};{}r", vt.top + 1, vt.bottom + 1);
     }
@@ -225,34 +240,21 @@ fn push_layout(out: &mut String, vt: &Vt) {
     }
     let slot = vt.saved[usize::from(vt.alt_active)];
     if slot != Saved::default() {
-        push_saved(out, slot, vt.top, "\x1b7");
+        push_saved(out, &vt.screen, slot, vt.top, "\x1b7");
     }
     if vt.origin {
         out.push_str("\x1b[?6h");
     }
     let cur = vt.cur;
-    let row = vt.screen.row(cur.y);
     let base = if vt.origin { vt.top } else { 0 };
-    let last = row.cells[usize::from(cols) - 1];
-    let x = if last.is_wide_cont() {
-        cols.saturating_sub(2)
-    } else {
-        cols - 1
-    };
-    let cell = row.cells[usize::from(x)];
-    if cur.pending && cell.has_contents() {
-        // Redraw the character on the last column: that leaves the cursor wrap-pending.
-        let _ = write!(out, "\x1b[{};{}H", cur.y.saturating_sub(base) + 1, x + 1);
-        push_pen(out, row.pen(cell));
-        out.push(cell.ch());
-        out.extend(row.marks_at(x));
-    } else {
-        let _ = write!(
-            out,
-            "\x1b[{};{}H",
-            cur.y.saturating_sub(base) + 1,
-            cur.x + 1
-        );
+    let row = cur.y.saturating_sub(base) + 1;
+    // A pending wrap over an empty last column (the row changed after it was saved, then
+    // DECRC) cannot be drawn, but the saved cursor gives it back when it is that cursor.
+    let restorable = (slot.x, slot.y, slot.pending, slot.origin) == (cur.x, cur.y, true, vt.origin);
+    if cur.pending && restorable {
+        out.push_str("\x1b8");
+    } else if !(cur.pending && push_last_column(out, &vt.screen, cur.y, row)) {
+        let _ = write!(out, "\x1b[{row};{}H", cur.x + 1);
     }
     if !vt.autowrap {
         out.push_str("\x1b[?7l");
@@ -261,27 +263,94 @@ fn push_layout(out: &mut String, vt: &Vt) {
     if vt.cursor_hidden {
         out.push_str("\x1b[?25l");
     }
+    // Last: nothing is printed after them.
+    if vt.insert {
+        out.push_str("\x1b[4h");
+    }
+    push_charsets(out, Charsets::default(), vt.charsets);
 }
 
-/// Puts the cursor, pen, origin and autowrap modes as saved, then `save` (DECSC, or 1049
-/// which saves as it switches); leaves the pen default and both modes at their defaults.
-/// `top` is the scroll region's top row in force at this point (origin mode counts from it).
-fn push_saved(out: &mut String, s: Saved, top: u16, save: &str) {
+/// Designates and invokes the character sets `to` where they differ from `from` (which the
+/// receiving terminal has), a pending single shift last.
+fn push_charsets(out: &mut String, from: Charsets, to: Charsets) {
+    for (g, (&was, &set)) in from.g.iter().zip(&to.g).enumerate() {
+        if was != set {
+            let _ = write!(
+                out,
+                "\x1b{}{}",
+                char::from(b"()*+"[g]),
+                char::from(set.final_byte())
+            );
+        }
+    }
+    if from.gl != to.gl {
+        out.push_str(["\x0f", "\x0e", "\x1bn", "\x1bo"][usize::from(to.gl & 3)]);
+    }
+    match to.single {
+        2 => out.push_str("\x1bN"),
+        3 => out.push_str("\x1bO"),
+        _ => {}
+    }
+}
+
+/// When the last column of row `y` of `grid` holds a character (or the right half of a wide
+/// one), moves there (`row` as CUP counts it) and redraws it, which leaves the cursor on the
+/// last column, wrap-pending; false when the cell is empty.
+fn push_last_column(out: &mut String, grid: &Grid, y: u16, row: u16) -> bool {
+    let cols = grid.cols();
+    let r = grid.row(y);
+    let x = if r.cells[usize::from(cols) - 1].is_wide_cont() {
+        cols.saturating_sub(2)
+    } else {
+        cols - 1
+    };
+    let cell = r.cells[usize::from(x)];
+    if !cell.has_contents() {
+        return false;
+    }
+    let _ = write!(out, "\x1b[{row};{}H", x + 1);
+    push_pen(out, r.pen(cell));
+    out.push(cell.ch());
+    out.extend(r.marks_at(x));
+    true
+}
+
+/// Puts the cursor (with its wrap-pending state), pen and origin mode as saved, then `save`
+/// (DECSC, or 1049 which saves as it switches); leaves the pen default and origin mode off.
+/// `top` is the scroll region's top row in force at this point (origin mode counts from it);
+/// `grid` is the screen the cursor was saved on, already drawn.
+fn push_saved(out: &mut String, grid: &Grid, s: Saved, top: u16, save: &str) {
     let mut y = s.y;
     if s.origin {
         out.push_str("\x1b[?6h");
         y = y.saturating_sub(top);
     }
-    let _ = write!(out, "\x1b[{};{}H", y + 1, s.x + 1);
+    let row = y + 1;
+    // A pending wrap is made by writing to the last column: its own character again, or a
+    // space that is erased once the cursor is saved.
+    let mut erase_after = false;
+    if !(s.pending && push_last_column(out, grid, s.y, row)) {
+        let _ = write!(out, "\x1b[{row};{}H", s.x + 1);
+        if s.pending {
+            out.push(' ');
+            erase_after = true;
+        }
+    }
     push_pen(out, s.pen);
-    if !s.autowrap {
-        out.push_str("\x1b[?7l");
+    push_charsets(out, Charsets::default(), s.charsets);
+    if erase_after {
+        // DECSC, erase the space, DECRC: back on the last column, wrap-pending, over the
+        // cell as it was; then `save` (1049 switches screens, so it cannot come first).
+        out.push_str("\x1b7");
+        let last = grid.row(s.y);
+        let cell = last.cells[usize::from(grid.cols()) - 1];
+        let _ = write!(out, "\x1b[{row};{}H", grid.cols());
+        push_pen(out, last.pen(cell));
+        out.push_str("\x1b[X\x1b8");
     }
     out.push_str(save);
     out.push_str("\x1b[m");
-    if !s.autowrap {
-        out.push_str("\x1b[?7h");
-    }
+    push_charsets(out, s.charsets, Charsets::default());
     if s.origin {
         out.push_str("\x1b[?6l");
     }

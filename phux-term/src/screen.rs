@@ -3,7 +3,10 @@
 use serde_json::{Map, Value, json};
 
 use crate::Terminal;
-use crate::grid::{BOLD, Cell, Color, DIM, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::grid::{
+    BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE, ITALIC, Pen,
+    STRIKETHROUGH, UNDERLINE,
+};
 
 /// The `schema_version` of the documents built here.
 pub const SCREEN_SCHEMA_VERSION: u32 = 3;
@@ -100,8 +103,11 @@ impl Terminal {
     }
 }
 
+/// A styled cell as JSON. The attributes added after schema 3 was fixed (blink, invisible,
+/// strikethrough, double underline) are keys present only when set: clients ignore keys they
+/// do not know, and cells without them stay as they were.
 fn cell_json(row: usize, col: usize, cell: Cell, pen: Pen, text: &str) -> Value {
-    json!({
+    let mut v = json!({
         "row": row,
         "col": col,
         "text": text,
@@ -113,7 +119,20 @@ fn cell_json(row: usize, col: usize, cell: Cell, pen: Pen, text: &str) -> Value 
         "underline": pen.has(UNDERLINE),
         "inverse": pen.has(INVERSE),
         "wide": cell.is_wide(),
-    })
+    });
+    if let Value::Object(map) = &mut v {
+        for (attr, key) in [
+            (BLINK, "blink"),
+            (INVISIBLE, "invisible"),
+            (STRIKETHROUGH, "strikethrough"),
+            (DOUBLE_UNDERLINE, "double_underline"),
+        ] {
+            if pen.has_bg(attr) {
+                map.insert(key.into(), true.into());
+            }
+        }
+    }
+    v
 }
 
 /// A colour as JSON: `null` (the default), a palette index, or `"#rrggbb"`.

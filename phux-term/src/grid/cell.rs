@@ -14,6 +14,13 @@ pub(crate) const UNDERLINE: u32 = 1 << 29;
 pub(crate) const INVERSE: u32 = 1 << 30;
 pub(crate) const ATTR_MASK: u32 = BOLD | DIM | ITALIC | UNDERLINE | INVERSE;
 
+// More text attributes, in the background word above its colour (the foreground word is full).
+pub(crate) const DOUBLE_UNDERLINE: u32 = 1 << 26;
+pub(crate) const BLINK: u32 = 1 << 27;
+pub(crate) const INVISIBLE: u32 = 1 << 28;
+pub(crate) const STRIKETHROUGH: u32 = 1 << 29;
+pub(crate) const BG_ATTR_MASK: u32 = DOUBLE_UNDERLINE | BLINK | INVISIBLE | STRIKETHROUGH;
+
 // Cell shape flags, in a cell's code word above the code point.
 /// The left half of a double-width character.
 const WIDE: u32 = 1 << 30;
@@ -55,13 +62,19 @@ impl Color {
 pub(crate) struct Pen {
     /// Foreground colour plus [`ATTR_MASK`] bits.
     pub(crate) fg: u32,
-    /// Background colour.
+    /// Background colour plus [`BG_ATTR_MASK`] bits.
     pub(crate) bg: u32,
 }
 
 impl Pen {
+    /// Whether one of the foreground word's attributes ([`ATTR_MASK`]) is set.
     pub(crate) fn has(self, attr: u32) -> bool {
         self.fg & attr != 0
+    }
+
+    /// Whether one of the background word's attributes ([`BG_ATTR_MASK`]) is set.
+    pub(crate) fn has_bg(self, attr: u32) -> bool {
+        self.bg & attr != 0
     }
 }
 

@@ -16,7 +16,10 @@
 mod cell;
 mod ring;
 
-pub(crate) use cell::{ATTR_MASK, BOLD, Cell, Color, DIM, INVERSE, ITALIC, Mark, Pen, UNDERLINE};
+pub(crate) use cell::{
+    ATTR_MASK, BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE,
+    ITALIC, Mark, Pen, STRIKETHROUGH, UNDERLINE,
+};
 pub(crate) use ring::Grid;
 
 /// Rows reset to a style table of at most this many entries' capacity: enough for a

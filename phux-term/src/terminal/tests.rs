@@ -7,6 +7,7 @@ use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 use crate::tracker;
 
 mod vs_vt100;
+mod xterm;
 
 fn term_with(bytes: &[u8]) -> Terminal {
     let mut t = Terminal::new(20, 5, 100);
@@ -52,7 +53,8 @@ fn drawing(t: &Terminal) -> String {
             vt.cur,
             vt.pen,
             (vt.cursor_hidden, vt.cursor_style, vt.alt_active),
-            (vt.top, vt.bottom, vt.origin, vt.autowrap),
+            (vt.top, vt.bottom, vt.origin, vt.autowrap, vt.insert),
+            vt.charsets,
             &vt.tabs,
             vt.saved[usize::from(vt.alt_active)],
             vt.alt_active.then_some(vt.saved[0]),
@@ -509,6 +511,12 @@ fn stream() -> impl Strategy<Value = Vec<u8>> {
         1 => Just(b"\x1bc".to_vec()),
         1 => Just(b"\x1b]2;t;i\x07".to_vec()),
         1 => Just("\u{4e2d}\u{1f600}".as_bytes().to_vec()),
+        // Character sets, insert mode, saved cursors, the pending wrap.
+        2 => prop::sample::select(&[
+            "\x1b(0", "\x1b)0", "\x1b*A", "\x1b+0", "\x1b(B", "\x0e", "\x0f", "\x1bN",
+            "\x1bO", "\x1bn", "\x1bo", "\x1b[4h", "\x1b[4l", "\x1b7", "\x1b8", "lqk#_~",
+            "\x1b[1;12Hxy", "\x1b#8",
+        ][..]).prop_map(|s| s.as_bytes().to_vec()),
         3 => (prop::sample::select(&b"?<>= "[..]), proptest::collection::vec(0u16..2100, 0..4),
               prop::sample::select(&b"hlumJrHq"[..]))
             .prop_map(|(marker, params, fin)| {
@@ -532,7 +540,7 @@ fn styled_stream() -> impl Strategy<Value = Vec<u8>> {
         4 => any::<[u8; 3]>()
             .prop_map(|[r, g, b]| format!("\x1b[38;2;{r};{g};{b}m").into_bytes()),
         2 => any::<u8>().prop_map(|i| format!("\x1b[48;5;{i}m").into_bytes()),
-        1 => prop::sample::select(&["\x1b[m", "\x1b[1;7m", "\x1b[4;49m"][..])
+        1 => prop::sample::select(&["\x1b[m", "\x1b[1;7m", "\x1b[4;49m", "\x1b[5;8;9;21;44m", "\x1b[2;25;28;29;24m"][..])
             .prop_map(|s| s.as_bytes().to_vec()),
         4 => "[a-z]{1,4}".prop_map(String::into_bytes),
         1 => prop::sample::select(&["\u{4e2d}", "e\u{301}"][..]).prop_map(|s| s.as_bytes().to_vec()),
@@ -912,6 +920,18 @@ fn xterm_behaviour_where_vt100_differs() {
     let mut t = Terminal::new(6, 3, 0);
     t.advance(b"\x1b[31m\x1b7\x1b[?1049h\x1b[32m\x1b7\x1b[?1049lR");
     assert_eq!(t.screen_value(0, None, true)["cells"][0]["fg"], 1);
+    // HT keeps the wrap-pending state (xterm `TabToNextStop`); vt100 clamps its cursor back
+    // onto the last column. (More in `xterm::a_tab_keeps_the_pending_wrap`.)
+    let mut t = Terminal::new(4, 2, 0);
+    t.advance(b"abcd\tX");
+    assert_eq!(lines(&t), ["abcd", "X"]);
+    // Bold and faint are two attributes (xterm); vt100 keeps the last set.
+    let t = term_with(b"\x1b[1;2mx");
+    let v = t.screen_value(0, None, true);
+    assert_eq!(
+        (&v["cells"][0]["bold"], &v["cells"][0]["dim"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
 }
 
 // [SCREEN.JSON.2] with history capture: `yes`-like output fills history row by row.

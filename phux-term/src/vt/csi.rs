@@ -15,7 +15,7 @@ impl Vt {
         match (marker, fin) {
             (None, b'@') => self.insert_chars(p(0, 1)),
             (None, b'A') => self.cursor_up(p(0, 1)),
-            (None, b'B' | b'e') => self.cursor_down(p(0, 1)),
+            (None, b'B') => self.cursor_down(p(0, 1)),
             (None, b'C' | b'a') => self.cursor_forward(p(0, 1)),
             (None, b'D') => {
                 let n = p(0, 1);
@@ -58,6 +58,15 @@ impl Vt {
                 let x = self.cur.x;
                 self.goto(row, x);
             }
+            // VPR. [xterm] `CASE_VPR` is VPA relative to the current row (`CursorSet`): bounded
+            // by the screen, or by the region only in origin mode, never by the bottom margin
+            // as CUD is.
+            (None, b'e') => {
+                let base = if self.origin { self.top } else { 0 };
+                let row = self.cur.y.saturating_sub(base).saturating_add(p(0, 1));
+                let x = self.cur.x;
+                self.goto(row, x);
+            }
             (None, b'g') => match p(0, 0) {
                 0 => {
                     if let Some(t) = self.tabs.get_mut(usize::from(self.cur.x)) {
@@ -69,8 +78,13 @@ impl Vt {
             },
             (None, b'h' | b'l') => {
                 let set = fin == b'h';
-                if self.params.iter().any(|g| *g == [20]) {
-                    self.line_feed_mode = set;
+                for g in self.params.iter() {
+                    match g {
+                        // IRM. [xterm] ctlseqs SM / RM `Ps = 4` Insert Mode.
+                        [4] => self.insert = set,
+                        [20] => self.line_feed_mode = set,
+                        _ => {}
+                    }
                 }
             }
             (None, b'm') => self.sgr(),

@@ -1,7 +1,7 @@
 //! Cursor motion, tab stops, line feeds, saved cursors, the alternate screen and reset.
 
 use super::{Cursor, Saved, Vt};
-use crate::grid::Grid;
+use crate::grid::{Cell, Grid};
 
 impl Vt {
     pub(super) fn set_x(&mut self, x: u16) {
@@ -41,6 +41,9 @@ impl Vt {
         self.set_x(x);
     }
 
+    /// HT and CHT. [xterm] `TabToNextStop` sets the column without resetting `do_wrap`: from
+    /// the wrap-pending state the cursor stays on the last column, still pending, and the next
+    /// character starts the next row.
     pub(super) fn tab_forward(&mut self, n: u16) {
         let mut x = self.cur.x;
         // Past `cols` steps the cursor is at the edge whatever the stops: bounded work.
@@ -48,7 +51,7 @@ impl Vt {
             let next = (usize::from(x) + 1..usize::from(self.cols)).find(|&c| self.tabs[c]);
             x = next.map_or(self.cols - 1, |c| c as u16);
         }
-        self.set_x(x);
+        self.cur.x = x;
     }
 
     pub(super) fn tab_backward(&mut self, n: u16) {
@@ -90,26 +93,46 @@ impl Vt {
         self.cur.pending = false;
     }
 
+    /// DECSC (and SCOSC, 1048, 1049). [xterm] `CursorSave` saves the wrap-pending flag with
+    /// the position, and not DECAWM (not in `DECSC_FLAGS`).
     pub(super) fn save_cursor(&mut self) {
         self.saved[usize::from(self.alt_active)] = Saved {
             x: self.cur.x,
             y: self.cur.y,
+            pending: self.cur.pending,
             pen: self.pen,
             origin: self.origin,
-            autowrap: self.autowrap,
+            charsets: self.charsets.saved(),
         };
     }
 
+    /// DECRC. [xterm] `CursorRestore` sets `do_wrap` from the saved flag after moving, and
+    /// leaves DECAWM as it is. With DECAWM now off the flag is dropped: nothing wraps then (a
+    /// pending wrap only exists with DECAWM on here, as DECAWM off cancels it).
     pub(super) fn restore_cursor(&mut self) {
         let s = self.saved[usize::from(self.alt_active)];
         self.cur = Cursor {
             x: s.x.min(self.cols - 1),
             y: s.y.min(self.rows - 1),
-            pending: false,
+            pending: s.pending && self.autowrap,
         };
         self.pen = s.pen;
         self.origin = s.origin;
-        self.autowrap = s.autowrap;
+        self.charsets.restore(s.charsets);
+    }
+
+    /// DECALN (`ESC # 8`). [xterm] `CASE_DECALN`: resets the margins, homes the cursor and
+    /// fills the screen with `E` (`ScrnFillRectangle` with no attributes).
+    pub(super) fn screen_alignment(&mut self) {
+        self.top = 0;
+        self.bottom = self.rows - 1;
+        self.goto(0, 0);
+        let cols = self.cols;
+        for y in 0..self.rows {
+            let row = self.screen.row_mut(y);
+            row.fill(0, cols, Cell::new('E', 0));
+            row.wrapped = false;
+        }
     }
 
     /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm, but not

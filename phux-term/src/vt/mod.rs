@@ -19,7 +19,9 @@
 use crate::grid::{Grid, Pen};
 use crate::history::History;
 use crate::tracker::ModeTracker;
+pub(crate) use charset::{Charset, Charsets};
 
+mod charset;
 mod csi;
 mod cursor;
 mod edit;
@@ -146,26 +148,17 @@ pub(crate) struct Cursor {
     pub(crate) pending: bool,
 }
 
-/// What DECSC saves (per screen, as in xterm).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the
+/// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`) and the
+/// character sets, but not DECAWM.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct Saved {
     pub(crate) x: u16,
     pub(crate) y: u16,
+    pub(crate) pending: bool,
     pub(crate) pen: Pen,
     pub(crate) origin: bool,
-    pub(crate) autowrap: bool,
-}
-
-impl Default for Saved {
-    fn default() -> Self {
-        Self {
-            x: 0,
-            y: 0,
-            pen: Pen::default(),
-            origin: false,
-            autowrap: true,
-        }
-    }
+    pub(crate) charsets: Charsets,
 }
 
 /// The parser plus both screens, the cursor, the pen, the modes that change how output is
@@ -192,6 +185,7 @@ pub(crate) struct Vt {
     pub(crate) alt_active: bool,
     pub(crate) cur: Cursor,
     pub(crate) pen: Pen,
+    pub(crate) charsets: Charsets,
     /// Saved cursors: index 0 main screen, 1 alternate.
     pub(crate) saved: [Saved; 2],
     /// Scroll region rows, inclusive.
@@ -199,6 +193,8 @@ pub(crate) struct Vt {
     pub(crate) bottom: u16,
     pub(crate) origin: bool,
     pub(crate) autowrap: bool,
+    /// IRM (`CSI 4 h`): printed characters push the rest of the row right.
+    pub(crate) insert: bool,
     pub(crate) cursor_hidden: bool,
     /// DECSCUSR style, 0-6.
     pub(crate) cursor_style: u8,
@@ -236,11 +232,13 @@ impl Vt {
             alt_active: false,
             cur: Cursor::default(),
             pen: Pen::default(),
+            charsets: Charsets::default(),
             saved: [Saved::default(); 2],
             top: 0,
             bottom: rows - 1,
             origin: false,
             autowrap: true,
+            insert: false,
             cursor_hidden: false,
             cursor_style: 0,
             line_feed_mode: false,
@@ -270,7 +268,7 @@ impl Vt {
                 let start = i;
                 i += printable_run(&bytes[i..]);
                 if i > start {
-                    self.print_ascii(&bytes[start..i]);
+                    self.print_text(&bytes[start..i]);
                     continue;
                 }
                 // The line ends of ordinary output, without the trip through `execute`.
@@ -331,6 +329,8 @@ impl Vt {
         for s in &mut self.saved {
             s.x = s.x.min(cols - 1);
             s.y = s.y.min(rows - 1);
+            // The saved pending wrap belonged to the old last column.
+            s.pending = false;
         }
         self.cols = cols;
         self.rows = rows;

@@ -13,19 +13,19 @@ impl Vt {
                 self.utf8.lo = 0x80;
                 self.utf8.hi = 0xbf;
                 if self.utf8.need == 0 {
-                    self.print(char::from_u32(self.utf8.cp).unwrap_or('\u{fffd}'));
+                    self.print_decoded(char::from_u32(self.utf8.cp).unwrap_or('\u{fffd}'));
                 }
                 return;
             }
             // The sequence broke off: it shows as one replacement character, and this byte
             // starts afresh.
             self.utf8.need = 0;
-            self.print('\u{fffd}');
+            self.print_decoded('\u{fffd}');
         }
         match b {
             0x1b => self.enter(State::Escape),
             0x00..=0x1f => self.execute(b),
-            0x20..=0x7e => self.print(char::from(b)),
+            0x20..=0x7e => self.print_text(std::slice::from_ref(&b)),
             // DEL is ignored; a lone C1 byte is a control we do not act on (as in vt100).
             0x7f..=0x9f => {}
             0xc2..=0xdf => self.utf8_lead(1, b & 0x1f, 0x80, 0xbf),
@@ -35,7 +35,7 @@ impl Vt {
             0xf0 => self.utf8_lead(3, b & 0x07, 0x90, 0xbf),
             0xf1..=0xf3 => self.utf8_lead(3, b & 0x07, 0x80, 0xbf),
             0xf4 => self.utf8_lead(3, b & 0x07, 0x80, 0x8f),
-            _ => self.print('\u{fffd}'),
+            _ => self.print_decoded('\u{fffd}'),
         }
     }
 

@@ -1,7 +1,10 @@
 //! SGR (`CSI ... m`): the pen's colours and attributes.
 
 use super::Vt;
-use crate::grid::{ATTR_MASK, BOLD, Color, DIM, INVERSE, ITALIC, Pen, UNDERLINE};
+use crate::grid::{
+    ATTR_MASK, BG_ATTR_MASK, BLINK, BOLD, Color, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE, ITALIC,
+    Pen, STRIKETHROUGH, UNDERLINE,
+};
 
 impl Vt {
     pub(super) fn sgr(&mut self) {
@@ -41,29 +44,47 @@ impl Vt {
         while let Some(group) = it.next() {
             match group {
                 [0] => pen = Pen::default(),
-                // Bold and dim are one intensity setting, as in vt100.
-                [1] => pen.fg = (pen.fg & !(BOLD | DIM)) | BOLD,
-                [2] => pen.fg = (pen.fg & !(BOLD | DIM)) | DIM,
+                // [xterm] bold and faint are two attributes (ctlseqs: SGR 1 "Bold", 2 "Faint";
+                // charproc.c sets BOLD and ATR_FAINT apart): both can be on, 22 clears both.
+                // vt100 keeps one intensity, the last set.
+                [1] => pen.fg |= BOLD,
+                [2] => pen.fg |= DIM,
                 [3] => pen.fg |= ITALIC,
                 [4] => pen.fg |= UNDERLINE,
+                [5] => pen.bg |= BLINK,
                 [7] => pen.fg |= INVERSE,
+                [8] => pen.bg |= INVISIBLE,
+                [9] => pen.bg |= STRIKETHROUGH,
+                // [xterm] ctlseqs: SGR 21 "Doubly-underlined (ISO 6429)" (ATR_DBL_UNDER), not
+                // "bold off"; 24 "Not underlined" clears it as well as 4.
+                [21] => pen.bg |= DOUBLE_UNDERLINE,
                 [22] => pen.fg &= !(BOLD | DIM),
                 [23] => pen.fg &= !ITALIC,
-                [24] => pen.fg &= !UNDERLINE,
+                [24] => {
+                    pen.fg &= !UNDERLINE;
+                    pen.bg &= !DOUBLE_UNDERLINE;
+                }
+                [25] => pen.bg &= !BLINK,
                 [27] => pen.fg &= !INVERSE,
+                [28] => pen.bg &= !INVISIBLE,
+                [29] => pen.bg &= !STRIKETHROUGH,
                 [n @ 30..=37] => pen.fg = (pen.fg & ATTR_MASK) | Color::Idx((n - 30) as u8).pack(),
                 [n @ 90..=97] => pen.fg = (pen.fg & ATTR_MASK) | Color::Idx((n - 82) as u8).pack(),
                 [39] => pen.fg &= ATTR_MASK,
-                [n @ 40..=47] => pen.bg = Color::Idx((n - 40) as u8).pack(),
-                [n @ 100..=107] => pen.bg = Color::Idx((n - 92) as u8).pack(),
-                [49] => pen.bg = 0,
+                [n @ 40..=47] => {
+                    pen.bg = (pen.bg & BG_ATTR_MASK) | Color::Idx((n - 40) as u8).pack();
+                }
+                [n @ 100..=107] => {
+                    pen.bg = (pen.bg & BG_ATTR_MASK) | Color::Idx((n - 92) as u8).pack();
+                }
+                [49] => pen.bg &= BG_ATTR_MASK,
                 [38, ..] => match extended(group, &mut it) {
                     Ok(Some(c)) => pen.fg = (pen.fg & ATTR_MASK) | c.pack(),
                     Ok(None) => {}
                     Err(()) => break,
                 },
                 [48, ..] => match extended(group, &mut it) {
-                    Ok(Some(c)) => pen.bg = c.pack(),
+                    Ok(Some(c)) => pen.bg = (pen.bg & BG_ATTR_MASK) | c.pack(),
                     Ok(None) => {}
                     Err(()) => break,
                 },

@@ -18,6 +18,54 @@ impl Vt {
         self.cur.x = 0;
     }
 
+    /// Writes a run of printable ASCII bytes as the character sets show them: unmapped (one
+    /// flag tested per run) unless GL holds another set or a single shift is pending.
+    #[inline]
+    pub(super) fn print_text(&mut self, run: &[u8]) {
+        if self.charsets.active() {
+            self.print_mapped(run);
+        } else {
+            self.print_ascii(run);
+        }
+    }
+
+    /// [`print_text`](Self::print_text) through the sets: the first byte in a single shift's
+    /// set, the rest in GL's, runs of bytes the set leaves as they are still in one go.
+    #[inline(never)]
+    fn print_mapped(&mut self, mut run: &[u8]) {
+        if self.charsets.single != 0
+            && let Some((&b, rest)) = run.split_first()
+        {
+            let set = self.charsets.next();
+            self.print(set.map(b));
+            run = rest;
+        }
+        let set = self.charsets.gl_set();
+        while !run.is_empty() {
+            let same = run
+                .iter()
+                .position(|&b| set.map(b) != char::from(b))
+                .unwrap_or(run.len());
+            if same > 0 {
+                self.print_ascii(&run[..same]);
+                run = &run[same..];
+            } else {
+                self.print(set.map(run[0]));
+                run = &run[1..];
+            }
+        }
+    }
+
+    /// A character decoded from UTF-8 (or a replacement character): shown as it is, though it
+    /// still ends a single shift (xterm applies the shift to the next character, whatever it
+    /// is, and maps only GL bytes).
+    pub(super) fn print_decoded(&mut self, c: char) {
+        if self.charsets.single != 0 {
+            self.charsets.next();
+        }
+        self.print(c);
+    }
+
     /// Writes a run of printable ASCII: each row's share in one pass over its cells.
     #[inline]
     pub(super) fn print_ascii(&mut self, mut run: &[u8]) {
@@ -38,6 +86,10 @@ impl Vt {
                 return;
             }
             let (now, rest) = run.split_at(room.min(run.len()));
+            if self.insert {
+                // IRM: the row's rest moves right first; what passes the margin is lost.
+                self.insert_chars(now.len() as u16);
+            }
             self.put_ascii(y, x, now);
             let nx = x + now.len() as u16;
             if nx >= cols {
@@ -113,6 +165,9 @@ impl Vt {
             } else {
                 self.cur.x = self.cols - width;
             }
+        }
+        if self.insert {
+            self.insert_chars(width);
         }
         let (x, y) = (self.cur.x, self.cur.y);
         let cols = self.cols;

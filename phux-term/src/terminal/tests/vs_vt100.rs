@@ -16,12 +16,16 @@
 //!   saved cursor (pen included) per screen; 1049 while already on the alternate screen does
 //!   nothing: a switch is followed by `CSI r` and a CUP, DECSC / DECRC only run on the main
 //!   screen, and a second 1049h is skipped;
-//! - DECSC (and 1049, which saves the cursor) does not save the wrap-pending state (xterm
-//!   `CursorSave`; vt100 saves its past-the-edge column): a CR comes first when it is pending;
+//! - bold and faint are two attributes, both can be on (xterm; vt100 keeps one intensity, the
+//!   last set): SGR 1 and 2 are sent as `22;1` and `22;2`;
+//! - HT keeps the wrap-pending state (xterm `TabToNextStop` sets the column and leaves
+//!   `do_wrap`; vt100 clamps its cursor back onto the last column): a CR first when pending;
 //! - not in vt100 at all, so not generated here: 1047 (vt100 ignores it), DECAWM, IND, NEL,
 //!   HTS / TBC / CHT / CBT, LNM, SCOSC / SCORC, origin mode, SGR 58, colon colours with a
-//!   colour-space id, emoji presentation selectors, and invalid UTF-8 (we show U+FFFD, vt100
-//!   drops it).
+//!   colour-space id, emoji presentation selectors, invalid UTF-8 (we show U+FFFD, vt100
+//!   drops it), character sets (SCS designations, SO / SI, LS2 / LS3, SS2 / SS3: vt100 ignores
+//!   them and shows `lqqk` where xterm draws `┌──┐`), IRM, VPR, DECALN, and SGR 5 / 8 / 9 / 21
+//!   and their resets (pinned in `xterm`).
 
 use proptest::prelude::*;
 
@@ -124,10 +128,10 @@ enum Kind {
     Vertical,
     /// RI: skipped above the scroll region, CR first when wrap-pending.
     ReverseIndex,
-    /// DECSC / DECRC: main screen only, CR first when wrap-pending.
+    /// DECSC / DECRC: main screen only. (Both save the wrap-pending state: xterm
+    /// `CursorSave` keeps `do_wrap`, vt100 its past-the-edge column.)
     SaveRestore,
-    /// Enters the alternate screen with 1049: skipped when already there, CR first when
-    /// wrap-pending (vt100 saves the pending state with the cursor; DECSC in xterm does not).
+    /// Enters the alternate screen with 1049: skipped when already there.
     Enter1049,
 }
 
@@ -152,7 +156,7 @@ fn token(cols: u16, rows: u16) -> impl Strategy<Value = (Vec<u8>, Kind)> {
         any::<[u8; 3]>().prop_map(|[r, g, b]| format!("48:2:{r}:{g}:{b}")),
         prop::sample::select(
             &[
-                "0", "1", "2", "3", "4", "7", "22", "23", "24", "27", "39", "49", ""
+                "0", "22;1", "22;2", "3", "4", "7", "22", "23", "24", "27", "39", "49", ""
             ][..]
         )
         .prop_map(str::to_owned),
@@ -165,7 +169,7 @@ fn token(cols: u16, rows: u16) -> impl Strategy<Value = (Vec<u8>, Kind)> {
         1 => plain("\r"),
         1 => Just((b"\n".to_vec(), Kind::Vertical)),
         1 => Just((b"\x08".to_vec(), C)),
-        1 => plain("\t"),
+        1 => Just((b"\t".to_vec(), C)),
         1 => plain("\x07"),
         3 => prop::collection::vec(color, 1..4).prop_map(|c| (csi(&c.join(";"), 'm'), P)),
         3 => (row(), col()).prop_map(|(r, c)| (csi(&format!("{r};{c}"), 'H'), P)),
@@ -255,7 +259,8 @@ fn run(cols: u16, rows: u16, tokens: Vec<(Vec<u8>, Kind)>) -> Result<(), TestCas
             continue;
         }
         let mut input = Vec::new();
-        if pending && kind != Kind::Plain {
+        let cr_first = !matches!(kind, Kind::Plain | Kind::SaveRestore | Kind::Enter1049);
+        if pending && cr_first {
             input.push(b'\r');
         }
         input.extend_from_slice(&bytes);

@@ -1,0 +1,306 @@
+//! Behaviour pinned to xterm's: each test names its evidence (a section of ctlseqs or the
+//! xterm source function) and the `printf` that shows it on an 80-column xterm.
+
+use super::{assert_same, cursor, lines};
+use crate::Terminal;
+use crate::grid::{BOLD, DIM, DOUBLE_UNDERLINE, Pen, UNDERLINE};
+
+fn term(bytes: &[u8]) -> Terminal {
+    let mut t = Terminal::new(80, 24, 0);
+    t.advance(bytes);
+    t
+}
+
+/// The bootstrap rebuilds `original` on a fresh terminal of ours (not checked on `vt100`, which
+/// lacks most of what is tested here).
+fn assert_rebuilt(original: &Terminal) {
+    let (cols, rows) = original.size();
+    let mut fresh = Terminal::new(cols, rows, 0);
+    fresh.advance(&original.bootstrap());
+    assert_same(original, &fresh);
+}
+
+/// The pen of the cell at `x`, `y`.
+fn pen_at(t: &Terminal, x: u16, y: u16) -> Pen {
+    let row = t.vt.screen.row(y);
+    row.pen(row.cells[usize::from(x)])
+}
+
+/// ctlseqs, "Character Attributes (SGR)": `Ps = 1` Bold, `Ps = 2` Faint, `Ps = 2 2` Normal
+/// (neither bold nor faint). xterm's charproc.c keeps BOLD and ATR_FAINT as separate flags.
+/// `printf '\033[1;2mx\033[22my\n'`: x is bold and faint, y neither.
+#[test]
+fn bold_and_faint_are_kept_together_and_sgr_22_clears_both() {
+    let t = term(b"\x1b[1;2mx\x1b[22my");
+    assert!(pen_at(&t, 0, 0).has(BOLD) && pen_at(&t, 0, 0).has(DIM));
+    assert_eq!(pen_at(&t, 1, 0), Pen::default());
+    let t = term(b"\x1b[2;1mx");
+    assert!(
+        pen_at(&t, 0, 0).has(BOLD) && pen_at(&t, 0, 0).has(DIM),
+        "either order"
+    );
+    assert_rebuilt(&t);
+}
+
+/// ctlseqs, "Character Attributes (SGR)": `Ps = 2 1` Doubly-underlined (ISO 6429), `Ps = 2 4`
+/// Not underlined (neither singly nor doubly; charproc.c clears UNDERLINE and ATR_DBL_UNDER).
+/// `printf '\033[21mx\033[4my\033[24mz\n'`: x doubly underlined, y both, z neither.
+#[test]
+fn sgr_21_is_double_underline_and_sgr_24_clears_it() {
+    let t = term(b"\x1b[21mx\x1b[4my\x1b[24mz");
+    let (x, y, z) = (pen_at(&t, 0, 0), pen_at(&t, 1, 0), pen_at(&t, 2, 0));
+    assert!(x.has_bg(DOUBLE_UNDERLINE) && !x.has(UNDERLINE));
+    assert!(y.has_bg(DOUBLE_UNDERLINE) && y.has(UNDERLINE));
+    assert_eq!(z, Pen::default());
+    // A background colour set or reset after it keeps it.
+    let t = term(b"\x1b[21;44;49;48;5;9;41mx");
+    assert!(pen_at(&t, 0, 0).has_bg(DOUBLE_UNDERLINE));
+    assert_rebuilt(&t);
+    assert_eq!(lines(&t)[0], "x");
+    assert_eq!(cursor(&t), (1, 0, false));
+}
+
+/// ctlseqs, "CSI Pm h Set Mode (SM)": `Ps = 4` Insert Mode (IRM); xterm's `WriteText` calls
+/// `InsertChar` before writing when INSERT is set, so what passes the right margin is lost.
+/// `printf 'abcdef\r\033[4hXY\033[4l\n'`: `XYabcdef`.
+#[test]
+fn insert_mode_pushes_the_row_right() {
+    let t = term(b"abcdef\r\x1b[4hXY\x1b[4l\n");
+    assert_eq!(lines(&t)[0], "XYabcdef");
+    assert!(!t.vt.insert, "CSI 4 l resets it");
+    // Past the right margin: the row's last characters are lost, wide ones too.
+    let mut t = Terminal::new(6, 2, 0);
+    t.advance(b"abcd\xe4\xb8\xad\r\x1b[4hX");
+    assert_eq!(lines(&t)[0], "Xabcd");
+    t.advance("\u{4e2d}".as_bytes());
+    assert_eq!(lines(&t)[0], "X\u{4e2d}abc");
+    assert_eq!(cursor(&t), (3, 0, false));
+    assert_rebuilt(&t);
+    // Replace mode again: overwrites.
+    t.advance(b"\x1b[4lZ");
+    assert_eq!(lines(&t)[0], "X\u{4e2d}Zbc");
+}
+
+/// xterm's `TabToNextStop` (tabs.c) sets `cur_col` without resetting `do_wrap`: an HT in the
+/// wrap-pending state leaves the cursor on the last column, still pending (ctlseqs: HT
+/// "Horizontal Tab"). `printf '%080d\tV\n' 0`: V starts the next row.
+#[test]
+fn a_tab_keeps_the_pending_wrap() {
+    let mut t = term(format!("{:080}\tV\n", 0).as_bytes());
+    assert_eq!(lines(&t)[..2], ["0".repeat(80), "V".to_owned()]);
+    // CHT too (the same function), and a tab that merely reaches the last column does not
+    // make the cursor pending.
+    t.advance(format!("\r{:080}\x1b[3IW\r\n\x1b[3g\tY", 0).as_bytes());
+    assert_eq!(lines(&t)[3], "W");
+    assert_eq!(lines(&t)[4], format!("{}Y", " ".repeat(79)));
+}
+
+/// xterm's `CursorSave` keeps `do_wrap` (`sc->wrap_flag`) and `CursorRestore` sets it again
+/// after moving (cursor.c; ctlseqs: "ESC 7 Save Cursor (DECSC)", "ESC 8 Restore Cursor
+/// (DECRC)"). `printf '\033[1;79HAB\0337\033[3;1HQ\0338X'`: X wraps to row 2, B stays.
+#[test]
+fn decrc_restores_the_pending_wrap() {
+    let mut t = term(b"\x1b[1;79HAB\x1b7\x1b[3;1HQ\x1b8");
+    assert_eq!(cursor(&t), (79, 0, true));
+    assert_rebuilt(&t);
+    t.advance(b"X");
+    assert_eq!(
+        lines(&t)[..3],
+        [format!("{}AB", " ".repeat(78)), "X".into(), "Q".into()]
+    );
+    // The bootstrap makes a saved pending wrap on an emptied last column too.
+    let mut t = term(b"\x1b[1;79HAB\x1b7\x1b[2J\x1b[44m\x1b[1;80H\x1b[X\x1b[m\x1b[3;1H");
+    assert_rebuilt(&t);
+    t.advance(b"\x1b8X");
+    assert_eq!(lines(&t)[1], "X");
+    // And the 1049 screen's saved cursor, on an emptied last column too.
+    for clear in ["", "\x1b[K"] {
+        let mut t = term(format!("\x1b[1;79HAB\x1b[?1049h\x1b[5;5Hx{clear}").as_bytes());
+        if !clear.is_empty() {
+            t.advance(b"\x1b[?47l\x1b[1;80H\x1b[K\x1b[?47h");
+        }
+        assert_rebuilt(&t);
+        t.advance(b"\x1b[?1049lY");
+        assert_eq!(lines(&t)[1], "Y");
+    }
+}
+
+/// DECSC does not save DECAWM: xterm's `DECSC_FLAGS` are ATTRIBUTES, ORIGIN and PROTECTED
+/// (charproc.c), and `CursorRestore` restores only those. `printf
+/// '\0337\033[?7l\0338\033[1;79HABC\033[?7h'`: C overwrites B (`AC` at columns 79-80).
+#[test]
+fn decrc_leaves_autowrap_as_it_is() {
+    let mut t = term(b"\x1b7\x1b[?7l\x1b8\x1b[1;79HABC");
+    assert!(!t.vt.autowrap);
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}AC", " ".repeat(78)), String::new()]
+    );
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[?7h\x1b[?7l\x1b7\x1b[?7h\x1b8");
+    assert!(t.vt.autowrap, "nor does DECRC turn it off");
+}
+
+/// ctlseqs: "CSI Pm e Line Position Relative [rows] (VPR)"; xterm's `CASE_VPR` is
+/// `CursorSet(CursorRow + n)`, bounded like VPA by the screen (the region only in origin
+/// mode), not by the bottom margin as CUD is. `printf
+/// '\033[2J\033[5;10r\033[6;1H\033[10eV\033[r'`: V on row 16.
+#[test]
+fn vpr_is_not_stopped_by_the_bottom_margin() {
+    let mut t = term(b"\x1b[2J\x1b[5;10r\x1b[6;1H\x1b[10eV\x1b[r");
+    assert_eq!(lines(&t)[15], "V");
+    t.advance(b"\x1b[20;3H\x1b[99eW");
+    assert_eq!(
+        (lines(&t)[23].as_str(), cursor(&t)),
+        ("  W", (3, 23, false))
+    );
+    // In origin mode it stays within the region, as CUP does.
+    t.advance(b"\x1b[5;10r\x1b[?6h\x1b[2;1H\x1b[99eO\x1b[?6l\x1b[r");
+    assert_eq!(lines(&t)[9], "O");
+}
+
+/// ctlseqs: "ESC # 8 DEC Screen Alignment Test (DECALN)"; xterm's `CASE_DECALN` resets the
+/// margins, homes the cursor and fills the screen with E in no attributes. `printf
+/// '\033[3;5r\033[31m\033[5;5Hx\033#8'`: a screen of E, cursor home.
+#[test]
+fn decaln_fills_the_screen_with_e() {
+    let mut t = Terminal::new(6, 3, 0);
+    t.advance(b"abcdefgh\xe4\xb8\xad\x1b[2;3r\x1b[31m\x1b[3;2Hx\x1b#8");
+    assert_eq!(lines(&t), ["EEEEEE"; 3]);
+    assert_eq!(cursor(&t), (0, 0, false));
+    assert_eq!((t.vt.top, t.vt.bottom), (0, 2));
+    assert_eq!(pen_at(&t, 1, 2), Pen::default(), "not in the pen");
+    assert!(t.vt.screen.iter().all(|r| !r.wrapped));
+    assert_rebuilt(&t);
+}
+
+/// A pending wrap restored onto a last column emptied since it was saved (xterm
+/// `CursorRestore` sets `do_wrap` whatever the cell holds) is rebuilt by the bootstrap.
+#[test]
+fn a_restored_pending_wrap_over_an_empty_cell_is_rebuilt() {
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"\x1b[3;1Habcd\x1b7\r\n\x1b[31m\x1b8");
+    assert_eq!(
+        (lines(&t), cursor(&t)),
+        (
+            vec![String::new(), "abcd".into(), String::new()],
+            (3, 2, true)
+        )
+    );
+    assert_rebuilt(&t);
+    t.advance(b"X");
+    assert_eq!(lines(&t), ["abcd", "", "X"]);
+}
+
+/// ctlseqs "Controls beginning with ESC": `ESC ( C` Designate G0 Character Set, with `C = 0`
+/// DEC Special Character and Line Drawing Set and `C = B` United States (USASCII); the
+/// characters are those of xterm's `dec2ucs` (fontutils.c). `printf '\033(0lqqk\033(B\n'`:
+/// `┌──┐`.
+#[test]
+fn dec_special_graphics_in_g0() {
+    let t = term(b"\x1b(0lqqk\x1b(B\n");
+    assert_eq!(lines(&t)[0], "\u{250c}\u{2500}\u{2500}\u{2510}");
+    let t = term(b"\x1b(0x`afgjklmnopqrstuvwxyz{|}~_ABC\x1b(Bx");
+    assert_eq!(lines(&t)[0], "│◆▒°±┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£· ABCx");
+    assert_eq!(cursor(&t), (31, 0, false));
+}
+
+/// ctlseqs: `ESC ) C` Designate G1 Character Set; SO "Switch to Alternate Character Set:
+/// invokes the G1 character set", SI "invokes the G0 character set". `printf
+/// '\033)0\016lqqk\017q\n'`: `┌──┐q`.
+#[test]
+fn g1_invoked_into_gl_with_so_and_si() {
+    let mut t = term(b"\x1b)0\x0elqqk\x0fq\r\n");
+    assert_eq!(lines(&t)[0], "┌──┐q");
+    // Only printable GL bytes are mapped: UTF-8 text stays as it is.
+    t.advance("\x0eé中x\x0f\r".as_bytes());
+    assert_eq!(lines(&t)[1], "é中│");
+    // Designating a set not modelled leaves the register as it was.
+    t.advance(b"\n\x1b)<\x0eq\x0f");
+    assert_eq!(lines(&t)[2], "─");
+}
+
+/// ctlseqs: `ESC ( A` United Kingdom (UK): `#` is the pound sign (charsets.c
+/// `xtermCharSetOut`, `nrc_British`). `printf '\033(A#\033(B#\n'`: `£#`.
+#[test]
+fn uk_set_shows_a_pound_sign() {
+    let t = term(b"\x1b(A#3\x1b(B#\n");
+    assert_eq!(lines(&t)[0], "£3#");
+}
+
+/// ctlseqs: `ESC N` Single Shift Select of G2 Character Set (SS2), `ESC O` of G3 (SS3):
+/// "affects next character only"; `ESC * C` / `ESC + C` designate G2 / G3. `printf
+/// '\033*0\033+A\033Nqq\033O#\n'`: `─q£`.
+#[test]
+fn single_shifts_map_the_next_character_only() {
+    let mut t = term(b"\x1b*0\x1b+A\x1bNqq\x1bO#\n");
+    assert_eq!(lines(&t)[0], "─q£");
+    assert!(!t.vt.charsets.active(), "the fast path is back");
+    // A control between the shift and the character does not end it; a character decoded
+    // from UTF-8 does (it is shown as it is).
+    t.advance("\x1bN\rx\x1bNéx".as_bytes());
+    assert_eq!(lines(&t)[1], "│éx");
+    // LS2 / LS3 lock G2 / G3 into GL; SI returns to G0.
+    t.advance(b"\r\n\x1bnq\x1boq#\x0fq");
+    assert_eq!(lines(&t)[2], "─q£q");
+}
+
+/// xterm's `CursorSave` saves the character sets (`saveCharsets`, `curgl`) and
+/// `CursorRestore` restores them; RIS resets them. `printf '\033(0\0337\033(Bq\0338q\n'`:
+/// `─` (the restored G0 draws over the q).
+#[test]
+fn decsc_saves_the_character_sets_and_the_bootstrap_rebuilds_them() {
+    let mut t = term(b"\x1b(0\x1b7\x1b(Bq\x1b8q\r\n");
+    assert_eq!(lines(&t)[0], "─");
+    // Every register, GL, a saved set of them and a pending single shift.
+    t.advance(b"\x1b)A\x1b*0\x1b+0\x0e\x1b7\x0f\x1b(A\x1b)B\x1bO");
+    assert_rebuilt(&t);
+    let mut fresh = Terminal::new(80, 24, 0);
+    fresh.advance(&t.bootstrap());
+    for side in [&mut t, &mut fresh] {
+        side.advance(b"q#q#\x1b8\x1b[3;1Hq#\x0fq");
+    }
+    assert_eq!(lines(&t), lines(&fresh));
+    assert_eq!(lines(&t)[1..3], ["─£q£", "q£─"]);
+    t.advance(b"\x1bc");
+    assert!(!t.vt.charsets.active(), "RIS: ASCII again");
+    t.advance(b"q#");
+    assert_eq!(lines(&t)[0], "q#");
+}
+
+/// ctlseqs, "Character Attributes (SGR)": `Ps = 5` Blink, `8` Invisible, `9` Crossed-out,
+/// `21` Doubly-underlined; `25` Steady, `28` Visible, `29` Not crossed-out, `24` Not
+/// underlined. `printf '\033[5;8;9;21mx\033[25my\033[28mz\033[29mw\033[24mv\n'`. The screen
+/// document shows each as a key present when set; the bootstrap rebuilds them.
+#[test]
+fn blink_invisible_strikethrough_and_double_underline_in_the_document_and_bootstrap() {
+    let t = term(b"\x1b[5;8;9;21mx\x1b[25my\x1b[28mz\x1b[29mw\x1b[24mv\x1b[5;9m");
+    let v = t.screen_value(0, None, true);
+    let keys = ["blink", "invisible", "strikethrough", "double_underline"];
+    let shown: Vec<Vec<&str>> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            keys.iter()
+                .copied()
+                .filter(|k| c.get(*k) == Some(&true.into()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            keys.to_vec(),
+            vec!["invisible", "strikethrough", "double_underline"],
+            vec!["strikethrough", "double_underline"],
+            vec!["double_underline"],
+        ],
+        "v has the default style: no cell"
+    );
+    assert_eq!(lines(&t)[0], "xyzwv");
+    assert_rebuilt(&t);
+    let mut fresh = Terminal::new(80, 24, 0);
+    fresh.advance(&t.bootstrap());
+    assert_eq!(fresh.screen_value(0, None, true), v);
+}
