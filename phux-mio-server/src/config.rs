@@ -9,8 +9,10 @@ use clap::{Parser, ValueEnum};
 /// each terminal's program on a real pseudo-terminal.
 ///
 /// On start it prints one line, `phux-mio-server listening on <path>`, on stdout (scripts
-/// can wait for it). SIGTERM or SIGINT (or the SHUTDOWN command) tells every client
-/// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket.
+/// can wait for it). SIGTERM, SIGINT or SIGHUP (or the SHUTDOWN command) tells every client
+/// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket. SIGHUP
+/// is a shutdown, not a reload: the server has nothing to reload, and a hangup means the
+/// terminal or SSH session it was started from is gone (use nohup or setsid to outlive it).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "phux-mio-server", version)]
 pub struct Config {

@@ -109,7 +109,7 @@ impl std::fmt::Debug for Driver {
 }
 
 impl Driver {
-    /// A driver for `engine` serving `listen`. Installs the SIGTERM/SIGINT handlers; for
+    /// A driver for `engine` serving `listen`. Installs the SIGTERM/SIGINT/SIGHUP handlers; for
     /// stdio, sets stdin and stdout non-blocking and connects the one client at once.
     pub fn new(engine: ServerEngine, listen: Listen) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -146,7 +146,7 @@ impl Driver {
         self.host.listener.as_ref().map(|l| l.path().to_owned())
     }
 
-    /// Runs until shutdown (SIGTERM, SIGINT, the SHUTDOWN command) or, with stdio, until the
+    /// Runs until shutdown (SIGTERM, SIGINT, SIGHUP, the SHUTDOWN command) or, with stdio, until the
     /// client disconnects. On return every child has been killed and reaped and the socket
     /// file removed.
     pub fn run(mut self) -> io::Result<()> {
