@@ -36,7 +36,9 @@ pub struct Config {
     #[arg(long, value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
 
-    /// Append logs to this file instead of stderr.
+    /// Append logs to this file instead of stderr. A new file is created 0600. At no level
+    /// do logs hold environment values, arguments or input and output bytes: env names and
+    /// byte counts at most.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
@@ -55,9 +57,10 @@ pub enum LogLevel {
     Warn,
     /// Start, stop, connections opening and closing, children spawned and exiting.
     Info,
-    /// Every action the engine asks for.
+    /// Every action the engine asks for (without environment values or argv: names and
+    /// counts).
     Debug,
-    /// Every read and write.
+    /// Every read and write (their sizes, never their bytes).
     Trace,
 }
 

@@ -167,7 +167,24 @@ impl Host {
                 bytes,
                 ..
             } => debug!(%terminal, job = job.0, len = bytes.len(), "write"),
-            other => debug!(action = ?other, "perform"),
+            // [SERVER.LOG.1] Never the action's `Debug`: a spawn's argv, cwd and environment
+            // values may carry secrets (tokens in the env, passwords in a `-c` script).
+            ServerAction::Spawn { terminal, spec } => debug!(
+                %terminal,
+                program = ?spec.command.first(),
+                args = spec.command.len().saturating_sub(1),
+                env_names = ?spec.env.as_ref().map(|vars| env_names(vars)),
+                "spawn"
+            ),
+            ServerAction::Close { conn } => debug!(conn = conn.0, "close"),
+            ServerAction::Resize {
+                terminal,
+                cols,
+                rows,
+            } => debug!(%terminal, cols, rows, "resize"),
+            ServerAction::Signal { terminal, signal } => debug!(%terminal, ?signal, "signal"),
+            ServerAction::Kill { terminal } => debug!(%terminal, "kill"),
+            ServerAction::Shutdown => debug!("shutdown"),
         }
         match action {
             ServerAction::Send { conn, bytes } => {
@@ -650,6 +667,12 @@ impl Host {
         let _ = self.signals.deregister(self.poll.registry());
         info!("stopped");
     }
+}
+
+/// The names of a spawn's environment variables, for the log: never their values
+/// ([SERVER.LOG.1]).
+fn env_names(vars: &[(String, String)]) -> Vec<&str> {
+    vars.iter().map(|(name, _)| name.as_str()).collect()
 }
 
 /// The keys of the entries `due` picks.
