@@ -29,6 +29,8 @@ pub struct Config {
 
     /// Serve exactly one client over stdin/stdout instead of a socket (for SSH and the
     /// conformance runner), and exit when it disconnects. Nothing else is printed on stdout.
+    /// stdin must be a pipe, a socket or a terminal (not /dev/null or a file). Both are made
+    /// non-blocking while serving and get their flags back at exit.
     #[arg(long, conflicts_with = "socket")]
     pub stdio: bool,
 

@@ -49,7 +49,7 @@ use mio::{Events, Interest, Poll, Token};
 use phux_core::server::{ConnId, LocalTerminal, PeerInfo, ServerEngine, ServerEvent};
 use tracing::{error, info, trace, warn};
 
-use crate::conn::{READ_CHUNK, Transport, set_nonblocking};
+use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
 use crate::host::{Host, Recycle, Source};
 use crate::pty::PtyRead;
@@ -83,6 +83,9 @@ pub struct Driver {
     buf: Vec<u8>,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
+    /// dropped. Last, so it is dropped after everything that uses the two fds.
+    stdio_flags: Option<StdioFlags>,
 }
 
 /// What one readiness event says about its source.
@@ -123,18 +126,27 @@ impl Driver {
             poll.registry()
                 .register(l.listener_mut(), LISTENER, Interest::READABLE)?;
         }
-        let stdio = listener.is_none();
+        // [SERVER.STDIO.2] Saved before anything changes them; put back when `driver` is
+        // dropped, on every way out (an error below included).
+        let stdio_flags = listener.is_none().then(StdioFlags::save).transpose()?;
+        let stdio = stdio_flags.is_some();
         let mut driver = Self {
             engine,
             host: Host::new(poll, listener, signals, FIRST_DYNAMIC),
             buf: vec![0; READ_CHUNK],
             ready: Vec::new(),
+            stdio_flags,
         };
+        if let Some(flags) = &driver.stdio_flags {
+            flags.set_nonblocking()?;
+        }
         if stdio {
-            set_nonblocking(rustix::stdio::stdin())?;
-            set_nonblocking(rustix::stdio::stdout())?;
             let peer = PeerInfo::remote();
-            let conn = driver.host.add_conn(Transport::Stdio, peer)?;
+            // [SERVER.STDIO.3] A stdin epoll refuses (/dev/null, a file) is named as the cause.
+            let conn = driver
+                .host
+                .add_conn(Transport::Stdio, peer)
+                .map_err(stdin_unwatchable)?;
             driver.feed(ServerEvent::Connected { conn, peer });
             driver.flush();
         }

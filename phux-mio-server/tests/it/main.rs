@@ -42,3 +42,4 @@ mod socket_not_a_socket;
 mod socket_peer_uid;
 mod socket_refuse_open_dir;
 mod socket_stale;
+mod stdio_flags;

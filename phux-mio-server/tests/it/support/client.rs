@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin};
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -143,7 +143,10 @@ impl Client {
     }
 
     /// A client over a child's stdin/stdout (the `--stdio` server).
-    pub(crate) fn stdio(stdin: ChildStdin, stdout: impl Read + Send + 'static) -> Self {
+    pub(crate) fn stdio(
+        stdin: impl Write + Send + 'static,
+        stdout: impl Read + Send + 'static,
+    ) -> Self {
         Self::over(Box::new(stdin), stdout)
     }
 
