@@ -157,6 +157,10 @@ pub struct PtyChild {
 }
 
 /// Starts `spec.program` on a fresh pseudo-terminal.
+///
+/// The child is SIGKILLed by the kernel when the thread that called this exits
+/// (`PR_SET_PDEATHSIG`, see [SERVER.SIGNAL.3]): call it from a thread that outlives the child,
+/// as the single-threaded server does.
 pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     let (master, slave) = PtyMaster::open(spec.cols, spec.rows).map_err(SpawnError::Pty)?;
     let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from).map_err(SpawnError::Pty);
@@ -174,18 +178,32 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     cmd.stdin(stdio(&slave)?)
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
+    let server = rustix::process::getpid();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed. It makes two raw syscalls through rustix (setsid, ioctl TIOCSCTTY)
-    // on fd 0, which std has already dup2'ed from the slave; it allocates nothing, takes no
-    // locks and touches no state shared with the parent. An error is returned as a raw errno,
-    // which std reports to the parent through its exec-status pipe.
+    // calls are allowed. It makes raw syscalls through rustix (setsid, ioctl TIOCSCTTY on fd 0,
+    // which std has already dup2'ed from the slave; prctl PR_SET_PDEATHSIG; getppid) and
+    // compares two pids; it allocates nothing, takes no locks and touches no state shared with
+    // the parent. An error is returned as a raw errno, which std reports to the parent through
+    // its exec-status pipe.
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             // A new session, so the slave can become our controlling terminal and our pid
             // becomes the process group id that killpg targets.
             rustix::process::setsid()?;
             rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
+            // [SERVER.SIGNAL.3] Die with the server rather than live on as an orphan. It is
+            // SIGKILL because a server that dies this way (SIGKILL, a crash) gets no grace period:
+            // closing its masters already hung every terminal up (SIGHUP), so a child still
+            // here is one that ignores SIGHUP, and only SIGKILL cannot be ignored. The kernel
+            // sends it when the *thread* that forked exits: the server is single-threaded, so
+            // that is the server's death. It survives exec (not a set-uid one) and reaches the
+            // child only, not what the child starts (those get the terminal's hangup).
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The server may have died before the prctl: then no signal will ever come.
+            if rustix::process::getppid() != Some(server) {
+                return Err(Errno::SRCH.into());
+            }
             Ok(())
         });
     }
