@@ -319,8 +319,39 @@ impl PtyChild {
         self.master = None;
     }
 
-    /// KILL_TERMINAL: SIGKILLs the process group unless the child was already reaped, closes
-    /// the master and reaps the child. Blocks only while a SIGKILLed child finishes dying.
+    /// The first step of a kill, as a closing terminal emulator takes it ([SERVER.SIGNAL.2]):
+    /// SIGHUP, then SIGCONT (so a stopped job can act on the SIGHUP), to the process group, and
+    /// the master closed (the kernel hangs the terminal up: SIGHUP to the foreground job too,
+    /// and reads and writes on the slave fail instead of blocking). Does not wait: the pidfd
+    /// says when the child has exited, and [`Self::kill_group`] follows if it does not.
+    /// Deregister the master from mio first.
+    pub fn hang_up(&mut self) -> io::Result<()> {
+        if self.exit.is_some() {
+            self.close_master();
+            return Ok(());
+        }
+        let hup = rustix::process::kill_process_group(self.pid, Signal::HUP);
+        let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
+        self.close_master();
+        match hup {
+            // ESRCH: the group is empty but the leader may still be an unreaped zombie.
+            Ok(()) | Err(Errno::SRCH) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// SIGKILLs the process group unless the child has been reaped (or the group is already
+    /// empty). Does not wait.
+    pub fn kill_group(&self) -> io::Result<()> {
+        match self.signal_group(GroupSignal::Kill) {
+            Err(e) if e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// SIGKILLs the process group unless the child was already reaped, closes the master and
+    /// reaps the child, blocking while a SIGKILLed child finishes dying. The last resort, for
+    /// a server that is exiting; the event loop kills with [`Self::hang_up`] first.
     ///
     /// SIGKILL goes first so a live child reliably reports `Signaled(9)`; closing the master
     /// first would race a SIGHUP against it.

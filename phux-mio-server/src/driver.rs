@@ -56,7 +56,7 @@ use crate::pty::PtyRead;
 use crate::signals::Signals;
 use crate::socket::{ServerSocket, check_peer};
 
-pub use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND};
+pub use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
@@ -158,12 +158,21 @@ impl Driver {
         self.host.listener.as_ref().map(|l| l.path().to_owned())
     }
 
-    /// Runs until shutdown (SIGTERM, SIGINT, SIGHUP, the SHUTDOWN command) or, with stdio, until the
-    /// client disconnects. On return every child has been killed and reaped and the socket
-    /// file removed.
+    /// Runs until shutdown (SIGTERM, SIGINT, SIGHUP, the SHUTDOWN command) or, with stdio,
+    /// until the client disconnects, and then until every child has exited after its SIGHUP
+    /// (bounded by [`KILL_GRACE`] + [`REAP_BOUND`]). On return every child has been killed and
+    /// reaped and the socket file removed.
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
-        while !self.host.finished() {
+        loop {
+            // Checked here, after everything the last turn did: any of it may have closed the
+            // last connection.
+            if self.host.on_stopping() {
+                self.feed_observed();
+            }
+            if self.host.finished() {
+                break;
+            }
             let timeout = self.next_wait();
             match self.host.poll.poll(&mut events, timeout) {
                 Ok(()) => {}

@@ -27,7 +27,9 @@ use crate::flush::{Decision, FlushPolicy, Output};
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
 use crate::terminal::{Term, group_signal, os_spawn_spec};
-use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, Nearest, Timer, TimerTable};
+use crate::timer::{
+    CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, Nearest, REAP_BOUND, Timer, TimerTable,
+};
 
 /// What the host may do with the engine: give written buffers back for reuse. It holds no way
 /// to hand the engine an event.
@@ -103,8 +105,12 @@ pub(crate) struct Host {
     pub(crate) unflushed: Vec<ConnId>,
     /// The list of the flush pass under way (empty between passes), kept for its capacity.
     flushing: Vec<ConnId>,
-    /// `Shutdown`, set by the engine's `Shutdown` action.
+    /// `Shutdown`, set by the engine's `Shutdown` action and stopped once it has passed;
+    /// `Reap`, set once the host is stopping.
     pub(crate) timers: TimerTable,
+    /// The engine's `Shutdown` came: no listener, and the host stops once every connection
+    /// is gone.
+    shutdown: bool,
     /// The nearest deadline of any connection's or terminal's table.
     pub(crate) nearest: Nearest,
     /// `--stdio`: stop once the one client is gone.
@@ -137,6 +143,7 @@ impl Host {
             unflushed: Vec::new(),
             flushing: Vec::new(),
             timers: TimerTable::default(),
+            shutdown: false,
             nearest: Nearest::default(),
             stdio,
             done: false,
@@ -206,6 +213,7 @@ impl Host {
                 rows,
             } => {
                 if let Some(t) = self.terminals.get(&terminal)
+                    && !t.killing()
                     && let Err(e) = t.child.resize(cols, rows)
                 {
                     warn!(%terminal, cols, rows, error = %e, "resize failed");
@@ -452,8 +460,8 @@ impl Host {
 
     fn write(&mut self, terminal: LocalTerminal, job: JobId, bytes: Vec<u8>) {
         match self.terminals.get_mut(&terminal) {
-            // Exited (or never started): nothing can be written.
-            Some(t) if t.exited().is_none() => t.push(job, bytes),
+            // Exited, hung up (or never started): nothing can be written.
+            Some(t) if t.exited().is_none() && !t.killing() => t.push(job, bytes),
             _ => {
                 return self.report(ServerEvent::WriteDone {
                     terminal,
@@ -536,42 +544,53 @@ impl Host {
         let Some(mut t) = self.terminals.remove(&terminal) else {
             return;
         };
-        let exit = t.exited();
+        let (exit, t_killed) = (t.exited(), t.killing());
         self.deregister_terminal(&mut t);
         let mut done = Vec::new();
         t.abandon(&mut done);
         // Drop closes the master and reaps the child if that has not happened.
         drop(t);
         self.report_jobs(terminal, done);
-        info!(%terminal, ?exit, "terminal closed");
+        if t_killed {
+            info!(%terminal, ?exit, "terminal killed");
+        } else {
+            info!(%terminal, ?exit, "terminal closed");
+        }
         self.report(ServerEvent::ChildExited {
             terminal,
             exit_status: exit.and_then(ChildExit::code),
         });
     }
 
-    /// KILL_TERMINAL (or shutdown): SIGKILL the group, close the master, reap, report.
+    /// KILL_TERMINAL (or shutdown): hang the terminal up and let the child exit on its own;
+    /// SIGKILL comes only when `Timer::KillGrace` does. Never waits: the exit is reported when
+    /// the pidfd says the child is gone.
     fn kill(&mut self, terminal: LocalTerminal) {
-        let Some(mut t) = self.terminals.remove(&terminal) else {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        self.deregister_terminal(&mut t);
+        if t.killing() {
+            return;
+        }
         let mut done = Vec::new();
         t.abandon(&mut done);
-        self.report_jobs(terminal, done);
+        if t.exited().is_some() {
+            // Reaped already, its output still draining: nothing left to signal.
+            self.report_jobs(terminal, done);
+            return self.finish_exit(terminal);
+        }
+        // [SERVER.SIGNAL.2] SIGHUP first, as a closing terminal emulator does; SIGKILL only
+        // after KILL_GRACE, from `on_deadlines`. The loop goes on meanwhile.
+        let grace = self.clock.now() + KILL_GRACE;
         let pid = t.child.pid();
-        let exit = match t.child.kill_and_reap() {
-            Ok(exit) => Some(exit),
-            Err(e) => {
-                error!(%terminal, pid, error = %e, "kill failed");
-                None
-            }
-        };
-        info!(%terminal, pid, ?exit, "terminal killed");
-        self.report(ServerEvent::ChildExited {
-            terminal,
-            exit_status: exit.and_then(ChildExit::code),
-        });
+        let master = t.hang_up(self.poll.registry(), grace);
+        if let Some(token) = master {
+            self.sources.remove(token);
+            self.again.retain(|&tok| tok != token);
+        }
+        self.nearest.note(grace);
+        self.report_jobs(terminal, done);
+        info!(%terminal, pid, "terminal hung up; SIGKILL follows unless it exits");
     }
 
     fn deregister_terminal(&mut self, t: &mut Term) {
@@ -612,6 +631,21 @@ impl Host {
             );
             self.finish_exit(terminal);
         }
+        let graceless = due_keys(&self.terminals, |t| {
+            t.timers.is_expired(Timer::KillGrace, now)
+        });
+        for terminal in graceless {
+            let Some(t) = self.terminals.get_mut(&terminal) else {
+                continue;
+            };
+            t.timers.stop(Timer::KillGrace);
+            // [SERVER.SIGNAL.2] Still there after its grace: SIGKILL. The pidfd reports the
+            // exit.
+            warn!(%terminal, pid = t.child.pid(), "no exit after SIGHUP; sending SIGKILL");
+            if let Err(e) = t.child.kill_group() {
+                error!(%terminal, error = %e, "kill failed");
+            }
+        }
         let conns = self.conns.values().map(|c| &c.timers);
         let terminals = self.terminals.values().map(|t| &t.timers);
         self.nearest.recompute(conns.chain(terminals));
@@ -621,6 +655,9 @@ impl Host {
     /// open.
     pub(crate) fn on_shutdown_deadline(&mut self, now: Instant) {
         if self.timers.is_expired(Timer::Shutdown, now) {
+            // Stopped, so that an expired deadline does not make every later poll return at once
+            // while the children finish.
+            self.timers.stop(Timer::Shutdown);
             let ids: Vec<ConnId> = self.conns.keys().copied().collect();
             for id in ids {
                 self.close_now(id);
@@ -628,12 +665,31 @@ impl Host {
         }
     }
 
+    /// Once the host is stopping (see [`Self::stopping`]), the first time: hangs up every
+    /// terminal still there and bounds the wait for their exits. The engine killed the
+    /// terminals it knew running on shutdown; the stdio client's departure killed none. Either
+    /// way every child gets its SIGHUP and its grace. Returns whether it did anything (events
+    /// may then wait to be fed).
+    pub(crate) fn on_stopping(&mut self) -> bool {
+        if !self.stopping() || self.timers.is_set(Timer::Reap) {
+            return false;
+        }
+        let left: Vec<LocalTerminal> = self.terminals.keys().copied().collect();
+        for terminal in left {
+            self.kill(terminal);
+        }
+        self.timers
+            .set(Timer::Reap, self.clock.now() + KILL_GRACE + REAP_BOUND);
+        true
+    }
+
     /// The engine's `Shutdown`: stop accepting, remove the socket, and stop once every
     /// connection has been flushed (bounded by [`CLOSE_BOUND`]).
     fn begin_shutdown(&mut self) {
-        if self.timers.is_set(Timer::Shutdown) {
+        if self.shutdown {
             return;
         }
+        self.shutdown = true;
         info!("shutting down");
         self.timers
             .set(Timer::Shutdown, self.clock.now() + CLOSE_BOUND);
@@ -644,10 +700,17 @@ impl Host {
         }
     }
 
-    /// Whether the host is done: the stdio client is gone, or shutdown has flushed and closed
-    /// every connection.
+    /// Whether the host has no client left to serve: the stdio client is gone, or shutdown
+    /// has flushed and closed every connection.
+    fn stopping(&self) -> bool {
+        self.done || (self.shutdown && self.conns.is_empty())
+    }
+
+    /// Whether the host is done: it is stopping, and every child has been reaped or the
+    /// wait for them ([`KILL_GRACE`] + [`REAP_BOUND`]) is over.
     pub(crate) fn finished(&self) -> bool {
-        self.done || (self.timers.is_set(Timer::Shutdown) && self.conns.is_empty())
+        self.stopping()
+            && (self.terminals.is_empty() || self.timers.is_expired(Timer::Reap, self.clock.now()))
     }
 
     /// Kills and reaps whatever still runs, and removes the socket.

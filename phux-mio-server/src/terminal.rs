@@ -34,7 +34,9 @@ pub(crate) struct Term {
     exited: Option<ChildExit>,
     /// The master reported end of file: every holder of the slave closed it.
     eof: bool,
-    /// `ExitDrain`.
+    /// Being killed: hung up, and SIGKILLed at `Timer::KillGrace` unless it exits first.
+    killing: bool,
+    /// `ExitDrain`, `KillGrace`.
     pub(crate) timers: TimerTable,
 }
 
@@ -72,6 +74,7 @@ impl Term {
             writable: false,
             exited: None,
             eof: false,
+            killing: false,
             timers: TimerTable::default(),
         })
     }
@@ -100,6 +103,26 @@ impl Term {
     pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: Instant) {
         self.exited = Some(exit);
         self.timers.set(Timer::ExitDrain, drain);
+    }
+
+    /// Whether the terminal is being killed.
+    pub(crate) fn killing(&self) -> bool {
+        self.killing
+    }
+
+    /// The first step of a kill: stops reading the master and hangs the terminal up (see
+    /// [`PtyChild::hang_up`]); the child has until `grace` to exit before `Timer::KillGrace`
+    /// comes. Returns the master's token, now free.
+    pub(crate) fn hang_up(&mut self, registry: &Registry, grace: Instant) -> Option<Token> {
+        let master = self.deregister_master(registry);
+        // Nothing more is read: the exit is reported as soon as the child is reaped.
+        self.eof = true;
+        self.killing = true;
+        if let Err(e) = self.child.hang_up() {
+            warn!(terminal = %self.id, error = %e, "hanging up failed");
+        }
+        self.timers.set(Timer::KillGrace, grace);
+        master
     }
 
     /// Queues a job for the master.
@@ -133,14 +156,20 @@ impl Term {
         self.jobs.abandon(done);
     }
 
-    /// Removes the master's and the pidfd's registrations; returns the tokens they held.
-    pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
+    /// Removes the master's registration; returns the token it held.
+    fn deregister_master(&mut self, registry: &Registry) -> Option<Token> {
         let master = self.master.take();
         if master.is_some()
             && let Some(fd) = self.child.master_fd()
         {
             let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
         }
+        master
+    }
+
+    /// Removes the master's and the pidfd's registrations; returns the tokens they held.
+    pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
+        let master = self.deregister_master(registry);
         let pidfd = self.pidfd.take();
         if pidfd.is_some() {
             let _ = registry.deregister(&mut SourceFd(&self.child.pidfd().as_raw_fd()));

@@ -34,6 +34,7 @@ mod pty_stopped_child_backpressure;
 mod pty_termios;
 mod server_e2e;
 mod signal_grandchildren;
+mod signals_kill_grace;
 mod signals_server_killed;
 mod signals_sigterm;
 mod socket_foreign_uid;

@@ -262,7 +262,7 @@ fn kill_terminal_reaps_the_child_and_the_server_keeps_serving() {
         CommandResult::Ok
     );
     let t = terminal.clone();
-    // Killed by SIGKILL: no exit status.
+    // Killed by the SIGHUP of the hangup: no exit status.
     let status = c.wait_for("TERMINAL_CLOSED", |f| match f {
         Frame::TerminalClosed(closed) if closed.terminal == t => Some(closed.exit_status),
         _ => None,
