@@ -319,20 +319,22 @@ impl PtyChild {
         self.master = None;
     }
 
-    /// The first step of a kill, as a closing terminal emulator takes it ([SERVER.SIGNAL.2]):
-    /// SIGHUP, then SIGCONT (so a stopped job can act on the SIGHUP), to the process group, and
-    /// the master closed (the kernel hangs the terminal up: SIGHUP to the foreground job too,
-    /// and reads and writes on the slave fail instead of blocking). Does not wait: the pidfd
-    /// says when the child has exited, and [`Self::kill_group`] follows if it does not.
-    /// Deregister the master from mio first.
-    pub fn hang_up(&mut self) -> io::Result<()> {
+    /// The first step of a kill, the signal a closing terminal emulator's hangup sends
+    /// ([SERVER.SIGNAL.2]): SIGHUP, then SIGCONT (so a stopped job can act on the SIGHUP), to
+    /// the process group. Does not wait: the pidfd says when the child has exited, and
+    /// [`Self::kill_group`] follows if it does not.
+    ///
+    /// The master stays open. Closing it now would race an end of input (and failing writes)
+    /// against the SIGHUP, and a program that ends quietly on end of input would hide the
+    /// hangup; kept open, the child's first news of the kill is the SIGHUP and its last output
+    /// is still read. It is closed once the child is reaped, which hangs up whatever else
+    /// still holds the terminal.
+    pub fn hang_up(&self) -> io::Result<()> {
         if self.exit.is_some() {
-            self.close_master();
             return Ok(());
         }
         let hup = rustix::process::kill_process_group(self.pid, Signal::HUP);
         let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
-        self.close_master();
         match hup {
             // ESRCH: the group is empty but the leader may still be an unreaped zombie.
             Ok(()) | Err(Errno::SRCH) => Ok(()),

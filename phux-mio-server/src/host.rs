@@ -213,7 +213,6 @@ impl Host {
                 rows,
             } => {
                 if let Some(t) = self.terminals.get(&terminal)
-                    && !t.killing()
                     && let Err(e) = t.child.resize(cols, rows)
                 {
                     warn!(%terminal, cols, rows, error = %e, "resize failed");
@@ -507,6 +506,9 @@ impl Host {
         debug!(%terminal, "terminal output ended");
         if t.exited().is_some() {
             self.finish_exit(terminal);
+        } else if t.killing() {
+            // A killed child's exit may have been held back until now (see `reap`).
+            let _ = self.reap(terminal);
         }
         // Otherwise the child closed its terminal but runs on: its pidfd tells us of its exit.
     }
@@ -516,6 +518,14 @@ impl Host {
     pub(crate) fn reap(&mut self, terminal: LocalTerminal) -> Option<Token> {
         let t = self.terminals.get_mut(&terminal)?;
         if t.exited().is_some() {
+            return None;
+        }
+        // [SERVER.SIGNAL.2] A killed child that exited within its grace while its terminal is
+        // still open (something else in its group holds it) is left a zombie for now: the
+        // zombie keeps its pid, so the SIGKILL at the grace's end reaches exactly the members
+        // of its group that ignored the SIGHUP, never a group that reused the number. The end
+        // of the output (`master_eof`) or of the grace (`on_deadlines`) reaps it.
+        if t.killing() && t.timers.is_set(Timer::KillGrace) && !t.eof() {
             return None;
         }
         let exit = match t.child.try_wait() {
@@ -562,8 +572,8 @@ impl Host {
         });
     }
 
-    /// KILL_TERMINAL (or shutdown): hang the terminal up and let the child exit on its own;
-    /// SIGKILL comes only when `Timer::KillGrace` does. Never waits: the exit is reported when
+    /// KILL_TERMINAL (or shutdown): SIGHUP, and let the child exit on its own; SIGKILL comes
+    /// only when `Timer::KillGrace` does. Never waits: the exit is reported, as any other, when
     /// the pidfd says the child is gone.
     fn kill(&mut self, terminal: LocalTerminal) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
@@ -583,14 +593,10 @@ impl Host {
         // after KILL_GRACE, from `on_deadlines`. The loop goes on meanwhile.
         let grace = self.clock.now() + KILL_GRACE;
         let pid = t.child.pid();
-        let master = t.hang_up(self.poll.registry(), grace);
-        if let Some(token) = master {
-            self.sources.remove(token);
-            self.again.retain(|&tok| tok != token);
-        }
+        t.hang_up(grace);
         self.nearest.note(grace);
         self.report_jobs(terminal, done);
-        info!(%terminal, pid, "terminal hung up; SIGKILL follows unless it exits");
+        info!(%terminal, pid, "sent SIGHUP; SIGKILL follows unless it exits");
     }
 
     fn deregister_terminal(&mut self, t: &mut Term) {
@@ -641,10 +647,13 @@ impl Host {
             t.timers.stop(Timer::KillGrace);
             // [SERVER.SIGNAL.2] Still there after its grace: SIGKILL. The pidfd reports the
             // exit.
-            warn!(%terminal, pid = t.child.pid(), "no exit after SIGHUP; sending SIGKILL");
+            warn!(%terminal, pid = t.child.pid(), "still running after the SIGHUP grace; sending SIGKILL");
             if let Err(e) = t.child.kill_group() {
                 error!(%terminal, error = %e, "kill failed");
             }
+            // A leader that exited during the grace was left unreaped (see `reap`): now it is.
+            // Its output drains as after any exit: the SIGKILL ends what still held it.
+            let _ = self.reap(terminal);
         }
         let conns = self.conns.values().map(|c| &c.timers);
         let terminals = self.terminals.values().map(|t| &t.timers);

@@ -34,7 +34,7 @@ pub(crate) struct Term {
     exited: Option<ChildExit>,
     /// The master reported end of file: every holder of the slave closed it.
     eof: bool,
-    /// Being killed: hung up, and SIGKILLed at `Timer::KillGrace` unless it exits first.
+    /// Being killed: sent SIGHUP, and SIGKILLed at `Timer::KillGrace` unless it exits first.
     killing: bool,
     /// `ExitDrain`, `KillGrace`.
     pub(crate) timers: TimerTable,
@@ -99,9 +99,10 @@ impl Term {
         self.eof = true;
     }
 
-    /// The child was reaped: its output may drain until `drain`.
+    /// The child was reaped: its output may drain until `drain`. No SIGKILL is due any more.
     pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: Instant) {
         self.exited = Some(exit);
+        self.timers.stop(Timer::KillGrace);
         self.timers.set(Timer::ExitDrain, drain);
     }
 
@@ -110,19 +111,15 @@ impl Term {
         self.killing
     }
 
-    /// The first step of a kill: stops reading the master and hangs the terminal up (see
-    /// [`PtyChild::hang_up`]); the child has until `grace` to exit before `Timer::KillGrace`
-    /// comes. Returns the master's token, now free.
-    pub(crate) fn hang_up(&mut self, registry: &Registry, grace: Instant) -> Option<Token> {
-        let master = self.deregister_master(registry);
-        // Nothing more is read: the exit is reported as soon as the child is reaped.
-        self.eof = true;
+    /// The first step of a kill: SIGHUP to the group (see [`PtyChild::hang_up`]); the child
+    /// has until `grace` to exit before `Timer::KillGrace` comes. Its output is read on, and
+    /// its exit reported as any other.
+    pub(crate) fn hang_up(&mut self, grace: Instant) {
         self.killing = true;
         if let Err(e) = self.child.hang_up() {
             warn!(terminal = %self.id, error = %e, "hanging up failed");
         }
         self.timers.set(Timer::KillGrace, grace);
-        master
     }
 
     /// Queues a job for the master.
@@ -156,20 +153,14 @@ impl Term {
         self.jobs.abandon(done);
     }
 
-    /// Removes the master's registration; returns the token it held.
-    fn deregister_master(&mut self, registry: &Registry) -> Option<Token> {
+    /// Removes the master's and the pidfd's registrations; returns the tokens they held.
+    pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
         let master = self.master.take();
         if master.is_some()
             && let Some(fd) = self.child.master_fd()
         {
             let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
         }
-        master
-    }
-
-    /// Removes the master's and the pidfd's registrations; returns the tokens they held.
-    pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
-        let master = self.deregister_master(registry);
         let pidfd = self.pidfd.take();
         if pidfd.is_some() {
             let _ = registry.deregister(&mut SourceFd(&self.child.pidfd().as_raw_fd()));

@@ -125,6 +125,33 @@ fn kill_terminal_sigkills_a_child_that_ignores_hup_after_the_grace_without_block
 }
 
 #[test]
+fn a_grandchild_that_ignores_hup_is_sigkilled_after_the_grace_even_when_the_child_exited() {
+    // [SERVER.SIGNAL.2] The child exits on SIGHUP; a job it left in its process group ignores
+    // SIGHUP and keeps the terminal open. The grace's SIGKILL reaches it all the same.
+    const LEAVES_A_STUBBORN_JOB: &str = "(trap '' HUP; exec sleep 1000) & \
+        echo $! > \"$1/job\"; trap 'exit 0' HUP; : > \"$1/ready\"; wait";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start();
+    let mut c = server.connect();
+    c.hello();
+    let terminal = spawn_script(&mut c, LEAVES_A_STUBBORN_JOB, dir.path());
+    let job: u32 = std::fs::read_to_string(dir.path().join("job"))
+        .expect("job pid")
+        .trim()
+        .parse()
+        .expect("job pid");
+    assert!(!is_dead(job));
+    assert_eq!(
+        c.command(Command::KillTerminal {
+            terminal: terminal.clone()
+        }),
+        CommandResult::Ok
+    );
+    assert_eq!(closed(&mut c, &terminal), Some(0));
+    assert!(eventually(|| is_dead(job)), "job {job} survived the kill");
+}
+
+#[test]
 fn shutdown_hangs_up_every_terminal_and_sigkills_only_the_stubborn_one() {
     // [SERVER.SIGNAL.2] [SERVER.SHUTDOWN.1] [SERVER.SHUTDOWN.3]
     let polite = tempfile::tempdir().expect("tempdir");
