@@ -24,8 +24,13 @@
 //!    (a keystroke's echo leaves before the next read), and the ripest connection between two
 //!    bulk reads.
 //! 6. after the ready tokens, the **deadlines** that came (held output, closing connections,
-//!    exit drains, the engine's `Timeout`, shutdown), fed and flushed the same way; then
-//!    **compute the next timeout** and poll again.
+//!    exit drains, kill graces, the engine's `Timeout`, shutdown), fed and flushed the same
+//!    way; then **compute the next timeout** and poll again.
+//!
+//! Once no client is left to serve (shutdown, or the `--stdio` client gone), every terminal
+//! still there is killed as KILL_TERMINAL kills one (SIGHUP, then SIGKILL after
+//! [`KILL_GRACE`]), and the loop runs on until their exits are reported, bounded by
+//! [`KILL_GRACE`] + [`REAP_BOUND`].
 //!
 //! # Re-entrancy
 //!

@@ -645,9 +645,10 @@ impl Host {
                 continue;
             };
             t.timers.stop(Timer::KillGrace);
-            // [SERVER.SIGNAL.2] Still there after its grace: SIGKILL. The pidfd reports the
-            // exit.
-            warn!(%terminal, pid = t.child.pid(), "still running after the SIGHUP grace; sending SIGKILL");
+            // [SERVER.SIGNAL.2] Still there after its grace: SIGKILL to the group. The pidfd
+            // reports the exit.
+            let pid = t.child.pid();
+            warn!(%terminal, pid, "still running after the SIGHUP grace; sending SIGKILL");
             if let Err(e) = t.child.kill_group() {
                 error!(%terminal, error = %e, "kill failed");
             }
