@@ -6,12 +6,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use phux_mio_server::driver::KILL_GRACE;
-use phux_proto::command::{Command, CommandResult, CommandValue};
+use phux_proto::command::{Command, CommandResult, CommandValue, Signal};
 use phux_proto::frame::DetachReason;
 use phux_proto::{Frame, TerminalId};
 
 use crate::support::client::{Client, DEADLINE, Server, is_dead};
-use crate::support::common::eventually;
+use crate::support::common::{eventually, proc_state};
 
 /// Traps SIGHUP: writes "bye" to `$1/bye` and exits 0. Says it is ready in `$1/ready`.
 const TRAPS_HUP: &str = "trap 'echo bye > \"$1/bye\"; exit 0' HUP; : > \"$1/ready\"; \
@@ -122,6 +122,37 @@ fn kill_terminal_sigkills_a_child_that_ignores_hup_after_the_grace_without_block
     );
     assert!(took < KILL_GRACE + DEADLINE, "SIGKILL came late: {took:?}");
     assert!(eventually(|| is_dead(pid)), "child {pid} survived SIGKILL");
+}
+
+#[test]
+fn a_frozen_child_is_resumed_so_it_can_act_on_its_sighup() {
+    // [SERVER.SIGNAL.2] SIGCONT follows the SIGHUP: a stopped job handles it rather than being
+    // SIGKILLed at the grace's end.
+    const EXITS_7_ON_HUP: &str = "trap 'exit 7' HUP; : > \"$1/ready\"; sleep 1000 & wait";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start();
+    let mut c = server.connect();
+    c.hello();
+    let terminal = spawn_script(&mut c, EXITS_7_ON_HUP, dir.path());
+    let pid = pid_of(&mut c, &terminal);
+    assert_eq!(
+        c.command(Command::SignalTerminal {
+            terminal: terminal.clone(),
+            signal: Signal::Freeze,
+        }),
+        CommandResult::Ok
+    );
+    assert!(
+        eventually(|| proc_state(pid) == Some('T')),
+        "the child never stopped"
+    );
+    assert_eq!(
+        c.command(Command::KillTerminal {
+            terminal: terminal.clone()
+        }),
+        CommandResult::Ok
+    );
+    assert_eq!(closed(&mut c, &terminal), Some(7));
 }
 
 #[test]
