@@ -157,6 +157,10 @@ pub struct PtyChild {
 }
 
 /// Starts `spec.program` on a fresh pseudo-terminal.
+///
+/// The child is SIGKILLed by the kernel when the thread that called this exits
+/// (`PR_SET_PDEATHSIG`, see [SERVER.SIGNAL.3]): call it from a thread that outlives the child,
+/// as the single-threaded server does.
 pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     let (master, slave) = PtyMaster::open(spec.cols, spec.rows).map_err(SpawnError::Pty)?;
     let stdio = |fd: &OwnedFd| fd.try_clone().map(Stdio::from).map_err(SpawnError::Pty);
@@ -174,18 +178,32 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     cmd.stdin(stdio(&slave)?)
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
+    let server = rustix::process::getpid();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed. It makes two raw syscalls through rustix (setsid, ioctl TIOCSCTTY)
-    // on fd 0, which std has already dup2'ed from the slave; it allocates nothing, takes no
-    // locks and touches no state shared with the parent. An error is returned as a raw errno,
-    // which std reports to the parent through its exec-status pipe.
+    // calls are allowed. It makes raw syscalls through rustix (setsid, ioctl TIOCSCTTY on fd 0,
+    // which std has already dup2'ed from the slave; prctl PR_SET_PDEATHSIG; getppid) and
+    // compares two pids; it allocates nothing, takes no locks and touches no state shared with
+    // the parent. An error is returned as a raw errno, which std reports to the parent through
+    // its exec-status pipe.
     #[allow(unsafe_code)]
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             // A new session, so the slave can become our controlling terminal and our pid
             // becomes the process group id that killpg targets.
             rustix::process::setsid()?;
             rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
+            // [SERVER.SIGNAL.3] Die with the server rather than live on as an orphan. It is
+            // SIGKILL because a server that dies this way (SIGKILL, a crash) gets no grace period:
+            // closing its masters already hung every terminal up (SIGHUP), so a child still
+            // here is one that ignores SIGHUP, and only SIGKILL cannot be ignored. The kernel
+            // sends it when the *thread* that forked exits: the server is single-threaded, so
+            // that is the server's death. It survives exec (not a set-uid one) and reaches the
+            // child only, not what the child starts (those get the terminal's hangup).
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The server may have died before the prctl: then no signal will ever come.
+            if rustix::process::getppid() != Some(server) {
+                return Err(Errno::SRCH.into());
+            }
             Ok(())
         });
     }
@@ -301,8 +319,41 @@ impl PtyChild {
         self.master = None;
     }
 
-    /// KILL_TERMINAL: SIGKILLs the process group unless the child was already reaped, closes
-    /// the master and reaps the child. Blocks only while a SIGKILLed child finishes dying.
+    /// The first step of a kill, the signal a closing terminal emulator's hangup sends
+    /// ([SERVER.SIGNAL.2]): SIGHUP, then SIGCONT (so a stopped job can act on the SIGHUP), to
+    /// the process group. Does not wait: the pidfd says when the child has exited, and
+    /// [`Self::kill_group`] follows if it does not.
+    ///
+    /// The master stays open. Closing it now would race an end of input (and failing writes)
+    /// against the SIGHUP, and a program that ends quietly on end of input would hide the
+    /// hangup; kept open, the child's first news of the kill is the SIGHUP and its last output
+    /// is still read. It is closed once the child is reaped, which hangs up whatever else
+    /// still holds the terminal.
+    pub fn hang_up(&self) -> io::Result<()> {
+        if self.exit.is_some() {
+            return Ok(());
+        }
+        let hup = rustix::process::kill_process_group(self.pid, Signal::HUP);
+        let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
+        match hup {
+            // ESRCH: the group is empty but the leader may still be an unreaped zombie.
+            Ok(()) | Err(Errno::SRCH) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// SIGKILLs the process group unless the child has been reaped (or the group is already
+    /// empty). Does not wait.
+    pub fn kill_group(&self) -> io::Result<()> {
+        match self.signal_group(GroupSignal::Kill) {
+            Err(e) if e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// SIGKILLs the process group unless the child was already reaped, closes the master and
+    /// reaps the child, blocking while a SIGKILLed child finishes dying. The last resort, for
+    /// a server that is exiting; the event loop kills with [`Self::hang_up`] first.
     ///
     /// SIGKILL goes first so a live child reliably reports `Signaled(9)`; closing the master
     /// first would race a SIGHUP against it.

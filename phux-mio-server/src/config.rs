@@ -9,8 +9,10 @@ use clap::{Parser, ValueEnum};
 /// each terminal's program on a real pseudo-terminal.
 ///
 /// On start it prints one line, `phux-mio-server listening on <path>`, on stdout (scripts
-/// can wait for it). SIGTERM or SIGINT (or the SHUTDOWN command) tells every client
-/// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket.
+/// can wait for it). SIGTERM, SIGINT or SIGHUP (or the SHUTDOWN command) tells every client
+/// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket. SIGHUP
+/// is a shutdown, not a reload: the server has nothing to reload, and a hangup means the
+/// terminal or SSH session it was started from is gone (use nohup or setsid to outlive it).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "phux-mio-server", version)]
 pub struct Config {
@@ -27,6 +29,8 @@ pub struct Config {
 
     /// Serve exactly one client over stdin/stdout instead of a socket (for SSH and the
     /// conformance runner), and exit when it disconnects. Nothing else is printed on stdout.
+    /// stdin must be a pipe, a socket or a terminal (not /dev/null or a file). Both are made
+    /// non-blocking while serving and get their flags back at exit.
     #[arg(long, conflicts_with = "socket")]
     pub stdio: bool,
 
@@ -34,7 +38,9 @@ pub struct Config {
     #[arg(long, value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
 
-    /// Append logs to this file instead of stderr.
+    /// Append logs to this file instead of stderr. A new file is created 0600. At no level
+    /// do logs hold environment values, arguments or input and output bytes: env names and
+    /// byte counts at most.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
@@ -53,9 +59,10 @@ pub enum LogLevel {
     Warn,
     /// Start, stop, connections opening and closing, children spawned and exiting.
     Info,
-    /// Every action the engine asks for.
+    /// Every action the engine asks for (without environment values or argv: names and
+    /// counts).
     Debug,
-    /// Every read and write.
+    /// Every read and write (their sizes, never their bytes).
     Trace,
 }
 

@@ -7,6 +7,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use mio::net::UnixStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use crate::flush::Queued;
@@ -244,11 +245,74 @@ fn fd_read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Sets `O_NONBLOCK` on a file description (stdin/stdout for `--stdio`).
-pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let flags = rustix::fs::fcntl_getfl(fd)?;
-    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
-    Ok(())
+/// The file status flags of stdin and stdout as `--stdio` found them, put back when this is
+/// dropped.
+///
+/// `O_NONBLOCK` belongs to the open file description, which `--stdio`'s stdin and stdout share
+/// with whoever started the server (a shell's terminal, an SSH session's pipes): left set, it
+/// makes the parent's next blocking read fail with EAGAIN. Dropping this restores what
+/// [`Self::save`] found on every way out of the driver, an error or a panic included.
+#[derive(Debug)]
+pub(crate) struct StdioFlags {
+    stdin: OFlags,
+    stdout: OFlags,
+}
+
+impl StdioFlags {
+    /// Saves both fds' flags before either is changed (they may be one file description).
+    pub(crate) fn save() -> io::Result<Self> {
+        Ok(Self {
+            stdin: rustix::fs::fcntl_getfl(rustix::stdio::stdin())?,
+            stdout: rustix::fs::fcntl_getfl(rustix::stdio::stdout())?,
+        })
+    }
+
+    /// Sets `O_NONBLOCK` on stdin and stdout.
+    pub(crate) fn set_nonblocking(&self) -> io::Result<()> {
+        let stdin = rustix::stdio::stdin();
+        rustix::fs::fcntl_setfl(stdin, self.stdin | OFlags::NONBLOCK)?;
+        let stdout = rustix::stdio::stdout();
+        let now = rustix::fs::fcntl_getfl(stdout)?;
+        rustix::fs::fcntl_setfl(stdout, now | OFlags::NONBLOCK)?;
+        Ok(())
+    }
+}
+
+impl Drop for StdioFlags {
+    fn drop(&mut self) {
+        // [SERVER.STDIO.2] Back as they were. Both were saved before either was changed, so
+        // this is right when the two are one file description too.
+        let _ = rustix::fs::fcntl_setfl(rustix::stdio::stdout(), self.stdout);
+        let _ = rustix::fs::fcntl_setfl(rustix::stdio::stdin(), self.stdin);
+    }
+}
+
+/// `--stdio`'s stdin could not be registered with the poll: says why, in words.
+///
+/// epoll refuses (EPERM) what is always ready: a regular file, or a character device such as
+/// /dev/null. Such a stdin can never say "no more for now", so the one client could not be
+/// served without blocking; the message names what stdin is.
+pub(crate) fn stdin_unwatchable(e: io::Error) -> io::Error {
+    if e.raw_os_error() != Some(Errno::PERM.raw_os_error()) {
+        return e;
+    }
+    let what = match rustix::fs::fstat(rustix::stdio::stdin()) {
+        Ok(st) => match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => "a regular file",
+            rustix::fs::FileType::CharacterDevice => "a character device (such as /dev/null)",
+            rustix::fs::FileType::Directory => "a directory",
+            rustix::fs::FileType::BlockDevice => "a block device",
+            _ => "a file epoll cannot watch",
+        },
+        Err(_) => "a file epoll cannot watch",
+    };
+    io::Error::new(
+        e.kind(),
+        format!(
+            "--stdio: stdin is {what}, which epoll cannot watch for readiness ({e}); \
+             --stdio needs a pipe, a socket or a terminal on stdin"
+        ),
+    )
 }
 
 #[cfg(test)]

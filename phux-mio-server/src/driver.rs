@@ -24,8 +24,13 @@
 //!    (a keystroke's echo leaves before the next read), and the ripest connection between two
 //!    bulk reads.
 //! 6. after the ready tokens, the **deadlines** that came (held output, closing connections,
-//!    exit drains, the engine's `Timeout`, shutdown), fed and flushed the same way; then
-//!    **compute the next timeout** and poll again.
+//!    exit drains, kill graces, the engine's `Timeout`, shutdown), fed and flushed the same
+//!    way; then **compute the next timeout** and poll again.
+//!
+//! Once no client is left to serve (shutdown, or the `--stdio` client gone), every terminal
+//! still there is killed as KILL_TERMINAL kills one (SIGHUP, then SIGKILL after
+//! [`KILL_GRACE`]), and the loop runs on until their exits are reported, bounded by
+//! [`KILL_GRACE`] + [`REAP_BOUND`].
 //!
 //! # Re-entrancy
 //!
@@ -49,14 +54,14 @@ use mio::{Events, Interest, Poll, Token};
 use phux_core::server::{ConnId, LocalTerminal, PeerInfo, ServerEngine, ServerEvent};
 use tracing::{error, info, trace, warn};
 
-use crate::conn::{READ_CHUNK, Transport, set_nonblocking};
+use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
 use crate::host::{Host, Recycle, Source};
 use crate::pty::PtyRead;
 use crate::signals::Signals;
 use crate::socket::{ServerSocket, check_peer};
 
-pub use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND};
+pub use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
@@ -83,6 +88,9 @@ pub struct Driver {
     buf: Vec<u8>,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
+    /// dropped. Last, so it is dropped after everything that uses the two fds.
+    stdio_flags: Option<StdioFlags>,
 }
 
 /// What one readiness event says about its source.
@@ -109,7 +117,7 @@ impl std::fmt::Debug for Driver {
 }
 
 impl Driver {
-    /// A driver for `engine` serving `listen`. Installs the SIGTERM/SIGINT handlers; for
+    /// A driver for `engine` serving `listen`. Installs the SIGTERM/SIGINT/SIGHUP handlers; for
     /// stdio, sets stdin and stdout non-blocking and connects the one client at once.
     pub fn new(engine: ServerEngine, listen: Listen) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -123,18 +131,27 @@ impl Driver {
             poll.registry()
                 .register(l.listener_mut(), LISTENER, Interest::READABLE)?;
         }
-        let stdio = listener.is_none();
+        // [SERVER.STDIO.2] Saved before anything changes them; put back when `driver` is
+        // dropped, on every way out (an error below included).
+        let stdio_flags = listener.is_none().then(StdioFlags::save).transpose()?;
+        let stdio = stdio_flags.is_some();
         let mut driver = Self {
             engine,
             host: Host::new(poll, listener, signals, FIRST_DYNAMIC),
             buf: vec![0; READ_CHUNK],
             ready: Vec::new(),
+            stdio_flags,
         };
+        if let Some(flags) = &driver.stdio_flags {
+            flags.set_nonblocking()?;
+        }
         if stdio {
-            set_nonblocking(rustix::stdio::stdin())?;
-            set_nonblocking(rustix::stdio::stdout())?;
             let peer = PeerInfo::remote();
-            let conn = driver.host.add_conn(Transport::Stdio, peer)?;
+            // [SERVER.STDIO.3] A stdin epoll refuses (/dev/null, a file) is named as the cause.
+            let conn = driver
+                .host
+                .add_conn(Transport::Stdio, peer)
+                .map_err(stdin_unwatchable)?;
             driver.feed(ServerEvent::Connected { conn, peer });
             driver.flush();
         }
@@ -146,12 +163,21 @@ impl Driver {
         self.host.listener.as_ref().map(|l| l.path().to_owned())
     }
 
-    /// Runs until shutdown (SIGTERM, SIGINT, the SHUTDOWN command) or, with stdio, until the
-    /// client disconnects. On return every child has been killed and reaped and the socket
-    /// file removed.
+    /// Runs until shutdown (SIGTERM, SIGINT, SIGHUP, the SHUTDOWN command) or, with stdio,
+    /// until the client disconnects, and then until every child has exited after its SIGHUP
+    /// (bounded by [`KILL_GRACE`] + [`REAP_BOUND`]). On return every child has been killed and
+    /// reaped and the socket file removed.
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
-        while !self.host.finished() {
+        loop {
+            // Checked here, after everything the last turn did: any of it may have closed the
+            // last connection.
+            if self.host.on_stopping() {
+                self.feed_observed();
+            }
+            if self.host.finished() {
+                break;
+            }
             let timeout = self.next_wait();
             match self.host.poll.poll(&mut events, timeout) {
                 Ok(()) => {}

@@ -27,7 +27,9 @@ use crate::flush::{Decision, FlushPolicy, Output};
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
 use crate::terminal::{Term, group_signal, os_spawn_spec};
-use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, Nearest, Timer, TimerTable};
+use crate::timer::{
+    CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, Nearest, REAP_BOUND, Timer, TimerTable,
+};
 
 /// What the host may do with the engine: give written buffers back for reuse. It holds no way
 /// to hand the engine an event.
@@ -103,8 +105,12 @@ pub(crate) struct Host {
     pub(crate) unflushed: Vec<ConnId>,
     /// The list of the flush pass under way (empty between passes), kept for its capacity.
     flushing: Vec<ConnId>,
-    /// `Shutdown`, set by the engine's `Shutdown` action.
+    /// `Shutdown`, set by the engine's `Shutdown` action and stopped once it has passed;
+    /// `Reap`, set once the host is stopping.
     pub(crate) timers: TimerTable,
+    /// The engine's `Shutdown` came: no listener, and the host stops once every connection
+    /// is gone.
+    shutdown: bool,
     /// The nearest deadline of any connection's or terminal's table.
     pub(crate) nearest: Nearest,
     /// `--stdio`: stop once the one client is gone.
@@ -137,6 +143,7 @@ impl Host {
             unflushed: Vec::new(),
             flushing: Vec::new(),
             timers: TimerTable::default(),
+            shutdown: false,
             nearest: Nearest::default(),
             stdio,
             done: false,
@@ -167,7 +174,24 @@ impl Host {
                 bytes,
                 ..
             } => debug!(%terminal, job = job.0, len = bytes.len(), "write"),
-            other => debug!(action = ?other, "perform"),
+            // [SERVER.LOG.1] Never the action's `Debug`: a spawn's argv, cwd and environment
+            // values may carry secrets (tokens in the env, passwords in a `-c` script).
+            ServerAction::Spawn { terminal, spec } => debug!(
+                %terminal,
+                program = ?spec.command.first(),
+                args = spec.command.len().saturating_sub(1),
+                env_names = ?spec.env.as_ref().map(|vars| env_names(vars)),
+                "spawn"
+            ),
+            ServerAction::Close { conn } => debug!(conn = conn.0, "close"),
+            ServerAction::Resize {
+                terminal,
+                cols,
+                rows,
+            } => debug!(%terminal, cols, rows, "resize"),
+            ServerAction::Signal { terminal, signal } => debug!(%terminal, ?signal, "signal"),
+            ServerAction::Kill { terminal } => debug!(%terminal, "kill"),
+            ServerAction::Shutdown => debug!("shutdown"),
         }
         match action {
             ServerAction::Send { conn, bytes } => {
@@ -435,8 +459,8 @@ impl Host {
 
     fn write(&mut self, terminal: LocalTerminal, job: JobId, bytes: Vec<u8>) {
         match self.terminals.get_mut(&terminal) {
-            // Exited (or never started): nothing can be written.
-            Some(t) if t.exited().is_none() => t.push(job, bytes),
+            // Exited, hung up (or never started): nothing can be written.
+            Some(t) if t.exited().is_none() && !t.killing() => t.push(job, bytes),
             _ => {
                 return self.report(ServerEvent::WriteDone {
                     terminal,
@@ -482,6 +506,9 @@ impl Host {
         debug!(%terminal, "terminal output ended");
         if t.exited().is_some() {
             self.finish_exit(terminal);
+        } else if t.killing() {
+            // A killed child's exit may have been held back until now (see `reap`).
+            let _ = self.reap(terminal);
         }
         // Otherwise the child closed its terminal but runs on: its pidfd tells us of its exit.
     }
@@ -491,6 +518,14 @@ impl Host {
     pub(crate) fn reap(&mut self, terminal: LocalTerminal) -> Option<Token> {
         let t = self.terminals.get_mut(&terminal)?;
         if t.exited().is_some() {
+            return None;
+        }
+        // [SERVER.SIGNAL.2] A killed child that exited within its grace while its terminal is
+        // still open (something else in its group holds it) is left a zombie for now: the
+        // zombie keeps its pid, so the SIGKILL at the grace's end reaches exactly the members
+        // of its group that ignored the SIGHUP, never a group that reused the number. The end
+        // of the output (`master_eof`) or of the grace (`on_deadlines`) reaps it.
+        if t.killing() && t.timers.is_set(Timer::KillGrace) && !t.eof() {
             return None;
         }
         let exit = match t.child.try_wait() {
@@ -519,42 +554,49 @@ impl Host {
         let Some(mut t) = self.terminals.remove(&terminal) else {
             return;
         };
-        let exit = t.exited();
+        let (exit, t_killed) = (t.exited(), t.killing());
         self.deregister_terminal(&mut t);
         let mut done = Vec::new();
         t.abandon(&mut done);
         // Drop closes the master and reaps the child if that has not happened.
         drop(t);
         self.report_jobs(terminal, done);
-        info!(%terminal, ?exit, "terminal closed");
+        if t_killed {
+            info!(%terminal, ?exit, "terminal killed");
+        } else {
+            info!(%terminal, ?exit, "terminal closed");
+        }
         self.report(ServerEvent::ChildExited {
             terminal,
             exit_status: exit.and_then(ChildExit::code),
         });
     }
 
-    /// KILL_TERMINAL (or shutdown): SIGKILL the group, close the master, reap, report.
+    /// KILL_TERMINAL (or shutdown): SIGHUP, and let the child exit on its own; SIGKILL comes
+    /// only when `Timer::KillGrace` does. Never waits: the exit is reported, as any other, when
+    /// the pidfd says the child is gone.
     fn kill(&mut self, terminal: LocalTerminal) {
-        let Some(mut t) = self.terminals.remove(&terminal) else {
+        let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        self.deregister_terminal(&mut t);
+        if t.killing() {
+            return;
+        }
         let mut done = Vec::new();
         t.abandon(&mut done);
-        self.report_jobs(terminal, done);
+        if t.exited().is_some() {
+            // Reaped already, its output still draining: nothing left to signal.
+            self.report_jobs(terminal, done);
+            return self.finish_exit(terminal);
+        }
+        // [SERVER.SIGNAL.2] SIGHUP first, as a closing terminal emulator does; SIGKILL only
+        // after KILL_GRACE, from `on_deadlines`. The loop goes on meanwhile.
+        let grace = self.clock.now() + KILL_GRACE;
         let pid = t.child.pid();
-        let exit = match t.child.kill_and_reap() {
-            Ok(exit) => Some(exit),
-            Err(e) => {
-                error!(%terminal, pid, error = %e, "kill failed");
-                None
-            }
-        };
-        info!(%terminal, pid, ?exit, "terminal killed");
-        self.report(ServerEvent::ChildExited {
-            terminal,
-            exit_status: exit.and_then(ChildExit::code),
-        });
+        t.hang_up(grace);
+        self.nearest.note(grace);
+        self.report_jobs(terminal, done);
+        info!(%terminal, pid, "sent SIGHUP; SIGKILL follows unless it exits");
     }
 
     fn deregister_terminal(&mut self, t: &mut Term) {
@@ -595,6 +637,25 @@ impl Host {
             );
             self.finish_exit(terminal);
         }
+        let graceless = due_keys(&self.terminals, |t| {
+            t.timers.is_expired(Timer::KillGrace, now)
+        });
+        for terminal in graceless {
+            let Some(t) = self.terminals.get_mut(&terminal) else {
+                continue;
+            };
+            t.timers.stop(Timer::KillGrace);
+            // [SERVER.SIGNAL.2] Still there after its grace: SIGKILL to the group. The pidfd
+            // reports the exit.
+            let pid = t.child.pid();
+            warn!(%terminal, pid, "still running after the SIGHUP grace; sending SIGKILL");
+            if let Err(e) = t.child.kill_group() {
+                error!(%terminal, error = %e, "kill failed");
+            }
+            // A leader that exited during the grace was left unreaped (see `reap`): now it is.
+            // Its output drains as after any exit: the SIGKILL ends what still held it.
+            let _ = self.reap(terminal);
+        }
         let conns = self.conns.values().map(|c| &c.timers);
         let terminals = self.terminals.values().map(|t| &t.timers);
         self.nearest.recompute(conns.chain(terminals));
@@ -604,6 +665,9 @@ impl Host {
     /// open.
     pub(crate) fn on_shutdown_deadline(&mut self, now: Instant) {
         if self.timers.is_expired(Timer::Shutdown, now) {
+            // Stopped, so that an expired deadline does not make every later poll return at once
+            // while the children finish.
+            self.timers.stop(Timer::Shutdown);
             let ids: Vec<ConnId> = self.conns.keys().copied().collect();
             for id in ids {
                 self.close_now(id);
@@ -611,12 +675,31 @@ impl Host {
         }
     }
 
+    /// Once the host is stopping (see [`Self::stopping`]), the first time: hangs up every
+    /// terminal still there and bounds the wait for their exits. The engine killed the
+    /// terminals it knew running on shutdown; the stdio client's departure killed none. Either
+    /// way every child gets its SIGHUP and its grace. Returns whether it did anything (events
+    /// may then wait to be fed).
+    pub(crate) fn on_stopping(&mut self) -> bool {
+        if !self.stopping() || self.timers.is_set(Timer::Reap) {
+            return false;
+        }
+        let left: Vec<LocalTerminal> = self.terminals.keys().copied().collect();
+        for terminal in left {
+            self.kill(terminal);
+        }
+        self.timers
+            .set(Timer::Reap, self.clock.now() + KILL_GRACE + REAP_BOUND);
+        true
+    }
+
     /// The engine's `Shutdown`: stop accepting, remove the socket, and stop once every
     /// connection has been flushed (bounded by [`CLOSE_BOUND`]).
     fn begin_shutdown(&mut self) {
-        if self.timers.is_set(Timer::Shutdown) {
+        if self.shutdown {
             return;
         }
+        self.shutdown = true;
         info!("shutting down");
         self.timers
             .set(Timer::Shutdown, self.clock.now() + CLOSE_BOUND);
@@ -627,10 +710,17 @@ impl Host {
         }
     }
 
-    /// Whether the host is done: the stdio client is gone, or shutdown has flushed and closed
-    /// every connection.
+    /// Whether the host has no client left to serve: the stdio client is gone, or shutdown
+    /// has flushed and closed every connection.
+    fn stopping(&self) -> bool {
+        self.done || (self.shutdown && self.conns.is_empty())
+    }
+
+    /// Whether the host is done: it is stopping, and every child has been reaped or the
+    /// wait for them ([`KILL_GRACE`] + [`REAP_BOUND`]) is over.
     pub(crate) fn finished(&self) -> bool {
-        self.done || (self.timers.is_set(Timer::Shutdown) && self.conns.is_empty())
+        self.stopping()
+            && (self.terminals.is_empty() || self.timers.is_expired(Timer::Reap, self.clock.now()))
     }
 
     /// Kills and reaps whatever still runs, and removes the socket.
@@ -650,6 +740,12 @@ impl Host {
         let _ = self.signals.deregister(self.poll.registry());
         info!("stopped");
     }
+}
+
+/// The names of a spawn's environment variables, for the log: never their values
+/// ([SERVER.LOG.1]).
+fn env_names(vars: &[(String, String)]) -> Vec<&str> {
+    vars.iter().map(|(name, _)| name.as_str()).collect()
 }
 
 /// The keys of the entries `due` picks.

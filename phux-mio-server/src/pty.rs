@@ -142,7 +142,7 @@ impl AsFd for PtyMaster {
     }
 }
 
-/// Retries a syscall interrupted by a signal handler (ours catch SIGTERM/SIGINT).
+/// Retries a syscall interrupted by a signal handler (ours catch SIGTERM/SIGINT/SIGHUP).
 fn retry_intr<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> io::Result<T> {
     loop {
         match f() {

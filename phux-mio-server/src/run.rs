@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
@@ -15,6 +16,9 @@ use tracing_subscriber::EnvFilter;
 use crate::config::Config;
 use crate::driver::{Driver, Listen};
 use crate::socket::{DirPolicy, ServerSocket, socket_path};
+
+/// The mode a new `--log-file` is created with: the owner's alone ([SERVER.LOG.2]).
+const LOG_FILE_MODE: u32 = 0o600;
 
 /// Parses `args` (the program name first, as `std::env::args_os` gives it) and runs the
 /// server until it is told to stop. Exit codes: 0 after a clean stop, 1 on a fatal error,
@@ -77,7 +81,13 @@ fn init_logging(config: &Config) -> Result<(), Box<dyn std::error::Error + Send 
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match &config.log_file {
         Some(path) => {
-            let file = OpenOptions::new().create(true).append(true).open(path)?;
+            // [SERVER.LOG.2] Created owner-only: even without secrets ([SERVER.LOG.1]) a log
+            // tells who ran what, and when. An existing file keeps its mode.
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(LOG_FILE_MODE)
+                .open(path)?;
             builder
                 .with_ansi(false)
                 .with_writer(Mutex::new(file))

@@ -34,7 +34,9 @@ pub(crate) struct Term {
     exited: Option<ChildExit>,
     /// The master reported end of file: every holder of the slave closed it.
     eof: bool,
-    /// `ExitDrain`.
+    /// Being killed: sent SIGHUP, and SIGKILLed at `Timer::KillGrace` unless it exits first.
+    killing: bool,
+    /// `ExitDrain`, `KillGrace`.
     pub(crate) timers: TimerTable,
 }
 
@@ -72,6 +74,7 @@ impl Term {
             writable: false,
             exited: None,
             eof: false,
+            killing: false,
             timers: TimerTable::default(),
         })
     }
@@ -96,10 +99,27 @@ impl Term {
         self.eof = true;
     }
 
-    /// The child was reaped: its output may drain until `drain`.
+    /// The child was reaped: its output may drain until `drain`. No SIGKILL is due any more.
     pub(crate) fn set_exited(&mut self, exit: ChildExit, drain: Instant) {
         self.exited = Some(exit);
+        self.timers.stop(Timer::KillGrace);
         self.timers.set(Timer::ExitDrain, drain);
+    }
+
+    /// Whether the terminal is being killed.
+    pub(crate) fn killing(&self) -> bool {
+        self.killing
+    }
+
+    /// The first step of a kill: SIGHUP to the group (see [`PtyChild::hang_up`]); the child
+    /// has until `grace` to exit before `Timer::KillGrace` comes. Its output is read on, and
+    /// its exit reported as any other.
+    pub(crate) fn hang_up(&mut self, grace: Instant) {
+        self.killing = true;
+        if let Err(e) = self.child.hang_up() {
+            warn!(terminal = %self.id, error = %e, "hanging up failed");
+        }
+        self.timers.set(Timer::KillGrace, grace);
     }
 
     /// Queues a job for the master.

@@ -20,6 +20,17 @@ pub use phux_core::server::CLOSE_BOUND;
 /// may still hold the slave open) before reporting the exit anyway.
 pub const EXIT_DRAIN_BOUND: Duration = Duration::from_secs(2);
 
+/// How long a terminal being killed (KILL_TERMINAL, shutdown) has after its SIGHUP to exit on
+/// its own before its process group gets SIGKILL ([SERVER.SIGNAL.2]). A closing terminal
+/// emulator's hangup gives a program the chance to clean up (vim removes its swap file, a
+/// shell saves its history); that takes milliseconds, and 2 s covers a loaded machine without
+/// letting a program that ignores SIGHUP hold up KILL_TERMINAL or shutdown for long.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Once the server is stopping (shutdown has flushed every client, or the `--stdio` client
+/// left), how long past [`KILL_GRACE`] the loop waits for the last children's exits. Whatever
+/// has not been reaped by then is SIGKILLed and reaped, blocking, as the server exits.
+pub const REAP_BOUND: Duration = Duration::from_secs(1);
+
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Timer {
@@ -34,10 +45,16 @@ pub(crate) enum Timer {
     /// After the engine's `Shutdown`, the connections still open by then are closed
     /// ([`CLOSE_BOUND`]).
     Shutdown = 3,
+    /// A terminal hung up by a kill whose child has not exited by then gets SIGKILL
+    /// ([`KILL_GRACE`]).
+    KillGrace = 4,
+    /// The server is stopping: once this passes it exits even if some child has not been
+    /// reaped yet ([`KILL_GRACE`] + [`REAP_BOUND`]).
+    Reap = 5,
 }
 
 impl Timer {
-    const COUNT: usize = 4;
+    const COUNT: usize = 6;
 }
 
 /// One optional deadline per [`Timer`] kind.

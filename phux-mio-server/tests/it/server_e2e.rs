@@ -89,6 +89,18 @@ fn spawn_attach_apply_input_echoes_and_shows_on_the_screen() {
 #[test]
 fn sigterm_detaches_every_client_kills_children_and_removes_the_socket() {
     // [SERVER.SHUTDOWN.1] [SERVER.SHUTDOWN.3]
+    shutdown_by(rustix::process::Signal::TERM);
+}
+
+#[test]
+fn sighup_shuts_down_as_sigterm_does() {
+    // [SERVER.SIGNAL.1] [SERVER.SHUTDOWN.1] [SERVER.SHUTDOWN.3]
+    shutdown_by(rustix::process::Signal::HUP);
+}
+
+/// Sends `signal` to a server with two clients and a running child: both clients get
+/// DETACHED{SERVER_SHUTDOWN}, the child dies, the socket goes and the server exits 0.
+fn shutdown_by(signal: rustix::process::Signal) {
     let mut server = Server::start();
     let mut a = server.connect();
     let mut b = server.connect();
@@ -114,7 +126,7 @@ fn sigterm_detaches_every_client_kills_children_and_removes_the_socket() {
     assert!(!is_dead(pid), "the child should be running");
 
     let server_pid = rustix::process::Pid::from_raw(server.pid()).expect("pid");
-    rustix::process::kill_process(server_pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    rustix::process::kill_process(server_pid, signal).expect("signal the server");
 
     for client in [&mut a, &mut b] {
         let reason = client.wait_for("DETACHED", |f| match f {
@@ -250,7 +262,7 @@ fn kill_terminal_reaps_the_child_and_the_server_keeps_serving() {
         CommandResult::Ok
     );
     let t = terminal.clone();
-    // Killed by SIGKILL: no exit status.
+    // Killed by the SIGHUP of the hangup: no exit status.
     let status = c.wait_for("TERMINAL_CLOSED", |f| match f {
         Frame::TerminalClosed(closed) if closed.terminal == t => Some(closed.exit_status),
         _ => None,

@@ -1,4 +1,4 @@
-//! SIGTERM and SIGINT arrive as mio readiness instead of ending the process.
+//! SIGTERM, SIGINT and SIGHUP arrive as mio readiness instead of ending the process.
 
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,8 @@ fn wait_for(poll: &mut Poll, signals: &mut Signals, want: ShutdownSignal) {
 }
 
 #[test]
-fn sigterm_and_sigint_become_readiness() {
+fn sigterm_sigint_and_sighup_become_readiness() {
+    // [SERVER.SIGNAL.1] SIGHUP is caught too, not left to end the process.
     let mut poll = Poll::new().expect("poll");
     let mut signals = Signals::new().expect("signals");
     signals
@@ -41,4 +42,7 @@ fn sigterm_and_sigint_become_readiness() {
 
     kill_process(getpid(), Signal::INT).expect("raise SIGINT");
     wait_for(&mut poll, &mut signals, ShutdownSignal::Interrupt);
+
+    kill_process(getpid(), Signal::HUP).expect("raise SIGHUP");
+    wait_for(&mut poll, &mut signals, ShutdownSignal::Hangup);
 }

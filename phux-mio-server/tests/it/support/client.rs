@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin};
+use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,40 @@ impl Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("s.sock");
         let process = launch_server(&socket, None, "warn");
+        Self {
+            process,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    /// Starts the server binary on a socket in a fresh directory with `args` after
+    /// `--socket <dir>/s.sock`, and waits for its ready line.
+    pub(crate) fn start_with(args: &[&std::ffi::OsStr]) -> Self {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command as Process, Stdio};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("s.sock");
+        let mut process = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start server");
+        let stdout = process.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(DEADLINE)
+            .expect("server never printed its ready line");
+        assert!(line.starts_with("phux-mio-server listening on"), "{line:?}");
         Self {
             process,
             socket,
@@ -109,7 +143,10 @@ impl Client {
     }
 
     /// A client over a child's stdin/stdout (the `--stdio` server).
-    pub(crate) fn stdio(stdin: ChildStdin, stdout: impl Read + Send + 'static) -> Self {
+    pub(crate) fn stdio(
+        stdin: impl Write + Send + 'static,
+        stdout: impl Read + Send + 'static,
+    ) -> Self {
         Self::over(Box::new(stdin), stdout)
     }
 
