@@ -1,5 +1,7 @@
 //! Server-wide settings and what a spawn runs.
 
+use std::time::Duration;
+
 /// Server-wide settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -21,6 +23,9 @@ pub struct ServerConfig {
     pub max_terminals: usize,
     /// The program a SPAWN_TERMINAL without a command runs.
     pub default_command: Vec<String>,
+    /// How long a connection may take to complete HELLO before it is closed
+    /// ([SERVER.LIMIT.2]): a peer that connects and says nothing must not hold a slot forever.
+    pub handshake_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -35,6 +40,7 @@ impl ServerConfig {
             max_jobs_per_terminal: 1024,
             max_terminals: 4096,
             default_command: vec!["/bin/sh".to_owned()],
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -42,7 +42,15 @@ pub(super) struct Connection {
     /// every terminal: the viewer's `paused_at` stays the truth, and an entry whose viewer was
     /// since replaced or removed is dropped when next looked at.
     pub(super) paused: Vec<super::LocalTerminal>,
+    /// While HELLO is awaited: when the handshake times out ([SERVER.LIMIT.2]).
+    pub(super) handshake_deadline: Option<crate::time::Instant>,
 }
+
+/// The most unframed bytes a connection may have buffered before HELLO is admitted
+/// ([SERVER.LIMIT.1]). A HELLO is well under 1 KiB and nothing but HELLO and PING may come
+/// first, so a peer past this bound is not doing a handshake: it is making the server hold
+/// memory (up to a 16 MiB frame per connection) for someone who never said who it is.
+pub(super) const MAX_PRE_HELLO_BYTES: usize = 64 * 1024;
 
 /// What a connection's next frame asks of the server, once the HELLO gate admitted it.
 #[derive(Debug)]
@@ -265,6 +273,7 @@ impl Connection {
             server_events: false,
             outbound: Outbound::default(),
             paused: Vec::new(),
+            handshake_deadline: None,
         }
     }
 }

@@ -5,8 +5,9 @@ use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{CommandFrame, Pong};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::{Connection, Phase, Request};
+use super::connection::{Connection, MAX_PRE_HELLO_BYTES, Phase, Request};
 use super::terminal::EventFilter;
+use crate::framing::FrameDecoder;
 use crate::time::Instant;
 use phux_proto::frame::DetachReason;
 
@@ -43,6 +44,23 @@ impl ServerEngine {
         conn.decoder.push(bytes);
         while let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) {
             self.on_request(now, id, request);
+        }
+        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
+        // in one read is admitted first and its followers are not counted.
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.phase == Phase::AwaitHello && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES {
+            // [SERVER.LIMIT.1] Unframed bytes before HELLO are bounded; the buffer is dropped
+            // at once (the connection is closed by `fail`, so nothing is pushed again; [ERROR.FATAL.2]). FRAME_TOO_LARGE: the
+            // frame under way is larger than anything this phase accepts, a framing
+            // violation that leaves no way to resynchronise ([FRAME.VIOLATION.1]).
+            conn.decoder = FrameDecoder::new();
+            self.fail(
+                id,
+                ErrorCode::FRAME_TOO_LARGE,
+                "too many bytes before HELLO",
+            );
         }
     }
 

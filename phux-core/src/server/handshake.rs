@@ -42,6 +42,7 @@ impl ServerEngine {
             );
             return;
         }
+        self.stop_handshake_timer(id);
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };

@@ -49,7 +49,7 @@ mod output;
 mod state;
 mod terminal;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,9 @@ pub use handshake::PROTOCOL_VERSION;
 pub struct ServerEngine {
     config: ServerConfig,
     conns: BTreeMap<ConnId, Connection>,
+    /// When each connection still awaiting HELLO times out ([SERVER.LIMIT.2]), soonest
+    /// first: an entry leaves when its connection is admitted, closed or gone.
+    handshakes: BTreeSet<(Instant, ConnId)>,
     terminals: BTreeMap<LocalTerminal, Terminal>,
     ledger: OperationLedger,
     leases: LeaseTable,
@@ -100,6 +103,7 @@ impl ServerEngine {
         Self {
             config,
             conns: BTreeMap::new(),
+            handshakes: BTreeSet::new(),
             terminals: BTreeMap::new(),
             ledger: OperationLedger::default(),
             leases: LeaseTable::default(),
@@ -136,6 +140,11 @@ impl ServerEngine {
         self.conns.get(&conn).map(|c| c.outbound.total())
     }
 
+    /// Bytes a connection sent that are buffered and not yet framed.
+    pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
+        self.conns.get(&conn).map(|c| c.decoder.buffered())
+    }
+
     /// The client id of an open connection.
     fn client_of(&self, id: ConnId) -> Option<ClientId> {
         self.conns.get(&id).map(|c| c.client)
@@ -150,7 +159,7 @@ impl ServerEngine {
             }
         }
         match event {
-            ServerEvent::Connected { conn, peer } => self.on_connected(conn, peer),
+            ServerEvent::Connected { conn, peer } => self.on_connected(now, conn, peer),
             ServerEvent::Received { conn, bytes } => self.on_received(now, conn, bytes),
             ServerEvent::Sent { conn, bytes } => self.on_sent(conn, bytes),
             ServerEvent::Disconnected { conn } => self.on_disconnected(now, conn),
@@ -184,10 +193,15 @@ impl ServerEngine {
 
     /// When to call `handle(now, Timeout)` next, if ever.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.leases.poll_timeout(), self.lane.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        let handshake = self.handshakes.first().map(|&(at, _)| at);
+        [
+            self.leases.poll_timeout(),
+            self.lane.poll_timeout(),
+            handshake,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn on_timeout(&mut self, now: Instant) {
@@ -195,9 +209,27 @@ impl ServerEngine {
             self.resolve_expired_job(&terminal, op);
         }
         self.ledger.handle_timeout(now);
+        while let Some(&(at, id)) = self.handshakes.first() {
+            if at > now {
+                break;
+            }
+            self.handshakes.pop_first();
+            // [SERVER.LIMIT.2] A connection that has not completed HELLO in time is closed.
+            if self
+                .conns
+                .get(&id)
+                .is_some_and(|c| c.phase == Phase::AwaitHello)
+            {
+                self.detach(
+                    id,
+                    DetachReason::PROTOCOL_ERROR,
+                    "HELLO not received in time",
+                );
+            }
+        }
     }
 
-    fn on_connected(&mut self, id: ConnId, peer: PeerInfo) {
+    fn on_connected(&mut self, now: Instant, id: ConnId, peer: PeerInfo) {
         let client = ClientId(self.next_client);
         self.next_client = self.next_client.wrapping_add(1).max(1);
         self.conns.insert(id, Connection::new(id, client, peer));
@@ -210,6 +242,24 @@ impl ServerEngine {
             );
         } else if self.shutting_down {
             self.detach(id, DetachReason::SERVER_SHUTDOWN, "server is shutting down");
+        } else {
+            let deadline = now.saturating_add(self.config.handshake_timeout);
+            if let Some(conn) = self.conns.get_mut(&id) {
+                conn.handshake_deadline = Some(deadline);
+            }
+            self.handshakes.insert((deadline, id));
+        }
+    }
+
+    /// The connection no longer awaits HELLO (admitted, closed or gone): its handshake timer
+    /// is stopped.
+    fn stop_handshake_timer(&mut self, id: ConnId) {
+        if let Some(at) = self
+            .conns
+            .get_mut(&id)
+            .and_then(|c| c.handshake_deadline.take())
+        {
+            self.handshakes.remove(&(at, id));
         }
     }
 
@@ -228,6 +278,7 @@ impl ServerEngine {
     }
 
     fn on_disconnected(&mut self, now: Instant, id: ConnId) {
+        self.stop_handshake_timer(id);
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };

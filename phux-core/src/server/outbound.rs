@@ -171,6 +171,7 @@ impl ServerEngine {
         if conn.phase == Phase::Closed {
             return;
         }
+        self.stop_handshake_timer(id);
         // Send before marking closed, so the frame is queued; then nothing more is.
         let frame = Frame::Detached(Detached {
             reason: Some(reason),

@@ -12,6 +12,7 @@ mod engine_commands;
 mod engine_handshake;
 mod engine_input;
 mod engine_leases;
+mod engine_limits;
 mod engine_output;
 mod engine_regressions;
 mod engine_schedules;

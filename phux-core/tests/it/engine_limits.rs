@@ -1,0 +1,128 @@
+//! Engine tests for the bounds a hostile local peer meets before and at the handshake
+//! (SERVER.LIMIT.*): unframed bytes before HELLO, the handshake timeout, the connection cap.
+#![cfg(feature = "sim")]
+#![allow(clippy::many_single_char_names)]
+
+use std::time::Duration;
+
+use phux_core::server::{ConnId, ServerConfig};
+use phux_core::sim::{Harness, hello_frame, server_id_for};
+use phux_proto::frame::{DetachReason, Ping};
+use phux_proto::{ErrorCode, Frame};
+
+/// Asserts the fatal sequence: ERROR{no request id, code}, DETACHED{PROTOCOL_ERROR}, close.
+fn assert_fatal(h: &mut Harness, c: ConnId, code: ErrorCode) {
+    let got = h.settle_recv(c);
+    match &got[..] {
+        [Frame::Error(e), Frame::Detached(d)] => {
+            assert_eq!(e.request_id, None, "{got:?}");
+            assert_eq!(e.code, code, "{got:?}");
+            assert_eq!(d.reason, Some(DetachReason::PROTOCOL_ERROR), "{got:?}");
+        }
+        _ => panic!("expected ERROR({code:?}) + DETACHED, got {got:?}"),
+    }
+    assert!(h.conn(c).closed_by_server(), "connection not closed");
+}
+
+// ---- unframed bytes before HELLO ------------------------------------------------------------
+
+#[test]
+fn a_huge_frame_before_hello_is_failed_and_its_bytes_dropped() {
+    // [SERVER.LIMIT.1]: a 16 MiB HELLO header, then 100 KiB of its body in 4 KiB reads.
+    let mut h = Harness::new();
+    let honest = h.client();
+    let c = h.connect();
+    h.send_raw(c, &[0x01, 0x00, 0x00, 0x00, 0x01]);
+    let body = vec![0x41; 100 * 1024];
+    for chunk in body.chunks(4096) {
+        h.send_raw(c, chunk);
+    }
+    // Dropped at once, before the driver has performed anything.
+    assert_eq!(h.server.buffered_bytes(c), Some(0));
+    assert_fatal(&mut h, c, ErrorCode::FRAME_TOO_LARGE);
+    // [ERROR.FATAL.3] The other connection is untouched.
+    h.send(honest, &Frame::Ping(Ping { nonce: 5 }));
+    assert!(matches!(&h.settle_recv(honest)[..], [Frame::Pong(p)] if p.nonce == 5));
+}
+
+#[test]
+fn a_hello_with_pipelined_requests_in_one_read_is_not_counted_as_pre_hello() {
+    // [SERVER.LIMIT.1]: only bytes still unframed while HELLO is awaited count.
+    let mut h = Harness::new();
+    let c = h.connect();
+    let mut read = hello_frame().to_bytes();
+    for nonce in 0..10_000 {
+        read.extend(Frame::Ping(Ping { nonce }).to_bytes());
+    }
+    assert!(read.len() > 64 * 1024);
+    h.send_raw(c, &read);
+    let got = h.settle_recv(c);
+    assert!(
+        matches!(got.first(), Some(Frame::HelloOk(_))),
+        "{:?}",
+        got.first()
+    );
+    assert_eq!(got.len(), 10_001);
+    assert!(h.conn(c).is_open());
+}
+
+// ---- the handshake timeout ------------------------------------------------------------------
+
+#[test]
+fn a_byte_a_second_peer_is_closed_at_the_handshake_timeout() {
+    // [SERVER.LIMIT.2]: a HELLO dribbled one byte a second never completes in 10 s.
+    let mut h = Harness::new();
+    let c = h.connect();
+    let hello = hello_frame().to_bytes();
+    assert!(hello.len() > 12);
+    let mut closed_at = None;
+    for (second, byte) in hello.iter().enumerate() {
+        if !h.conn(c).is_open() {
+            break;
+        }
+        h.send_raw(c, &[*byte]);
+        h.advance(Duration::from_secs(1));
+        if closed_at.is_none() && h.conn(c).closed_by_server() {
+            closed_at = Some(second + 1);
+        }
+    }
+    assert_eq!(closed_at, Some(10), "closed after {closed_at:?} s");
+    let got = h.settle_recv(c);
+    match &got[..] {
+        [Frame::Detached(d)] => assert_eq!(d.reason, Some(DetachReason::PROTOCOL_ERROR)),
+        _ => panic!("expected DETACHED, got {got:?}"),
+    }
+}
+
+#[test]
+fn an_honest_hello_within_the_timeout_is_unaffected() {
+    // [SERVER.LIMIT.2]: admitted at 9.9 s, then idle well past the timeout.
+    let mut h = Harness::new();
+    let c = h.connect();
+    assert_eq!(
+        h.server.poll_timeout(),
+        Some(h.now + Duration::from_secs(10)),
+        "the handshake deadline is the engine's wake-up"
+    );
+    h.advance(Duration::from_millis(9_900));
+    assert!(h.conn(c).is_open());
+    h.hello(c);
+    assert_eq!(h.server.poll_timeout(), None, "no timer once admitted");
+    h.advance(Duration::from_secs(30));
+    assert!(h.conn(c).is_open());
+    h.send(c, &Frame::Ping(Ping { nonce: 1 }));
+    assert!(matches!(&h.settle_recv(c)[..], [Frame::Pong(_)]));
+}
+
+#[test]
+fn the_handshake_timeout_is_configurable() {
+    // [SERVER.LIMIT.2]
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.handshake_timeout = Duration::from_secs(2);
+    let mut h = Harness::with_config(config);
+    let c = h.connect();
+    h.advance(Duration::from_millis(1_999));
+    assert!(h.conn(c).is_open());
+    h.advance(Duration::from_millis(1));
+    assert!(h.conn(c).closed_by_server());
+}
