@@ -48,6 +48,12 @@ pub struct Config {
     /// arguments). Default: $SHELL, or /bin/sh when it is unset or empty.
     #[arg(long, value_name = "PROGRAM")]
     pub shell: Option<String>,
+
+    /// The most client connections held at once; one more is refused at once with
+    /// ERROR(RESOURCE_EXHAUSTED). Each costs a file descriptor and buffers, so a local
+    /// program opening connections in a loop cannot exhaust the server's.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
 }
 
 /// Log verbosity.
@@ -107,6 +113,7 @@ mod tests {
             "--log-level",
             "--log-file",
             "--shell",
+            "--max-connections",
         ] {
             let line = help
                 .lines()
@@ -127,6 +134,10 @@ mod tests {
         assert_eq!(c.name, "default");
         assert_eq!(c.log_level, LogLevel::Info);
         assert!(!c.stdio && c.socket.is_none());
+        assert_eq!(c.max_connections, 256);
+        let c = Config::try_parse_from(["x", "--max-connections", "3"]).expect("parse");
+        assert_eq!(c.max_connections, 3);
+        assert!(Config::try_parse_from(["x", "--max-connections", "0"]).is_err());
         let c = Config::try_parse_from(["x", "--shell", "/bin/zsh", "--log-level", "trace"])
             .expect("parse");
         assert_eq!(c.default_command(), ["/bin/zsh"]);

@@ -48,6 +48,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let server_id = crate::server_id()?;
     let mut engine_config = ServerConfig::new(server_id.to_vec());
     engine_config.default_command = config.default_command();
+    engine_config.max_connections = config.max_connections as usize;
     let engine = ServerEngine::new(engine_config);
 
     if config.stdio {

@@ -26,6 +26,9 @@ pub struct ServerConfig {
     /// How long a connection may take to complete HELLO before it is closed
     /// ([SERVER.LIMIT.2]): a peer that connects and says nothing must not hold a slot forever.
     pub handshake_timeout: Duration,
+    /// The most connections held at once, those being closed included ([SERVER.LIMIT.3]):
+    /// each costs the driver a descriptor and buffers, so a flood is refused past it.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
@@ -41,6 +44,7 @@ impl ServerConfig {
             max_terminals: 4096,
             default_command: vec!["/bin/sh".to_owned()],
             handshake_timeout: Duration::from_secs(10),
+            max_connections: 256,
         }
     }
 }

@@ -232,6 +232,8 @@ impl ServerEngine {
     fn on_connected(&mut self, now: Instant, id: ConnId, peer: PeerInfo) {
         let client = ClientId(self.next_client);
         self.next_client = self.next_client.wrapping_add(1).max(1);
+        // Counted before the newcomer joins: it is the one over the bound.
+        let full = self.conns.len() >= self.config.max_connections;
         self.conns.insert(id, Connection::new(id, client, peer));
         if !peer.authorized {
             // [SERVER.PEER.1] A peer with another uid is refused before any of its frames.
@@ -242,6 +244,13 @@ impl ServerEngine {
             );
         } else if self.shutting_down {
             self.detach(id, DetachReason::SERVER_SHUTDOWN, "server is shutting down");
+        } else if full {
+            // [SERVER.LIMIT.3] A connection over the bound is refused before any of its frames.
+            self.fail(
+                id,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "too many connections to this server",
+            );
         } else {
             let deadline = now.saturating_add(self.config.handshake_timeout);
             if let Some(conn) = self.conns.get_mut(&id) {

@@ -126,3 +126,40 @@ fn the_handshake_timeout_is_configurable() {
     h.advance(Duration::from_millis(1));
     assert!(h.conn(c).closed_by_server());
 }
+
+// ---- the connection cap ---------------------------------------------------------------------
+
+#[test]
+fn a_connection_over_the_cap_is_refused_at_once() {
+    // [SERVER.LIMIT.3]: with room for 3, the 4th is refused before its HELLO is read.
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.max_connections = 3;
+    let mut h = Harness::with_config(config);
+    let held: Vec<ConnId> = (0..3).map(|_| h.client()).collect();
+    let over = h.connect();
+    h.send(over, &hello_frame());
+    assert_fatal(&mut h, over, ErrorCode::RESOURCE_EXHAUSTED);
+    assert_eq!(h.server.connection_count(), 3);
+    for c in &held {
+        assert!(h.conn(*c).is_open());
+    }
+    // Once one leaves, there is room again.
+    h.disconnect(held[0]);
+    h.settle();
+    let next = h.connect();
+    h.hello(next);
+    assert!(h.conn(next).is_open());
+}
+
+#[test]
+fn the_default_cap_is_256() {
+    // [SERVER.LIMIT.3]: connections awaiting HELLO count too.
+    let mut h = Harness::new();
+    for _ in 0..256 {
+        h.connect();
+    }
+    h.settle();
+    assert_eq!(h.server.connection_count(), 256);
+    let over = h.connect();
+    assert_fatal(&mut h, over, ErrorCode::RESOURCE_EXHAUSTED);
+}
