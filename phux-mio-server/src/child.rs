@@ -179,8 +179,10 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
         .stdout(stdio(&slave)?)
         .stderr(stdio(&slave)?);
     let server = rustix::process::getpid();
+    // Read here, in the parent: the child only makes the syscall.
+    let nofile = crate::nofile::for_children();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed. It makes raw syscalls through rustix (setsid, ioctl TIOCSCTTY on fd 0,
+    // calls are allowed. It makes raw syscalls through rustix (setsid, setrlimit, ioctl TIOCSCTTY on fd 0,
     // which std has already dup2'ed from the slave; prctl PR_SET_PDEATHSIG; getppid) and
     // compares two pids; it allocates nothing, takes no locks and touches no state shared with
     // the parent. An error is returned as a raw errno, which std reports to the parent through
@@ -191,6 +193,15 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
             // A new session, so the slave can become our controlling terminal and our pid
             // becomes the process group id that killpg targets.
             rustix::process::setsid()?;
+            // The descriptor limit the server was started with, not the one it raised for
+            // itself (see `nofile`): lowering a soft limit is always allowed.
+            if let Some(limit) = &nofile {
+                let limit = rustix::process::Rlimit {
+                    current: limit.current,
+                    maximum: limit.maximum,
+                };
+                rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)?;
+            }
             rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
             // [SERVER.SIGNAL.3] Die with the server rather than live on as an orphan. It is
             // SIGKILL because a server that dies this way (SIGKILL, a crash) gets no grace period:

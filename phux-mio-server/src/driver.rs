@@ -60,8 +60,9 @@ use crate::host::{Host, Recycle, Source};
 use crate::pty::PtyRead;
 use crate::signals::Signals;
 use crate::socket::{ServerSocket, check_peer};
+use crate::timer::Timer;
 
-pub use crate::timer::{CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
+pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
@@ -344,6 +345,8 @@ impl Driver {
 
     // ---- connections ----
 
+    /// Accepts every queued peer, until the listener would block or runs out of descriptors
+    /// (then [`Timer::AcceptRetry`] brings it back).
     fn accept_all(&mut self) {
         loop {
             let Some(listener) = self.host.listener.as_ref() else {
@@ -366,11 +369,23 @@ impl Driver {
                     }
                     self.flush();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.host.timers.is_set(Timer::AcceptRetry) {
+                        self.host.timers.stop(Timer::AcceptRetry);
+                        info!("accepting connections again");
+                    }
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    // EMFILE and friends: the pending peer stays queued; try again next wake.
-                    error!(error = %e, "accept failed");
+                    // [SERVER.LIMIT.4] EMFILE, ENFILE, ENOBUFS and the like: the peer stays
+                    // queued and its readiness edge is spent, so stop accepting and come back
+                    // after a rest rather than at the next connect (or spinning meanwhile).
+                    let retry = &mut self.host.timers;
+                    if !retry.is_set(Timer::AcceptRetry) {
+                        warn!(error = %e, "cannot accept a connection; retrying");
+                    }
+                    retry.set(Timer::AcceptRetry, self.host.clock.now() + ACCEPT_RETRY);
                     return;
                 }
             }
@@ -502,6 +517,11 @@ impl Driver {
         let now = self.host.clock.now();
         self.host.on_deadlines(now, &mut Recycle(&mut self.engine));
         self.feed_observed();
+        if self.host.timers.is_expired(Timer::AcceptRetry, now) {
+            // Stopped first: a listener gone since (shutdown) must not leave it expired.
+            self.host.timers.stop(Timer::AcceptRetry);
+            self.accept_all();
+        }
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.feed(ServerEvent::Timeout);
         }

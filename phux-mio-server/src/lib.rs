@@ -27,6 +27,7 @@ pub mod conn;
 pub mod driver;
 mod flush;
 mod host;
+pub mod nofile;
 pub mod pty;
 mod queue;
 pub mod rand;

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use clap::Parser;
 use phux_core::server::{ServerConfig, ServerEngine};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::Config;
@@ -46,6 +46,13 @@ where
 fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     // [SERVER.ID.1] One draw from the OS RNG at start, kept for the life of the process.
     let server_id = crate::server_id()?;
+    // [SERVER.LIMIT.4] Descriptors up to the hard limit, so that connections and terminals
+    // do not run out at the default soft limit.
+    match crate::nofile::raise() {
+        Ok(Some((soft, hard))) => info!(soft, hard, "raised the descriptor limit"),
+        Ok(None) => {}
+        Err(e) => warn!(error = %e, "cannot raise the descriptor limit"),
+    }
     let mut engine_config = ServerConfig::new(server_id.to_vec());
     engine_config.default_command = config.default_command();
     engine_config.max_connections = config.max_connections as usize;

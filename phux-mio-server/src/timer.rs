@@ -31,6 +31,13 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// has not been reaped by then is SIGKILLed and reaped, blocking, as the server exits.
 pub const REAP_BOUND: Duration = Duration::from_secs(1);
 
+/// How long the listener rests after `accept` failed for want of a descriptor (EMFILE,
+/// ENFILE) or of kernel memory before it tries again. The queued peer raises no new event
+/// (readiness is edge-triggered and its edge was spent), so without the retry it would wait
+/// for the next connect; 100 ms lets a closing connection free its descriptor without the
+/// loop spinning on a limit that has not moved.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Timer {
@@ -51,10 +58,13 @@ pub(crate) enum Timer {
     /// The server is stopping: once this passes it exits even if some child has not been
     /// reaped yet ([`KILL_GRACE`] + [`REAP_BOUND`]).
     Reap = 5,
+    /// `accept` failed (for want of descriptors, mostly): the listener is tried again then,
+    /// whether or not a new peer arrives ([`ACCEPT_RETRY`], [SERVER.LIMIT.4]).
+    AcceptRetry = 6,
 }
 
 impl Timer {
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
 }
 
 /// One optional deadline per [`Timer`] kind.

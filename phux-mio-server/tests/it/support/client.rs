@@ -27,6 +27,22 @@ pub(crate) fn launch_server(socket: &Path, nofile: Option<u64>, log_level: &str)
     )
 }
 
+/// [`launch_server`] with the descriptor limits apart and `args` after the usual ones.
+pub(crate) fn launch_server_with(
+    socket: &Path,
+    nofile: Option<launch::Nofile>,
+    log_level: &str,
+    args: &[&str],
+) -> Child {
+    launch::launch_server_with(
+        Path::new(env!("CARGO_BIN_EXE_phux-mio-server")),
+        socket,
+        nofile,
+        log_level,
+        args,
+    )
+}
+
 /// The server binary under test, running until dropped (then killed).
 pub(crate) struct Server {
     pub(crate) process: Child,

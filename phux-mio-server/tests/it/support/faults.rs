@@ -14,6 +14,8 @@ use phux_proto::frame::{ClientCapabilities, CommandFrame, Hello, ProtocolVersion
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{Frame, OperationId, TerminalId};
 
+pub(crate) use super::launch::Nofile;
+
 /// Generous on purpose: a loaded 2-core machine can take seconds to schedule anything.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -26,15 +28,16 @@ pub(crate) struct ServerProc {
 impl ServerProc {
     /// Starts the server on `socket` and waits for its ready line.
     pub(crate) fn start(socket: &Path) -> Self {
-        Self::start_with_nofile(socket, None)
+        Self::start_with(socket, None, &[])
     }
 
-    /// Like [`Self::start`], with the descriptor limit raised to `nofile` first.
-    pub(crate) fn start_with_nofile(socket: &Path, nofile: Option<u64>) -> Self {
+    /// Like [`Self::start`], under the descriptor limits `nofile` and with `args` after the
+    /// usual ones.
+    pub(crate) fn start_with(socket: &Path, nofile: Option<Nofile>, args: &[&str]) -> Self {
         // FAULT_SERVER_LOG=info (or debug) shows what the server did when a test fails.
         let log = std::env::var("FAULT_SERVER_LOG").unwrap_or_else(|_| "error".to_owned());
         Self {
-            process: super::client::launch_server(socket, nofile, &log),
+            process: super::client::launch_server_with(socket, nofile, &log, args),
         }
     }
 

@@ -40,11 +40,35 @@ pub(crate) fn launch_server(
     nofile: Option<u64>,
     log_level: &str,
 ) -> Child {
+    let limits = nofile.map(|n| Nofile { soft: n, hard: n });
+    launch_server_with(exe, socket, limits, log_level, &[])
+}
+
+/// A descriptor limit to start the server under. `ulimit -n` sets both: the server raises its
+/// soft limit to the hard one at start, so a test that wants it to run out sets the hard one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Nofile {
+    pub(crate) soft: u64,
+    pub(crate) hard: u64,
+}
+
+/// [`launch_server`] with the soft and hard descriptor limits apart, and `args` after the
+/// usual ones.
+#[allow(dead_code)] // phux-ctl and phux-conformance include this file and do not call it.
+pub(crate) fn launch_server_with(
+    exe: &Path,
+    socket: &Path,
+    nofile: Option<Nofile>,
+    log_level: &str,
+    args: &[&str],
+) -> Child {
     let mut command = match nofile {
-        Some(n) => {
+        Some(Nofile { soft, hard }) => {
             let mut c = Command::new("/bin/sh");
             c.arg("-c")
-                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(format!(
+                    "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\""
+                ))
                 .arg(exe);
             c
         }
@@ -54,6 +78,7 @@ pub(crate) fn launch_server(
         .arg("--socket")
         .arg(socket)
         .args(["--log-level", log_level, "--shell", "/bin/sh"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
