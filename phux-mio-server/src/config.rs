@@ -54,6 +54,32 @@ pub struct Config {
     /// program opening connections in a loop cannot exhaust the server's.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+
+    /// The most terminals alive at once; one more SPAWN_TERMINAL is refused. Default: half
+    /// of the host's pseudo-terminals (/proc/sys/kernel/pty/max), at most 4096, so that a
+    /// client spawning in a loop leaves PTYs for the host's other programs (an explicit value
+    /// is taken as given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_terminals: Option<u32>,
+}
+
+/// Where Linux says how many pseudo-terminals the host may have open at once.
+const PTY_MAX_PATH: &str = "/proc/sys/kernel/pty/max";
+
+/// The terminal cap without `--max-terminals` where the host's PTY count is unknown, and the
+/// most it is with one: the engine's own default.
+const DEFAULT_MAX_TERMINALS: usize = 4096;
+
+/// The terminal cap for `--max-terminals` (`requested`) on a host with `pty_max`
+/// pseudo-terminals: the value asked for, else half of the host's (the other half is left to
+/// its other programs, terminal emulators and ssh sessions), at most [`DEFAULT_MAX_TERMINALS`]
+/// and at least 1.
+pub fn terminal_cap(requested: Option<u32>, pty_max: Option<usize>) -> usize {
+    match (requested, pty_max) {
+        (Some(n), _) => n as usize,
+        (None, Some(max)) => (max / 2).clamp(1, DEFAULT_MAX_TERMINALS),
+        (None, None) => DEFAULT_MAX_TERMINALS,
+    }
 }
 
 /// Log verbosity.
@@ -86,6 +112,15 @@ impl LogLevel {
 }
 
 impl Config {
+    /// The terminal cap: `--max-terminals`, else half of the host's PTYs (see
+    /// [`terminal_cap`]).
+    pub fn max_terminals(&self) -> usize {
+        let pty_max = std::fs::read_to_string(PTY_MAX_PATH)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        terminal_cap(self.max_terminals, pty_max)
+    }
+
     /// The default terminal command: `--shell`, else `$SHELL`, else `/bin/sh`.
     pub fn default_command(&self) -> Vec<String> {
         let shell = self.shell.clone().filter(|s| !s.is_empty()).or_else(|| {
@@ -114,6 +149,7 @@ mod tests {
             "--log-file",
             "--shell",
             "--max-connections",
+            "--max-terminals",
         ] {
             let line = help
                 .lines()
@@ -129,6 +165,16 @@ mod tests {
     }
 
     #[test]
+    fn the_terminal_cap_leaves_half_of_the_hosts_ptys() {
+        assert_eq!(terminal_cap(None, Some(4096)), 2048);
+        assert_eq!(terminal_cap(None, Some(1_000_000)), DEFAULT_MAX_TERMINALS);
+        assert_eq!(terminal_cap(None, Some(1)), 1);
+        assert_eq!(terminal_cap(None, None), DEFAULT_MAX_TERMINALS);
+        // An explicit value is taken as given.
+        assert_eq!(terminal_cap(Some(3000), Some(4096)), 3000);
+    }
+
+    #[test]
     fn defaults_and_conflicts() {
         let c = Config::try_parse_from(["phux-mio-server"]).expect("parse");
         assert_eq!(c.name, "default");
@@ -138,6 +184,10 @@ mod tests {
         let c = Config::try_parse_from(["x", "--max-connections", "3"]).expect("parse");
         assert_eq!(c.max_connections, 3);
         assert!(Config::try_parse_from(["x", "--max-connections", "0"]).is_err());
+        assert_eq!(c.max_terminals, None);
+        let c = Config::try_parse_from(["x", "--max-terminals", "7"]).expect("parse");
+        assert_eq!(c.max_terminals(), 7);
+        assert!(Config::try_parse_from(["x", "--max-terminals", "0"]).is_err());
         let c = Config::try_parse_from(["x", "--shell", "/bin/zsh", "--log-level", "trace"])
             .expect("parse");
         assert_eq!(c.default_command(), ["/bin/zsh"]);

@@ -56,6 +56,12 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let mut engine_config = ServerConfig::new(server_id.to_vec());
     engine_config.default_command = config.default_command();
     engine_config.max_connections = config.max_connections as usize;
+    engine_config.max_terminals = config.max_terminals();
+    info!(
+        max_connections = engine_config.max_connections,
+        max_terminals = engine_config.max_terminals,
+        "limits"
+    );
     let engine = ServerEngine::new(engine_config);
 
     if config.stdio {

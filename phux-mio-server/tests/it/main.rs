@@ -22,6 +22,7 @@ mod input_retry_after_drop;
 mod input_stalled_child_unknown;
 mod lease_release_on_disconnect;
 mod limit_accept_retry;
+mod limit_max_terminals;
 mod log_no_secrets;
 mod output_burst_delivered;
 mod pty_echo;
