@@ -13,6 +13,8 @@
 //!   `PtyWriter`, exit drain).
 //! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
 //!   own deadlines; [`clock`]: the only reader of the OS clock.
+//! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
+//!   children.
 //!
 //! `unsafe` appears once, in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
 //! to make the slave the child's controlling terminal. The crate denies `unsafe_code`, and that
