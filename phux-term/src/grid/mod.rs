@@ -233,6 +233,17 @@ impl Row {
         self.wrapped = false;
     }
 
+    /// Whether both rows show the same thing (see [`Grid::same_contents`]).
+    pub(crate) fn same_contents(&self, other: &Self) -> bool {
+        self.wrapped == other.wrapped
+            && self.marks() == other.marks()
+            && self.cells.len() == other.cells.len()
+            && self.cells.iter().zip(other.cells.iter()).all(|(&a, &b)| {
+                let (ca, cb) = (a.code, b.code);
+                ca == cb && self.pen(a) == other.pen(b)
+            })
+    }
+
     /// The row's text as UTF-8: empty cells as spaces, continuation halves skipped, marks
     /// after their cell, trailing spaces removed. Appends to `out`.
     #[inline]

@@ -6,6 +6,7 @@ use crate::grid::{Cell, Grid, Mark, Pen};
 use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 use crate::tracker;
 
+mod hostile;
 mod vs_vt100;
 mod xterm;
 

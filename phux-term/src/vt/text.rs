@@ -244,12 +244,57 @@ impl Vt {
         row.touch(base + 1);
     }
 
+    /// REP: the last graphic character `n` more times. [xterm] `CASE_REP` prints it `n` times
+    /// (the count is already at most 65,535, as xterm caps parameters); the screen and history
+    /// here end exactly as if it did, but the work is bounded by the screen's cells plus the
+    /// history rows it pushes, not by `n`:
+    ///
+    /// with the character written enough times to fill the screen twice over, the state
+    /// (screen and cursor) no longer changes from one row's worth of characters to the next,
+    /// apart from the row each may push into history. One such row's worth is written and the
+    /// state compared with the one before it: if equal, the remaining whole rows' worth would
+    /// only push that same row again, so they become copies in the history (themselves bounded
+    /// by its capacity) and only the remainder is written.
     pub(super) fn repeat(&mut self, n: u16) {
         let Some(c) = self.last_char else {
             return;
         };
-        // At most u16::MAX characters: bounded work per sequence.
-        let n = usize::from(n);
+        let width = match c.width() {
+            Some(w @ 1..) => w.min(2) as u16,
+            _ => return,
+        };
+        if width > self.cols {
+            // Never drawn (see `print`): nothing to repeat.
+            return;
+        }
+        let mut left = usize::from(n);
+        let per_row = usize::from(self.cols / width);
+        let warm = (2 * usize::from(self.rows) + 2) * per_row;
+        if left > warm + 2 * per_row {
+            self.put_repeated(c, warm);
+            left -= warm;
+            let (screen, cur, pushed) = (self.screen.clone(), self.cur, self.history.pushed());
+            self.put_repeated(c, per_row);
+            left -= per_row;
+            let periods = left / per_row;
+            if self.cur == cur && self.screen.same_contents(&screen) {
+                #[cfg(test)]
+                {
+                    self.rep_skipped += periods * per_row;
+                }
+                left -= periods * per_row;
+                // The row a period pushes is the top row (the state is unchanged, so the row
+                // that left the top was the same as the one now there).
+                if self.history.pushed() != pushed {
+                    self.history.push_copies(self.screen.top_row(), periods);
+                }
+            }
+        }
+        self.put_repeated(c, left);
+    }
+
+    /// Writes `c` `n` times.
+    fn put_repeated(&mut self, c: char, n: usize) {
         if c.is_ascii() {
             let mut buf = [0u8; 256];
             buf.fill(c as u8);

@@ -1,0 +1,93 @@
+//! Hostile counts and shapes: each operation ends as xterm's would, and its work is bounded by
+//! the cells it changes (checked structurally, never by timing).
+
+use super::*;
+
+/// The history as (text, soft-wrapped) rows, oldest first.
+fn history(t: &Terminal) -> Vec<(String, bool)> {
+    t.vt.history
+        .newest(usize::MAX)
+        .map(|(s, w)| (s.to_owned(), w))
+        .collect()
+}
+
+/// A terminal fed `setup`, then `ch` and `CSI n b`; and one fed `setup` and `n + 1` copies of
+/// `ch` written out.
+fn rep_and_literal(
+    cols: u16,
+    rows: u16,
+    keep: usize,
+    setup: &str,
+    ch: &str,
+    n: u16,
+) -> [Terminal; 2] {
+    let mut rep = Terminal::new(cols, rows, keep);
+    rep.advance(setup.as_bytes());
+    rep.advance(format!("{ch}\x1b[{n}b").as_bytes());
+    let mut lit = Terminal::new(cols, rows, keep);
+    lit.advance(setup.as_bytes());
+    lit.advance(ch.repeat(usize::from(n) + 1).as_bytes());
+    [rep, lit]
+}
+
+const SETUPS: [&str; 9] = [
+    "",
+    "xy\r\nzw",
+    "\x1b[2;3r\x1b[3;2H",
+    "\x1b[2;3r\x1b[5;1H",
+    "\x1b[?1049h\x1b[31mq",
+    "\x1b[?7l",
+    "\x1b[4h\x1b[1;2H",
+    "\x1b[44m\x1b[2;3r\x1b[1;1H",
+    "a\u{301}\x1b[1;1H",
+];
+
+#[test]
+fn rep_ends_as_the_characters_written_out_would() {
+    for (cols, rows) in [(1, 1), (2, 3), (3, 2), (5, 4), (7, 5)] {
+        for keep in [0, 3, 100] {
+            for setup in SETUPS {
+                for ch in ["a", "\u{3042}", "\u{e9}"] {
+                    if cols < 2 && ch == "\u{3042}" {
+                        // Never drawn, so not the last character: REP repeats an older one.
+                        continue;
+                    }
+                    for n in [1, 2, 7, 30, 61, 200, 1999, 4099] {
+                        let [rep, lit] = rep_and_literal(cols, rows, keep, setup, ch, n);
+                        let case = format!("{cols}x{rows} keep {keep} {setup:?} {ch} x{n}");
+                        assert_eq!(drawing(&rep), drawing(&lit), "{case}");
+                        assert_eq!(history(&rep), history(&lit), "{case}");
+                        assert_eq!(rep.vt.history.pushed(), lit.vt.history.pushed(), "{case}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rep_writes_at_most_a_few_screens_of_cells() {
+    // Every setup reaches the steady state, so what REP writes is bounded by the screen, not
+    // by the count: 65,535 characters on a 10x4 screen write fewer than four screens' worth
+    // plus a row (the warm-up, the checked row, the remainder).
+    for setup in SETUPS {
+        for ch in ["a", "\u{3042}"] {
+            let mut t = Terminal::new(10, 4, 50);
+            t.advance(setup.as_bytes());
+            t.advance(format!("{ch}\x1b[65535b").as_bytes());
+            let written = 65_535 - t.vt.rep_skipped;
+            assert!(written <= 4 * 10 * 4 + 10, "{setup:?} {ch}: {written}");
+        }
+    }
+}
+
+#[test]
+fn rep_of_a_huge_count_fills_screen_and_history() {
+    let mut t = Terminal::new(4, 2, 3);
+    t.advance(b"a\x1b[65535b");
+    // 65,536 characters: 16,384 full rows; the cursor waits at the end of the last.
+    assert_eq!(lines(&t), ["aaaa", "aaaa"]);
+    assert_eq!(cursor(&t), (3, 1, true));
+    assert_eq!(history(&t), vec![("aaaa".to_owned(), true); 3]);
+    assert_eq!(t.vt.history.pushed(), 16_384 - 2);
+}
