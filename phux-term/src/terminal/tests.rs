@@ -29,8 +29,7 @@ type GridDump = Vec<(Vec<CellDump>, bool, Vec<Mark>)>;
 fn grid_dump(g: &Grid) -> GridDump {
     g.iter()
         .map(|r| {
-            let mut marks = r.marks().to_vec();
-            marks.sort_by_key(|&(col, _)| col);
+            let marks = r.marks().collect();
             let cells = r
                 .cells
                 .iter()
@@ -646,7 +645,7 @@ proptest! {
                     prop_assert_eq!(row.cells.len(), usize::from(cols));
                     let used = usize::from(row.used());
                     prop_assert!(row.cells[used..].iter().all(|&c| c == Cell::BLANK));
-                    prop_assert!(row.marks().iter().all(|&(col, _)| usize::from(col) < used));
+                    prop_assert!(row.marks().all(|(col, _)| usize::from(col) < used));
                 }
             }
             let _ = t.screen_json(1, Some(0), true);

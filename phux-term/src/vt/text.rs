@@ -231,8 +231,7 @@ impl Vt {
         } else {
             base
         };
-        let bytes = row.cells[usize::from(base)].ch().len_utf8()
-            + row.marks_at(base).map(char::len_utf8).sum::<usize>();
+        let bytes = row.cells[usize::from(base)].ch().len_utf8() + row.marks_len(base);
         if bytes >= MAX_CELL_BYTES {
             return;
         }

@@ -91,3 +91,46 @@ fn rep_of_a_huge_count_fills_screen_and_history() {
     assert_eq!(history(&t), vec![("aaaa".to_owned(), true); 3]);
     assert_eq!(t.vt.history.pushed(), 16_384 - 2);
 }
+
+#[test]
+fn marks_on_a_wide_row_follow_their_cells() {
+    let mut t = Terminal::new(1024, 2, 0);
+    let mut line = String::new();
+    for i in 0..1024u16 {
+        line.push(char::from(b'a' + (i % 26) as u8));
+        line.push('\u{301}');
+        if i % 2 == 0 {
+            line.push('\u{302}');
+        }
+    }
+    t.advance(line.as_bytes());
+    let row = t.vt.screen.row(0);
+    assert_eq!(row.marks().count(), 1024 + 512);
+    assert_eq!(row.marks_at(1000).collect::<String>(), "\u{301}\u{302}");
+    assert_eq!(row.marks_at(1023).collect::<String>(), "\u{301}");
+    // Each cell takes marks up to vt100's byte bound (18), however many follow: a 1-byte
+    // base and nine 2-byte marks.
+    t.advance("\u{303}".repeat(100).as_bytes());
+    let row = t.vt.screen.row(0);
+    assert_eq!(row.marks_at(1023).count(), 9);
+    // DCH 2 at column 3: columns 5.. move left by two, with their marks.
+    t.advance(b"\x1b[1;4H\x1b[2P");
+    let row = t.vt.screen.row(0);
+    assert_eq!(row.marks_at(3).collect::<String>(), "\u{301}");
+    assert_eq!(row.marks_at(4).collect::<String>(), "\u{301}\u{302}");
+    assert_eq!(row.marks_at(1021).count(), 9);
+    assert_eq!(row.marks_at(1022).count(), 0);
+    // ICH 3 at column 0: all move right, the last three cells go (two of them blank).
+    t.advance(b"\x1b[1;1H\x1b[3@");
+    let row = t.vt.screen.row(0);
+    assert_eq!(row.marks_at(0).count(), 0);
+    assert_eq!(row.marks_at(3).collect::<String>(), "\u{301}\u{302}");
+    assert_eq!(row.marks_at(1023).collect::<String>(), "\u{301}\u{302}");
+    // 1,536 marks, 8 added, 3 deleted with their cells, 9 pushed off the edge.
+    assert_eq!(row.marks().count(), 1536 + 8 - 3 - 9);
+    // Overwriting a cell drops its marks only.
+    t.advance(b"\x1b[1;5Hz");
+    let row = t.vt.screen.row(0);
+    assert_eq!(row.marks_at(4).count(), 0);
+    assert_eq!(row.marks_at(5).collect::<String>(), "\u{301}\u{302}");
+}
