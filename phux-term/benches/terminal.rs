@@ -185,7 +185,18 @@ fn hostile_inputs() -> Vec<(&'static str, u16, u16, Vec<u8>)> {
     let wide = "\u{3042}".repeat(1024 * 64).into_bytes();
     // Half-width then wide over it, breaking and rebuilding pairs at every cell.
     let wide_mix = "a\u{3042}\x1b[D".repeat(1024 * 16).into_bytes();
+    // Every cell of a 1024-column row in a pen of its own.
+    let pens: Vec<u8> = (0..1024u32 * 16)
+        .flat_map(|i| format!("\x1b[38;2;{};{};{}mx", i % 251, (i / 251) % 256, i % 7).into_bytes())
+        .collect();
+    // Tab stops cleared, then CHT / CBT of 65,535 across a 1024-column row.
+    let tabs = format!("\x1b[3g{}", "\x1b[65535I\x1b[65535Z".repeat(10_000)).into_bytes();
+    // IRM: every wide character shifts the row's rest.
+    let irm = format!("\x1b[4h{}", "\u{3042}\r".repeat(64 * 1024)).into_bytes();
     vec![
+        ("pens-1024col", 1024, ROWS, pens),
+        ("tabs-65535-1024col", 1024, ROWS, tabs),
+        ("irm-wide-1024col", 1024, ROWS, irm),
         ("rep-65535-ascii", COLS, ROWS, rep("a", 1000)),
         ("rep-65535-wide", COLS, ROWS, rep("\u{3042}", 1000)),
         ("rep-65535-ascii-1024col", 1024, ROWS, rep("a", 1000)),
