@@ -248,12 +248,13 @@ impl Vt {
     /// here end exactly as if it did, but the work is bounded by the screen's cells plus the
     /// history rows it pushes, not by `n`:
     ///
-    /// with the character written enough times to fill the screen twice over, the state
-    /// (screen and cursor) no longer changes from one row's worth of characters to the next,
-    /// apart from the row each may push into history. One such row's worth is written and the
-    /// state compared with the one before it: if equal, the remaining whole rows' worth would
-    /// only push that same row again, so they become copies in the history (themselves bounded
-    /// by its capacity) and only the remainder is written.
+    /// once the character fills every row it can reach (at most the screen twice over), the
+    /// state (screen and cursor) no longer changes from one row's worth of characters to the
+    /// next, apart from the row each may push into history. One such row's worth is written
+    /// and the state compared with the one before it: if equal, the remaining whole rows'
+    /// worth would only push that same row again, so they become copies in the history
+    /// (themselves bounded by its capacity) and only the remainder is written. If not (no case
+    /// is known), the rest is written out: still at most 65,535 characters.
     pub(super) fn repeat(&mut self, n: u16) {
         let Some(c) = self.last_char else {
             return;
@@ -268,7 +269,17 @@ impl Vt {
         }
         let mut left = usize::from(n);
         let per_row = usize::from(self.cols / width);
-        let warm = (2 * usize::from(self.rows) + 2) * per_row;
+        // Rows' worth of characters until every row the repetition can reach holds only `c`:
+        // from a row in (or above) the region, down to its bottom and then the whole region
+        // scrolled through, plus the rows begun and ended part-way; from below the region, the
+        // cursor's row, rewritten in place.
+        let (y, top, bottom) = (self.cur.y, self.top, self.bottom);
+        let warm_rows = if y > bottom {
+            2
+        } else {
+            usize::from(bottom - y) + usize::from(bottom - top) + 3
+        };
+        let warm = warm_rows * per_row;
         if left > warm + 2 * per_row {
             self.put_repeated(c, warm);
             left -= warm;
