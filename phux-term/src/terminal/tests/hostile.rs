@@ -134,3 +134,57 @@ fn marks_on_a_wide_row_follow_their_cells() {
     assert_eq!(row.marks_at(4).count(), 0);
     assert_eq!(row.marks_at(5).collect::<String>(), "\u{301}\u{302}");
 }
+
+/// A 5x4 screen of letters, three rows of history room, `setup` then `seq` applied.
+fn letters_then(setup: &str, seq: &str) -> Terminal {
+    let mut t = Terminal::new(5, 4, 3);
+    t.advance(b"abcde\r\nfghij\r\nklmno\r\npqrst");
+    t.advance(setup.as_bytes());
+    t.advance(seq.as_bytes());
+    t
+}
+
+#[test]
+fn huge_edit_and_scroll_counts_act_as_the_screen_or_region_size() {
+    // (final byte, the count that already reaches every cell or row it can)
+    let ops = [
+        ('@', 5),
+        ('P', 5),
+        ('X', 5),
+        ('L', 4),
+        ('M', 4),
+        ('S', 4),
+        ('T', 4),
+    ];
+    let setups = [
+        "\x1b[2;3H",
+        "\x1b[2;3r\x1b[2;2H",
+        "\x1b[2;3r\x1b[4;4H",
+        "\x1b[1;5H",
+    ];
+    for (fin, reach) in ops {
+        for setup in setups {
+            let huge = letters_then(setup, &format!("\x1b[65535{fin}"));
+            let exact = letters_then(setup, &format!("\x1b[{reach}{fin}"));
+            let case = format!("{setup:?} {fin}");
+            assert_eq!(drawing(&huge), drawing(&exact), "{case}");
+            assert_eq!(history(&huge), history(&exact), "{case}");
+        }
+    }
+    // The screens xterm shows for the huge counts, cursor at row 2, column 3.
+    let at = |fin: char| lines(&letters_then("\x1b[2;3H", &format!("\x1b[65535{fin}")));
+    assert_eq!(at('@'), ["abcde", "fg", "klmno", "pqrst"]);
+    assert_eq!(at('P'), ["abcde", "fg", "klmno", "pqrst"]);
+    assert_eq!(at('X'), ["abcde", "fg", "klmno", "pqrst"]);
+    assert_eq!(at('L'), ["abcde", "", "", ""]);
+    assert_eq!(at('M'), ["abcde", "", "", ""]);
+    assert_eq!(at('S'), ["", "", "", ""]);
+    assert_eq!(at('T'), ["", "", "", ""]);
+    // SU of the whole screen sends each row to history once, then blank rows: the history
+    // holds its last three.
+    let su = letters_then("", "\x1b[65535S");
+    assert_eq!(
+        history(&su),
+        [("fghij", false), ("klmno", false), ("pqrst", false)].map(|(s, w)| (s.to_owned(), w))
+    );
+}
