@@ -200,6 +200,12 @@ fn hostile_inputs() -> Vec<(&'static str, u16, u16, Vec<u8>)> {
         ("rep-65535-ascii", COLS, ROWS, rep("a", 1000)),
         ("rep-65535-wide", COLS, ROWS, rep("\u{3042}", 1000)),
         ("rep-65535-ascii-1024col", 1024, ROWS, rep("a", 1000)),
+        (
+            "rep-65535-wide-irm-1024col",
+            1024,
+            ROWS,
+            [b"\x1b[4h".to_vec(), rep("\u{3042}", 100)].concat(),
+        ),
         ("marks-1024col", 1024, ROWS, marks),
         ("wide-1024col", 1024, ROWS, wide),
         ("wide-overwrite-1024col", 1024, ROWS, wide_mix),

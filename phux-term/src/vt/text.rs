@@ -78,7 +78,12 @@ impl Vt {
             let room = usize::from(cols - x);
             if !self.autowrap && run.len() > room {
                 // Without autowrap the last column is overwritten again and again: only the
-                // final character stays there.
+                // final character stays there. IRM: the characters before it pushed the row's
+                // rest right (each one after it inserts at the last column, moving nothing
+                // on), which also ends the row's soft wrap, however the run was split.
+                if self.insert {
+                    self.insert_chars(room as u16 - 1);
+                }
                 self.put_ascii(y, x, &run[..room - 1]);
                 self.put_ascii(y, cols - 1, std::slice::from_ref(last));
                 self.cur.x = cols - 1;
@@ -315,8 +320,25 @@ impl Vt {
                 left -= k;
             }
         } else {
-            for _ in 0..n {
-                self.print(c);
+            let width = c.width().map_or(1, |w| w.clamp(1, 2)) as u16;
+            let mut left = n;
+            while left > 0 {
+                // IRM: the characters that fit in the row push its rest right together, in one
+                // shift of the row instead of one per character (the same cells result).
+                let fit = usize::from(self.cols.saturating_sub(self.cur.x) / width);
+                if self.insert && !self.cur.pending && fit > 1 {
+                    let k = fit.min(left);
+                    self.insert_chars(k as u16 * width);
+                    self.insert = false;
+                    for _ in 0..k {
+                        self.print(c);
+                    }
+                    self.insert = true;
+                    left -= k;
+                } else {
+                    self.print(c);
+                    left -= 1;
+                }
             }
         }
     }

@@ -30,7 +30,7 @@ fn rep_and_literal(
     [rep, lit]
 }
 
-const SETUPS: [&str; 9] = [
+const SETUPS: [&str; 11] = [
     "",
     "xy\r\nzw",
     "\x1b[2;3r\x1b[3;2H",
@@ -38,6 +38,8 @@ const SETUPS: [&str; 9] = [
     "\x1b[?1049h\x1b[31mq",
     "\x1b[?7l",
     "\x1b[4h\x1b[1;2H",
+    "\u{3042}\u{3042}\x1b[4h\x1b[1;2H",
+    "ab\u{3042}cd\x1b[4h\x1b[1;1H\x1b[?7l",
     "\x1b[44m\x1b[2;3r\x1b[1;1H",
     "a\u{301}\x1b[1;1H",
 ];
@@ -187,4 +189,28 @@ fn huge_edit_and_scroll_counts_act_as_the_screen_or_region_size() {
         history(&su),
         [("fghij", false), ("klmno", false), ("pqrst", false)].map(|(s, w)| (s.to_owned(), w))
     );
+}
+
+#[test]
+fn insert_mode_without_autowrap_gives_one_screen_however_the_run_is_split() {
+    // A run passing the margin without autowrap took a path that skipped IRM's shift (and the
+    // end of the soft wrap) when the run arrived in one read, not when split.
+    let bytes = b"abcdefg\x1b[1;1H\x1b[4h\x1b[?7lxyzwv";
+    let whole = {
+        let mut t = Terminal::new(4, 3, 0);
+        t.advance(bytes);
+        t
+    };
+    assert_eq!(
+        lines(&whole),
+        ["xyzv", "efg", ""],
+        "xyz pushed the row right, v is last"
+    );
+    assert!(!whole.vt.screen.row(0).wrapped);
+    for at in 0..bytes.len() {
+        let mut t = Terminal::new(4, 3, 0);
+        t.advance(&bytes[..at]);
+        t.advance(&bytes[at..]);
+        assert_eq!(drawing(&t), drawing(&whole), "split at {at}");
+    }
 }
