@@ -28,6 +28,13 @@ pub(crate) use ring::Grid;
 /// string's header, with a node's share of slack.
 const MARK_ENTRY: usize = 2 * (size_of::<u16>() + size_of::<String>());
 
+/// About what a pen costs in a row's index: key and id, with a node's share of slack.
+const INDEX_ENTRY: usize = 2 * (size_of::<(u32, u32)>() + size_of::<u16>());
+
+/// A style table longer than this is also indexed by pen (a linear search of this many is as
+/// quick as the tree, and most rows never need one).
+const LINEAR_STYLES: usize = 32;
+
 /// Rows reset to a style table of at most this many entries' capacity: enough for a
 /// coloured prompt or listing line without a reallocation, little to keep per row.
 const KEEP_STYLES: usize = 16;
@@ -61,6 +68,11 @@ struct Extra {
     marks: BTreeMap<u16, String>,
     /// The row's styles: id `n` is `styles[n - 1]`.
     styles: Vec<Pen>,
+    /// Pen to id, once the table outgrows a short linear search: without it a row of many
+    /// pens (one per cell of 1,024 columns) costs a pass over the table per new pen. Boxed:
+    /// one word in the rows that never need it, which are nearly all.
+    #[allow(clippy::box_collection)]
+    index: Option<Box<BTreeMap<(u32, u32), u16>>>,
 }
 
 impl Row {
@@ -146,14 +158,21 @@ impl Row {
     #[inline(never)]
     fn intern_slow(&mut self, pen: Pen, start: u16, end: u16) -> u16 {
         let bound = style_bound(self.cols());
-        let styles = &mut self.extra.get_or_insert_default().styles;
-        // The newest entries are the likeliest: search from the end.
-        let id = if let Some(i) = styles.iter().rposition(|&p| p == pen) {
-            i + 1
+        let extra = self.extra.get_or_insert_default();
+        let found = match &extra.index {
+            Some(index) => index.get(&pen_key(pen)).map(|&id| usize::from(id)),
+            // The newest entries are the likeliest: search from the end.
+            None => extra.styles.iter().rposition(|&p| p == pen).map(|i| i + 1),
+        };
+        let id = if let Some(id) = found {
+            id
         } else {
+            let styles = &mut extra.styles;
             if styles.len() >= bound {
                 let used = &mut self.cells[..usize::from(self.used)];
                 collect(styles, used, usize::from(start)..usize::from(end));
+                // Ids were renumbered: the index is rebuilt below if still wanted.
+                extra.index = None;
             }
             if styles.len() == styles.capacity() {
                 // Grow as a Vec would, but never past the bound (a collection keeps the length
@@ -162,7 +181,17 @@ impl Row {
                 styles.reserve_exact(styles.len().max(4).min(room));
             }
             styles.push(pen);
-            styles.len()
+            let id = styles.len();
+            if id > LINEAR_STYLES {
+                if let Some(index) = &mut extra.index {
+                    index.insert(pen_key(pen), id as u16);
+                } else {
+                    let ids = styles.iter().enumerate();
+                    let index = ids.map(|(i, &p)| (pen_key(p), i as u16 + 1)).collect();
+                    extra.index = Some(Box::new(index));
+                }
+            }
+            id
         };
         self.hint = id as u16;
         self.hint
@@ -368,6 +397,9 @@ impl Row {
                         .map(|m| MARK_ENTRY + m.capacity())
                         .sum::<usize>()
                     + e.styles.capacity() * size_of::<Pen>()
+                    + e.index.as_ref().map_or(0, |i| {
+                        i.len() * INDEX_ENTRY + size_of::<BTreeMap<(u32, u32), u16>>()
+                    })
             })
     }
 }
@@ -380,6 +412,7 @@ impl Extra {
     fn reset(&mut self) {
         self.marks.clear();
         self.styles.clear();
+        self.index = None;
         if self.styles.capacity() > KEEP_STYLES {
             self.styles.shrink_to(KEEP_STYLES);
         }
@@ -393,6 +426,11 @@ impl Extra {
 /// keep none alive), so the id added after it is at most `cols`.
 fn style_bound(cols: u16) -> usize {
     (2 * usize::from(cols) + 16).min(usize::from(u16::MAX))
+}
+
+/// A pen as the index's key.
+fn pen_key(pen: Pen) -> (u32, u32) {
+    (pen.fg, pen.bg)
 }
 
 /// Drops the styles no cell of `cells` outside `skip` uses, renumbering the rest in order;

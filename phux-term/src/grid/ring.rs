@@ -205,6 +205,7 @@ impl Grid {
                     &mut row.cells[..usize::from(row.used)],
                     0..0,
                 );
+                extra.index = None;
             }
         }
     }

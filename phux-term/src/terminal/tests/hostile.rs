@@ -214,3 +214,28 @@ fn insert_mode_without_autowrap_gives_one_screen_however_the_run_is_split() {
         assert_eq!(drawing(&t), drawing(&whole), "split at {at}");
     }
 }
+
+#[test]
+fn a_wide_row_of_a_pen_per_cell_keeps_every_pen() {
+    // Past 32 styles a row's table is searched by an index, rebuilt when a full table is
+    // collected: three passes of 1,024 pens fill, collect and look up again.
+    let mut t = Terminal::new(1024, 1, 0);
+    let pen = |pass: u32, x: u32| (pass * 7 + x) % 1500;
+    for pass in 0..3 {
+        t.advance(b"\r");
+        for x in 0..1024 {
+            let n = pen(pass, x);
+            t.advance(format!("\x1b[38;2;{};{};1mx", n >> 8, n & 0xff).as_bytes());
+        }
+    }
+    let row = t.vt.screen.row(0);
+    for (x, &cell) in row.cells.iter().enumerate() {
+        let n = pen(2, x as u32);
+        let want = crate::grid::Color::Rgb((n >> 8) as u8, n as u8, 1).pack();
+        assert_eq!(
+            row.pen(cell).fg & !crate::grid::ATTR_MASK,
+            want,
+            "column {x}"
+        );
+    }
+}
