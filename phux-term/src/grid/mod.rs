@@ -410,7 +410,11 @@ impl Extra {
     /// no `Extra`, and resetting them is the hot path.
     #[inline(never)]
     fn reset(&mut self) {
-        self.marks.clear();
+        // Clearing a map costs a walk even when empty, and rows with styles but no marks are
+        // the common case here.
+        if !self.marks.is_empty() {
+            self.marks.clear();
+        }
         self.styles.clear();
         self.index = None;
         if self.styles.capacity() > KEEP_STYLES {
