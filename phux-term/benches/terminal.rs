@@ -173,5 +173,67 @@ fn memory() {
     );
 }
 
-criterion_group!(benches, bench);
+/// Hostile output: sequences whose counts or shapes could make one byte cost far more than
+/// the cells it changes. Each case is a terminal size and an input; the figure to watch is the
+/// time per case, which must stay proportional to the input (every VT operation linear in the
+/// cells it touches, counts clamped as xterm clamps them).
+fn hostile_inputs() -> Vec<(&'static str, u16, u16, Vec<u8>)> {
+    let rep = |ch: &str, n: usize| format!("{ch}\x1b[65535b").repeat(n).into_bytes();
+    let seq = |s: &str, n: usize| format!("a{s}").repeat(n).into_bytes();
+    // A 1024-column row of characters each carrying marks, rewritten again and again.
+    let marks = "e\u{301}\u{302}\u{303}".repeat(1024 * 16).into_bytes();
+    let wide = "\u{3042}".repeat(1024 * 64).into_bytes();
+    // Half-width then wide over it, breaking and rebuilding pairs at every cell.
+    let wide_mix = "a\u{3042}\x1b[D".repeat(1024 * 16).into_bytes();
+    // Every cell of a 1024-column row in a pen of its own.
+    let pens: Vec<u8> = (0..1024u32 * 16)
+        .flat_map(|i| format!("\x1b[38;2;{};{};{}mx", i % 251, (i / 251) % 256, i % 7).into_bytes())
+        .collect();
+    // Tab stops cleared, then CHT / CBT of 65,535 across a 1024-column row.
+    let tabs = format!("\x1b[3g{}", "\x1b[65535I\x1b[65535Z".repeat(10_000)).into_bytes();
+    // IRM: every wide character shifts the row's rest.
+    let irm = format!("\x1b[4h{}", "\u{3042}\r".repeat(64 * 1024)).into_bytes();
+    vec![
+        ("pens-1024col", 1024, ROWS, pens),
+        ("tabs-65535-1024col", 1024, ROWS, tabs),
+        ("irm-wide-1024col", 1024, ROWS, irm),
+        ("rep-65535-ascii", COLS, ROWS, rep("a", 1000)),
+        ("rep-65535-wide", COLS, ROWS, rep("\u{3042}", 1000)),
+        ("rep-65535-ascii-1024col", 1024, ROWS, rep("a", 1000)),
+        (
+            "rep-65535-wide-irm-1024col",
+            1024,
+            ROWS,
+            [b"\x1b[4h".to_vec(), rep("\u{3042}", 100)].concat(),
+        ),
+        ("marks-1024col", 1024, ROWS, marks),
+        ("wide-1024col", 1024, ROWS, wide),
+        ("wide-overwrite-1024col", 1024, ROWS, wide_mix),
+        ("ich-65535", COLS, ROWS, seq("\x1b[65535@", 10_000)),
+        ("dch-65535", COLS, ROWS, seq("\x1b[65535P", 10_000)),
+        ("ech-65535", COLS, ROWS, seq("\x1b[65535X", 10_000)),
+        ("il-65535", COLS, ROWS, seq("\x1b[65535L", 10_000)),
+        ("dl-65535", COLS, ROWS, seq("\x1b[65535M", 10_000)),
+        ("su-65535", COLS, ROWS, seq("\x1b[65535S", 10_000)),
+        ("sd-65535", COLS, ROWS, seq("\x1b[65535T", 10_000)),
+    ]
+}
+
+fn hostile(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hostile");
+    group.sample_size(10);
+    for (name, cols, rows, input) in hostile_inputs() {
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut t = Terminal::new(cols, rows, HISTORY);
+                t.advance(black_box(&input));
+                black_box(&t);
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, hostile);
 criterion_main!(benches);

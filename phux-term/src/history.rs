@@ -28,6 +28,9 @@ pub(crate) struct History {
     ends: Vec<u64>,
     head: usize,
     capacity: usize,
+    /// Rows ever retained (evicted ones included): a caller compares two readings to learn
+    /// whether an operation pushed rows.
+    pushed: u64,
 }
 
 impl History {
@@ -40,6 +43,11 @@ impl History {
 
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Rows retained since the history was made, evicted ones included.
+    pub(crate) fn pushed(&self) -> u64 {
+        self.pushed
     }
 
     pub(crate) fn clear(&mut self) {
@@ -77,7 +85,33 @@ impl History {
             return;
         }
         row.write_text(&mut self.bytes);
-        let entry = (self.origin + self.bytes.len() as u64) | if row.wrapped { WRAPPED } else { 0 };
+        self.commit(row.wrapped);
+    }
+
+    /// Retains `k` copies of `row`, as `k` pushes would, with work bounded by the capacity:
+    /// copies beyond it would be evicted by the later ones. The row's text is made once.
+    pub(crate) fn push_copies(&mut self, row: &Row, k: usize) {
+        if self.capacity == 0 || k == 0 {
+            return;
+        }
+        let start = self.bytes.len();
+        row.write_text(&mut self.bytes);
+        let len = self.bytes.len() - start;
+        self.commit(row.wrapped);
+        self.pushed += (k - k.min(self.capacity)) as u64;
+        for _ in 1..k.min(self.capacity) {
+            // The newest row's bytes end the log (a compaction drops only older ones).
+            let last = self.bytes.len() - len;
+            self.bytes.extend_from_within(last..);
+            self.commit(row.wrapped);
+        }
+    }
+
+    /// Ends the row whose text was just appended to the log.
+    #[inline]
+    fn commit(&mut self, wrapped: bool) {
+        self.pushed += 1;
+        let entry = (self.origin + self.bytes.len() as u64) | if wrapped { WRAPPED } else { 0 };
         if self.ends.len() < self.capacity {
             self.ends.push(entry);
             return;
@@ -164,6 +198,26 @@ mod tests {
         assert_eq!(h.len(), 0);
         h.push(&row("x", false));
         assert_eq!(texts(&h), [("x".into(), false)]);
+        // Copies: what as many pushes leave, the counter included.
+        let mut a = History::new(3);
+        let mut b = History::new(3);
+        a.push(&row("x", false));
+        b.push(&row("x", false));
+        for _ in 0..1000 {
+            a.push(&row("yz", true));
+        }
+        b.push_copies(&row("yz", true), 1000);
+        assert_eq!(texts(&a), texts(&b));
+        assert_eq!((a.pushed(), b.pushed()), (1001, 1001));
+        b.push_copies(&row("w", false), 2);
+        assert_eq!(
+            texts(&b),
+            [
+                ("yz".into(), true),
+                ("w".into(), false),
+                ("w".into(), false)
+            ]
+        );
         let mut none = History::new(0);
         none.push(&row("x", false));
         assert_eq!(none.len(), 0);

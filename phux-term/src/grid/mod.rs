@@ -16,11 +16,24 @@
 mod cell;
 mod ring;
 
+use std::collections::BTreeMap;
+
 pub(crate) use cell::{
     ATTR_MASK, BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE,
     ITALIC, Mark, Pen, STRIKETHROUGH, UNDERLINE,
 };
 pub(crate) use ring::Grid;
+
+/// About what a marked cell costs in a row's map besides its marks' bytes: the key and the
+/// string's header, with a node's share of slack.
+const MARK_ENTRY: usize = 2 * (size_of::<u16>() + size_of::<String>());
+
+/// About what a pen costs in a row's index: key and id, with a node's share of slack.
+const INDEX_ENTRY: usize = 2 * (size_of::<(u32, u32)>() + size_of::<u16>());
+
+/// A style table longer than this is also indexed by pen (a linear search of this many is as
+/// quick as the tree, and most rows never need one).
+const LINEAR_STYLES: usize = 32;
 
 /// Rows reset to a style table of at most this many entries' capacity: enough for a
 /// coloured prompt or listing line without a reallocation, little to keep per row.
@@ -48,10 +61,18 @@ pub(crate) struct Row {
 /// The rare parts of a row, behind one pointer so a row of plain text stays small.
 #[derive(Clone, Debug, Default)]
 struct Extra {
-    /// Combining marks, rare enough to keep outside the cells; in no particular order.
-    marks: Vec<Mark>,
+    /// Combining marks, rare enough to keep outside the cells: per column, that cell's marks
+    /// in the order they were written. A map, so that finding, adding or dropping one cell's
+    /// marks costs a logarithm of the row's marked cells, never a pass over them all (a
+    /// 1,024-column row of marked cells is cheap to make).
+    marks: BTreeMap<u16, String>,
     /// The row's styles: id `n` is `styles[n - 1]`.
     styles: Vec<Pen>,
+    /// Pen to id, once the table outgrows a short linear search: without it a row of many
+    /// pens (one per cell of 1,024 columns) costs a pass over the table per new pen. Boxed:
+    /// one word in the rows that never need it, which are nearly all.
+    #[allow(clippy::box_collection)]
+    index: Option<Box<BTreeMap<(u32, u32), u16>>>,
 }
 
 impl Row {
@@ -137,14 +158,21 @@ impl Row {
     #[inline(never)]
     fn intern_slow(&mut self, pen: Pen, start: u16, end: u16) -> u16 {
         let bound = style_bound(self.cols());
-        let styles = &mut self.extra.get_or_insert_default().styles;
-        // The newest entries are the likeliest: search from the end.
-        let id = if let Some(i) = styles.iter().rposition(|&p| p == pen) {
-            i + 1
+        let extra = self.extra.get_or_insert_default();
+        let found = match &extra.index {
+            Some(index) => index.get(&pen_key(pen)).map(|&id| usize::from(id)),
+            // The newest entries are the likeliest: search from the end.
+            None => extra.styles.iter().rposition(|&p| p == pen).map(|i| i + 1),
+        };
+        let id = if let Some(id) = found {
+            id
         } else {
+            let styles = &mut extra.styles;
             if styles.len() >= bound {
                 let used = &mut self.cells[..usize::from(self.used)];
                 collect(styles, used, usize::from(start)..usize::from(end));
+                // Ids were renumbered: the index is rebuilt below if still wanted.
+                extra.index = None;
             }
             if styles.len() == styles.capacity() {
                 // Grow as a Vec would, but never past the bound (a collection keeps the length
@@ -153,44 +181,99 @@ impl Row {
                 styles.reserve_exact(styles.len().max(4).min(room));
             }
             styles.push(pen);
-            styles.len()
+            let id = styles.len();
+            if id > LINEAR_STYLES {
+                if let Some(index) = &mut extra.index {
+                    index.insert(pen_key(pen), id as u16);
+                } else {
+                    let ids = styles.iter().enumerate();
+                    let index = ids.map(|(i, &p)| (pen_key(p), i as u16 + 1)).collect();
+                    extra.index = Some(Box::new(index));
+                }
+            }
+            id
         };
         self.hint = id as u16;
         self.hint
     }
 
-    /// Drops the marks of the cells in `start..end`.
+    /// Drops the marks of the cells in `start..end`: O(log n) per marked cell dropped.
     #[inline]
     pub(crate) fn drop_marks(&mut self, start: u16, end: u16) {
-        self.retain_marks(|&mut (col, _)| col < start || col >= end);
-    }
-
-    /// Keeps the marks for which `keep` is true, letting it move them.
-    #[inline]
-    pub(crate) fn retain_marks(&mut self, keep: impl FnMut(&mut Mark) -> bool) {
         if let Some(extra) = &mut self.extra
             && !extra.marks.is_empty()
         {
-            extra.marks.retain_mut(keep);
+            while let Some((&col, _)) = extra.marks.range(start..end).next() {
+                extra.marks.remove(&col);
+            }
+        }
+    }
+
+    /// Moves the marks of the cells from `from` on `n` columns right; those passing the last
+    /// column go (ICH). Costs the marked cells moved.
+    pub(crate) fn shift_marks_right(&mut self, from: u16, n: u16) {
+        let cols = self.cols();
+        if let Some(extra) = &mut self.extra
+            && !extra.marks.is_empty()
+        {
+            let moved = extra.marks.split_off(&from);
+            for (col, m) in moved {
+                if let Some(to) = col.checked_add(n).filter(|&to| to < cols) {
+                    extra.marks.insert(to, m);
+                }
+            }
+        }
+    }
+
+    /// Drops the marks of the cells in `start..end` and moves those after it left into the
+    /// gap (DCH). Costs the marked cells moved.
+    pub(crate) fn delete_marks(&mut self, start: u16, end: u16) {
+        if let Some(extra) = &mut self.extra
+            && !extra.marks.is_empty()
+        {
+            let mut moved = extra.marks.split_off(&start);
+            let after = moved.split_off(&end);
+            for (col, m) in after {
+                extra.marks.insert(col - (end - start), m);
+            }
         }
     }
 
     /// Adds a mark to the cell at `col`, after its others.
     pub(crate) fn push_mark(&mut self, col: u16, mark: char) {
-        self.extra.get_or_insert_default().marks.push((col, mark));
+        let marks = &mut self.extra.get_or_insert_default().marks;
+        marks.entry(col).or_default().push(mark);
     }
 
-    /// Every mark of the row, in no particular order between cells.
-    pub(crate) fn marks(&self) -> &[Mark] {
-        self.extra.as_deref().map_or(&[], |e| &e.marks)
+    /// Whether any cell of the row has marks.
+    pub(crate) fn has_marks(&self) -> bool {
+        self.extra.as_deref().is_some_and(|e| !e.marks.is_empty())
     }
 
-    /// The marks of the cell at `col`, in the order they were written.
+    /// Every mark of the row, by column, each cell's in the order they were written.
+    pub(crate) fn marks(&self) -> impl Iterator<Item = Mark> + '_ {
+        self.extra
+            .as_deref()
+            .into_iter()
+            .flat_map(|e| &e.marks)
+            .flat_map(|(&col, m)| m.chars().map(move |c| (col, c)))
+    }
+
+    /// The marks of the cell at `col`, in the order they were written: O(log n).
     pub(crate) fn marks_at(&self, col: u16) -> impl Iterator<Item = char> + '_ {
-        self.marks()
-            .iter()
-            .filter(move |&&(c, _)| c == col)
-            .map(|&(_, m)| m)
+        self.extra
+            .as_deref()
+            .and_then(|e| e.marks.get(&col))
+            .into_iter()
+            .flat_map(|m| m.chars())
+    }
+
+    /// The UTF-8 length of the marks of the cell at `col`: O(log n).
+    pub(crate) fn marks_len(&self, col: u16) -> usize {
+        self.extra
+            .as_deref()
+            .and_then(|e| e.marks.get(&col))
+            .map_or(0, String::len)
     }
 
     /// Sets cells `start..end` to `cell`, whose style is this row's (with their marks
@@ -222,7 +305,9 @@ impl Row {
         cells.resize(usize::from(cols), Cell::BLANK);
         self.cells = cells.into_boxed_slice();
         self.used = self.used.min(cols);
-        self.retain_marks(|&mut (col, _)| col < cols);
+        if let Some(extra) = &mut self.extra {
+            extra.marks.split_off(&cols);
+        }
         // A wide character cut in half by the new edge becomes a blank, marks and all.
         if let Some(last) = self.cells.last_mut()
             && last.is_wide()
@@ -231,6 +316,17 @@ impl Row {
             self.drop_marks(cols - 1, cols);
         }
         self.wrapped = false;
+    }
+
+    /// Whether both rows show the same thing (see [`Grid::same_contents`]).
+    pub(crate) fn same_contents(&self, other: &Self) -> bool {
+        self.wrapped == other.wrapped
+            && self.marks().eq(other.marks())
+            && self.cells.len() == other.cells.len()
+            && self.cells.iter().zip(other.cells.iter()).all(|(&a, &b)| {
+                let (ca, cb) = (a.code, b.code);
+                ca == cb && self.pen(a) == other.pen(b)
+            })
     }
 
     /// The row's text as UTF-8: empty cells as spaces, continuation halves skipped, marks
@@ -245,7 +341,7 @@ impl Row {
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
         };
-        if !self.marks().is_empty() {
+        if self.has_marks() {
             let mut text = String::new();
             for (col, cell) in cells.iter().enumerate() {
                 if !cell.is_wide_cont() {
@@ -296,8 +392,14 @@ impl Row {
         self.cells.len() * size_of::<Cell>()
             + self.extra.as_deref().map_or(0, |e| {
                 size_of::<Extra>()
-                    + e.marks.capacity() * size_of::<Mark>()
+                    + e.marks
+                        .values()
+                        .map(|m| MARK_ENTRY + m.capacity())
+                        .sum::<usize>()
                     + e.styles.capacity() * size_of::<Pen>()
+                    + e.index.as_ref().map_or(0, |i| {
+                        i.len() * INDEX_ENTRY + size_of::<BTreeMap<(u32, u32), u16>>()
+                    })
             })
     }
 }
@@ -308,8 +410,13 @@ impl Extra {
     /// no `Extra`, and resetting them is the hot path.
     #[inline(never)]
     fn reset(&mut self) {
-        self.marks.clear();
+        // Clearing a map costs a walk even when empty, and rows with styles but no marks are
+        // the common case here.
+        if !self.marks.is_empty() {
+            self.marks.clear();
+        }
         self.styles.clear();
+        self.index = None;
         if self.styles.capacity() > KEEP_STYLES {
             self.styles.shrink_to(KEEP_STYLES);
         }
@@ -323,6 +430,11 @@ impl Extra {
 /// keep none alive), so the id added after it is at most `cols`.
 fn style_bound(cols: u16) -> usize {
     (2 * usize::from(cols) + 16).min(usize::from(u16::MAX))
+}
+
+/// A pen as the index's key.
+fn pen_key(pen: Pen) -> (u32, u32) {
+    (pen.fg, pen.bg)
 }
 
 /// Drops the styles no cell of `cells` outside `skip` uses, renumbering the rest in order;
@@ -434,7 +546,7 @@ mod tests {
         assert_eq!(r.pen(Cell::erased(0)), Pen::default());
         r.touch(1);
         r.reset();
-        assert!(r.marks().is_empty());
+        assert!(!r.has_marks());
         assert_eq!(r.intern(b, 0, 1), 1, "a reset row starts a new table");
     }
 

@@ -172,6 +172,17 @@ impl Grid {
         pushed
     }
 
+    /// Whether both grids show the same thing: the same size, and row by row the same
+    /// characters, shapes, pens, marks and soft wraps (style ids and `used` bounds may differ).
+    pub(crate) fn same_contents(&self, other: &Self) -> bool {
+        self.cols == other.cols
+            && self.rows() == other.rows()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.same_contents(b))
+    }
+
     /// Every row reset.
     pub(crate) fn clear(&mut self) {
         for row in &mut self.rows {
@@ -194,6 +205,7 @@ impl Grid {
                     &mut row.cells[..usize::from(row.used)],
                     0..0,
                 );
+                extra.index = None;
             }
         }
     }

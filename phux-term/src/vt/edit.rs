@@ -92,12 +92,7 @@ impl Vt {
         if in_wide {
             row.cells[xi].set_wide_cont(true);
         }
-        row.retain_marks(|(col, _)| {
-            if *col >= x {
-                *col += n;
-            }
-            *col < cols
-        });
+        row.shift_marks_right(x, n);
         let used = row.used().saturating_add(n);
         row.touch(used);
         if let Some(last) = row.cells.last_mut()
@@ -129,14 +124,7 @@ impl Vt {
         let count = to - from;
         row.cells[from..to].fill(Cell::BLANK);
         row.cells[from..].rotate_left(count);
-        row.retain_marks(|(col, _)| {
-            if *col >= end {
-                *col -= end - x;
-                true
-            } else {
-                *col < x
-            }
-        });
+        row.delete_marks(x, end);
         // The blanks came in at the end; nothing past the old extent moved in.
         let used = row.used();
         if used > x {

@@ -202,6 +202,9 @@ pub(crate) struct Vt {
     /// One flag per column: a tab stop is set there.
     pub(crate) tabs: Vec<bool>,
     last_char: Option<char>,
+    /// Characters REP accounted for without writing them (tests check the bound on work).
+    #[cfg(test)]
+    pub(crate) rep_skipped: usize,
 
     pub(crate) history: History,
     pub(crate) title: Option<String>,
@@ -244,6 +247,8 @@ impl Vt {
             line_feed_mode: false,
             tabs: default_tabs(cols),
             last_char: None,
+            #[cfg(test)]
+            rep_skipped: 0,
             history: History::new(scrollback),
             title: None,
             bells: 0,

@@ -78,7 +78,12 @@ impl Vt {
             let room = usize::from(cols - x);
             if !self.autowrap && run.len() > room {
                 // Without autowrap the last column is overwritten again and again: only the
-                // final character stays there.
+                // final character stays there. IRM: the characters before it pushed the row's
+                // rest right (each one after it inserts at the last column, moving nothing
+                // on), which also ends the row's soft wrap, however the run was split.
+                if self.insert {
+                    self.insert_chars(room as u16 - 1);
+                }
                 self.put_ascii(y, x, &run[..room - 1]);
                 self.put_ascii(y, cols - 1, std::slice::from_ref(last));
                 self.cur.x = cols - 1;
@@ -231,8 +236,7 @@ impl Vt {
         } else {
             base
         };
-        let bytes = row.cells[usize::from(base)].ch().len_utf8()
-            + row.marks_at(base).map(char::len_utf8).sum::<usize>();
+        let bytes = row.cells[usize::from(base)].ch().len_utf8() + row.marks_len(base);
         if bytes >= MAX_CELL_BYTES {
             return;
         }
@@ -244,12 +248,68 @@ impl Vt {
         row.touch(base + 1);
     }
 
+    /// REP: the last graphic character `n` more times. [xterm] `CASE_REP` prints it `n` times
+    /// (the count is already at most 65,535, as xterm caps parameters); the screen and history
+    /// here end exactly as if it did, but the work is bounded by the screen's cells plus the
+    /// history rows it pushes, not by `n`:
+    ///
+    /// once the character fills every row it can reach (at most the screen twice over), the
+    /// state (screen and cursor) no longer changes from one row's worth of characters to the
+    /// next, apart from the row each may push into history. One such row's worth is written
+    /// and the state compared with the one before it: if equal, the remaining whole rows'
+    /// worth would only push that same row again, so they become copies in the history
+    /// (themselves bounded by its capacity) and only the remainder is written. If not (no case
+    /// is known), the rest is written out: still at most 65,535 characters.
     pub(super) fn repeat(&mut self, n: u16) {
         let Some(c) = self.last_char else {
             return;
         };
-        // At most u16::MAX characters: bounded work per sequence.
-        let n = usize::from(n);
+        let width = match c.width() {
+            Some(w @ 1..) => w.min(2) as u16,
+            _ => return,
+        };
+        if width > self.cols {
+            // Never drawn (see `print`): nothing to repeat.
+            return;
+        }
+        let mut left = usize::from(n);
+        let per_row = usize::from(self.cols / width);
+        // Rows' worth of characters until every row the repetition can reach holds only `c`:
+        // from a row in (or above) the region, down to its bottom and then the whole region
+        // scrolled through, plus the rows begun and ended part-way; from below the region, the
+        // cursor's row, rewritten in place.
+        let (y, top, bottom) = (self.cur.y, self.top, self.bottom);
+        let warm_rows = if y > bottom {
+            2
+        } else {
+            usize::from(bottom - y) + usize::from(bottom - top) + 3
+        };
+        let warm = warm_rows * per_row;
+        if left > warm + 2 * per_row {
+            self.put_repeated(c, warm);
+            left -= warm;
+            let (screen, cur, pushed) = (self.screen.clone(), self.cur, self.history.pushed());
+            self.put_repeated(c, per_row);
+            left -= per_row;
+            let periods = left / per_row;
+            if self.cur == cur && self.screen.same_contents(&screen) {
+                #[cfg(test)]
+                {
+                    self.rep_skipped += periods * per_row;
+                }
+                left -= periods * per_row;
+                // The row a period pushes is the top row (the state is unchanged, so the row
+                // that left the top was the same as the one now there).
+                if self.history.pushed() != pushed {
+                    self.history.push_copies(self.screen.top_row(), periods);
+                }
+            }
+        }
+        self.put_repeated(c, left);
+    }
+
+    /// Writes `c` `n` times.
+    fn put_repeated(&mut self, c: char, n: usize) {
         if c.is_ascii() {
             let mut buf = [0u8; 256];
             buf.fill(c as u8);
@@ -260,8 +320,25 @@ impl Vt {
                 left -= k;
             }
         } else {
-            for _ in 0..n {
-                self.print(c);
+            let width = c.width().map_or(1, |w| w.clamp(1, 2)) as u16;
+            let mut left = n;
+            while left > 0 {
+                // IRM: the characters that fit in the row push its rest right together, in one
+                // shift of the row instead of one per character (the same cells result).
+                let fit = usize::from(self.cols.saturating_sub(self.cur.x) / width);
+                if self.insert && !self.cur.pending && fit > 1 {
+                    let k = fit.min(left);
+                    self.insert_chars(k as u16 * width);
+                    self.insert = false;
+                    for _ in 0..k {
+                        self.print(c);
+                    }
+                    self.insert = true;
+                    left -= k;
+                } else {
+                    self.print(c);
+                    left -= 1;
+                }
             }
         }
     }
