@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use phux_proto::command::{Command, CommandResult, CommandValue, Signal};
+use phux_proto::command::{Command, CommandResult, Signal};
 use phux_proto::{ErrorCode, Frame, OperationId, TerminalId};
 
-use crate::support::client::{Client, DEADLINE, Server};
+use crate::support::client::{Client, DEADLINE, Server, pid_of_terminal};
 use crate::support::faults::{self, p50_max, paste_command, vm_rss_kib};
 
 /// Round trips measured on the healthy terminal before the stall.
@@ -38,19 +38,6 @@ fn round_trip(c: &mut Client, id: u128, terminal: &TerminalId) -> Duration {
     }));
     assert_eq!(result, CommandResult::Ok, "healthy terminal refused input");
     t0.elapsed()
-}
-
-fn pid_of(c: &mut Client, terminal: &TerminalId) -> u32 {
-    let state = c.command(Command::GetTerminalState {
-        terminal: terminal.clone(),
-        include_scrollback: false,
-        max_scrollback_lines: 0,
-    });
-    let CommandResult::OkWith(CommandValue::Json(json)) = state else {
-        panic!("GET_TERMINAL_STATE: {state:?}");
-    };
-    let value: serde_json::Value = serde_json::from_str(&json).expect("json");
-    u32::try_from(value["pid"].as_u64().expect("pid")).expect("pid")
 }
 
 fn stopped(pid: u32) -> bool {
@@ -86,7 +73,7 @@ fn a_stalled_child_resolves_unknown_in_bounded_time_without_slowing_others_or_gr
         baseline.push(round_trip(&mut healthy_client, 1000 + i as u128, &healthy));
     }
 
-    let pid = pid_of(&mut control, &stalled);
+    let pid = pid_of_terminal(&mut control, &stalled);
     assert_eq!(
         control.command(Command::SignalTerminal {
             terminal: stalled.clone(),

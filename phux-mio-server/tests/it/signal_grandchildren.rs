@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use phux_proto::command::{Command, CommandResult, CommandValue, Signal};
+use phux_proto::Frame;
+use phux_proto::command::{Command, CommandResult, Signal};
 use phux_proto::event::{AgentEvent, ControlAction, Lifecycle};
-use phux_proto::{Frame, TerminalId};
 
-use crate::support::client::{Client, DEADLINE, Server, is_dead};
+use crate::support::client::{Client, DEADLINE, Server, is_dead, pid_of_terminal};
 
 /// The process state letter from /proc (R, S, T, Z, ...), or None once gone.
 fn state(pid: u32) -> Option<char> {
@@ -48,22 +48,6 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn pid_of(c: &mut Client, terminal: &TerminalId) -> u32 {
-    let r = c.command(Command::GetTerminalState {
-        terminal: terminal.clone(),
-        include_scrollback: false,
-        max_scrollback_lines: 0,
-    });
-    let CommandResult::OkWith(CommandValue::Json(json)) = r else {
-        panic!("{r:?}")
-    };
-    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
-    v["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .expect("pid")
-}
-
 fn control(c: &mut Client, action: ControlAction) -> Lifecycle {
     c.wait_for("terminal_control", |f| match f {
         Frame::Event(e) => match &e.event {
@@ -87,7 +71,7 @@ fn freeze_resume_interrupt_terminate_reach_grandchildren() {
         }),
         CommandResult::Ok
     );
-    let shell = pid_of(&mut c, &terminal);
+    let shell = pid_of_terminal(&mut c, &terminal);
     wait_until("two grandchildren", || children_of(shell).len() >= 2);
     let grandchildren = children_of(shell);
 

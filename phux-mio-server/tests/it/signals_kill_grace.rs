@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use phux_mio_server::driver::KILL_GRACE;
-use phux_proto::command::{Command, CommandResult, CommandValue, Signal};
+use phux_proto::command::{Command, CommandResult, Signal};
 use phux_proto::frame::DetachReason;
 use phux_proto::{Frame, TerminalId};
 
-use crate::support::client::{Client, DEADLINE, Server, is_dead};
+use crate::support::client::{Client, DEADLINE, Server, is_dead, pid_of_terminal};
 use crate::support::common::{eventually, proc_state};
 
 /// Traps SIGHUP: writes "bye" to `$1/bye` and exits 0. Says it is ready in `$1/ready`.
@@ -32,22 +32,6 @@ fn spawn_script(c: &mut Client, script: &str, dir: &Path) -> TerminalId {
     let ready = Path::new(dir).join("ready");
     assert!(eventually(|| ready.exists()), "the script never got ready");
     terminal
-}
-
-fn pid_of(c: &mut Client, terminal: &TerminalId) -> u32 {
-    let r = c.command(Command::GetTerminalState {
-        terminal: terminal.clone(),
-        include_scrollback: false,
-        max_scrollback_lines: 0,
-    });
-    let CommandResult::OkWith(CommandValue::Json(json)) = r else {
-        panic!("{r:?}")
-    };
-    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
-    v["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .expect("pid")
 }
 
 fn closed(c: &mut Client, terminal: &TerminalId) -> Option<i32> {
@@ -93,7 +77,7 @@ fn kill_terminal_sigkills_a_child_that_ignores_hup_after_the_grace_without_block
     let mut c = server.connect();
     c.hello();
     let stubborn = spawn_script(&mut c, IGNORES_HUP, dir.path());
-    let pid = pid_of(&mut c, &stubborn);
+    let pid = pid_of_terminal(&mut c, &stubborn);
     let calm = spawn_script(&mut c, TRAPS_HUP, other.path());
 
     let start = Instant::now();
@@ -105,7 +89,7 @@ fn kill_terminal_sigkills_a_child_that_ignores_hup_after_the_grace_without_block
     );
     // The grace does not hold up the loop: another terminal's state is served meanwhile. Only
     // the order is asserted (one round trip is short next to the grace), not a time.
-    let calm_pid = pid_of(&mut c, &calm);
+    let calm_pid = pid_of_terminal(&mut c, &calm);
     assert!(
         !saw_closed(&c, &stubborn),
         "the child that ignores SIGHUP was closed before a command sent during its grace \
@@ -134,7 +118,7 @@ fn a_frozen_child_is_resumed_so_it_can_act_on_its_sighup() {
     let mut c = server.connect();
     c.hello();
     let terminal = spawn_script(&mut c, EXITS_7_ON_HUP, dir.path());
-    let pid = pid_of(&mut c, &terminal);
+    let pid = pid_of_terminal(&mut c, &terminal);
     assert_eq!(
         c.command(Command::SignalTerminal {
             terminal: terminal.clone(),
@@ -192,7 +176,7 @@ fn shutdown_hangs_up_every_terminal_and_sigkills_only_the_stubborn_one() {
     c.hello();
     spawn_script(&mut c, TRAPS_HUP, polite.path());
     let stubborn_terminal = spawn_script(&mut c, IGNORES_HUP, stubborn.path());
-    let pid = pid_of(&mut c, &stubborn_terminal);
+    let pid = pid_of_terminal(&mut c, &stubborn_terminal);
 
     let start = Instant::now();
     let server_pid = rustix::process::Pid::from_raw(server.pid()).expect("pid");

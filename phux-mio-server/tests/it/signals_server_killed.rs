@@ -1,28 +1,10 @@
 //! A server killed outright (SIGKILL: no handler, no shutdown) leaves no child behind: the
 //! kernel ends each child as its parent dies, even one that ignores the SIGHUP of the hangup.
 
-use phux_proto::TerminalId;
-use phux_proto::command::{Command, CommandResult, CommandValue};
 use rustix::process::{Pid, Signal};
 
-use crate::support::client::{Client, Server};
+use crate::support::client::{Server, pid_of_terminal};
 use crate::support::common::eventually;
-
-fn pid_of(c: &mut Client, terminal: &TerminalId) -> u32 {
-    let r = c.command(Command::GetTerminalState {
-        terminal: terminal.clone(),
-        include_scrollback: false,
-        max_scrollback_lines: 0,
-    });
-    let CommandResult::OkWith(CommandValue::Json(json)) = r else {
-        panic!("{r:?}")
-    };
-    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
-    v["pid"]
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
-        .expect("pid")
-}
 
 /// The live (not zombie) processes whose process group is `pgid`.
 fn live_members(pgid: u32) -> Vec<u32> {
@@ -56,7 +38,7 @@ fn a_sigkilled_server_leaves_no_hup_ignoring_child_behind() {
     c.hello();
     // SIG_IGN survives exec: the sleep ignores the hangup the dead server's master causes.
     let terminal = c.spawn(&["/bin/sh", "-c", "trap '' HUP; exec sleep 1000"]);
-    let pgid = pid_of(&mut c, &terminal);
+    let pgid = pid_of_terminal(&mut c, &terminal);
     assert!(
         eventually(|| !live_members(pgid).is_empty()),
         "the child never ran"

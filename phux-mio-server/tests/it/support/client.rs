@@ -9,7 +9,7 @@ use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use phux_proto::command::{Command, CommandResult};
+use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{
     ClientCapabilities, CommandFrame, Hello, HelloOk, ProtocolVersion, SpawnTerminal,
 };
@@ -41,6 +41,23 @@ pub(crate) fn launch_server_with(
         log_level,
         args,
     )
+}
+
+/// The pid of a terminal's child, from GET_TERMINAL_STATE.
+pub(crate) fn pid_of_terminal(c: &mut Client, terminal: &TerminalId) -> u32 {
+    let r = c.command(Command::GetTerminalState {
+        terminal: terminal.clone(),
+        include_scrollback: false,
+        max_scrollback_lines: 0,
+    });
+    let CommandResult::OkWith(CommandValue::Json(json)) = r else {
+        panic!("GET_TERMINAL_STATE: {r:?}")
+    };
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    v["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .expect("pid")
 }
 
 /// The server binary under test, running until dropped (then killed).
