@@ -68,7 +68,7 @@ const PTY_MAX_PATH: &str = "/proc/sys/kernel/pty/max";
 
 /// The terminal cap without `--max-terminals` where the host's PTY count is unknown, and the
 /// most it is with one: the engine's own default.
-const DEFAULT_MAX_TERMINALS: usize = 4096;
+pub const DEFAULT_MAX_TERMINALS: usize = 4096;
 
 /// The terminal cap for `--max-terminals` (`requested`) on a host with `pty_max`
 /// pseudo-terminals: the value asked for, else half of the host's (the other half is left to
