@@ -49,7 +49,10 @@ impl PhuxServer {
         let socket = dir.path().join("phux.sock");
         let mut cmd = if let Some(bin) = server_bin {
             let mut c = Command::new(bin);
-            c.args(["--log-level", "error", "--socket"]).arg(&socket);
+            let limit = crate::roles::SCALE_LIMIT.to_string();
+            c.args(["--log-level", "error", "--max-connections", &limit])
+                .args(["--max-terminals", &limit, "--socket"])
+                .arg(&socket);
             c
         } else {
             let mut c = Command::new(self_exe()?);
