@@ -124,14 +124,7 @@ impl Server {
 
     /// Waits for the server to exit; its exit code.
     pub(crate) fn wait_exit(&mut self) -> Option<i32> {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            if let Some(status) = self.process.try_wait().expect("try_wait") {
-                return status.code();
-            }
-            assert!(Instant::now() < end, "server did not exit");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_exit(&mut self.process, "server did not exit")
     }
 }
 
@@ -344,4 +337,16 @@ pub(crate) fn is_dead(pid: u32) -> bool {
         .and_then(|i| stat.get(i + 1..))
         .and_then(|rest| rest.trim_start().chars().next());
     matches!(state, None | Some('Z' | 'X'))
+}
+
+/// Waits for `process` to exit, at most [`DEADLINE`]; its exit code. Panics naming `what`.
+pub(crate) fn wait_exit(process: &mut Child, what: &str) -> Option<i32> {
+    let end = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = process.try_wait().expect("try_wait") {
+            return status.code();
+        }
+        assert!(Instant::now() < end, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

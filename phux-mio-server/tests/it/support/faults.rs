@@ -60,14 +60,7 @@ impl ServerProc {
         let pid =
             rustix::process::Pid::from_raw(i32::try_from(self.pid()).expect("pid")).expect("pid");
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-        let end = Instant::now() + DEADLINE;
-        loop {
-            if let Some(status) = self.process.try_wait().expect("try_wait") {
-                return status.code();
-            }
-            assert!(Instant::now() < end, "server did not exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        super::client::wait_exit(&mut self.process, "server did not exit after SIGTERM")
     }
 }
 
