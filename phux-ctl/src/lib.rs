@@ -37,7 +37,7 @@ use std::time::Instant as StdInstant;
 
 use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::{Input, Resolution};
-use phux_core::client::retry::UnknownReason;
+use phux_core::client::retry::{NotSentReason, UnknownReason};
 use phux_core::client::{ClientEvent, PeerMisbehaved};
 use phux_proto::command::{AcquireMode, Signal, StateScope};
 use phux_proto::frame::{SpawnTerminal, SubscribeEvents, TerminalSize};
@@ -268,6 +268,17 @@ pub fn verdict(resolution: &Resolution) -> String {
                     "the server restarted before answering, so a resend could write twice",
                 UnknownReason::HorizonElapsed => "unanswered for too long to resend safely",
                 UnknownReason::RetriesExhausted => "unanswered, and the retries ran out",
+                UnknownReason::Dropped => "dropped from the outbox while its delivery was in doubt",
+            }
+        ),
+        Resolution::NotSent(reason) => format!(
+            "not sent: {}",
+            match reason {
+                NotSentReason::ServerGone =>
+                    "the server it was addressed to is gone (a new server answered; its terminal \
+                     ids name other programs)",
+                NotSentReason::Expired => "too old to send (submitted 9.5 minutes ago or more)",
+                NotSentReason::Dropped => "dropped from the outbox",
             }
         ),
         Resolution::Refused { code, message } => format!("refused: {code} {message}"),
@@ -278,7 +289,7 @@ fn resolution_code(resolution: &Resolution) -> u8 {
     match resolution {
         Resolution::Delivered => EXIT_OK,
         Resolution::Unknown(_) => EXIT_UNKNOWN,
-        Resolution::Refused { .. } => EXIT_REFUSED,
+        Resolution::Refused { .. } | Resolution::NotSent(_) => EXIT_REFUSED,
     }
 }
 
@@ -530,6 +541,7 @@ mod tests {
                 events: Vec::new(),
             },
             enqueued_at: Instant::ZERO,
+            addressed_to: phux_core::client::journal::Incarnation::UNRECORDED,
         };
         let records = [
             enq(3),

@@ -9,10 +9,14 @@
 //!
 //! | kind | record | payload |
 //! |---|---|---|
-//! | 1 | Enqueued | `enqueued_at u64 ‖ COMMAND frame` (request id 0, APPLY_INPUT: op, terminal, events) |
+//! | 5 | Enqueued | `enqueued_at u64 ‖ addressed_to[32] ‖ COMMAND frame` (request id 0, APPLY_INPUT: op, terminal, events) |
+//! | 1 | Enqueued (before incarnations were recorded; read only) | `enqueued_at u64 ‖ COMMAND frame` |
 //! | 2 | Sent | `op[16] ‖ at u64 ‖ incarnation[32]` |
 //! | 3 | Answered | `op[16]` |
-//! | 4 | Resolved | `op[16] ‖ 00` delivered · `op ‖ 01 ‖ reason u8` unknown · `op ‖ 02 ‖ code u16 ‖ UTF-8 message` refused |
+//! | 4 | Resolved | `op[16] ‖ 00` delivered · `op ‖ 01 ‖ reason u8` unknown · `op ‖ 02 ‖ code u16 ‖ UTF-8 message` refused · `op ‖ 03 ‖ reason u8` not sent |
+//!
+//! A kind-1 record names no incarnation: it reads as addressed to
+//! [`Incarnation::UNRECORDED`], which no server has, so such an operation is never sent.
 //!
 //! The input events are stored as the phux wire encoding of the APPLY_INPUT command, so there
 //! is one encoding of input atoms. Times are the engine's [`Instant`]s in microseconds.
@@ -23,7 +27,7 @@ use phux_proto::frame::CommandFrame;
 use phux_proto::{Command, DecodeError, ErrorCode, Frame, OperationId};
 use sha2::{Digest, Sha256};
 
-use super::retry::{Resolution, UnknownReason};
+use super::retry::{NotSentReason, Resolution, UnknownReason};
 use crate::time::Instant;
 use phux_proto::command::ApplyInput;
 
@@ -42,6 +46,7 @@ const KIND_ENQUEUED: u8 = 1;
 const KIND_SENT: u8 = 2;
 const KIND_ANSWERED: u8 = 3;
 const KIND_RESOLVED: u8 = 4;
+const KIND_ADDRESSED: u8 = 5;
 
 /// A server incarnation: SHA-256 of a HELLO_OK `server_id` (which is opaque and unbounded on
 /// the wire), so records stay small and comparisons stay bytewise.
@@ -49,6 +54,10 @@ const KIND_RESOLVED: u8 = 4;
 pub struct Incarnation([u8; 32]);
 
 impl Incarnation {
+    /// The incarnation of an operation recorded before incarnations were (all zero bytes: no
+    /// SHA-256 output of a real `server_id` is expected to be).
+    pub const UNRECORDED: Self = Self([0; 32]);
+
     /// The incarnation a HELLO_OK `server_id` names.
     pub fn of(server_id: &[u8]) -> Self {
         Self(Sha256::digest(server_id).into())
@@ -79,6 +88,9 @@ pub enum JournalRecord {
         input: ApplyInput,
         /// When it was submitted.
         enqueued_at: Instant,
+        /// The server incarnation it is addressed to: its terminal id means something only
+        /// there (CLIENT.BIND.1).
+        addressed_to: Incarnation,
     },
     /// A send of the operation went out on a connection to `incarnation`.
     Sent {
@@ -254,9 +266,14 @@ impl JournalRecord {
         out.extend_from_slice(&[0; LEN_LEN]);
         out.push(JOURNAL_VERSION);
         match self {
-            Self::Enqueued { input, enqueued_at } => {
-                out.push(KIND_ENQUEUED);
+            Self::Enqueued {
+                input,
+                enqueued_at,
+                addressed_to,
+            } => {
+                out.push(KIND_ADDRESSED);
                 out.extend_from_slice(&enqueued_at.as_micros().to_be_bytes());
+                out.extend_from_slice(addressed_to.as_bytes());
                 Frame::Command(CommandFrame {
                     request_id: 0,
                     command: Command::ApplyInput(input.clone()),
@@ -289,6 +306,15 @@ impl JournalRecord {
                             UnknownReason::IncarnationChanged => 1,
                             UnknownReason::HorizonElapsed => 2,
                             UnknownReason::RetriesExhausted => 3,
+                            UnknownReason::Dropped => 4,
+                        });
+                    }
+                    Resolution::NotSent(reason) => {
+                        out.push(3);
+                        out.push(match reason {
+                            NotSentReason::ServerGone => 0,
+                            NotSentReason::Expired => 1,
+                            NotSentReason::Dropped => 2,
                         });
                     }
                     Resolution::Refused { code, message } => {
@@ -359,10 +385,19 @@ impl JournalRecord {
             return Err(RecordError::Version { found: *version });
         }
         match *kind {
-            KIND_ENQUEUED => {
+            KIND_ENQUEUED | KIND_ADDRESSED => {
                 let at =
                     take_u64(payload).ok_or(RecordError::PayloadLength { kind: "Enqueued" })?;
-                let frame = Frame::decode(&payload[8..]).map_err(RecordError::Frame)?;
+                let (addressed_to, frame) = if *kind == KIND_ADDRESSED {
+                    let inc: [u8; 32] = payload
+                        .get(8..40)
+                        .and_then(|b| b.try_into().ok())
+                        .ok_or(RecordError::PayloadLength { kind: "Enqueued" })?;
+                    (Incarnation(inc), &payload[40..])
+                } else {
+                    (Incarnation::UNRECORDED, &payload[8..])
+                };
+                let frame = Frame::decode(frame).map_err(RecordError::Frame)?;
                 let Frame::Command(CommandFrame {
                     command: Command::ApplyInput(input),
                     ..
@@ -373,6 +408,7 @@ impl JournalRecord {
                 Ok(Self::Enqueued {
                     input,
                     enqueued_at: Instant::from_micros(at),
+                    addressed_to,
                 })
             }
             KIND_SENT => {
@@ -407,6 +443,13 @@ impl JournalRecord {
                         1 => UnknownReason::IncarnationChanged,
                         2 => UnknownReason::HorizonElapsed,
                         3 => UnknownReason::RetriesExhausted,
+                        4 => UnknownReason::Dropped,
+                        &value => return Err(RecordError::Resolution { value }),
+                    }),
+                    [3, reason] => Resolution::NotSent(match reason {
+                        0 => NotSentReason::ServerGone,
+                        1 => NotSentReason::Expired,
+                        2 => NotSentReason::Dropped,
                         &value => return Err(RecordError::Resolution { value }),
                     }),
                     [2, hi, lo, message @ ..] => Resolution::Refused {
@@ -415,7 +458,7 @@ impl JournalRecord {
                             .map_err(|_| RecordError::Utf8)?
                             .to_owned(),
                     },
-                    [] | [0..=2, ..] => {
+                    [] | [0..=3, ..] => {
                         return Err(RecordError::PayloadLength { kind: "Resolved" });
                     }
                     [value, ..] => return Err(RecordError::Resolution { value: *value }),

@@ -70,7 +70,7 @@ use crate::framing::FrameDecoder;
 use crate::lane::COMPLETION_BOUND;
 use crate::time::Instant;
 use journal::{Incarnation, JournalError, JournalRecord};
-use outbox::{Input, Outbox, OutboxConfig, OutboxError, Resolution};
+use outbox::{Input, Outbox, OutboxConfig, OutboxError, Resolution, Scope};
 
 /// How long past the server's 5 s completion bound an operation may go unanswered before
 /// the connection is presumed half-open: the server answers every APPLY_INPUT within the
@@ -289,6 +289,20 @@ impl ClientEngine {
         self.server_id.as_deref()
     }
 
+    /// Limits which pending operations the engine sends, resends, decides and expires (see
+    /// [`Scope`]); the others stay in the outbox and its journal untouched.
+    pub fn set_scope(&mut self, now: Instant, scope: Scope) {
+        self.outbox.set_scope(scope);
+        self.pump(now);
+    }
+
+    /// The user gives up pending operations that are not awaiting an answer; each resolves
+    /// (not sent, or unknown if a send is in doubt) as a [`ClientEvent::OperationResolved`].
+    pub fn drop_operations(&mut self, ops: &[OperationId]) {
+        let resolved = self.outbox.drop_pending(ops);
+        self.report(resolved);
+    }
+
     /// Whether the handshake is complete on a live connection.
     pub fn is_ready(&self) -> bool {
         matches!(self.conn, Conn::Ready { .. })
@@ -431,9 +445,13 @@ impl ClientEngine {
         events: Vec<InputEvent>,
         new_id: impl FnMut() -> OperationId,
     ) -> Result<Vec<OperationId>, OutboxError> {
-        let ids = self
-            .outbox
-            .submit(now, terminal, Input::Events(events), new_id)?;
+        let ids = self.outbox.submit(
+            now,
+            self.addressee()?,
+            terminal,
+            Input::Events(events),
+            new_id,
+        )?;
         self.pump(now);
         Ok(ids)
     }
@@ -447,11 +465,28 @@ impl ClientEngine {
         trust: PasteTrust,
         new_id: impl FnMut() -> OperationId,
     ) -> Result<Vec<OperationId>, OutboxError> {
-        let ids = self
-            .outbox
-            .submit(now, terminal, Input::Paste { data, trust }, new_id)?;
+        let ids = self.outbox.submit(
+            now,
+            self.addressee()?,
+            terminal,
+            Input::Paste { data, trust },
+            new_id,
+        )?;
         self.pump(now);
         Ok(ids)
+    }
+
+    /// [CLIENT.BIND.1] The incarnation input is addressed to: the live connection's.
+    fn addressee(&self) -> Result<Incarnation, OutboxError> {
+        match self.conn {
+            Conn::Ready {
+                incarnation,
+                acked_input: true,
+            } => Ok(incarnation),
+            // [CLIENT.FEATURE.1]
+            Conn::Ready { .. } => Err(OutboxError::NotSupported),
+            _ => Err(OutboxError::NotConnected),
+        }
     }
 
     // ---- poll_* ----
@@ -626,6 +661,8 @@ impl ClientEngine {
         if self.redial_requested {
             return;
         }
+        let expired = self.outbox.expire(now);
+        self.report(expired);
         while let Some(input) = self.outbox.poll_send(now, incarnation) {
             let request_id = self.allocate_request_id();
             let op = input.operation_id;

@@ -19,7 +19,9 @@ use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::journal::{Incarnation, JournalError, JournalRecord};
 pub use super::retry::Resolution;
-use super::retry::{self, RetryDecision, SendOutcome, UnknownReason};
+use super::retry::{
+    self, NotSentReason, OPERATION_HORIZON, RetryDecision, SendOutcome, UnknownReason,
+};
 use crate::time::Instant;
 
 /// The default ceiling on one submission's input: 1 MiB. Larger input is refused up front
@@ -55,6 +57,13 @@ pub enum OutboxError {
         /// The ceiling.
         ceiling: usize,
     },
+    /// No connection has completed its handshake: an operation is addressed to the server
+    /// incarnation of the connection it is submitted on (CLIENT.BIND.1).
+    #[error("not connected: input is addressed to a server, so it is submitted after HELLO_OK")]
+    NotConnected,
+    /// The server does not advertise ACKNOWLEDGED_INPUT (CLIENT.FEATURE.1).
+    #[error("the server does not take acknowledged input (no ACKNOWLEDGED_INPUT)")]
+    NotSupported,
     /// The id source returned an id that is already pending (ids must be fresh and random).
     #[error("operation id {op} is already in use")]
     DuplicateId {
@@ -81,6 +90,30 @@ impl Default for OutboxConfig {
     }
 }
 
+/// Which pending operations this outbox acts on: sends, resends, decides and expires.
+/// Operations outside the scope are kept (and journaled) untouched, for a later run.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub enum Scope {
+    /// Every pending operation.
+    #[default]
+    All,
+    /// Only the operations to this terminal (a verb that sends to it).
+    Terminal(TerminalId),
+    /// None: the outbox only records.
+    Nothing,
+}
+
+impl Scope {
+    /// Whether operations to `terminal` are in this scope.
+    pub fn covers(&self, terminal: &TerminalId) -> bool {
+        match self {
+            Self::All => true,
+            Self::Terminal(t) => t == terminal,
+            Self::Nothing => false,
+        }
+    }
+}
+
 /// One pending operation.
 #[derive(Clone, Debug)]
 struct Pending {
@@ -88,6 +121,8 @@ struct Pending {
     seq: u64,
     input: ApplyInput,
     enqueued_at: Instant,
+    /// The server incarnation the operation was submitted to; it is sent nowhere else.
+    addressed_to: Incarnation,
     first_sent_at: Option<Instant>,
     /// The incarnation of the last send.
     incarnation: Option<Incarnation>,
@@ -113,6 +148,10 @@ pub struct PendingView<'a> {
     pub in_flight: bool,
     /// When it was first sent.
     pub first_sent_at: Option<Instant>,
+    /// When it was submitted.
+    pub enqueued_at: Instant,
+    /// The server incarnation it is addressed to.
+    pub addressed_to: Incarnation,
 }
 
 /// The client's pending acknowledged-input operations.
@@ -124,6 +163,7 @@ pub struct Outbox {
     queues: BTreeMap<TerminalId, VecDeque<OperationId>>,
     next_seq: u64,
     journal: VecDeque<JournalRecord>,
+    scope: Scope,
 }
 
 /// The encoded size of an APPLY_INPUT value to `terminal` with no events.
@@ -231,7 +271,38 @@ impl Outbox {
             in_doubt: p.in_doubt,
             in_flight: p.in_flight,
             first_sent_at: p.first_sent_at,
+            enqueued_at: p.enqueued_at,
+            addressed_to: p.addressed_to,
         })
+    }
+
+    /// Every pending operation, in submission order.
+    pub fn all_pending(&self) -> Vec<PendingView<'_>> {
+        let mut ordered: Vec<(u64, OperationId)> =
+            self.ops.iter().map(|(op, p)| (p.seq, *op)).collect();
+        ordered.sort_unstable();
+        ordered
+            .into_iter()
+            .filter_map(|(_, op)| self.pending(op))
+            .collect()
+    }
+
+    /// Which operations the outbox acts on (default [`Scope::All`]).
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Limits what the outbox acts on; operations outside the scope stay pending untouched.
+    pub fn set_scope(&mut self, scope: Scope) {
+        self.scope = scope;
+    }
+
+    /// How many pending operations are in the scope.
+    pub fn active_len(&self) -> usize {
+        self.ops
+            .values()
+            .filter(|p| self.scope.covers(&p.input.terminal))
+            .count()
     }
 
     /// The pending operations to `terminal`, in send order.
@@ -249,8 +320,24 @@ impl Outbox {
             .collect()
     }
 
+    /// The head of every queue in the scope.
     fn heads(&self) -> impl Iterator<Item = OperationId> + '_ {
-        self.queues.values().filter_map(|q| q.front().copied())
+        self.queues
+            .iter()
+            .filter(|(t, _)| self.scope.covers(t))
+            .filter_map(|(_, q)| q.front().copied())
+    }
+
+    /// The operations in the scope, in submission order.
+    fn in_scope(&self) -> Vec<OperationId> {
+        let mut ordered: Vec<(u64, OperationId)> = self
+            .ops
+            .iter()
+            .filter(|(_, p)| self.scope.covers(&p.input.terminal))
+            .map(|(op, p)| (p.seq, *op))
+            .collect();
+        ordered.sort_unstable();
+        ordered.into_iter().map(|(_, op)| op).collect()
     }
 
     /// The next journal record to persist, oldest first.
@@ -269,12 +356,14 @@ impl Outbox {
         }
     }
 
-    /// Accepts input for `terminal`: splits it into in-limit operations, names each with
-    /// `new_id()`, records them (journal `Enqueued`) and queues them behind the terminal's
-    /// pending operations. All or nothing: on error nothing is queued.
+    /// Accepts input for `terminal` of the server incarnation `addressed_to`: splits it into
+    /// in-limit operations, names each with `new_id()`, records them (journal `Enqueued`)
+    /// and queues them behind the terminal's pending operations. All or nothing: on error
+    /// nothing is queued.
     pub fn submit(
         &mut self,
         now: Instant,
+        addressed_to: Incarnation,
         terminal: TerminalId,
         input: Input,
         mut new_id: impl FnMut() -> OperationId,
@@ -317,16 +406,18 @@ impl Outbox {
                 events,
             };
             // [CLIENT.OUTBOX.1] Recorded before it can be sent.
+            // [CLIENT.BIND.1] The incarnation is recorded with the operation.
             self.record(JournalRecord::Enqueued {
                 input: input.clone(),
                 enqueued_at: now,
+                addressed_to,
             });
-            self.insert(input, now);
+            self.insert(input, now, addressed_to);
         }
         Ok(ids)
     }
 
-    fn insert(&mut self, input: ApplyInput, enqueued_at: Instant) {
+    fn insert(&mut self, input: ApplyInput, enqueued_at: Instant, addressed_to: Incarnation) {
         let op = input.operation_id;
         self.queues
             .entry(input.terminal.clone())
@@ -338,6 +429,7 @@ impl Outbox {
                 seq: self.next_seq,
                 input,
                 enqueued_at,
+                addressed_to,
                 first_sent_at: None,
                 incarnation: None,
                 attempts: 0,
@@ -355,10 +447,15 @@ impl Outbox {
     pub fn poll_send(&mut self, now: Instant, incarnation: Incarnation) -> Option<ApplyInput> {
         // [CLIENT.OUTBOX.2] Only a queue's head is ever sent, and only when nothing of that
         // terminal is in flight: one operation per terminal at a time, in order.
+        // [CLIENT.BIND.2] Only to the incarnation it is addressed to, and [CLIENT.BIND.4] only
+        // inside the horizon (`expire` resolves the rest).
         let op = self.heads().find(|op| {
-            self.ops
-                .get(op)
-                .is_some_and(|p| !p.in_flight && p.not_before <= now)
+            self.ops.get(op).is_some_and(|p| {
+                !p.in_flight
+                    && p.not_before <= now
+                    && p.addressed_to == incarnation
+                    && age(now, Some(p.enqueued_at)) < OPERATION_HORIZON
+            })
         })?;
         let pending = self.ops.get_mut(&op)?;
         pending.in_flight = true;
@@ -418,22 +515,32 @@ impl Outbox {
         }
     }
 
-    /// A connection to `incarnation` is up. Every operation in doubt is decided: resent (same
-    /// incarnation, inside the horizon) or reported unknown. Returns the resolutions.
+    /// A connection to `incarnation` is up. Every operation in the scope addressed to another
+    /// incarnation is resolved: unknown if a send of it is in doubt, else not sent. Every
+    /// operation in doubt is decided: resent (same incarnation, inside the horizon) or
+    /// reported unknown. Then expired operations are resolved ([`Outbox::expire`]). Returns
+    /// the resolutions, in submission order.
     pub fn handle_reconnected(
         &mut self,
         now: Instant,
         incarnation: Incarnation,
     ) -> Vec<(ApplyInput, Resolution)> {
-        let doubtful: Vec<OperationId> = self
-            .heads()
-            .filter(|op| self.ops.get(op).is_some_and(|p| p.in_doubt))
-            .collect();
         let mut resolved = Vec::new();
-        for op in doubtful {
+        for op in self.in_scope() {
             let Some(pending) = self.ops.get(&op) else {
                 continue;
             };
+            if pending.addressed_to != incarnation && !pending.in_doubt {
+                // [CLIENT.BIND.3] Its server is gone; the terminal id now names something else.
+                let input = pending.input.clone();
+                let resolution = Resolution::NotSent(NotSentReason::ServerGone);
+                self.resolve(op, resolution.clone());
+                resolved.push((input, resolution));
+                continue;
+            }
+            if !pending.in_doubt {
+                continue;
+            }
             let sent = pending.incarnation.unwrap_or(incarnation);
             // [CLIENT.RETRY.2] Decided against the incarnation now up.
             let decision = retry::decide(
@@ -449,6 +556,49 @@ impl Outbox {
                 resolved.push((input, resolution));
             }
         }
+        resolved.extend(self.expire(now));
+        resolved
+    }
+
+    /// [CLIENT.BIND.4] Resolves every operation in the scope, not awaiting an answer, whose
+    /// submission is [`OPERATION_HORIZON`] old (or dated in the future, as after a clock
+    /// reset): unknown if a send of it is in doubt, else not sent. Returns the resolutions.
+    pub fn expire(&mut self, now: Instant) -> Vec<(ApplyInput, Resolution)> {
+        let mut resolved = Vec::new();
+        for op in self.in_scope() {
+            let Some(p) = self.ops.get(&op) else { continue };
+            if p.in_flight || age(now, Some(p.enqueued_at)) < OPERATION_HORIZON {
+                continue;
+            }
+            let resolution = if p.in_doubt {
+                Resolution::Unknown(UnknownReason::HorizonElapsed)
+            } else {
+                Resolution::NotSent(NotSentReason::Expired)
+            };
+            let input = p.input.clone();
+            self.resolve(op, resolution.clone());
+            resolved.push((input, resolution));
+        }
+        resolved
+    }
+
+    /// The user gives up `ops` (those pending and not awaiting an answer): each is resolved
+    /// unknown if a send of it is in doubt, else not sent. Returns the resolutions.
+    pub fn drop_pending(&mut self, ops: &[OperationId]) -> Vec<(ApplyInput, Resolution)> {
+        let mut resolved = Vec::new();
+        for op in ops {
+            let Some(p) = self.ops.get(op).filter(|p| !p.in_flight) else {
+                continue;
+            };
+            let resolution = if p.in_doubt {
+                Resolution::Unknown(UnknownReason::Dropped)
+            } else {
+                Resolution::NotSent(NotSentReason::Dropped)
+            };
+            let input = p.input.clone();
+            self.resolve(*op, resolution.clone());
+            resolved.push((input, resolution));
+        }
         resolved
     }
 
@@ -456,11 +606,8 @@ impl Outbox {
     /// written" (so nothing of it was written) as refused with `code` and `message`; those in
     /// doubt are reported unknown. For a server that cannot take acknowledged input at all.
     pub fn refuse_all(&mut self, code: ErrorCode, message: &str) -> Vec<(ApplyInput, Resolution)> {
-        let mut ordered: Vec<(u64, OperationId)> =
-            self.ops.iter().map(|(op, p)| (p.seq, *op)).collect();
-        ordered.sort_unstable();
         let mut out = Vec::new();
-        for (_, op) in ordered {
+        for op in self.in_scope() {
             let Some(p) = self.ops.get(&op) else { continue };
             let resolution = if p.in_doubt || p.in_flight {
                 Resolution::Unknown(UnknownReason::RetriesExhausted)
@@ -535,11 +682,15 @@ impl Outbox {
         for (index, record) in records.into_iter().enumerate() {
             let op = record.op();
             match record {
-                JournalRecord::Enqueued { input, enqueued_at } => {
+                JournalRecord::Enqueued {
+                    input,
+                    enqueued_at,
+                    addressed_to,
+                } => {
                     if outbox.ops.contains_key(&op) {
                         return Err(JournalError::DuplicateOperation { index, op });
                     }
-                    outbox.insert(input, enqueued_at);
+                    outbox.insert(input, enqueued_at, addressed_to);
                 }
                 JournalRecord::Sent {
                     incarnation, at, ..
@@ -591,6 +742,7 @@ impl Outbox {
             out.push(JournalRecord::Enqueued {
                 input: p.input.clone(),
                 enqueued_at: p.enqueued_at,
+                addressed_to: p.addressed_to,
             });
             if let (Some(at), Some(incarnation)) = (p.first_sent_at, p.incarnation) {
                 out.push(JournalRecord::Sent {

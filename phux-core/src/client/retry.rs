@@ -32,6 +32,12 @@ pub const HORIZON_MARGIN: Duration = Duration::from_secs(30);
 /// 10-minute dedupe horizon less [`HORIZON_MARGIN`].
 pub const RESEND_HORIZON: Duration = HORIZON.saturating_sub(HORIZON_MARGIN);
 
+/// How long after its submission an operation may still be sent at all (first send or
+/// resend): [`RESEND_HORIZON`]. Input is typed for a screen the user is looking at; an
+/// operation that could not go out for this long is reported not sent rather than written
+/// into whatever the terminal shows by then (CLIENT.BIND.4).
+pub const OPERATION_HORIZON: Duration = RESEND_HORIZON;
+
 /// The first backoff after a not-written answer.
 pub const BACKOFF_BASE: Duration = Duration::from_millis(50);
 
@@ -66,6 +72,20 @@ pub enum UnknownReason {
     HorizonElapsed,
     /// A send went unanswered and the retries that might have settled it ran out.
     RetriesExhausted,
+    /// A send went unanswered and the user dropped the operation (`phuxctl outbox drop`).
+    Dropped,
+}
+
+/// Why an operation was resolved without any of it being written.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum NotSentReason {
+    /// The server incarnation it was addressed to is gone (a different `server_id`
+    /// answered): its terminal ids name other programs now, so it is never sent there.
+    ServerGone,
+    /// It could not be sent within [`OPERATION_HORIZON`] of its submission.
+    Expired,
+    /// The user dropped it before it was sent.
+    Dropped,
 }
 
 /// What to do with the operation next.
@@ -192,6 +212,9 @@ pub enum Resolution {
     Delivered,
     /// It may or may not have been written; it will not be replayed.
     Unknown(UnknownReason),
+    /// It was never written and never will be: the client did not send it (or every send
+    /// was answered "not written") and gave it up.
+    NotSent(NotSentReason),
     /// The server refused it (nothing was written), or it was given up as not written.
     Refused {
         /// The wire code.

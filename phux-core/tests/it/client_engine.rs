@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
+use phux_core::client::journal::Incarnation;
 use phux_core::client::journal::{JournalRecord, decode_journal};
-use phux_core::client::outbox::Resolution;
-use phux_core::client::retry::{RESEND_HORIZON, UnknownReason};
+use phux_core::client::outbox::{OutboxError, Resolution, Scope};
+use phux_core::client::retry::{NotSentReason, RESEND_HORIZON, UnknownReason};
 use phux_core::client::{ApiMisuse, ClientConfig, ClientEngine, ClientEvent, RedialReason};
 use phux_core::time::Instant;
 use phux_proto::command::ApplyInput;
@@ -460,11 +461,13 @@ fn client_retry_2_connection_loss_same_incarnation_resends_same_id() {
     );
 }
 
+// [CLIENT.BIND.3] ... and the never-sent operation queued behind it is reported not sent: the
+// new server's `local:1` is another program.
 #[test]
 fn client_retry_2_connection_loss_new_incarnation_is_unknown() {
     let mut engine = ready(SERVER_A);
     let (_, id) = send_one(&mut engine, t(100));
-    // A second op queued behind it was never sent: it goes to the new server.
+    // A second op queued behind it was never sent: it is addressed to the old server.
     let queued = engine
         .apply_input(
             t(101),
@@ -480,9 +483,20 @@ fn client_retry_2_connection_loss_new_incarnation_is_unknown() {
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),
-        vec![(id, Resolution::Unknown(UnknownReason::IncarnationChanged))]
+        vec![
+            (id, Resolution::Unknown(UnknownReason::IncarnationChanged)),
+            (queued[0], Resolution::NotSent(NotSentReason::ServerGone)),
+        ]
     );
-    assert_eq!(io.applied_ops(), queued, "the never-sent op goes out");
+    assert!(io.applies().is_empty(), "nothing reaches the new server");
+    assert!(engine.outbox().is_empty());
+    // [CLIENT.OUTBOX.3] Both resolutions are journaled, so no later run reports them again.
+    let resolved: Vec<_> = io
+        .journal
+        .iter()
+        .filter(|r| matches!(r, JournalRecord::Resolved { .. }))
+        .collect();
+    assert_eq!(resolved.len(), 2);
 }
 
 #[test]
@@ -501,26 +515,163 @@ fn client_retry_2_connection_loss_past_horizon_is_unknown() {
     assert!(io.applies().is_empty());
 }
 
-// A server without ACKNOWLEDGED_INPUT never receives APPLY_INPUT.
+// [CLIENT.FEATURE.1] A server without ACKNOWLEDGED_INPUT never receives APPLY_INPUT: what a
+// journal left for it is refused, and new input is refused up front.
 #[test]
 fn server_without_acknowledged_input_gets_no_apply_input() {
-    let mut engine = ClientEngine::new(ClientConfig::default());
-    let ops = engine
+    let mut first = ready(SERVER_A);
+    let ops = first
         .apply_input(
-            t(0),
+            t(10),
             TerminalId::Local(1),
-            vec![key(PhysicalKey::KEY_A)],
+            vec![key(PhysicalKey::KEY_A), key(PhysicalKey::KEY_B)],
             ids(0),
         )
         .unwrap();
-    engine.handle_connected(t(1));
-    engine.handle_received(t(2), &hello_ok_with(SERVER_A, ServerFeatures::SHUTDOWN));
+    // The journal as it stood before the send.
+    let records: Vec<JournalRecord> = drain(&mut first)
+        .journal
+        .into_iter()
+        .filter(|r| matches!(r, JournalRecord::Enqueued { .. }))
+        .collect();
+    let mut engine = ClientEngine::restore(ClientConfig::default(), records).unwrap();
+    engine.handle_connected(t(20));
+    engine.handle_received(t(21), &hello_ok_with(SERVER_A, ServerFeatures::SHUTDOWN));
     let io = drain(&mut engine);
     assert!(io.applies().is_empty());
     assert!(matches!(
         &io.resolutions()[..],
         [(o, Resolution::Refused { .. })] if *o == ops[0]
     ));
+    assert_eq!(
+        engine.apply_input(
+            t(22),
+            TerminalId::Local(1),
+            vec![key(PhysicalKey::KEY_A)],
+            ids(50)
+        ),
+        Err(OutboxError::NotSupported)
+    );
+}
+
+// [CLIENT.BIND.6] Input before a handshake has no incarnation to be addressed to.
+#[test]
+fn client_bind_6_input_before_hello_ok_is_refused() {
+    let mut engine = ClientEngine::new(ClientConfig::default());
+    let submit = |engine: &mut ClientEngine| {
+        engine.apply_input(
+            t(0),
+            TerminalId::Local(1),
+            vec![key(PhysicalKey::KEY_A)],
+            ids(0),
+        )
+    };
+    assert_eq!(submit(&mut engine), Err(OutboxError::NotConnected));
+    engine.handle_connected(t(1));
+    assert_eq!(submit(&mut engine), Err(OutboxError::NotConnected));
+    assert!(engine.outbox().is_empty());
+    engine.handle_received(t(2), &hello_ok(SERVER_A));
+    assert!(submit(&mut engine).is_ok());
+}
+
+// [CLIENT.BIND.1] The Enqueued record names the incarnation of the connection the input was
+// submitted on; [CLIENT.BIND.4] an operation still waiting when its submission is 9.5 min old
+// is not sent but reported; a journal days old sends nothing.
+#[test]
+fn client_bind_4_operations_expire_unsent() {
+    use phux_core::client::retry::OPERATION_HORIZON;
+    let mut engine = ready(SERVER_A);
+    let (rid, first) = send_one(&mut engine, t(100));
+    let waiting = engine
+        .apply_input(
+            t(100),
+            TerminalId::Local(1),
+            vec![key(PhysicalKey::KEY_B)],
+            ids(10),
+        )
+        .unwrap();
+    let io = drain(&mut engine);
+    assert!(io.journal.iter().any(|r| matches!(r,
+        JournalRecord::Enqueued { addressed_to, .. } if *addressed_to == Incarnation::of(SERVER_A))));
+    let journal: Vec<JournalRecord> = engine.outbox().compact();
+    // The head's answer arrives only at the horizon (a stalled terminal, busy retries...).
+    let late = t(100) + OPERATION_HORIZON;
+    engine.handle_received(late, &result(rid, CommandResult::Ok));
+    let io = drain(&mut engine);
+    assert_eq!(
+        io.resolutions(),
+        vec![
+            (first, Resolution::Delivered),
+            (waiting[0], Resolution::NotSent(NotSentReason::Expired)),
+        ]
+    );
+    assert!(io.applies().is_empty());
+    // Restored three days later, against the same server: nothing goes out.
+    let mut engine = ClientEngine::restore(ClientConfig::default(), journal).unwrap();
+    engine.handle_connected(t(3 * 86_400_000));
+    engine.handle_received(t(3 * 86_400_000), &hello_ok(SERVER_A));
+    let io = drain(&mut engine);
+    assert!(io.applies().is_empty());
+    assert_eq!(
+        io.resolutions(),
+        vec![
+            (first, Resolution::Unknown(UnknownReason::HorizonElapsed)),
+            (waiting[0], Resolution::NotSent(NotSentReason::Expired)),
+        ]
+    );
+}
+
+// [CLIENT.RESUME.1] With a scope, only that terminal's restored operations are sent; the
+// others stay pending and journaled, untouched, even across a new incarnation.
+#[test]
+fn client_resume_1_scope_keeps_other_terminals_untouched() {
+    let mut first = ready(SERVER_A);
+    let mut all = Vec::new();
+    for (n, term) in [(0, 1), (10, 2), (20, 1)] {
+        all.extend(
+            first
+                .apply_input(
+                    t(5),
+                    TerminalId::Local(term),
+                    vec![key(PhysicalKey::KEY_A)],
+                    ids(n),
+                )
+                .unwrap(),
+        );
+    }
+    let records: Vec<JournalRecord> = drain(&mut first)
+        .journal
+        .into_iter()
+        .filter(|r| matches!(r, JournalRecord::Enqueued { .. }))
+        .collect();
+    let mut engine = ClientEngine::restore(ClientConfig::default(), records.clone()).unwrap();
+    engine.set_scope(t(6), Scope::Terminal(TerminalId::Local(2)));
+    engine.handle_connected(t(7));
+    engine.handle_received(t(8), &hello_ok(SERVER_A));
+    let io = drain(&mut engine);
+    assert_eq!(io.applied_ops(), vec![all[1]]);
+    assert_eq!(engine.outbox().active_len(), 1);
+    // A new incarnation resolves nothing outside the scope.
+    let mut engine = ClientEngine::restore(ClientConfig::default(), records).unwrap();
+    engine.set_scope(t(6), Scope::Terminal(TerminalId::Local(2)));
+    engine.handle_connected(t(7));
+    engine.handle_received(t(8), &hello_ok(SERVER_B));
+    let io = drain(&mut engine);
+    assert_eq!(
+        io.resolutions(),
+        vec![(all[1], Resolution::NotSent(NotSentReason::ServerGone))]
+    );
+    assert_eq!(
+        engine.outbox().queue(&TerminalId::Local(1)),
+        vec![all[0], all[2]]
+    );
+    assert_eq!(engine.outbox().compact().len(), 2, "kept for a later run");
+    // Dropping is the user's explicit choice; it resolves once.
+    engine.drop_operations(&[all[0], all[0]]);
+    assert_eq!(
+        drain(&mut engine).resolutions(),
+        vec![(all[0], Resolution::NotSent(NotSentReason::Dropped))]
+    );
 }
 
 // [CLIENT.HALFOPEN.1] An operation unanswered 9 s after its send makes the engine ask for a

@@ -25,6 +25,11 @@ fn ids() -> impl FnMut() -> OperationId {
     }
 }
 
+/// The incarnation every operation here is addressed to (and sent to).
+fn server() -> Incarnation {
+    Incarnation::of(b"server")
+}
+
 fn now() -> Instant {
     Instant::from_millis(1_000)
 }
@@ -115,6 +120,7 @@ fn client_split_2_paste_splits_at_char_boundaries_in_order() {
             let ops = outbox
                 .submit(
                     now(),
+                    server(),
                     terminal.clone(),
                     Input::Paste {
                         data: text.clone().into_bytes(),
@@ -166,6 +172,7 @@ fn client_split_events_pack_under_the_event_count_bound() {
     let ops = outbox
         .submit(
             now(),
+            server(),
             terminal.clone(),
             Input::Events(events.clone()),
             ids(),
@@ -186,6 +193,7 @@ fn client_split_3_ceiling_refuses_up_front() {
     let err = outbox
         .submit(
             now(),
+            server(),
             terminal.clone(),
             Input::Paste {
                 data: vec![b'x'; DEFAULT_CEILING + 1],
@@ -209,6 +217,7 @@ fn client_split_3_ceiling_refuses_up_front() {
         outbox
             .submit(
                 now(),
+                server(),
                 terminal.clone(),
                 Input::Paste {
                     data: vec![b'x'; DEFAULT_CEILING],
@@ -227,6 +236,7 @@ fn client_split_3_ceiling_refuses_up_front() {
     assert!(matches!(
         small.submit(
             now(),
+            server(),
             terminal.clone(),
             Input::Paste {
                 data: vec![b'x'; 11],
@@ -237,7 +247,7 @@ fn client_split_3_ceiling_refuses_up_front() {
         Err(OutboxError::TooLarge { .. })
     ));
     assert_eq!(
-        small.submit(now(), terminal, Input::Events(vec![]), ids()),
+        small.submit(now(), server(), terminal, Input::Events(vec![]), ids()),
         Err(OutboxError::Empty)
     );
 }
@@ -250,6 +260,7 @@ fn duplicate_ids_are_refused_whole() {
     let err = outbox
         .submit(
             now(),
+            server(),
             terminal,
             Input::Paste {
                 data: vec![b'x'; 100_000],
@@ -280,6 +291,7 @@ fn sample_records() -> Vec<JournalRecord> {
                 })],
             },
             enqueued_at: Instant::from_micros(11),
+            addressed_to: Incarnation::of(b"a"),
         },
         JournalRecord::Sent {
             op: op(1),
@@ -407,16 +419,40 @@ fn client_outbox_3_compact_rebuilds_the_live_state() {
     let mut next = ids();
     let key = || InputEvent::Key(KeyEvent::press(PhysicalKey::KEY_Q, ModSet::CTRL));
     let a = outbox
-        .submit(now(), t1.clone(), Input::Events(vec![key()]), &mut next)
+        .submit(
+            now(),
+            server(),
+            t1.clone(),
+            Input::Events(vec![key()]),
+            &mut next,
+        )
         .unwrap()[0];
     let b = outbox
-        .submit(now(), t1.clone(), Input::Events(vec![key()]), &mut next)
+        .submit(
+            now(),
+            server(),
+            t1.clone(),
+            Input::Events(vec![key()]),
+            &mut next,
+        )
         .unwrap()[0];
     let c = outbox
-        .submit(now(), t2.clone(), Input::Events(vec![key()]), &mut next)
+        .submit(
+            now(),
+            server(),
+            t2.clone(),
+            Input::Events(vec![key()]),
+            &mut next,
+        )
         .unwrap()[0];
     let d = outbox
-        .submit(now(), t2.clone(), Input::Events(vec![key()]), &mut next)
+        .submit(
+            now(),
+            server(),
+            t2.clone(),
+            Input::Events(vec![key()]),
+            &mut next,
+        )
         .unwrap()[0];
     // a in flight, c answered busy (waiting, not in doubt).
     assert_eq!(outbox.poll_send(now(), inc).unwrap().operation_id, a);
@@ -478,7 +514,7 @@ proptest! {
         let text = chunk.repeat(repeat);
         let terminal = TerminalId::Local(1);
         let mut outbox = Outbox::new(OutboxConfig::default());
-        let ops = outbox.submit(now(), terminal.clone(), Input::Paste {
+        let ops = outbox.submit(now(), server(), terminal.clone(), Input::Paste {
             data: text.clone().into_bytes(),
             trust: PasteTrust::Trusted,
         }, ids()).unwrap();
@@ -506,6 +542,7 @@ proptest! {
                 events,
             },
             enqueued_at: Instant::from_micros(at),
+            addressed_to: Incarnation::of(&at.to_be_bytes()),
         };
         prop_assert_eq!(JournalRecord::from_bytes(&record.to_bytes()), Ok(record));
     }

@@ -577,6 +577,13 @@ fn every_operation_is_counted_once_or_reported_unknown_under_chaos() {
                 unknown += 1;
                 unknown_counted += usize::from(here > 0);
             }
+            Resolution::NotSent(reason) => {
+                refused += 1;
+                if here > 0 {
+                    losses += 1;
+                    failures.push(format!("{} not sent ({reason:?}) but counted", r.line));
+                }
+            }
             Resolution::Refused { code, message } => {
                 refused += 1;
                 if here > 0 {
