@@ -604,6 +604,7 @@ mod tests {
                     UnknownReason::IncarnationChanged => prop_assert!(lost && connected && !same),
                     UnknownReason::HorizonElapsed => prop_assert!(age + BACKOFF_CAP >= RESEND_HORIZON),
                     UnknownReason::RetriesExhausted => prop_assert!(in_doubt && attempts >= NOT_WRITTEN_RETRIES),
+                    UnknownReason::Dropped => prop_assert!(false, "the policy never drops"),
                 }
             }
             // A lost send to the same incarnation inside the horizon is always resent.

@@ -8,7 +8,7 @@ use phux_core::client::outbox::{
     DEFAULT_CEILING, Input, Outbox, OutboxConfig, OutboxError, Resolution, max_paste_len,
     split_utf8,
 };
-use phux_core::client::retry::UnknownReason;
+use phux_core::client::retry::{NotSentReason, UnknownReason};
 use phux_core::time::Instant;
 use phux_proto::command::{ApplyInput, MAX_APPLY_INPUT_EVENTS, MAX_APPLY_INPUT_LEN};
 use phux_proto::frame::CommandFrame;
@@ -553,4 +553,43 @@ proptest! {
         let _ = decode_journal(&bytes);
         let _ = JournalRecord::from_bytes(&bytes);
     }
+}
+
+// [CLIENT.BIND.5] A record from before incarnations were recorded (kind 1) reads as addressed
+// to no server: never sent, reported not sent at the next handshake.
+#[test]
+fn client_bind_5_unaddressed_records_are_never_sent() {
+    let input = ApplyInput {
+        operation_id: OperationId::from_u128(9).unwrap(),
+        terminal: TerminalId::Local(1),
+        events: vec![InputEvent::Focus(FocusEvent::Gained)],
+    };
+    let mut body = vec![1, 1];
+    body.extend_from_slice(&1_000u64.to_be_bytes());
+    Frame::Command(CommandFrame {
+        request_id: 0,
+        command: Command::ApplyInput(input.clone()),
+    })
+    .encode(&mut body);
+    let mut file = (body.len() as u32).to_be_bytes().to_vec();
+    file.extend_from_slice(&body);
+    file.extend_from_slice(&Sha256::digest(&body)[..4]);
+    let decoded = decode_journal(&file).unwrap();
+    assert_eq!(
+        decoded.records,
+        [JournalRecord::Enqueued {
+            input: input.clone(),
+            enqueued_at: Instant::from_micros(1_000),
+            addressed_to: Incarnation::UNRECORDED,
+        }]
+    );
+    let mut outbox = Outbox::rebuild(OutboxConfig::default(), decoded.records).unwrap();
+    assert_eq!(
+        outbox.poll_send(Instant::from_micros(2_000), server()),
+        None
+    );
+    assert_eq!(
+        outbox.handle_reconnected(Instant::from_micros(2_000), server()),
+        [(input, Resolution::NotSent(NotSentReason::ServerGone))]
+    );
 }

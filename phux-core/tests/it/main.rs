@@ -8,6 +8,7 @@
 
 mod client_engine;
 mod client_outbox;
+mod client_schedules;
 mod engine_commands;
 mod engine_handshake;
 mod engine_input;
