@@ -223,13 +223,26 @@ pub struct TornTail {
     pub error: RecordError,
 }
 
+/// A damaged stretch of a journal that is not a torn tail: records may follow it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Damage {
+    /// Where the damaged record starts.
+    pub offset: usize,
+    /// How many bytes up to the next whole record (or the end of the file).
+    pub len: usize,
+    /// What is wrong with the record at `offset`.
+    pub error: RecordError,
+}
+
 /// A decoded journal file.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct DecodedJournal {
-    /// The whole records, in file order.
+    /// The whole records, in file order (those after a damaged stretch included).
     pub records: Vec<JournalRecord>,
     /// The dropped tail, if the file ended inside a record.
     pub torn_tail: Option<TornTail>,
+    /// Damaged stretches, in file order.
+    pub damaged: Vec<Damage>,
 }
 
 fn check(body: &[u8]) -> [u8; CHECK_LEN] {
@@ -470,10 +483,31 @@ impl JournalRecord {
     }
 }
 
-/// Decodes a whole journal file. A damaged **last** record (the file ends inside it, or its
-/// check fails) is a torn tail: dropped and reported, because a crash mid-append leaves exactly
-/// that. Damage before the last record is [`JournalError::Corrupt`].
-pub fn decode_journal(bytes: &[u8]) -> Result<DecodedJournal, JournalError> {
+/// Whether a whole, checked record may start at `bytes[0]`: a cheap filter (length, version,
+/// kind) before the checksum, so resynchronising over a damaged stretch stays linear.
+fn plausible_record(bytes: &[u8]) -> bool {
+    let Some(len) = bytes.first_chunk::<LEN_LEN>() else {
+        return false;
+    };
+    let len = u32::from_be_bytes(*len) as usize;
+    (2..=MAX_RECORD_LEN).contains(&len)
+        && bytes.len() >= LEN_LEN + len + CHECK_LEN
+        && bytes.get(LEN_LEN) == Some(&JOURNAL_VERSION)
+        && bytes
+            .get(LEN_LEN + 1)
+            .is_some_and(|k| (KIND_ENQUEUED..=KIND_ADDRESSED).contains(k))
+        && JournalRecord::decode_prefix(bytes).is_ok()
+}
+
+/// Decodes a whole journal file. Never fails: what does not decode is reported.
+///
+/// - A damaged record with nothing whole after it, where a crash mid-append leaves one (the
+///   file ends inside it, its check fails exactly at the end, or the rest is zeros), is a
+///   torn tail: dropped and reported in [`DecodedJournal::torn_tail`].
+/// - Any other damage is reported in [`DecodedJournal::damaged`], and decoding resumes at the
+///   next offset where a whole record with a valid check starts, so every intact record after
+///   it is kept.
+pub fn decode_journal(bytes: &[u8]) -> DecodedJournal {
     let mut out = DecodedJournal::default();
     let mut offset = 0;
     while offset < bytes.len() {
@@ -484,8 +518,19 @@ pub fn decode_journal(bytes: &[u8]) -> Result<DecodedJournal, JournalError> {
                 offset += used;
             }
             Err(error) => {
-                // [CLIENT.JOURNAL.5] Torn means the damaged record runs to the end of the file:
-                // nothing whole follows it.
+                // [CLIENT.JOURNAL.7] Resynchronise on the next whole record.
+                let next = (offset + 1..bytes.len()).find(|&p| plausible_record(&bytes[p..]));
+                if let Some(next) = next {
+                    // [CLIENT.JOURNAL.6] Records follow: this is damage, never a torn tail.
+                    out.damaged.push(Damage {
+                        offset,
+                        len: next - offset,
+                        error,
+                    });
+                    offset = next;
+                    continue;
+                }
+                // [CLIENT.JOURNAL.5] Torn means the damaged record runs to the end of the file.
                 let declared = rest
                     .first_chunk::<LEN_LEN>()
                     .map(|l| LEN_LEN + u32::from_be_bytes(*l) as usize + CHECK_LEN);
@@ -496,17 +541,22 @@ pub fn decode_journal(bytes: &[u8]) -> Result<DecodedJournal, JournalError> {
                     RecordError::Length { .. } => rest.iter().all(|&b| b == 0),
                     _ => false,
                 };
-                if !torn {
-                    return Err(JournalError::Corrupt { offset, error });
+                if torn {
+                    out.torn_tail = Some(TornTail {
+                        offset,
+                        len: rest.len(),
+                        error,
+                    });
+                } else {
+                    out.damaged.push(Damage {
+                        offset,
+                        len: rest.len(),
+                        error,
+                    });
                 }
-                out.torn_tail = Some(TornTail {
-                    offset,
-                    len: rest.len(),
-                    error,
-                });
                 break;
             }
         }
     }
-    Ok(out)
+    out
 }

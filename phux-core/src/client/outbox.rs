@@ -676,7 +676,37 @@ impl Outbox {
         config: OutboxConfig,
         records: impl IntoIterator<Item = JournalRecord>,
     ) -> Result<Self, JournalError> {
+        Self::replay(config, records, &mut |_| false)
+    }
+
+    /// [`Outbox::rebuild`] for a journal that had damage cut out of it: a record that does
+    /// not fit (it names an operation whose `Enqueued` was in the damage, or repeats one) is
+    /// skipped and returned, instead of failing the whole rebuild.
+    pub fn rebuild_salvaging(
+        config: OutboxConfig,
+        records: impl IntoIterator<Item = JournalRecord>,
+    ) -> (Self, Vec<JournalError>) {
+        let mut skipped = Vec::new();
+        let outbox = Self::replay(config, records, &mut |e| {
+            skipped.push(e);
+            true
+        });
+        match outbox {
+            Ok(outbox) => (outbox, skipped),
+            // The callback always asks to continue, so replay never fails.
+            Err(e) => unreachable!("a salvaging replay failed: {e}"),
+        }
+    }
+
+    /// Replays records; `on_error` decides whether an inconsistent record is skipped (true)
+    /// or ends the replay with its error (false).
+    fn replay(
+        config: OutboxConfig,
+        records: impl IntoIterator<Item = JournalRecord>,
+        on_error: &mut dyn FnMut(JournalError) -> bool,
+    ) -> Result<Self, JournalError> {
         let mut outbox = Self::new(config);
+        let mut check = |e: JournalError| if on_error(e.clone()) { Ok(()) } else { Err(e) };
         // Whether each operation's last send is still unanswered.
         let mut awaiting: HashSet<OperationId> = HashSet::new();
         for (index, record) in records.into_iter().enumerate() {
@@ -688,17 +718,18 @@ impl Outbox {
                     addressed_to,
                 } => {
                     if outbox.ops.contains_key(&op) {
-                        return Err(JournalError::DuplicateOperation { index, op });
+                        check(JournalError::DuplicateOperation { index, op })?;
+                        continue;
                     }
                     outbox.insert(input, enqueued_at, addressed_to);
                 }
                 JournalRecord::Sent {
                     incarnation, at, ..
                 } => {
-                    let p = outbox
-                        .ops
-                        .get_mut(&op)
-                        .ok_or(JournalError::UnknownOperation { index, op })?;
+                    let Some(p) = outbox.ops.get_mut(&op) else {
+                        check(JournalError::UnknownOperation { index, op })?;
+                        continue;
+                    };
                     // [CLIENT.OUTBOX.5] A send followed by another send with no answer
                     // between went unanswered.
                     if !awaiting.insert(op) {
@@ -710,13 +741,15 @@ impl Outbox {
                 }
                 JournalRecord::Answered { .. } => {
                     if !outbox.ops.contains_key(&op) {
-                        return Err(JournalError::UnknownOperation { index, op });
+                        check(JournalError::UnknownOperation { index, op })?;
+                        continue;
                     }
                     awaiting.remove(&op);
                 }
                 JournalRecord::Resolved { .. } => {
                     if !outbox.remove(op) {
-                        return Err(JournalError::UnknownOperation { index, op });
+                        check(JournalError::UnknownOperation { index, op })?;
+                        continue;
                     }
                     awaiting.remove(&op);
                 }

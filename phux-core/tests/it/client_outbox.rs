@@ -363,7 +363,11 @@ fn client_outbox_6_torn_tail_is_tolerated_at_every_cut() {
         ends.push(file.len());
     }
     for cut in 0..=file.len() {
-        let decoded = decode_journal(&file[..cut]).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+        let decoded = decode_journal(&file[..cut]);
+        assert!(
+            decoded.damaged.is_empty(),
+            "cut {cut}: a cut is never damage"
+        );
         let whole = ends.iter().filter(|&&end| end <= cut).count();
         assert_eq!(decoded.records, records[..whole], "cut {cut}");
         let good = if whole == 0 { 0 } else { ends[whole - 1] };
@@ -378,16 +382,53 @@ fn client_outbox_6_torn_tail_is_tolerated_at_every_cut() {
     // A zero-filled tail (a crash after the file grew) is torn too.
     let mut zeros = file.clone();
     zeros.extend([0; 37]);
-    let decoded = decode_journal(&zeros).unwrap();
+    let decoded = decode_journal(&zeros);
     assert_eq!(decoded.records, records);
     assert_eq!(decoded.torn_tail.unwrap().len, 37);
-    // A garbled record in the middle is corruption, reported with its offset.
+}
+
+// [CLIENT.JOURNAL.6] [CLIENT.JOURNAL.7] Damage before the last record, in any byte of any
+// record (a garbled body, a corrupted length that claims the rest of the file), is reported
+// with its offset and never taken for a torn tail; every record after it is kept.
+#[test]
+fn client_journal_6_middle_damage_keeps_the_records_after_it() {
+    let records = sample_records();
+    let mut file = Vec::new();
+    let mut starts = Vec::new();
+    for record in &records {
+        starts.push(file.len());
+        record.encode(&mut file);
+    }
+    let last = *starts.last().unwrap();
+    for at in 0..last {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut bad = file.clone();
+            bad[at] ^= flip;
+            let decoded = decode_journal(&bad);
+            let hit = starts.iter().rposition(|&s| s <= at).unwrap();
+            assert_eq!(decoded.torn_tail, None, "byte {at}");
+            assert_eq!(decoded.damaged.len(), 1, "byte {at} ^ {flip:#x}");
+            let damage = &decoded.damaged[0];
+            assert_eq!(damage.offset, starts[hit], "byte {at}");
+            assert_eq!(damage.offset + damage.len, starts[hit + 1], "byte {at}");
+            let mut kept = records.clone();
+            kept.remove(hit);
+            assert_eq!(decoded.records, kept, "byte {at} ^ {flip:#x}");
+        }
+    }
+    // A length corrupted to claim more than the file holds is damage too (records follow).
     let mut bad = file.clone();
-    bad[ends[0] + 6] ^= 0xff;
-    assert!(matches!(
-        decode_journal(&bad),
-        Err(JournalError::Corrupt { offset, error: RecordError::Checksum }) if offset == ends[0]
-    ));
+    bad[starts[1]..starts[1] + 4].copy_from_slice(&100_000u32.to_be_bytes());
+    let decoded = decode_journal(&bad);
+    assert!(decoded.torn_tail.is_none());
+    assert_eq!(decoded.damaged[0].offset, starts[1]);
+    assert_eq!(decoded.records.len(), records.len() - 1);
+    // Salvaging skips what no longer fits (the Resolved of an operation whose Enqueued was
+    // lost) instead of failing.
+    let (outbox, skipped) = Outbox::rebuild_salvaging(OutboxConfig::default(), decoded.records);
+    assert!(outbox.is_empty());
+    assert!(!skipped.is_empty());
+    assert!(matches!(skipped[0], JournalError::UnknownOperation { .. }));
 }
 
 // [CLIENT.OUTBOX.5] Rebuild validates the record sequence.
@@ -574,7 +615,7 @@ fn client_bind_5_unaddressed_records_are_never_sent() {
     let mut file = (body.len() as u32).to_be_bytes().to_vec();
     file.extend_from_slice(&body);
     file.extend_from_slice(&Sha256::digest(&body)[..4]);
-    let decoded = decode_journal(&file).unwrap();
+    let decoded = decode_journal(&file);
     assert_eq!(
         decoded.records,
         [JournalRecord::Enqueued {
