@@ -94,6 +94,12 @@ pub enum CtlCommand {
     /// and the terminal is resized to this tty. The detach key (default C-\) returns and
     /// restores the tty; the terminal keeps running on the server.
     Attach(AttachArgs),
+    /// List, resume or drop input that earlier runs left pending in the outbox.
+    ///
+    /// Operations are addressed to one terminal of one server incarnation: those whose server
+    /// is gone, or that are 9.5 minutes old, are reported and never sent. Other commands never
+    /// send them; `send` and `paste` resume only those to their own terminal.
+    Outbox(super::outbox_verb::OutboxArgs),
 }
 
 /// `spawn`'s arguments.

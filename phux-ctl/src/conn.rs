@@ -9,12 +9,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant as StdInstant, SystemTime};
 
 use phux_core::client::journal::JournalRecord;
-use phux_core::client::outbox::{Input, OutboxConfig, Resolution};
+use phux_core::client::outbox::{Input, OutboxConfig, Resolution, Scope};
 use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
 use phux_core::time::Instant;
 use phux_proto::frame::{SpawnResult, SpawnTerminal};
@@ -22,6 +22,7 @@ use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
 use super::CtlError;
 use super::outbox_store::OutboxStore;
+use super::verify::{self, Target};
 
 /// How long a command may go unanswered: the server answers at once, so this only ends the
 /// wait on a server that stopped (a loaded machine gets plenty).
@@ -132,7 +133,10 @@ impl OperationIds {
 pub struct Session {
     engine: ClientEngine,
     store: Option<OutboxStore>,
+    /// The journal's length after the last compaction.
+    compacted_len: u64,
     path: PathBuf,
+    target: Target,
     stream: Option<UnixStream>,
     conn: u64,
     redials: u32,
@@ -148,12 +152,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Rebuilds the engine from `records` (the journal; empty without a store), dials `path`
-    /// and completes the handshake. Restored operations are resent or decided from here on.
+    /// Rebuilds the engine from `records` (the journal; empty without a store), dials
+    /// `target` (after checking whom it reaches) and completes the handshake. Restored
+    /// operations in `scope` are resent or decided from here on; the others are kept.
     pub fn connect(
-        path: &Path,
+        target: &Target,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
+        scope: Scope,
     ) -> Result<Self, CtlError> {
         let config = ClientConfig {
             client_name: concat!("phuxctl/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -165,14 +171,19 @@ impl Session {
             ..ClientConfig::default()
         };
         let had_records = !records.is_empty();
-        let engine = ClientEngine::restore(config, records).map_err(|error| {
-            CtlError::Local(format!("the outbox journal does not replay: {error}"))
-        })?;
+        // Records that no longer fit (after damage was cut out) are skipped, never fatal.
+        let (mut engine, skipped) = ClientEngine::restore_salvaging(config, records);
+        for error in skipped {
+            eprintln!("phuxctl: outbox journal: skipped a record that does not fit: {error}");
+        }
+        engine.set_scope(unix_now(), scope);
         let (tx, rx) = mpsc::channel();
         let mut session = Self {
             engine,
             store,
-            path: path.to_owned(),
+            compacted_len: 0,
+            path: target.path.clone(),
+            target: target.clone(),
             stream: None,
             conn: 0,
             redials: 0,
@@ -188,6 +199,7 @@ impl Session {
         if had_records && let Some(store) = &mut session.store {
             // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending.
             store.rewrite(&session.engine.outbox().compact())?;
+            session.compacted_len = store.len();
         }
         session.dial()?;
         session.wait_hello()?;
@@ -195,10 +207,15 @@ impl Session {
     }
 
     fn dial(&mut self) -> Result<(), CtlError> {
+        // [CLIENT.PEER.1] [CLIENT.PEER.2] Before dialling: the place is the user's own.
+        verify::check_place(&self.target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
         let stream = UnixStream::connect(&self.path).map_err(|source| CtlError::Connect {
             path: self.path.clone(),
             source,
         })?;
+        // [CLIENT.PEER.3] Before the first byte (HELLO): the listener is the user's own.
+        verify::check_listener(&stream, &self.path)
+            .map_err(|e| CtlError::Untrusted(Box::new(e)))?;
         stream
             .set_write_timeout(Some(WRITE_TIMEOUT))
             .map_err(|e| CtlError::Local(format!("socket option: {e}")))?;
@@ -250,6 +267,11 @@ impl Session {
         CtlError::ConnectionLost(format!("the connection ended {when}{why}"))
     }
 
+    /// The `server_id` of the server this session is connected to.
+    pub fn server_id(&self) -> Option<&[u8]> {
+        self.engine.server_id()
+    }
+
     /// A sender for the wake-up channel, so the tty reader can join the loop.
     pub fn waker(&self) -> Sender<Incoming> {
         self.tx.clone()
@@ -258,7 +280,7 @@ impl Session {
     /// Gives up the outbox (and its lock) when nothing is pending, so a long-running command
     /// does not hold other phuxctl processes back. Returns whether it was released.
     pub fn release_outbox(&mut self) -> bool {
-        if self.engine.outbox().is_empty() {
+        if self.engine.outbox().active_len() == 0 {
             self.store = None;
             true
         } else {
@@ -305,11 +327,13 @@ impl Session {
             std::process::exit(super::EXIT_TEST_HOOK);
         }
         if let Some(store) = &mut self.store
-            && self.engine.outbox().is_empty()
-            && !store.is_empty()
+            && self.engine.outbox().active_len() == 0
+            && store.len() != self.compacted_len
         {
-            // [CLIENT.OUTBOX.4] Compacted when the outbox empties.
-            store.rewrite(&[])?;
+            // [CLIENT.OUTBOX.4] Compacted when nothing in scope is pending (what is out of
+            // scope stays, for a later run).
+            store.rewrite(&self.engine.outbox().compact())?;
+            self.compacted_len = store.len();
         }
         Ok(())
     }
@@ -397,7 +421,7 @@ impl Session {
     fn on_closed(&mut self) -> Result<bool, CtlError> {
         self.stream = None;
         self.engine.handle_disconnected(unix_now());
-        if self.engine.outbox().is_empty() || self.redials >= MAX_REDIALS {
+        if self.engine.outbox().active_len() == 0 || self.redials >= MAX_REDIALS {
             return Ok(false);
         }
         self.redials += 1;

@@ -28,25 +28,26 @@ pub mod cli;
 pub mod conn;
 pub mod keys;
 pub mod outbox_store;
+pub mod outbox_verb;
+pub mod verify;
 
-use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant as StdInstant;
 
-use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::{Input, Resolution};
 use phux_core::client::retry::{NotSentReason, UnknownReason};
 use phux_core::client::{ClientEvent, PeerMisbehaved};
 use phux_proto::command::{AcquireMode, Signal, StateScope};
 use phux_proto::frame::{SpawnTerminal, SubscribeEvents, TerminalSize};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
-use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, OperationId, TerminalId};
+use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, TerminalId};
 
 use cli::{Cli, CtlCommand, LeaseAction, SignalName};
 use conn::{INPUT_TIMEOUT, Session, Step};
-use outbox_store::{Opened, OutboxStore, StoreError, journal_key, outbox_dir};
+use outbox_store::StoreError;
+use verify::Target;
 
 /// Success (for `send` and `paste`: delivered).
 pub const EXIT_OK: u8 = 0;
@@ -105,6 +106,9 @@ pub enum CtlError {
     /// Anything else local.
     #[error("{0}")]
     Local(String),
+    /// The socket is not the user's own (CLIENT.PEER.N): nothing was sent.
+    #[error(transparent)]
+    Untrusted(Box<verify::TrustError>),
 }
 
 impl CtlError {
@@ -114,7 +118,8 @@ impl CtlError {
             Self::Connect { .. }
             | Self::ConnectionLost(_)
             | Self::Protocol(_)
-            | Self::Timeout(_) => EXIT_CONNECTION,
+            | Self::Timeout(_)
+            | Self::Untrusted(_) => EXIT_CONNECTION,
             Self::Refused { .. } | Self::SpawnFailed(_) => EXIT_REFUSED,
             Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
         }
@@ -134,6 +139,10 @@ pub fn run(cli: Cli) -> ExitCode {
 
 fn run_inner(cli: Cli) -> Result<u8, CtlError> {
     let path = phux_mio_server_socket(&cli)?;
+    if let CtlCommand::Outbox(args) = &cli.command {
+        // Before connecting: listing and dropping need no server.
+        return outbox_verb::run(&cli, &path, args);
+    }
     let uses_outbox = matches!(cli.command, CtlCommand::Send(_) | CtlCommand::Paste(_));
     // Read what `paste` sends before taking the lock or connecting: stdin may be slow.
     let paste_data = match &cli.command {
@@ -187,72 +196,20 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             EXIT_OK
         }
         CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
+        // Handled before connecting.
+        CtlCommand::Outbox(_) => EXIT_OK,
     };
     Ok(code)
 }
 
-fn phux_mio_server_socket(cli: &Cli) -> Result<PathBuf, CtlError> {
-    phux_mio_server::socket::socket_path(cli.socket.clone(), &cli.name)
-        .map_err(|e| CtlError::Local(e.to_string()))
+fn phux_mio_server_socket(cli: &Cli) -> Result<Target, CtlError> {
+    verify::target(cli.socket.as_deref(), &cli.name).map_err(|e| CtlError::Local(e.to_string()))
 }
 
-/// Opens the journal (waiting for its lock when this run sends input; skipping it when
-/// another phuxctl holds it and this run does not), connects, and settles what an earlier
-/// run left pending.
-fn open_session(cli: &Cli, path: &std::path::Path, uses_outbox: bool) -> Result<Session, CtlError> {
-    let dir = outbox_dir()?;
-    let key = journal_key(cli.socket.as_deref(), &cli.name);
-    let (store, records) = if uses_outbox {
-        let (store, journal) = OutboxStore::open(&dir, &key)?;
-        (Some(store), journal.records)
-    } else {
-        match OutboxStore::try_open(&dir, &key)? {
-            Opened::Locked(store, journal) => (Some(store), journal.records),
-            // The holder is settling the journal itself.
-            Opened::Busy => (None, Vec::new()),
-        }
-    };
-    let restored = pending_ops(&records);
-    let mut session = Session::connect(path, store, records)?;
-    if !restored.is_empty() {
-        let deadline = StdInstant::now() + INPUT_TIMEOUT;
-        let outcomes = session.wait_resolved(&restored, deadline)?;
-        for (op, outcome) in restored.iter().zip(outcomes) {
-            match outcome {
-                Some((terminal, resolution)) => eprintln!(
-                    "phuxctl: earlier operation {op} to {terminal}: {}",
-                    verdict(&resolution)
-                ),
-                None => eprintln!(
-                    "phuxctl: earlier operation {op}: still pending; it stays in the outbox"
-                ),
-            }
-        }
-    }
-    if !uses_outbox {
-        session.release_outbox();
-    }
-    Ok(session)
-}
-
-/// The operations a journal leaves unresolved, in submission order.
-fn pending_ops(records: &[JournalRecord]) -> Vec<OperationId> {
-    let resolved: HashSet<OperationId> = records
-        .iter()
-        .filter_map(|r| match r {
-            JournalRecord::Resolved { op, .. } => Some(*op),
-            _ => None,
-        })
-        .collect();
-    records
-        .iter()
-        .filter_map(|r| match r {
-            JournalRecord::Enqueued { input, .. } if !resolved.contains(&input.operation_id) => {
-                Some(input.operation_id)
-            }
-            _ => None,
-        })
-        .collect()
+/// Connects; only a command that sends input opens the outbox journal and resumes earlier
+/// operations, and only those to its own terminal (see [`outbox_verb`]).
+fn open_session(cli: &Cli, target: &Target, uses_outbox: bool) -> Result<Session, CtlError> {
+    outbox_verb::open_session(cli, target, uses_outbox)
 }
 
 /// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
@@ -508,8 +465,7 @@ fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use phux_core::time::Instant;
-    use phux_proto::command::ApplyInput;
+    use std::collections::HashSet;
 
     #[test]
     fn verdicts_read_as_documented() {
@@ -529,30 +485,6 @@ mod tests {
             resolution_code(&Resolution::Unknown(UnknownReason::HorizonElapsed)),
             EXIT_UNKNOWN
         );
-    }
-
-    #[test]
-    fn pending_ops_are_the_unresolved_in_order() {
-        let op = |n| OperationId::from_u128(n).expect("id");
-        let enq = |n| JournalRecord::Enqueued {
-            input: ApplyInput {
-                operation_id: op(n),
-                terminal: TerminalId::Local(1),
-                events: Vec::new(),
-            },
-            enqueued_at: Instant::ZERO,
-            addressed_to: phux_core::client::journal::Incarnation::UNRECORDED,
-        };
-        let records = [
-            enq(3),
-            enq(1),
-            JournalRecord::Resolved {
-                op: op(3),
-                resolution: Resolution::Delivered,
-            },
-            enq(2),
-        ];
-        assert_eq!(pending_ops(&records), [op(1), op(2)]);
     }
 
     #[test]

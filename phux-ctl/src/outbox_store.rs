@@ -3,15 +3,27 @@
 //!
 //! Layout: `<dir>/<key>.journal` and `<dir>/<key>.lock`, where `<dir>` is
 //! `$XDG_STATE_HOME/phux-mio/outbox` (or `~/.local/state/phux-mio/outbox`), created 0700.
+//!
+//! Every file is opened without following a symbolic link and without blocking (a FIFO
+//! planted there cannot stall us), must be a regular file owned by us, and is read at most
+//! [`MAX_JOURNAL_LEN`] bytes (CLIENT.JOURNAL.8, CLIENT.JOURNAL.9). Damage before the last
+//! record is moved aside to `<key>.journal.damaged-<offset>` and the intact records are kept
+//! (CLIENT.JOURNAL.7). [`peek`] reads without the lock and creates nothing (CLIENT.JOURNAL.10).
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use phux_core::client::journal::{DecodedJournal, JournalError, JournalRecord, decode_journal};
-use rustix::fs::FlockOperation;
+use std::os::unix::fs::MetadataExt;
+
+use phux_core::client::journal::{JournalRecord, RecordError, TornTail, decode_journal};
+use rustix::fs::{FlockOperation, OFlags};
 use rustix::io::Errno;
+
+/// The most of a journal file read (CLIENT.JOURNAL.9): a live journal holds a few runs'
+/// operations (at most 1 MiB submitted per run, compacted as they resolve).
+pub const MAX_JOURNAL_LEN: u64 = 16 * 1024 * 1024;
 
 /// The journal's directory mode: owner only (it holds what the user typed).
 const DIR_MODE: u32 = 0o700;
@@ -36,14 +48,213 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
-    /// The journal is damaged before its last record (a torn last record is repaired).
-    #[error("outbox journal {path} is corrupt ({error}); move it aside to continue")]
-    Corrupt {
+    /// A journal (or its lock, or its directory) that is a symbolic link or not a regular
+    /// file (a directory for the directory).
+    #[error("{path} is {what}; the outbox uses only a {expected} of its own: remove it")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A journal file (or directory) of another user.
+    #[error("{path} is owned by uid {owner}, not by you (uid {uid}); remove it or fix its owner")]
+    NotOurs {
+        /// The path.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Our effective uid.
+        uid: u32,
+    },
+    /// A journal larger than [`MAX_JOURNAL_LEN`].
+    #[error(
+        "outbox journal {path} is larger than {MAX_JOURNAL_LEN} bytes, so it is not one phuxctl \
+         wrote; move it aside"
+    )]
+    TooLarge {
         /// The file.
         path: PathBuf,
-        /// What is wrong.
-        error: JournalError,
     },
+}
+
+/// A damaged stretch of a journal (not a torn tail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    /// Where it starts in the file as it was.
+    pub offset: usize,
+    /// How long it is.
+    pub len: usize,
+    /// What is wrong with the record there.
+    pub error: RecordError,
+    /// Where its bytes were moved ([`OutboxStore::open`] only; [`peek`] moves nothing).
+    pub moved_to: Option<PathBuf>,
+}
+
+/// A journal as read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Journal {
+    /// Its whole records, in file order (those after damage included).
+    pub records: Vec<JournalRecord>,
+    /// A torn last record, dropped.
+    pub torn_tail: Option<TornTail>,
+    /// Damage before the last record.
+    pub damaged: Vec<Damaged>,
+}
+
+impl Journal {
+    /// One line per damaged stretch, naming the file and the offset (CLIENT.JOURNAL.6).
+    pub fn damage_report(&self, path: &Path) -> Vec<String> {
+        self.damaged
+            .iter()
+            .map(|d| {
+                let moved = d.moved_to.as_ref().map_or_else(
+                    || {
+                        " (not yet moved aside: the next phuxctl send, paste or outbox \
+                       resume/drop does that)"
+                            .to_owned()
+                    },
+                    |p| format!("; its bytes were moved to {}", p.display()),
+                );
+                format!(
+                    "outbox journal {} is damaged at byte {} ({} bytes: {}); the records after \
+                     it were kept{moved}",
+                    path.display(),
+                    d.offset,
+                    d.len,
+                    d.error
+                )
+            })
+            .collect()
+    }
+}
+
+/// The options every outbox file is opened with: never through a symbolic link
+/// ([CLIENT.JOURNAL.8]), never blocking on a FIFO.
+fn safe_flags() -> i32 {
+    (OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC)
+        .bits()
+        .cast_signed()
+}
+
+fn io_error(op: &'static str, path: &Path, source: io::Error) -> StoreError {
+    if source.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
+        return StoreError::NotAFile {
+            path: path.to_owned(),
+            what: "a symbolic link",
+            expected: "regular file",
+        };
+    }
+    StoreError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// [CLIENT.JOURNAL.8] A regular file (or, for `dir`, a directory) owned by us.
+fn check_ours(path: &Path, meta: &fs::Metadata, dir: bool) -> Result<(), StoreError> {
+    let file_type = meta.file_type();
+    let (ok, expected) = if dir {
+        (file_type.is_dir(), "directory")
+    } else {
+        (file_type.is_file(), "regular file")
+    };
+    if !ok {
+        let what = if file_type.is_symlink() {
+            "a symbolic link"
+        } else if file_type.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(StoreError::NotAFile {
+            path: path.to_owned(),
+            what,
+            expected,
+        });
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    if meta.uid() != uid {
+        return Err(StoreError::NotOurs {
+            path: path.to_owned(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    Ok(())
+}
+
+/// Opens an outbox file safely and checks it is a regular file of ours.
+fn open_checked(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
+    let file = options
+        .custom_flags(safe_flags())
+        .mode(FILE_MODE)
+        .open(path)
+        .map_err(|e| io_error("open", path, e))?;
+    let meta = file.metadata().map_err(|e| io_error("stat", path, e))?;
+    check_ours(path, &meta, false)?;
+    Ok(file)
+}
+
+/// Reads at most [`MAX_JOURNAL_LEN`] bytes ([CLIENT.JOURNAL.9]).
+fn read_bounded(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    file.take(MAX_JOURNAL_LEN + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error("read", path, e))?;
+    if bytes.len() as u64 > MAX_JOURNAL_LEN {
+        return Err(StoreError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    Ok(bytes)
+}
+
+fn decode(bytes: &[u8]) -> Journal {
+    let decoded = decode_journal(bytes);
+    Journal {
+        records: decoded.records,
+        torn_tail: decoded.torn_tail,
+        damaged: decoded
+            .damaged
+            .into_iter()
+            .map(|d| Damaged {
+                offset: d.offset,
+                len: d.len,
+                error: d.error,
+                moved_to: None,
+            })
+            .collect(),
+    }
+}
+
+/// The journal's path for `key` in `dir`.
+pub fn journal_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("{key}.journal"))
+}
+
+/// Reads the journal without its lock and without creating anything ([CLIENT.JOURNAL.10]):
+/// `None` when there is none. For commands that send nothing: they only say what is pending
+/// or damaged. What another phuxctl appends meanwhile may show as a torn tail.
+pub fn peek(dir: &Path, key: &str) -> Result<Option<Journal>, StoreError> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) => check_ours(dir, &meta, true)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error("stat", dir, e)),
+    }
+    let path = journal_path(dir, key);
+    let mut file = match open_checked(&path, OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let bytes = read_bounded(&mut file, &path)?;
+    Ok(Some(decode(&bytes)))
 }
 
 /// The outbox directory: `$XDG_STATE_HOME/phux-mio/outbox`, else
@@ -114,7 +325,7 @@ pub struct OutboxStore {
 #[derive(Debug)]
 pub enum Opened {
     /// The store is ours; these records rebuild the outbox.
-    Locked(OutboxStore, DecodedJournal),
+    Locked(OutboxStore, Journal),
     /// Another phuxctl holds the lock (only from [`OutboxStore::try_open`]).
     Busy,
 }
@@ -122,7 +333,7 @@ pub enum Opened {
 impl OutboxStore {
     /// Opens (creating) `<dir>/<key>.journal`, waiting for the lock if another phuxctl holds
     /// it, and reads it. A torn last record (a crash mid-append) is cut off the file.
-    pub fn open(dir: &Path, key: &str) -> Result<(Self, DecodedJournal), StoreError> {
+    pub fn open(dir: &Path, key: &str) -> Result<(Self, Journal), StoreError> {
         match Self::open_with(dir, key, FlockOperation::LockExclusive)? {
             Opened::Locked(store, journal) => Ok((store, journal)),
             Opened::Busy => unreachable!("a blocking flock does not report busy"),
@@ -144,15 +355,17 @@ impl OutboxStore {
             .mode(DIR_MODE)
             .create(dir)
             .map_err(io("create", dir))?;
+        let meta = fs::symlink_metadata(dir).map_err(|e| io_error("stat", dir, e))?;
+        check_ours(dir, &meta, true)?;
         let lock_path = dir.join(format!("{key}.lock"));
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(FILE_MODE)
-            .open(&lock_path)
-            .map_err(io("open", &lock_path))?;
+        let lock = open_checked(
+            &lock_path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
         loop {
             match rustix::fs::flock(&lock, lock_op) {
                 Ok(()) => break,
@@ -161,38 +374,75 @@ impl OutboxStore {
                 Err(e) => return Err(io("lock", &lock_path)(e.into())),
             }
         }
-        let path = dir.join(format!("{key}.journal"));
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(FILE_MODE)
-            .open(&path)
-            .map_err(io("open", &path))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io("read", &path))?;
-        let journal = decode_journal(&bytes).map_err(|error| StoreError::Corrupt {
-            path: path.clone(),
-            error,
-        })?;
-        let mut len = bytes.len() as u64;
-        if let Some(torn) = &journal.torn_tail {
+        let path = journal_path(dir, key);
+        let mut file = open_checked(
+            &path,
+            OpenOptions::new().read(true).append(true).create(true),
+        )?;
+        let bytes = read_bounded(&mut file, &path)?;
+        let mut journal = decode(&bytes);
+        let mut store = Self {
+            path,
+            file,
+            _lock: lock,
+            len: bytes.len() as u64,
+            unsynced: false,
+        };
+        if !journal.damaged.is_empty() {
+            // [CLIENT.JOURNAL.7] The damaged bytes go aside first, then the file is rewritten
+            // with every intact record: nothing valid is ever cut off.
+            for damage in &mut journal.damaged {
+                let stretch = bytes
+                    .get(damage.offset..damage.offset + damage.len)
+                    .unwrap_or_default();
+                damage.moved_to = Some(store.quarantine(damage.offset, stretch)?);
+            }
+            store.rewrite(&journal.records)?;
+        } else if let Some(torn) = &journal.torn_tail {
             // [CLIENT.JOURNAL.5] A torn tail is dropped; cut it off so appends follow whole
             // records.
-            len = torn.offset as u64;
-            file.set_len(len).map_err(io("truncate", &path))?;
-            file.sync_all().map_err(io("sync", &path))?;
+            store.len = torn.offset as u64;
+            store
+                .file
+                .set_len(store.len)
+                .map_err(io("truncate", &store.path))?;
+            store.file.sync_all().map_err(io("sync", &store.path))?;
         }
-        Ok(Opened::Locked(
-            Self {
-                path,
-                file,
-                _lock: lock,
-                len,
-                unsynced: false,
-            },
-            journal,
-        ))
+        Ok(Opened::Locked(store, journal))
+    }
+
+    /// Copies a damaged stretch to a new file next to the journal; its path.
+    fn quarantine(&self, offset: usize, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        let base = format!("{}.damaged-{offset}", self.path.display());
+        for n in 0..1000 {
+            let path = PathBuf::from(if n == 0 {
+                base.clone()
+            } else {
+                format!("{base}.{n}")
+            });
+            let mut options = OpenOptions::new();
+            match options
+                .write(true)
+                .create_new(true)
+                .custom_flags(safe_flags())
+                .mode(FILE_MODE)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    file.write_all(bytes)
+                        .and_then(|()| file.sync_all())
+                        .map_err(|e| io_error("write", &path, e))?;
+                    return Ok(path);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_error("create", &path, e)),
+            }
+        }
+        Err(StoreError::Io {
+            op: "create",
+            path: PathBuf::from(base),
+            source: io::Error::from(io::ErrorKind::AlreadyExists),
+        })
     }
 
     /// The journal file.
@@ -203,6 +453,11 @@ impl OutboxStore {
     /// Whether the file holds any record.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
     }
 
     /// Appends one record (not yet durable: call [`OutboxStore::sync`]).

@@ -216,11 +216,18 @@ pub fn peer_uid(stream: impl AsFd) -> io::Result<u32> {
     Ok(cred.uid.as_raw())
 }
 
+/// Whether a peer running as `peer` may talk to a process running as `ours`: only the same
+/// uid (root included: a root peer of a user's process is refused). The server applies it to
+/// its clients, phuxctl to the server it dials.
+pub fn peer_allowed(peer: u32, ours: u32) -> bool {
+    peer == ours
+}
+
 /// Accepts the peer only if it runs as our effective uid.
 pub fn check_peer(stream: impl AsFd) -> Result<(), PeerError> {
     let uid = peer_uid(stream)?;
     let expected = euid();
-    if uid == expected {
+    if peer_allowed(uid, expected) {
         Ok(())
     } else {
         Err(PeerError::Refused { uid, expected })
@@ -240,6 +247,14 @@ fn prepare_dir(dir: &Path, policy: DirPolicy) -> Result<(), SocketError> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io_err("mkdir", dir, e)),
     }
+    check_dir(dir, policy)
+}
+
+/// Checks an existing socket directory by `policy` without changing anything: a real
+/// directory (not a symlink) that is ours and grants nothing to group or others (`Private`),
+/// or ours or root's and not writable by others unless sticky (`Explicit`). The server binds
+/// only in such a directory; a client dials only into one.
+pub fn check_dir(dir: &Path, policy: DirPolicy) -> Result<(), SocketError> {
     // symlink_metadata: a symlink planted in /tmp must not redirect us.
     let meta = fs::symlink_metadata(dir).map_err(|e| io_err("stat", dir, e))?;
     if !meta.file_type().is_dir() {
@@ -249,6 +264,16 @@ fn prepare_dir(dir: &Path, policy: DirPolicy) -> Result<(), SocketError> {
         DirPolicy::Private => check_private(dir, &meta),
         DirPolicy::Explicit => check_shared_dir(dir, &meta),
     }
+}
+
+/// Checks an existing socket file: a socket (not a symlink), ours, granting nothing to group
+/// or others, as the server leaves the one it binds.
+pub fn check_socket_file(path: &Path) -> Result<(), SocketError> {
+    let meta = fs::symlink_metadata(path).map_err(|e| io_err("stat", path, e))?;
+    if !meta.file_type().is_socket() {
+        return Err(SocketError::NotASocket(path.to_owned()));
+    }
+    check_private(path, &meta)
 }
 
 /// An explicitly named directory: nobody but us (or root) may remove or replace our socket.

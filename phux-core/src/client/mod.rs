@@ -260,6 +260,16 @@ impl ClientEngine {
         Ok(Self::with_outbox(config, outbox))
     }
 
+    /// [`ClientEngine::restore`] for a journal that had damage cut out of it: records that
+    /// no longer fit are skipped and returned ([`Outbox::rebuild_salvaging`]).
+    pub fn restore_salvaging(
+        config: ClientConfig,
+        records: impl IntoIterator<Item = JournalRecord>,
+    ) -> (Self, Vec<JournalError>) {
+        let (outbox, skipped) = Outbox::rebuild_salvaging(config.outbox, records);
+        (Self::with_outbox(config, outbox), skipped)
+    }
+
     fn with_outbox(config: ClientConfig, outbox: Outbox) -> Self {
         Self {
             config,

@@ -22,7 +22,10 @@ fn an_operation_in_doubt_across_a_server_restart_is_reported_unknown() {
     drop(first);
 
     let _second = ServerAt::start(&socket);
-    let out = ctl.run(&["list"]);
+    // The same id names the new server's first terminal; a send to it settles the old
+    // operation first (reported, not resent), then sends its own input.
+    assert_eq!(ctl.spawn(&["cat"]), id);
+    let out = ctl.run(&["send", &id, "new"]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -31,6 +34,6 @@ fn an_operation_in_doubt_across_a_server_restart_is_reported_unknown() {
     );
     // Reported once, then gone from the outbox.
     assert!(ctl.journals().iter().all(|(_, len)| *len == 0));
-    let again = ctl.run(&["list"]);
+    let again = ctl.run(&["send", &id, "again"]);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("earlier operation"));
 }

@@ -1,6 +1,7 @@
 //! An interrupted `phuxctl send` (the process ends after the operation was journaled and
-//! sent, before the answer) is resumed by the next run with the same operation id, and the
-//! server's dedupe makes the resend write nothing: the child reads the line once.
+//! sent, before the answer) is left alone by read-only runs and resumed by `phuxctl outbox
+//! resume` with the same operation id, and the server's dedupe makes the resend write
+//! nothing: the child reads the line once.
 
 use crate::support::{Ctl, PHUXCTL_TEST_HOOK, Server, count};
 
@@ -47,8 +48,19 @@ fn the_next_run_resumes_the_operation_with_the_same_id_and_it_is_not_written_twi
     // The server wrote it: the child read it once.
     observer.wait_screen(&id, "got 1", |s| s.contains("got 1: once"));
 
-    // Any next run settles it first: same id, resent, answered from the server's record.
-    let next = ctl.run(&["list"]);
+    // [CLIENT.RESUME.1] A read-only run leaves it alone and says it waits.
+    let read_only = ctl.run(&["list"]);
+    assert!(read_only.status.success(), "{read_only:?}");
+    let stderr = String::from_utf8_lossy(&read_only.stderr).into_owned();
+    assert!(
+        stderr.contains("1 operation(s) from earlier runs wait"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("earlier operation"), "{stderr}");
+    assert!(ctl.journals().iter().any(|(_, len)| *len > 0));
+
+    // `outbox resume` settles it: same id, resent, answered from the server's record.
+    let next = ctl.run(&["outbox", "resume"]);
     assert!(next.status.success(), "{next:?}");
     let stderr = String::from_utf8_lossy(&next.stderr).into_owned();
     assert_eq!(operation_id(&stderr, "earlier operation"), op, "{stderr}");

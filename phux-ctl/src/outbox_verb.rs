@@ -1,0 +1,408 @@
+//! Which earlier operations a run touches, and `phuxctl outbox`.
+//!
+//! Operations an earlier run left pending are resumed only by a command that sends input,
+//! and only those to its own terminal, or by `phuxctl outbox resume` (CLIENT.RESUME.1).
+//! Every other command reads the journal without its lock, creates nothing, and only says
+//! what is pending or damaged (CLIENT.JOURNAL.10). A resolution is printed by the run that
+//! resolves it, which journals it, so it is reported once (CLIENT.RESUME.2).
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::Instant as StdInstant;
+
+use clap::{Args, Subcommand};
+use phux_core::client::journal::{Incarnation, JournalRecord};
+use phux_core::client::outbox::{Outbox, OutboxConfig, Resolution, Scope};
+use phux_proto::input::InputEvent;
+use phux_proto::{OperationId, TerminalId};
+
+use super::cli::{Cli, CtlCommand, parse_terminal};
+use super::conn::{INPUT_TIMEOUT, Session, unix_now};
+use super::outbox_store::{Journal, OutboxStore, journal_key, journal_path, outbox_dir, peek};
+use super::verify::Target;
+use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
+
+/// `phuxctl outbox`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct OutboxArgs {
+    /// What to do (default: list).
+    #[command(subcommand)]
+    pub action: Option<OutboxAction>,
+}
+
+/// `phuxctl outbox` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum OutboxAction {
+    /// List the pending operations: id, terminal, state, age, bytes, and whether the server
+    /// they were addressed to still answers. Sends nothing and creates nothing.
+    List {
+        /// One JSON object per line instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Settle pending operations now (those to TERMINAL, or all): each is sent if its server
+    /// still runs and it is young enough, else reported; the verdicts are printed.
+    Resume {
+        /// Only the operations to this terminal.
+        #[arg(value_parser = parse_terminal)]
+        terminal: Option<TerminalId>,
+    },
+    /// Give up pending operations without sending them (reported `not sent: dropped`, or
+    /// `unknown` when an earlier send of one is in doubt).
+    Drop {
+        /// Every pending operation.
+        #[arg(long, conflicts_with_all = ["terminal", "ops"])]
+        all: bool,
+        /// Every pending operation to this terminal.
+        #[arg(long, value_parser = parse_terminal, conflicts_with = "ops")]
+        terminal: Option<TerminalId>,
+        /// Operation ids, as `outbox list` prints them.
+        #[arg(value_parser = parse_operation)]
+        ops: Vec<OperationId>,
+    },
+}
+
+fn parse_operation(text: &str) -> Result<OperationId, String> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    u128::from_str_radix(digits, 16)
+        .ok()
+        .and_then(OperationId::from_u128)
+        .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
+}
+
+/// The journal key for a target: its `--name`, or the absolute socket path.
+fn key(cli: &Cli, target: &Target) -> String {
+    journal_key(cli.socket.is_some().then_some(&*target.path), &cli.name)
+}
+
+/// The terminal a command sends input to, if it sends any.
+fn sends_to(command: &CtlCommand) -> Option<TerminalId> {
+    match command {
+        CtlCommand::Send(args) => Some(args.id.clone()),
+        CtlCommand::Paste(args) => Some(args.id.clone()),
+        _ => None,
+    }
+}
+
+/// Opens the session for a command: with the journal, locked, and the command's own
+/// terminal in scope when it sends input; otherwise without the journal (only peeked at).
+pub(crate) fn open_session(
+    cli: &Cli,
+    target: &Target,
+    uses_outbox: bool,
+) -> Result<Session, CtlError> {
+    let key = key(cli, target);
+    let Some(terminal) = sends_to(&cli.command).filter(|_| uses_outbox) else {
+        // [CLIENT.RESUME.1] A command that sends nothing resumes nothing.
+        note_pending(&key);
+        return Session::connect(target, None, Vec::new(), Scope::Nothing);
+    };
+    let scope = Scope::Terminal(terminal);
+    let (store, journal) = open_store(&key)?;
+    if !journal.damaged.is_empty() {
+        // [CLIENT.JOURNAL.6] An error, once: the damage is moved aside now, so the next run
+        // proceeds with every intact record.
+        for line in journal.damage_report(store.path()) {
+            eprintln!("phuxctl: {line}");
+        }
+        return Err(CtlError::Local(
+            "nothing was sent because the outbox journal was damaged; run the command again \
+             (`phuxctl outbox list` shows what is pending)"
+                .to_owned(),
+        ));
+    }
+    settle(target, store, journal.records, scope).map(|(session, _)| session)
+}
+
+fn open_store(key: &str) -> Result<(OutboxStore, Journal), CtlError> {
+    let dir = outbox_dir()?;
+    Ok(OutboxStore::open(&dir, key)?)
+}
+
+/// Connects with the journal and reports what became of the restored operations in
+/// `scope`; the session and the worst exit code of those verdicts.
+fn settle(
+    target: &Target,
+    store: OutboxStore,
+    records: Vec<JournalRecord>,
+    scope: Scope,
+) -> Result<(Session, u8), CtlError> {
+    let restored = pending_ops(&records, &scope);
+    let mut session = Session::connect(target, Some(store), records, scope)?;
+    let mut code = EXIT_OK;
+    if !restored.is_empty() {
+        let deadline = StdInstant::now() + INPUT_TIMEOUT;
+        let outcomes = session.wait_resolved(&restored, deadline)?;
+        for (op, outcome) in restored.iter().zip(outcomes) {
+            if let Some((terminal, resolution)) = outcome {
+                eprintln!(
+                    "phuxctl: earlier operation {op} to {terminal}: {}",
+                    verdict(&resolution)
+                );
+                code = worse(code, resolution_code(&resolution));
+            } else {
+                eprintln!("phuxctl: earlier operation {op}: still pending; it stays in the outbox");
+                code = worse(code, EXIT_UNKNOWN);
+            }
+        }
+    }
+    Ok((session, code))
+}
+
+/// Unknown outranks refused: part of the input may have been written.
+fn worse(a: u8, b: u8) -> u8 {
+    if a == EXIT_OK || b == EXIT_UNKNOWN {
+        b
+    } else {
+        a
+    }
+}
+
+/// The operations a journal leaves unresolved in `scope`, in submission order.
+pub(crate) fn pending_ops(records: &[JournalRecord], scope: &Scope) -> Vec<OperationId> {
+    let resolved: HashSet<OperationId> = records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Resolved { op, .. } => Some(*op),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Enqueued { input, .. }
+                if !resolved.contains(&input.operation_id) && scope.covers(&input.terminal) =>
+            {
+                Some(input.operation_id)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// For a command that sends nothing: says (on stderr) that the journal is damaged or that
+/// operations wait, without locking or creating anything.
+fn note_pending(key: &str) {
+    let Ok(dir) = outbox_dir() else { return };
+    match peek(&dir, key) {
+        Ok(None) => {}
+        Ok(Some(journal)) => {
+            for line in journal.damage_report(&journal_path(&dir, key)) {
+                eprintln!("phuxctl: warning: {line}");
+            }
+            let pending = pending_ops(&journal.records, &Scope::All).len();
+            if pending > 0 {
+                eprintln!(
+                    "phuxctl: note: {pending} operation(s) from earlier runs wait in the outbox, \
+                     unsent; `phuxctl outbox list` shows them (only a send or paste to their \
+                     terminal, or `phuxctl outbox resume`, sends them)"
+                );
+            }
+        }
+        Err(e) => eprintln!("phuxctl: warning: cannot read the outbox journal: {e}"),
+    }
+}
+
+/// Runs `phuxctl outbox`.
+pub fn run(cli: &Cli, target: &Target, args: &OutboxArgs) -> Result<u8, CtlError> {
+    let key = key(cli, target);
+    match &args.action {
+        None => list(target, &key, false),
+        Some(OutboxAction::List { json }) => list(target, &key, *json),
+        Some(OutboxAction::Resume { terminal }) => {
+            let (store, journal) = open_store(&key)?;
+            for line in journal.damage_report(store.path()) {
+                eprintln!("phuxctl: {line}");
+            }
+            let scope = terminal.clone().map_or(Scope::All, Scope::Terminal);
+            if pending_ops(&journal.records, &scope).is_empty() {
+                println!("nothing pending");
+                return Ok(EXIT_OK);
+            }
+            let (_, code) = settle(target, store, journal.records, scope)?;
+            Ok(code)
+        }
+        Some(OutboxAction::Drop { all, terminal, ops }) => {
+            drop_ops(&key, *all, terminal.as_ref(), ops)
+        }
+    }
+}
+
+fn list(target: &Target, key: &str, json: bool) -> Result<u8, CtlError> {
+    let dir = outbox_dir()?;
+    let Some(journal) = peek(&dir, key)? else {
+        if !json {
+            println!("nothing pending");
+        }
+        return Ok(EXIT_OK);
+    };
+    for line in journal.damage_report(&journal_path(&dir, key)) {
+        eprintln!("phuxctl: warning: {line}");
+    }
+    let (outbox, _) = Outbox::rebuild_salvaging(OutboxConfig::default(), journal.records);
+    let pending = outbox.all_pending();
+    if pending.is_empty() {
+        if !json {
+            println!("nothing pending");
+        }
+        return Ok(EXIT_OK);
+    }
+    // Which incarnation answers now, if any (read-only: nothing of the outbox is sent).
+    let current = Session::connect(target, None, Vec::new(), Scope::Nothing)
+        .ok()
+        .and_then(|s| s.server_id().map(Incarnation::of));
+    let now = unix_now();
+    let mut out = std::io::stdout().lock();
+    for p in pending {
+        let state = if p.in_doubt {
+            "in doubt (sent, unanswered)"
+        } else if p.attempts > 0 {
+            "not written yet (sent, answered busy)"
+        } else {
+            "never sent"
+        };
+        let server = match current {
+            _ if p.addressed_to == Incarnation::UNRECORDED => "unrecorded (never sent)",
+            Some(now) if now == p.addressed_to => "running",
+            Some(_) => "gone (a new server answers; it will not be sent)",
+            None => "not reachable",
+        };
+        let age = now.saturating_duration_since(p.enqueued_at).as_secs();
+        let bytes: usize = p
+            .input
+            .events
+            .iter()
+            .map(|e| match e {
+                InputEvent::Paste(paste) => paste.data.len(),
+                _ => 1,
+            })
+            .sum();
+        let op = p.input.operation_id;
+        let terminal = &p.input.terminal;
+        let _ = if json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({
+                    "operation": op.to_string(),
+                    "terminal": terminal.to_string(),
+                    "state": state,
+                    "server": server,
+                    "age_secs": age,
+                    "bytes": bytes,
+                })
+            )
+        } else {
+            writeln!(
+                out,
+                "{op}\t{terminal}\t{state}\tserver {server}\t{age}s old\t{bytes} bytes"
+            )
+        };
+    }
+    Ok(EXIT_OK)
+}
+
+fn drop_ops(
+    key: &str,
+    all: bool,
+    terminal: Option<&TerminalId>,
+    ops: &[OperationId],
+) -> Result<u8, CtlError> {
+    if !all && terminal.is_none() && ops.is_empty() {
+        return Err(CtlError::Local(
+            "name the operations to drop, or --terminal ID, or --all".to_owned(),
+        ));
+    }
+    let (mut store, journal) = open_store(key)?;
+    for line in journal.damage_report(store.path()) {
+        eprintln!("phuxctl: {line}");
+    }
+    let (mut outbox, _) = Outbox::rebuild_salvaging(OutboxConfig::default(), journal.records);
+    let chosen: Vec<OperationId> = outbox
+        .all_pending()
+        .iter()
+        .filter(|p| {
+            all || terminal.is_some_and(|t| *t == p.input.terminal)
+                || ops.contains(&p.input.operation_id)
+        })
+        .map(|p| p.input.operation_id)
+        .collect();
+    for op in ops {
+        if !chosen.contains(op) {
+            eprintln!("phuxctl: operation {op} is not pending; nothing to drop");
+        }
+    }
+    let resolved = outbox.drop_pending(&chosen);
+    while let Some(record) = outbox.poll_journal() {
+        store.append(&record)?;
+    }
+    store.sync()?;
+    store.rewrite(&outbox.compact())?;
+    let mut out = std::io::stdout().lock();
+    for (input, resolution) in &resolved {
+        let _ = writeln!(
+            out,
+            "operation {} to {}: {}",
+            input.operation_id,
+            input.terminal,
+            verdict(resolution)
+        );
+    }
+    if resolved.is_empty() {
+        let _ = writeln!(out, "nothing dropped");
+    }
+    Ok(
+        if resolved
+            .iter()
+            .all(|(_, r)| !matches!(r, Resolution::Unknown(_)))
+        {
+            EXIT_OK
+        } else {
+            EXIT_UNKNOWN
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phux_core::time::Instant;
+    use phux_proto::command::ApplyInput;
+
+    #[test]
+    fn pending_ops_follow_the_journal_and_the_scope() {
+        let op = |n| OperationId::from_u128(n).expect("id");
+        let enq = |n, t| JournalRecord::Enqueued {
+            input: ApplyInput {
+                operation_id: op(n),
+                terminal: TerminalId::Local(t),
+                events: Vec::new(),
+            },
+            enqueued_at: Instant::ZERO,
+            addressed_to: Incarnation::UNRECORDED,
+        };
+        let records = [
+            enq(3, 1),
+            enq(1, 1),
+            JournalRecord::Resolved {
+                op: op(3),
+                resolution: Resolution::Delivered,
+            },
+            enq(2, 2),
+        ];
+        assert_eq!(pending_ops(&records, &Scope::All), [op(1), op(2)]);
+        assert_eq!(
+            pending_ops(&records, &Scope::Terminal(TerminalId::Local(2))),
+            [op(2)]
+        );
+        assert!(pending_ops(&records, &Scope::Nothing).is_empty());
+    }
+
+    #[test]
+    fn operation_ids_parse_as_printed() {
+        let id = OperationId::from_u128(0xabc).expect("id");
+        assert_eq!(parse_operation(&id.to_string()), Ok(id));
+        assert!(parse_operation("0x0").is_err());
+        assert!(parse_operation("zz").is_err());
+    }
+}
