@@ -590,6 +590,98 @@ mod tests {
         assert!(journal.torn_tail.is_none());
     }
 
+    // [CLIENT.JOURNAL.6] [CLIENT.JOURNAL.7] A damaged middle record: named with its offset,
+    // its bytes moved aside, every record after it kept, and the file whole again.
+    #[test]
+    fn middle_damage_is_moved_aside_and_later_records_are_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut store, _) = OutboxStore::open(dir.path(), "k").expect("open");
+        for n in 1..=4 {
+            store.append(&enqueued(n)).expect("append");
+        }
+        store.sync().expect("sync");
+        let path = store.path().to_owned();
+        drop(store);
+        let one = enqueued(1).to_bytes().len();
+        let mut bytes = fs::read(&path).expect("read");
+        // A corrupted length in the second record: it claims more than the file holds.
+        bytes[one..one + 4].copy_from_slice(&0x0001_0000u32.to_be_bytes());
+        let damaged = bytes[one..2 * one].to_vec();
+        fs::write(&path, &bytes).expect("write");
+        // Read-only: reported, nothing moved, nothing written.
+        let peeked = peek(dir.path(), "k").expect("peek").expect("journal");
+        assert_eq!(peeked.records, [enqueued(1), enqueued(3), enqueued(4)]);
+        assert_eq!(peeked.damaged[0].offset, one);
+        assert_eq!(peeked.damaged[0].moved_to, None);
+        assert_eq!(fs::read(&path).expect("read"), bytes);
+        let (store, journal) = OutboxStore::open(dir.path(), "k").expect("open");
+        assert_eq!(journal.records, [enqueued(1), enqueued(3), enqueued(4)]);
+        assert!(journal.torn_tail.is_none());
+        let report = journal.damage_report(store.path()).join("\n");
+        assert!(
+            report.contains(&path.display().to_string()) && report.contains(&format!("byte {one}")),
+            "{report}"
+        );
+        let moved = journal.damaged[0].moved_to.clone().expect("moved");
+        assert_eq!(fs::read(&moved).expect("quarantine"), damaged);
+        drop(store);
+        let (_, again) = OutboxStore::open(dir.path(), "k").expect("reopen");
+        assert_eq!(again.records, [enqueued(1), enqueued(3), enqueued(4)]);
+        assert!(again.damaged.is_empty());
+    }
+
+    // [CLIENT.JOURNAL.8] [CLIENT.JOURNAL.9] Not a regular file of ours: refused at once (a
+    // symlink to /dev/zero, a FIFO), and a huge file is refused without being read whole.
+    #[test]
+    fn links_devices_fifos_and_huge_files_are_refused_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("k.journal");
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink");
+        for result in [
+            peek(dir.path(), "k").map(|_| ()),
+            OutboxStore::open(dir.path(), "k").map(|_| ()),
+        ] {
+            let err = result.expect_err("a symlink is refused").to_string();
+            assert!(err.contains("symbolic link"), "{err}");
+        }
+        fs::remove_file(&path).expect("rm");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let err = peek(dir.path(), "k").expect_err("a fifo").to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        fs::remove_file(&path).expect("rm");
+        let big = File::create(&path).expect("create");
+        big.set_len(MAX_JOURNAL_LEN + 1).expect("sparse");
+        assert!(matches!(
+            OutboxStore::open(dir.path(), "k"),
+            Err(StoreError::TooLarge { .. })
+        ));
+        // A directory that is a symlink is refused too.
+        let real = dir.path().join("real");
+        fs::create_dir(&real).expect("mkdir");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        assert!(matches!(
+            OutboxStore::open(&link, "k"),
+            Err(StoreError::NotAFile { .. })
+        ));
+    }
+
+    // [CLIENT.JOURNAL.10] Peeking creates nothing.
+    #[test]
+    fn peek_creates_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state/phux-mio/outbox");
+        assert!(peek(&state, "k").expect("peek").is_none());
+        assert!(!dir.path().join("state").exists());
+    }
+
     #[test]
     fn a_second_opener_is_told_busy_until_the_first_closes() {
         let dir = tempfile::tempdir().expect("tempdir");
