@@ -229,8 +229,12 @@ pub fn run(cli: &Cli, target: &Target, args: &OutboxArgs) -> Result<u8, CtlError
 }
 
 fn list(target: &Target, key: &str, json: bool) -> Result<u8, CtlError> {
-    let dir = outbox_dir()?;
-    let Some(journal) = peek(&dir, key)? else {
+    // No state directory at all: nothing can be pending.
+    let journal = match outbox_dir() {
+        Ok(dir) => peek(&dir, key)?.map(|j| (dir, j)),
+        Err(_) => None,
+    };
+    let Some((dir, journal)) = journal else {
         if !json {
             println!("nothing pending");
         }

@@ -15,3 +15,4 @@ mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
 mod ctl_spawn_list_kill;
+mod ctl_trust;
