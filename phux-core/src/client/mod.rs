@@ -301,8 +301,14 @@ impl ClientEngine {
 
     /// Limits which pending operations the engine sends, resends, decides and expires (see
     /// [`Scope`]); the others stay in the outbox and its journal untouched.
+    /// Operations that come into the scope while connected are settled against the
+    /// connected incarnation at once (those addressed elsewhere are resolved).
     pub fn set_scope(&mut self, now: Instant, scope: Scope) {
         self.outbox.set_scope(scope);
+        if let Conn::Ready { incarnation, .. } = self.conn {
+            let resolved = self.outbox.settle_foreign(incarnation);
+            self.report(resolved);
+        }
         self.pump(now);
     }
 

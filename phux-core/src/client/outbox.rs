@@ -525,22 +525,11 @@ impl Outbox {
         now: Instant,
         incarnation: Incarnation,
     ) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
+        let mut resolved = self.settle_foreign(incarnation);
         for op in self.in_scope() {
-            let Some(pending) = self.ops.get(&op) else {
+            let Some(pending) = self.ops.get(&op).filter(|p| p.in_doubt) else {
                 continue;
             };
-            if pending.addressed_to != incarnation && !pending.in_doubt {
-                // [CLIENT.BIND.3] Its server is gone; the terminal id now names something else.
-                let input = pending.input.clone();
-                let resolution = Resolution::NotSent(NotSentReason::ServerGone);
-                self.resolve(op, resolution.clone());
-                resolved.push((input, resolution));
-                continue;
-            }
-            if !pending.in_doubt {
-                continue;
-            }
             let sent = pending.incarnation.unwrap_or(incarnation);
             // [CLIENT.RETRY.2] Decided against the incarnation now up.
             let decision = retry::decide(
@@ -557,6 +546,29 @@ impl Outbox {
             }
         }
         resolved.extend(self.expire(now));
+        resolved
+    }
+
+    /// Resolves every operation in the scope, not awaiting an answer, that is addressed to an
+    /// incarnation other than `incarnation` (the one now connected): unknown if a send of it
+    /// is in doubt ([CLIENT.RETRY.8]), else not sent. Returns the resolutions.
+    pub fn settle_foreign(&mut self, incarnation: Incarnation) -> Vec<(ApplyInput, Resolution)> {
+        let mut resolved = Vec::new();
+        for op in self.in_scope() {
+            let Some(p) = self.ops.get(&op) else { continue };
+            if p.addressed_to == incarnation || p.in_flight {
+                continue;
+            }
+            let resolution = if p.in_doubt {
+                Resolution::Unknown(UnknownReason::IncarnationChanged)
+            } else {
+                // [CLIENT.BIND.3] Its server is gone; the terminal id now names something else.
+                Resolution::NotSent(NotSentReason::ServerGone)
+            };
+            let input = p.input.clone();
+            self.resolve(op, resolution.clone());
+            resolved.push((input, resolution));
+        }
         resolved
     }
 

@@ -672,6 +672,15 @@ fn client_resume_1_scope_keeps_other_terminals_untouched() {
         drain(&mut engine).resolutions(),
         vec![(all[0], Resolution::NotSent(NotSentReason::Dropped))]
     );
+    // Widening the scope while connected settles what comes into it at once: never sent.
+    engine.set_scope(t(9), Scope::All);
+    let io = drain(&mut engine);
+    assert_eq!(
+        io.resolutions(),
+        vec![(all[2], Resolution::NotSent(NotSentReason::ServerGone))]
+    );
+    assert!(io.applies().is_empty());
+    assert_eq!(engine.poll_timeout(), None, "nothing left to wake for");
 }
 
 // [CLIENT.HALFOPEN.1] An operation unanswered 9 s after its send makes the engine ask for a

@@ -53,7 +53,7 @@ fn the_next_run_resumes_the_operation_with_the_same_id_and_it_is_not_written_twi
     assert!(read_only.status.success(), "{read_only:?}");
     let stderr = String::from_utf8_lossy(&read_only.stderr).into_owned();
     assert!(
-        stderr.contains("1 operation(s) from earlier runs wait"),
+        stderr.contains("1 operation(s) from earlier runs wait in the outbox"),
         "{stderr}"
     );
     assert!(!stderr.contains("earlier operation"), "{stderr}");
