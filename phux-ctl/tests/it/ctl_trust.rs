@@ -338,3 +338,87 @@ fn read_only_commands_create_no_state_and_a_relative_socket_works() {
     let meta = std::fs::metadata(state.join("phux-mio/outbox")).expect("outbox dir");
     assert_eq!(meta.permissions().mode() & 0o777, 0o700);
 }
+
+// [CLIENT.JOURNAL.6] [CLIENT.JOURNAL.7] [CLIENT.JOURNAL.8] A corrupted middle record: read-only
+// commands work and say so; a send refuses once, naming the file and the offset, moves the
+// bad bytes aside and keeps every record after them. A journal that is a symlink to
+// /dev/zero is refused at once, never read forever.
+#[test]
+fn a_damaged_journal_loses_no_record_silently() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("s.sock");
+    let _server = ServerAt::start(&socket);
+    let ctl = Ctl::at(&socket);
+    let id = ctl.spawn(&["cat"]);
+    let source = dir.path().join("paste.txt");
+    std::fs::write(&source, paste_content()).expect("write");
+    let out = ctl
+        .command(&["paste", &id, "--file", source.to_str().expect("utf-8")])
+        .env(PHUXCTL_TEST_HOOK, "1")
+        .output()
+        .expect("phuxctl paste");
+    assert_eq!(out.status.code(), Some(86), "{out:?}");
+    let journals = ctl.journals();
+    let [(journal, _)] = &journals[..] else {
+        panic!("one journal: {journals:?}");
+    };
+    // The second record's length now claims more than the file holds.
+    let mut bytes = std::fs::read(journal).expect("read");
+    let first_len = u32::from_be_bytes(bytes[..4].try_into().expect("4")) as usize + 8;
+    bytes[first_len..first_len + 4].copy_from_slice(&0x0001_fff0u32.to_be_bytes());
+    std::fs::write(journal, &bytes).expect("write");
+    let offset = format!("damaged at byte {first_len}");
+
+    // Read-only: works, warns, changes nothing.
+    let out = ctl.run(&["list"]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&offset), "{stderr}");
+    assert!(stderr.contains(&journal.display().to_string()), "{stderr}");
+    let listed = ctl.ok(&["outbox", "list"]);
+    assert_eq!(
+        count(&listed, &id),
+        9,
+        "every record after the damage:\n{listed}"
+    );
+    assert_eq!(std::fs::read(journal).expect("read"), bytes);
+
+    // A send: an error naming file and offset, nothing sent, the bytes moved aside.
+    let out = ctl.run(&["send", &id, "hello"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&offset) && stderr.contains("moved to"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was sent"), "{stderr}");
+    let moved = std::path::PathBuf::from(format!("{}.damaged-{first_len}", journal.display()));
+    assert!(
+        file_len(&moved) > 0,
+        "quarantined bytes at {}",
+        moved.display()
+    );
+    let listed = ctl.ok(&["outbox", "list"]);
+    assert_eq!(count(&listed, &id), 9, "{listed}");
+    let out = ctl.run(&["list"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("damaged"),
+        "{out:?}"
+    );
+
+    // A symlink to /dev/zero: refused by name at once, read-only commands still work.
+    std::fs::remove_file(journal).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", journal).expect("symlink");
+    let out = ctl.run(&["list"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
+        "{out:?}"
+    );
+    let out = ctl.run(&["send", &id, "hello"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
+        "{out:?}"
+    );
+}
