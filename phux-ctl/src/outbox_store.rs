@@ -508,13 +508,10 @@ impl OutboxStore {
             record.encode(&mut bytes);
         }
         let tmp = self.path.with_extension("journal.tmp");
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(FILE_MODE)
-            .open(&tmp)
-            .map_err(io("create", &tmp))?;
+        let mut out = open_checked(
+            &tmp,
+            OpenOptions::new().write(true).create(true).truncate(true),
+        )?;
         out.write_all(&bytes).map_err(io("write", &tmp))?;
         out.sync_all().map_err(io("sync", &tmp))?;
         drop(out);
@@ -524,11 +521,7 @@ impl OutboxStore {
                 .and_then(|d| d.sync_all())
                 .map_err(io("sync", dir))?;
         }
-        self.file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(io("open", &self.path))?;
+        self.file = open_checked(&self.path, OpenOptions::new().read(true).append(true))?;
         self.len = bytes.len() as u64;
         self.unsynced = false;
         Ok(())

@@ -18,7 +18,9 @@ use phux_proto::{OperationId, TerminalId};
 
 use super::cli::{Cli, CtlCommand, parse_terminal};
 use super::conn::{INPUT_TIMEOUT, Session, unix_now};
-use super::outbox_store::{Journal, OutboxStore, journal_key, journal_path, outbox_dir, peek};
+use super::outbox_store::{
+    Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
+};
 use super::verify::Target;
 use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
 
@@ -114,8 +116,17 @@ pub(crate) fn open_session(
     settle(target, store, journal.records, scope).map(|(session, _)| session)
 }
 
+/// Opens the journal with its lock, saying so when another phuxctl holds it and this run
+/// waits for it.
 fn open_store(key: &str) -> Result<(OutboxStore, Journal), CtlError> {
     let dir = outbox_dir()?;
+    if let Opened::Locked(store, journal) = OutboxStore::try_open(&dir, key)? {
+        return Ok((store, journal));
+    }
+    eprintln!(
+        "phuxctl: waiting for another phuxctl that is sending to this server (outbox {})",
+        journal_path(&dir, key).display()
+    );
     Ok(OutboxStore::open(&dir, key)?)
 }
 

@@ -14,6 +14,13 @@
 //! With a journal, `now` must come from a clock whose epoch survives a restart (microseconds
 //! since the Unix epoch): a restored operation's age decides whether resending it is safe.
 //!
+//! Input is submitted only on a connection whose handshake completed: each operation is
+//! addressed to that server incarnation and its terminal, and is sent nowhere else. After a
+//! restart of the server, what was never sent is reported
+//! [`outbox::Resolution::NotSent`]; an operation is also never sent once
+//! [`retry::OPERATION_HORIZON`] has passed since its submission. A [`outbox::Scope`] limits
+//! which restored operations a run touches.
+//!
 //! ```no_run
 //! use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
 //! use phux_core::time::Instant;

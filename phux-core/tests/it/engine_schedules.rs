@@ -4,8 +4,13 @@
 //! payload, known ids with another payload) to several Record-mode terminals, while the
 //! schedule drops connections (also in the middle of a frame), stalls PTYs, loses write
 //! completions, jumps the clock past the 5 s bound and restarts the server. The test client
-//! follows the retry rules of spec/client.md (CLIENT.RETRY.*). At the end every PTY is
-//! unstalled and the run is driven to quiescence, then the contract is checked:
+//! follows the retry rules of spec/client.md (CLIENT.RETRY.*), except that operations it never
+//! sent outlive a restart and go to the new server (a real client reports them not sent,
+//! CLIENT.BIND.3): the server must hold the contract for ids it has never seen as well.
+//! `client_schedules.rs` drives the real client engine through restarts instead.
+//!
+//! At the end every PTY is unstalled and the run is driven to quiescence, then the contract is
+//! checked:
 //!
 //! - no operation id's bytes ever reach a PTY twice ([INPUT.DEDUPE.2], [INPUT.LANE.1]);
 //! - every operation answered OK was read exactly once ([INPUT.APPLY.9]);
