@@ -33,8 +33,8 @@ pub enum TrustError {
     Place {
         /// The socket.
         socket: PathBuf,
-        /// What is wrong.
-        problem: SocketError,
+        /// What is wrong, in the client's words.
+        problem: String,
         /// What to do.
         remedy: String,
     },
@@ -108,7 +108,7 @@ pub fn check_place(target: &Target) -> Result<(), TrustError> {
         };
         TrustError::Place {
             socket: socket.clone(),
-            problem,
+            problem: describe(&problem),
             remedy,
         }
     };
@@ -123,6 +123,29 @@ pub fn check_place(target: &Target) -> Result<(), TrustError> {
         Ok(()) => Ok(()),
         Err(SocketError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(refuse(e)),
+    }
+}
+
+/// What is wrong with the place, from the client's side (the server's texts speak of binding).
+fn describe(problem: &SocketError) -> String {
+    match problem {
+        SocketError::WrongOwner { path, owner, uid } => format!(
+            "{} is owned by uid {owner}, not by you (uid {uid})",
+            path.display()
+        ),
+        SocketError::TooOpen { path, mode } => format!(
+            "{} has mode {mode:04o}, which lets other users in",
+            path.display()
+        ),
+        SocketError::NotADirectory(path) => format!(
+            "{} is not a directory (a symbolic link or a file)",
+            path.display()
+        ),
+        SocketError::NotASocket(path) => format!(
+            "{} is not a socket (a symbolic link or a file)",
+            path.display()
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -214,8 +237,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a directory"), "{err}");
-        // Something that is not a socket at the socket path.
+        // Something that is not a socket at the socket path (a symlink to a socket included).
         fs::write(private.join("s.sock"), b"").expect("file");
+        let err = check_place(&at(&private, DirPolicy::Private))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a socket"), "{err}");
+        fs::remove_file(private.join("s.sock")).expect("rm");
+        let _real = UnixListener::bind(dir.path().join("real.sock")).expect("bind");
+        std::os::unix::fs::symlink(dir.path().join("real.sock"), private.join("s.sock"))
+            .expect("symlink");
         assert!(check_place(&at(&private, DirPolicy::Private)).is_err());
         // Root's directories (/) pass the explicit rule, and a missing directory passes (the
         // dial then fails as "no server").
