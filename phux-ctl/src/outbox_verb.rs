@@ -21,7 +21,7 @@ use super::conn::{INPUT_TIMEOUT, Session, unix_now};
 use super::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use super::verify::Target;
+use super::verify::{self, Target};
 use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
 
 /// `phuxctl outbox`'s arguments.
@@ -100,6 +100,8 @@ pub(crate) fn open_session(
         return Session::connect(target, None, Vec::new(), Scope::Nothing);
     };
     let scope = Scope::Terminal(terminal);
+    // A place we would refuse to dial is refused before the journal is touched.
+    verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
     let (store, journal) = open_store(&key)?;
     if !journal.damaged.is_empty() {
         // [CLIENT.JOURNAL.6] An error, once: the damage is moved aside now, so the next run
