@@ -588,6 +588,39 @@ proptest! {
         prop_assert_eq!(JournalRecord::from_bytes(&record.to_bytes()), Ok(record));
     }
 
+    // [CLIENT.JOURNAL.7] Any garbling inside one record that is not the last (any stretch,
+    // any bytes) loses that record only: every other record is recovered, in order.
+    #[test]
+    fn client_journal_7_one_garbled_record_costs_only_itself(
+        hit in 0usize..5,
+        start in any::<prop::sample::Index>(),
+        garbage in prop::collection::vec(any::<u8>(), 1..64),
+    ) {
+        let records = sample_records();
+        let mut file = Vec::new();
+        let mut starts = Vec::new();
+        for record in &records {
+            starts.push(file.len());
+            record.encode(&mut file);
+        }
+        let (from, to) = (starts[hit], starts[hit + 1]);
+        let at = from + start.index(to - from);
+        let mut bad = file.clone();
+        for (i, b) in garbage.iter().enumerate() {
+            if let Some(slot) = bad.get_mut(at + i).filter(|_| at + i < to) {
+                *slot = *b;
+            }
+        }
+        prop_assume!(bad != file);
+        let decoded = decode_journal(&bad);
+        let mut kept = records.clone();
+        kept.remove(hit);
+        prop_assert_eq!(decoded.records, kept);
+        prop_assert_eq!(decoded.torn_tail, None);
+        prop_assert_eq!(decoded.damaged.len(), 1);
+        prop_assert_eq!(decoded.damaged[0].offset, from);
+    }
+
     // Arbitrary bytes never panic the journal decoder.
     #[test]
     fn journal_decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
