@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// The phux reference server: serves the phux protocol (0.8) over a Unix socket and runs
 /// each terminal's program on a real pseudo-terminal.
@@ -14,8 +14,16 @@ use clap::{Parser, ValueEnum};
 /// is a shutdown, not a reload: the server has nothing to reload, and a hangup means the
 /// terminal or SSH session it was started from is gone (use nohup or setsid to outlive it).
 #[derive(Debug, Clone, Parser)]
-#[command(name = "phux-mio-server", version)]
+#[command(
+    name = "phux-mio-server",
+    version,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Config {
+    /// Without a command, the server runs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Listen on this Unix socket. Its directory is created 0700 if missing; an existing
     /// directory must not be writable by group or others unless it is sticky (like /tmp).
     /// The socket is made 0600. Default: $XDG_RUNTIME_DIR/phux-mio/NAME.sock, or
@@ -61,6 +69,28 @@ pub struct Config {
     /// is taken as given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_terminals: Option<u32>,
+}
+
+/// What else the binary does.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Join stdin and stdout to a running server's socket, so that a command that carries a
+    /// byte stream reaches it: `phuxctl --exec 'ssh HOST phux-mio-server bridge' list`. Only
+    /// a server of this user is accepted. Exits 0 when the server closes the connection
+    /// (after stdin ends, the server's last bytes still arrive), 1 when it cannot connect.
+    Bridge(BridgeArgs),
+}
+
+/// Which server `bridge` joins.
+#[derive(Debug, Clone, Args)]
+pub struct BridgeArgs {
+    /// The server's socket. Default: the path `phux-mio-server --name NAME` listens on.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// The server's name, which picks the default socket path (ignored with --socket).
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub name: String,
 }
 
 /// Where Linux says how many pseudo-terminals the host may have open at once.
@@ -194,5 +224,24 @@ mod tests {
         assert_eq!(c.log_level.directive(), "trace");
         assert!(Config::try_parse_from(["x", "--stdio", "--socket", "/tmp/a"]).is_err());
         assert!(Config::try_parse_from(["x", "--log-level", "loud"]).is_err());
+        assert!(c.command.is_none());
+    }
+
+    #[test]
+    fn bridge_takes_its_own_socket_or_name_and_no_server_flags() {
+        let c = Config::try_parse_from(["x", "bridge", "--socket", "/tmp/s.sock"]).expect("parse");
+        let Some(Command::Bridge(args)) = c.command else {
+            panic!("not a bridge: {c:?}");
+        };
+        assert_eq!(
+            args.socket.as_deref(),
+            Some(std::path::Path::new("/tmp/s.sock"))
+        );
+        let c = Config::try_parse_from(["x", "bridge", "--name", "work"]).expect("parse");
+        let Some(Command::Bridge(args)) = c.command else {
+            panic!("not a bridge: {c:?}");
+        };
+        assert_eq!((args.name.as_str(), args.socket), ("work", None));
+        assert!(Config::try_parse_from(["x", "--stdio", "bridge"]).is_err());
     }
 }

@@ -13,6 +13,7 @@
 //!   `PtyWriter`, exit drain).
 //! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
 //!   own deadlines; [`clock`]: the only reader of the OS clock.
+//! - [`bridge`]: not the loop: `phux-mio-server bridge` joins stdio to a running server.
 //! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
 //!   children.
 //!
@@ -22,6 +23,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod bridge;
 pub mod child;
 pub mod clock;
 pub mod config;

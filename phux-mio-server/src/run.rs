@@ -13,7 +13,7 @@ use phux_core::server::{ServerConfig, ServerEngine};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::Config;
+use crate::config::{BridgeArgs, Command, Config};
 use crate::driver::{Driver, Listen};
 use crate::socket::{DirPolicy, ServerSocket, socket_path};
 
@@ -29,6 +29,9 @@ where
     T: Into<OsString> + Clone,
 {
     let config = Config::parse_from(args);
+    if let Some(Command::Bridge(bridge)) = &config.command {
+        return run_bridge(bridge);
+    }
     if let Err(e) = init_logging(&config) {
         eprintln!("phux-mio-server: {e}");
         return ExitCode::from(2);
@@ -38,6 +41,22 @@ where
         Err(e) => {
             error!(error = %e, "fatal");
             eprintln!("phux-mio-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The bridge logs nothing: its stderr is often the far side of an ssh session, and it has
+/// one thing to say when it fails.
+fn run_bridge(args: &BridgeArgs) -> ExitCode {
+    let result = socket_path(args.socket.clone(), &args.name)
+        .map_err(crate::bridge::BridgeError::from)
+        .and_then(|path| crate::bridge::connect(&path))
+        .and_then(crate::bridge::run);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("phux-mio-server bridge: {e}");
             ExitCode::FAILURE
         }
     }

@@ -11,6 +11,7 @@
 
 mod support;
 
+mod bridge;
 mod fault_chaos_exactly_once;
 mod fault_half_close_answers;
 mod fault_hostile_peers;

@@ -9,14 +9,13 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use phux_mio_server::{PeerError, ServerSocket, check_peer};
 
-use crate::support::common;
+use crate::support::common::{self, NOBODY};
 
-const NOBODY: u32 = 65534;
 const CLIENT: &str = r#"use IO::Socket::UNIX;
 my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => $ARGV[0])
     or do { print "connect-failed: $!\n"; exit 3 };
@@ -24,39 +23,9 @@ print "connected\n";
 1 while <$s>;
 exit 0;"#;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Runs the perl client as `nobody`, or says why it cannot.
 fn client_as_nobody(path: &Path) -> Result<Child, &'static str> {
-    if !rustix::process::geteuid().is_root() {
-        return Err("not root: cannot run a client as another uid");
-    }
-    if !have("perl") {
-        return Err("perl not found for the test client");
-    }
-    let mut cmd = if have("setpriv") {
-        let mut c = Command::new("setpriv");
-        c.args([
-            &format!("--reuid={NOBODY}"),
-            &format!("--regid={NOBODY}"),
-            "--clear-groups",
-            "perl",
-        ]);
-        c
-    } else if have("runuser") {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "nobody", "--", "perl"]);
-        c
-    } else {
-        return Err("neither setpriv nor runuser found");
-    };
-    cmd.args(["-e", CLIENT])
+    common::perl_as_nobody(CLIENT)?
         .arg(path)
         .stdout(Stdio::piped())
         .spawn()

@@ -166,3 +166,45 @@ pub(crate) fn private_tempdir() -> tempfile::TempDir {
         .tempdir()
         .expect("tempdir")
 }
+
+/// The uid of `nobody`, whom the cross-user tests run their peer as.
+pub(crate) const NOBODY: u32 = 65534;
+
+/// Whether `tool` is on the PATH.
+pub(crate) fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A command that runs `perl -e script` as `nobody`, or why there cannot be one here (these
+/// tests need root and `setpriv` or `runuser`, and print that they skipped otherwise).
+pub(crate) fn perl_as_nobody(script: &str) -> Result<std::process::Command, &'static str> {
+    use std::process::Command;
+    if !rustix::process::geteuid().is_root() {
+        return Err("not root: cannot run a peer as another uid");
+    }
+    if !have("perl") {
+        return Err("perl not found for the test peer");
+    }
+    let mut cmd = if have("setpriv") {
+        let mut c = Command::new("setpriv");
+        c.args([
+            &format!("--reuid={NOBODY}"),
+            &format!("--regid={NOBODY}"),
+            "--clear-groups",
+            "perl",
+        ]);
+        c
+    } else if have("runuser") {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "nobody", "--", "perl"]);
+        c
+    } else {
+        return Err("neither setpriv nor runuser found");
+    };
+    cmd.args(["-e", script]);
+    Ok(cmd)
+}

@@ -1,0 +1,157 @@
+//! `phux-mio-server bridge`: this process's stdin and stdout joined to a running server's
+//! socket, so that any command that carries a byte stream (`ssh host phux-mio-server bridge`
+//! above all) reaches a long-lived server. The bridge knows nothing of the protocol: it
+//! copies bytes, in order, both ways.
+//!
+//! Two threads with blocking I/O, one per direction, each with one fixed buffer: nothing is
+//! buffered beyond it (a side that stops reading stops the other side's copy), and the stdio
+//! it was given keeps its file status flags (no `O_NONBLOCK`, which a parent sharing the same
+//! open file would also see).
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::thread;
+
+use crate::socket::{PeerError, SocketError, check_peer};
+
+/// One read's worth in each direction: the bridge's whole buffering.
+const CHUNK: usize = 64 * 1024;
+
+/// Why the bridge could not start, or stopped early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The socket path cannot be worked out.
+    #[error(transparent)]
+    Path(#[from] SocketError),
+    /// Nothing accepts connections there.
+    #[error("cannot connect to {path}: {source} (is a server running there?)")]
+    Connect {
+        /// The socket path.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// Something listens there, but not a process of our user.
+    #[error("refusing {path}: {source}; another user may have taken the socket path")]
+    Peer {
+        /// The socket path.
+        path: PathBuf,
+        /// Whose it is.
+        #[source]
+        source: PeerError,
+    },
+    /// A copy failed for a reason other than the other side closing.
+    #[error("{direction}: {source}")]
+    Copy {
+        /// Which way.
+        direction: &'static str,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Connects to `path` and checks, before any byte is copied, that the listening process runs
+/// as our user ([SERVER.BRIDGE.2]).
+pub fn connect(path: &Path) -> Result<UnixStream, BridgeError> {
+    let stream = UnixStream::connect(path).map_err(|source| BridgeError::Connect {
+        path: path.to_owned(),
+        source,
+    })?;
+    // [SERVER.BRIDGE.2] SO_PEERCRED is what the peer was at connect time; it cannot be
+    // forged, unlike the path's directory, which the check at bind time protects.
+    check_peer(&stream).map_err(|source| BridgeError::Peer {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(stream)
+}
+
+/// Copies stdin to the server and the server to stdout until the server closes: after
+/// stdin's end the socket is half-closed and the server's remaining output still flows
+/// ([SERVER.BRIDGE.3]).
+pub fn run(stream: UnixStream) -> Result<(), BridgeError> {
+    let to_server = stream.try_clone().map_err(|source| BridgeError::Copy {
+        direction: "stdin to server",
+        source,
+    })?;
+    // Detached: when the server closes, the process ends, and a thread blocked reading a
+    // stdin that never ends must not keep it alive.
+    thread::spawn(move || {
+        let mut to_server = to_server;
+        let result = copy(&mut io::stdin().lock(), &mut to_server);
+        // EOF or a failed write: either way the server gets no more bytes from us.
+        let _ = to_server.shutdown(Shutdown::Write);
+        result
+    });
+    let mut from_server = stream;
+    copy(&mut from_server, &mut io::stdout().lock()).map_err(|source| BridgeError::Copy {
+        direction: "server to stdout",
+        source,
+    })
+}
+
+/// `reader` into `writer`, one bounded chunk at a time, flushing each (stdout is
+/// line-buffered, and protocol frames are not lines). A reset or a broken pipe is the other
+/// side closing, not a failure.
+fn copy(reader: &mut impl Read, writer: &mut impl Write) -> io::Result<()> {
+    let mut buf = vec![0; CHUNK];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if closed(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match writer.write_all(&buf[..n]).and_then(|()| writer.flush()) {
+            Ok(()) => {}
+            Err(e) if closed(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_moves_every_byte_in_order_through_a_small_buffer() {
+        let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i % 251) as u8).collect();
+        let mut out = Vec::new();
+        copy(&mut data.as_slice(), &mut out).expect("copy");
+        assert_eq!(out, data);
+    }
+
+    #[test]
+    fn a_closed_reader_or_writer_ends_the_copy_cleanly() {
+        struct Broken(io::ErrorKind);
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(self.0.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        copy(&mut &b"abc"[..], &mut Broken(io::ErrorKind::BrokenPipe)).expect("closed");
+        let err = copy(
+            &mut &b"abc"[..],
+            &mut Broken(io::ErrorKind::PermissionDenied),
+        )
+        .expect_err("a real failure");
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+    }
+}
