@@ -22,7 +22,7 @@ use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
 use super::CtlError;
 use super::outbox_store::OutboxStore;
-use super::verify::{self, Target};
+use phux_mio_server::verify::{self, Target};
 
 /// How long a command may go unanswered: the server answers at once, so this only ends the
 /// wait on a server that stopped (a loaded machine gets plenty).

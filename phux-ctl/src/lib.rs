@@ -29,7 +29,6 @@ pub mod conn;
 pub mod keys;
 pub mod outbox_store;
 pub mod outbox_verb;
-pub mod verify;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -47,7 +46,7 @@ use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, TerminalId};
 use cli::{Cli, CtlCommand, LeaseAction, SignalName};
 use conn::{INPUT_TIMEOUT, Session, Step};
 use outbox_store::StoreError;
-use verify::Target;
+use phux_mio_server::verify::{self, Target};
 
 /// Success (for `send` and `paste`: delivered).
 pub const EXIT_OK: u8 = 0;

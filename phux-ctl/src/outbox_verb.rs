@@ -21,8 +21,8 @@ use super::conn::{INPUT_TIMEOUT, Session, unix_now};
 use super::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use super::verify::{self, Target};
 use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
+use phux_mio_server::verify::{self, Target};
 
 /// `phuxctl outbox`'s arguments.
 #[derive(Debug, Clone, Args)]

@@ -11,10 +11,11 @@
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::thread;
 
-use crate::socket::{PeerError, SocketError, check_peer};
+use crate::socket::SocketError;
+use crate::verify::{self, Target, TrustError};
 
 /// One read's worth in each direction: the bridge's whole buffering.
 const CHUNK: usize = 64 * 1024;
@@ -35,15 +36,9 @@ pub enum BridgeError {
         #[source]
         source: io::Error,
     },
-    /// Something listens there, but not a process of our user.
-    #[error("refusing {path}: {source}; another user may have taken the socket path")]
-    Peer {
-        /// The socket path.
-        path: PathBuf,
-        /// Whose it is.
-        #[source]
-        source: PeerError,
-    },
+    /// The socket's place or its listener fails the client's checks.
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
     /// A copy failed for a reason other than the other side closing.
     #[error("{direction}: {source}")]
     Copy {
@@ -55,19 +50,16 @@ pub enum BridgeError {
     },
 }
 
-/// Connects to `path` and checks, before any byte is copied, that the listening process runs
-/// as our user ([SERVER.BRIDGE.2]).
-pub fn connect(path: &Path) -> Result<UnixStream, BridgeError> {
-    let stream = UnixStream::connect(path).map_err(|source| BridgeError::Connect {
-        path: path.to_owned(),
+/// Connects to `target` with a client's checks ([SERVER.BRIDGE.2]): the socket's place before
+/// dialling, and that the listening process runs as our user before any byte is copied.
+pub fn connect(target: &Target) -> Result<UnixStream, BridgeError> {
+    verify::check_place(target)?;
+    let stream = UnixStream::connect(&target.path).map_err(|source| BridgeError::Connect {
+        path: target.path.clone(),
         source,
     })?;
-    // [SERVER.BRIDGE.2] SO_PEERCRED is what the peer was at connect time; it cannot be
-    // forged, unlike the path's directory, which the check at bind time protects.
-    check_peer(&stream).map_err(|source| BridgeError::Peer {
-        path: path.to_owned(),
-        source,
-    })?;
+    // [SERVER.BRIDGE.2] SO_PEERCRED is what the peer was at connect time; it cannot be forged.
+    verify::check_listener(&stream, &target.path)?;
     Ok(stream)
 }
 

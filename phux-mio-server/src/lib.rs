@@ -40,6 +40,7 @@ pub mod signals;
 pub mod socket;
 mod terminal;
 mod timer;
+pub mod verify;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};

@@ -49,9 +49,9 @@ where
 /// The bridge logs nothing: its stderr is often the far side of an ssh session, and it has
 /// one thing to say when it fails.
 fn run_bridge(args: &BridgeArgs) -> ExitCode {
-    let result = socket_path(args.socket.clone(), &args.name)
+    let result = crate::verify::target(args.socket.as_deref(), &args.name)
         .map_err(crate::bridge::BridgeError::from)
-        .and_then(|path| crate::bridge::connect(&path))
+        .and_then(|target| crate::bridge::connect(&target))
         .and_then(crate::bridge::run);
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -67,11 +67,12 @@ fn a_client_on_the_bridge_reaches_the_running_server_and_the_bridge_ends_with_st
         assert!(c.recv(end).is_some(), "no end marker through the bridge");
     }
     let output = String::from_utf8_lossy(&c.output_of(&terminal)).into_owned();
-    let numbers: Vec<u32> = output
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    assert_eq!(numbers, (1..=30000).collect::<Vec<u32>>());
+    let expected: String = (1..=30000).map(|n| format!("{n}\r\n")).collect();
+    assert!(
+        output.contains(&format!("{expected}the-2-end")),
+        "the numbers did not arrive whole and in order ({} bytes)",
+        output.len()
+    );
 
     // Stdin ends: the bridge half-closes, the server closes, the bridge exits 0. (The test
     // holds a write end of the bridge's stdout for the flag check, so it cannot wait for EOF.)
@@ -100,31 +101,20 @@ my ($n, $buf) = (0, '');
 while (my $r = sysread($c, $buf, 65536)) { $n += $r }
 print "received $n\n";"#;
 
-#[test]
-fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
-    // [SERVER.BRIDGE.2] Someone else listens where our server would: the bridge says so and
-    // copies nothing, not even the HELLO a client already wrote to its stdin.
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
-        .expect("chmod: let the other user create its socket");
-    let socket = dir.path().join("s.sock");
-    let mut listener: Child = match common::perl_as_nobody(LISTENER) {
-        Ok(mut cmd) => cmd
-            .arg(&socket)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the listener"),
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
-    };
-    let mut lines = std::io::BufReader::new(listener.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut line).expect("listener's first line");
-    assert_eq!(line, "listening\n");
+/// A child that does not outlive a failed assertion (a leaked one would hold the test
+/// harness's output open).
+struct KillOnDrop(Child);
 
-    let out = bridge(&socket)
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the bridge on `socket` with a secret on its stdin; its output.
+fn bridge_with_secret(socket: &std::path::Path) -> std::process::Output {
+    bridge(socket)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -137,16 +127,71 @@ fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
             drop(stdin);
             child.wait_with_output()
         })
-        .expect("run the bridge");
+        .expect("run the bridge")
+}
+
+fn assert_refused(out: &std::process::Output, socket: &std::path::Path, why: &str) {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&socket.display().to_string()) && stderr.contains("uid"),
+        stderr.contains(&socket.display().to_string()) && stderr.contains(why),
         "{stderr}"
     );
+}
+
+fn chown(path: &std::path::Path, uid: u32) {
+    let id = Some(rustix::fs::Uid::from_raw(uid));
+    rustix::fs::chown(path, id, Some(rustix::fs::Gid::from_raw(uid))).expect("chown");
+}
+
+fn chmod(path: &std::path::Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[test]
+fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
+    // [SERVER.BRIDGE.2] Someone else listens where our server would: the bridge says so and
+    // copies nothing, not even the HELLO a client already wrote to its stdin.
+    let base = common::private_tempdir();
+    let dir = base.path().join("run");
+    std::fs::create_dir(&dir).expect("mkdir");
+    // Where the other user can make its socket; then made ours and private, with the socket
+    // file ours too, so that only SO_PEERCRED can tell.
+    chown(&dir, common::NOBODY);
+    chmod(base.path(), 0o755);
+    let socket = dir.join("s.sock");
+    let mut listener = match common::perl_as_nobody(LISTENER) {
+        Ok(mut cmd) => KillOnDrop(
+            cmd.arg(&socket)
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("start the listener"),
+        ),
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let mut lines = std::io::BufReader::new(listener.0.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut line).expect("listener's first line");
+    assert_eq!(line, "listening\n");
+
+    // First the directory is ours but open to everyone: refused before dialling.
+    chown(&dir, 0);
+    chmod(&dir, 0o777);
+    assert_refused(&bridge_with_secret(&socket), &socket, "mode 0777");
+    // Then everything on disk looks ours: the listener's uid gives it away.
+    chmod(&dir, 0o700);
+    chown(&socket, 0);
+    chmod(&socket, 0o600);
+    let out = bridge_with_secret(&socket);
+    assert_refused(&out, &socket, &format!("runs as uid {}", common::NOBODY));
     line.clear();
     std::io::BufRead::read_line(&mut lines, &mut line).expect("listener's count");
-    assert_eq!(line, "received 0\n");
-    let _ = listener.wait();
+    assert_eq!(
+        line, "received 0\n",
+        "the one connection it got carried bytes"
+    );
 }

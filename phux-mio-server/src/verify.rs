@@ -1,7 +1,8 @@
-//! Whom phuxctl talks to, checked before it sends a byte (spec/client.md, CLIENT.PEER.N).
+//! Whom a client talks to, checked before it sends a byte (spec/client.md, CLIENT.PEER.N):
+//! `phuxctl` and `phux-mio-server bridge` ([SERVER.BRIDGE.2]) both dial through it.
 //!
 //! The socket's directory must pass the server's own check for the directories it binds in
-//! (`phux_mio_server::socket::check_dir`): private for the default path, owned by us or root
+//! ([`socket::check_dir`]): private for the default path, owned by us or root
 //! and not open to others' writes (unless sticky) for a path the user named. An existing
 //! socket file must be ours. Once connected, the listening process must run as our uid
 //! (SO_PEERCRED, the server's own `peer_allowed` rule).
@@ -10,7 +11,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use phux_mio_server::socket::{self, DirPolicy, SocketError};
+use crate::socket::{self, DirPolicy, SocketError};
 
 /// Where to dial and how strictly to check the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub struct Target {
     pub policy: DirPolicy,
 }
 
-/// Why phuxctl refuses to talk to a socket.
+/// Why a client refuses to talk to a socket.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrustError {
@@ -93,16 +94,16 @@ pub fn check_place(target: &Target) -> Result<(), TrustError> {
     let refuse = |problem: SocketError| {
         let remedy = match target.policy {
             DirPolicy::Private => format!(
-                "phuxctl uses {} only if it is a directory of yours with mode 0700. If you made \
+                "phux clients use {} only if it is a directory of yours with mode 0700. If you made \
                  it, run `chmod 700 {}`; if not, do not use it: set XDG_RUNTIME_DIR to a \
-                 private directory or pass --socket in a directory of your own, for phuxctl \
+                 private directory or pass --socket in a directory of your own, for the client \
                  and the server",
                 dir.display(),
                 dir.display()
             ),
             _ => format!(
                 "Put the socket in a directory of your own that others cannot write to (or a \
-                 sticky one such as /tmp), for phuxctl and the server; check {} with `ls -ld`",
+                 sticky one such as /tmp), for the client and the server; check {} with `ls -ld`",
                 dir.display()
             ),
         };
