@@ -59,6 +59,8 @@ pub enum Incoming {
     },
     /// An event from the local tty (`attach`).
     Tty(crossterm::event::Event),
+    /// What the local tty sent, decoded (`attach`).
+    TtyInput(Vec<super::tty_input::TtyInput>),
     /// Reading the local tty failed.
     TtyFailed(String),
 }
@@ -71,6 +73,8 @@ pub enum Step {
     Event(ClientEvent),
     /// A tty event.
     Tty(crossterm::event::Event),
+    /// What the tty sent, decoded.
+    TtyInput(Vec<super::tty_input::TtyInput>),
     /// The tty could not be read.
     TtyFailed(String),
     /// An acknowledged-input operation resolved (see [`Session::wait_resolved`]).
@@ -382,6 +386,7 @@ impl Session {
                     }
                 }
                 Ok(Incoming::Tty(event)) => return Ok(Step::Tty(event)),
+                Ok(Incoming::TtyInput(inputs)) => return Ok(Step::TtyInput(inputs)),
                 Ok(Incoming::TtyFailed(e)) => return Ok(Step::TtyFailed(e)),
                 // A stale connection's leftovers.
                 Ok(_) => {}

@@ -28,6 +28,7 @@ pub mod cli;
 pub mod conn;
 pub mod keys;
 pub mod outbox_store;
+pub mod tty_input;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};

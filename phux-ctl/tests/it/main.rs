@@ -8,6 +8,7 @@
 
 mod support;
 
+mod ctl_attach_replies;
 mod ctl_attach_tmux;
 mod ctl_lease_signal;
 mod ctl_paste_large;
