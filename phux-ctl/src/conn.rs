@@ -149,6 +149,8 @@ pub struct Session {
     next_spawn_request: u32,
     detached: Option<String>,
     test_exit_after_send: bool,
+    /// How long the handshake and each command may go unanswered.
+    command_timeout: Duration,
 }
 
 impl Session {
@@ -158,6 +160,17 @@ impl Session {
         path: &Path,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
+    ) -> Result<Self, CtlError> {
+        Self::connect_within(path, store, records, COMMAND_TIMEOUT)
+    }
+
+    /// [`Session::connect`], waiting at most `command_timeout` for the handshake and for
+    /// each command's answer (`phuxctl --timeout`).
+    pub fn connect_within(
+        path: &Path,
+        store: Option<OutboxStore>,
+        records: Vec<JournalRecord>,
+        command_timeout: Duration,
     ) -> Result<Self, CtlError> {
         let config = ClientConfig {
             client_name: concat!("phuxctl/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -188,6 +201,7 @@ impl Session {
             next_spawn_request: 1,
             detached: None,
             test_exit_after_send: std::env::var_os(TEST_EXIT_AFTER_SEND).is_some_and(|v| v == "1"),
+            command_timeout,
         };
         if had_records && let Some(store) = &mut session.store {
             // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending.
@@ -235,7 +249,7 @@ impl Session {
     }
 
     fn wait_hello(&mut self) -> Result<(), CtlError> {
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::HelloOk(_)) => return Ok(()),
@@ -434,7 +448,7 @@ impl Session {
             .engine
             .command(command)
             .map_err(|e| CtlError::Local(e.to_string()))?;
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::CommandResult {
@@ -481,7 +495,7 @@ impl Session {
         self.next_spawn_request = self.next_spawn_request.wrapping_add(1).max(1);
         spawn.request_id = request_id;
         self.send(&Frame::SpawnTerminal(spawn))?;
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::Frame(Frame::TerminalSpawned(s)))
@@ -489,7 +503,9 @@ impl Session {
                 {
                     return match s.result {
                         SpawnResult::Ok(id) => Ok(id),
-                        SpawnResult::Err(e) => Err(CtlError::SpawnFailed(format!("{e:?}"))),
+                        SpawnResult::Err(e) => {
+                            Err(CtlError::SpawnFailed(super::spawn_error_text(&e)))
+                        }
                     };
                 }
                 Step::Event(ClientEvent::Frame(Frame::Error(e))) => {

@@ -27,6 +27,7 @@ pub mod attach;
 pub mod cli;
 pub mod conn;
 pub mod keys;
+pub mod list;
 pub mod outbox_store;
 pub mod tty_input;
 
@@ -34,20 +35,23 @@ use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant as StdInstant;
+use std::time::{Duration, Instant as StdInstant};
 
 use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::{Input, Resolution};
 use phux_core::client::retry::UnknownReason;
 use phux_core::client::{ClientEvent, PeerMisbehaved};
-use phux_proto::command::{AcquireMode, Signal, StateScope};
-use phux_proto::frame::{SpawnTerminal, SubscribeEvents, TerminalSize};
+use phux_proto::command::{AcquireMode, Signal};
+use phux_proto::frame::{SpawnError, SpawnTerminal, SubscribeEvents, TerminalResize, TerminalSize};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, OperationId, TerminalId};
 
-use cli::{Cli, CtlCommand, LeaseAction, SignalName};
-use conn::{INPUT_TIMEOUT, Session, Step};
+use cli::{Cli, CtlCommand, LeaseAction, SendPart, SignalName};
+use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Step};
 use outbox_store::{Opened, OutboxStore, StoreError, journal_key, outbox_dir};
+
+/// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
+pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
 
 /// Success (for `send` and `paste`: delivered).
 pub const EXIT_OK: u8 = 0;
@@ -84,7 +88,10 @@ pub enum CtlError {
     #[error("the server broke the protocol: {0}")]
     Protocol(PeerMisbehaved),
     /// The server did not answer in time.
-    #[error("timed out waiting for {0}")]
+    #[error(
+        "no answer from the server in time (waiting for {0}); it may be stopped or overloaded \
+         (--timeout SECS sets the wait)"
+    )]
     Timeout(&'static str),
     /// The server refused a command.
     #[error("refused: {code} {message}")]
@@ -106,6 +113,9 @@ pub enum CtlError {
     /// Anything else local.
     #[error("{0}")]
     Local(String),
+    /// Bad usage found after parsing (clap's exit status).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CtlError {
@@ -118,6 +128,7 @@ impl CtlError {
             | Self::Timeout(_) => EXIT_CONNECTION,
             Self::Refused { .. } | Self::SpawnFailed(_) => EXIT_REFUSED,
             Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
+            Self::Usage(_) => EXIT_USAGE,
         }
     }
 }
@@ -134,31 +145,57 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 fn run_inner(cli: Cli) -> Result<u8, CtlError> {
+    // Generated text needs no server.
+    match &cli.command {
+        CtlCommand::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "phuxctl", &mut std::io::stdout());
+            return Ok(EXIT_OK);
+        }
+        CtlCommand::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
+            return Ok(EXIT_OK);
+        }
+        _ => {}
+    }
     let path = phux_mio_server_socket(&cli)?;
     let uses_outbox = matches!(cli.command, CtlCommand::Send(_) | CtlCommand::Paste(_));
-    // Read what `paste` sends before taking the lock or connecting: stdin may be slow.
+    let waits = Waits {
+        command: cli.timeout.unwrap_or(COMMAND_TIMEOUT),
+        input: cli.timeout.unwrap_or(INPUT_TIMEOUT),
+    };
+    // Read what `paste` sends, and check what `spawn` names, before taking the lock or
+    // connecting: stdin may be slow, and a bad argument is not the server's to report.
     let paste_data = match &cli.command {
         CtlCommand::Paste(args) => Some(read_paste(args.file.as_ref())?),
         _ => None,
     };
-    let mut session = open_session(&cli, &path, uses_outbox)?;
+    let spawn_cwd = match &cli.command {
+        CtlCommand::Spawn(args) => args.cwd.as_deref().map(checked_cwd).transpose()?,
+        _ => None,
+    };
+    let mut session = open_session(&cli, &path, uses_outbox, waits)?;
     let code = match cli.command {
-        CtlCommand::Spawn(args) => spawn(&mut session, args)?,
-        CtlCommand::List => list(&mut session)?,
-        CtlCommand::Kill { ids } => {
-            session.command_ok(Command::KillTerminals { terminals: ids })?;
-            EXIT_OK
-        }
+        CtlCommand::Spawn(args) => spawn(&mut session, args, spawn_cwd)?,
+        CtlCommand::List { json } => list(&mut session, json)?,
+        CtlCommand::Kill { ids } => kill(&mut session, &ids)?,
         CtlCommand::Send(args) => {
-            let mut events = Vec::new();
-            if !args.text.is_empty() {
-                events.push(InputEvent::Paste(PasteEvent {
-                    trust: PasteTrust::Trusted,
-                    data: args.text.join(" ").into_bytes(),
-                }));
-            }
-            events.extend(args.keys.into_iter().map(|k| InputEvent::Key(k.0)));
-            deliver(&mut session, args.id, Input::Events(events))?
+            let events = args
+                .ordered_parts()
+                .into_iter()
+                .filter(|part| !matches!(part, SendPart::Text(t) if t.is_empty()))
+                .map(|part| match part {
+                    SendPart::Text(text) => InputEvent::Paste(PasteEvent {
+                        trust: PasteTrust::Trusted,
+                        data: text.into_bytes(),
+                    }),
+                    SendPart::Key(key) => InputEvent::Key(key.0),
+                })
+                .collect();
+            deliver(&mut session, args.id, Input::Events(events), waits.input)?
         }
         CtlCommand::Paste(args) => {
             let trust = if args.untrusted {
@@ -167,12 +204,17 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
                 PasteTrust::Trusted
             };
             let data = paste_data.unwrap_or_default();
-            deliver(&mut session, args.id, Input::Paste { data, trust })?
+            deliver(
+                &mut session,
+                args.id,
+                Input::Paste { data, trust },
+                waits.input,
+            )?
         }
         CtlCommand::Screen(args) => screen(&mut session, args)?,
         CtlCommand::Watch { id, bootstrap } => watch(&mut session, &id, bootstrap)?,
         CtlCommand::Events { id } => events(&mut session, id)?,
-        CtlCommand::Lease(args) => lease(&mut session, args)?,
+        CtlCommand::Lease(args) => lease(&mut session, &args)?,
         CtlCommand::Signal { signal, id } => {
             let signal = match signal {
                 SignalName::Interrupt => Signal::Interrupt,
@@ -188,8 +230,19 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             EXIT_OK
         }
         CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
+        CtlCommand::Resize { id, size } => resize(&mut session, &id, size)?,
+        CtlCommand::Completions { .. } | CtlCommand::Man => EXIT_OK,
     };
     Ok(code)
+}
+
+/// How long a run waits for the server (`--timeout`, or the defaults).
+#[derive(Clone, Copy, Debug)]
+struct Waits {
+    /// The handshake and each command.
+    command: Duration,
+    /// Acknowledged input's verdict.
+    input: Duration,
 }
 
 fn phux_mio_server_socket(cli: &Cli) -> Result<PathBuf, CtlError> {
@@ -200,11 +253,27 @@ fn phux_mio_server_socket(cli: &Cli) -> Result<PathBuf, CtlError> {
 /// Opens the journal (waiting for its lock when this run sends input; skipping it when
 /// another phuxctl holds it and this run does not), connects, and settles what an earlier
 /// run left pending.
-fn open_session(cli: &Cli, path: &std::path::Path, uses_outbox: bool) -> Result<Session, CtlError> {
+fn open_session(
+    cli: &Cli,
+    path: &std::path::Path,
+    uses_outbox: bool,
+    waits: Waits,
+) -> Result<Session, CtlError> {
     let dir = outbox_dir()?;
     let key = journal_key(cli.socket.as_deref(), &cli.name);
     let (store, records) = if uses_outbox {
-        let (store, journal) = OutboxStore::open(&dir, &key)?;
+        let (store, journal) = match OutboxStore::try_open(&dir, &key)? {
+            Opened::Locked(store, journal) => (store, journal),
+            Opened::Busy => {
+                // Not a silent hang: another run is sending to the same server.
+                eprintln!(
+                    "phuxctl: waiting for another phuxctl sending to this server to finish \
+                     (it holds the outbox journal's lock in {})",
+                    dir.display()
+                );
+                OutboxStore::open(&dir, &key)?
+            }
+        };
         (Some(store), journal.records)
     } else {
         match OutboxStore::try_open(&dir, &key)? {
@@ -214,9 +283,9 @@ fn open_session(cli: &Cli, path: &std::path::Path, uses_outbox: bool) -> Result<
         }
     };
     let restored = pending_ops(&records);
-    let mut session = Session::connect(path, store, records)?;
+    let mut session = Session::connect_within(path, store, records, waits.command)?;
     if !restored.is_empty() {
-        let deadline = StdInstant::now() + INPUT_TIMEOUT;
+        let deadline = StdInstant::now() + waits.input;
         let outcomes = session.wait_resolved(&restored, deadline)?;
         for (op, outcome) in restored.iter().zip(outcomes) {
             match outcome {
@@ -256,6 +325,18 @@ fn pending_ops(records: &[JournalRecord]) -> Vec<OperationId> {
         .collect()
 }
 
+/// A TERMINAL_SPAWNED refusal in words.
+pub fn spawn_error_text(error: &SpawnError) -> String {
+    match error {
+        SpawnError::GroupNotFound => "the server has no such group".to_owned(),
+        SpawnError::SpawnFailed(why) => why.clone(),
+        SpawnError::UnsupportedSatelliteRoute => {
+            "this server does not route to satellites".to_owned()
+        }
+        SpawnError::SatelliteUnreachable(why) => format!("the satellite is unreachable: {why}"),
+    }
+}
+
 /// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
 pub fn verdict(resolution: &Resolution) -> String {
     match resolution {
@@ -284,9 +365,14 @@ fn resolution_code(resolution: &Resolution) -> u8 {
 }
 
 /// Submits input through the outbox, waits for every operation, prints the verdict.
-fn deliver(session: &mut Session, terminal: TerminalId, input: Input) -> Result<u8, CtlError> {
+fn deliver(
+    session: &mut Session,
+    terminal: TerminalId,
+    input: Input,
+    wait: Duration,
+) -> Result<u8, CtlError> {
     let ops = session.submit(terminal, input)?;
-    let outcomes = session.wait_resolved(&ops, StdInstant::now() + INPUT_TIMEOUT)?;
+    let outcomes = session.wait_resolved(&ops, StdInstant::now() + wait)?;
     let total = ops.len();
     let mut code = EXIT_OK;
     let mut out = std::io::stdout().lock();
@@ -316,23 +402,82 @@ fn deliver(session: &mut Session, terminal: TerminalId, input: Input) -> Result<
     Ok(code)
 }
 
+/// Stdin beyond the ceiling is counted up to this, to report a paste's real size without
+/// reading an endless stream forever.
+const PASTE_COUNT_LIMIT: u64 = 1 << 30;
+
 fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
+    let ceiling = phux_core::client::outbox::DEFAULT_CEILING as u64;
     let mut data = Vec::new();
-    let limit = phux_core::client::outbox::DEFAULT_CEILING as u64 + 1;
-    let result = match file {
-        Some(path) => std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut data)),
-        None => std::io::stdin().lock().take(limit).read_to_end(&mut data),
+    let size = if let Some(path) = file {
+        let what = |e: std::io::Error| {
+            CtlError::Local(format!("cannot read --file {}: {e}", path.display()))
+        };
+        let mut f = std::fs::File::open(path).map_err(what)?;
+        let meta = f.metadata().map_err(what)?;
+        if meta.is_dir() {
+            return Err(CtlError::Local(format!(
+                "--file {} is a directory",
+                path.display()
+            )));
+        }
+        (&mut f)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(what)?;
+        // A regular file's length is its size; anything else is counted.
+        if meta.is_file() {
+            meta.len().max(data.len() as u64)
+        } else {
+            data.len() as u64 + count_rest(&mut f)
+        }
+    } else {
+        let mut stdin = std::io::stdin().lock();
+        (&mut stdin)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| CtlError::Local(format!("reading the paste from stdin: {e}")))?;
+        data.len() as u64 + count_rest(&mut stdin)
     };
-    result.map_err(|e| CtlError::Local(format!("reading the paste: {e}")))?;
+    if size > ceiling {
+        let size = if size >= PASTE_COUNT_LIMIT {
+            format!("more than {PASTE_COUNT_LIMIT} bytes")
+        } else {
+            format!("{size} bytes")
+        };
+        return Err(CtlError::Input(format!(
+            "the paste is {size}; phuxctl pastes at most {ceiling} bytes (1 MiB) per run \
+             (split it, e.g. with split -b 1M)"
+        )));
+    }
     Ok(data)
 }
 
-fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
+/// How many bytes are left in `reader` (up to [`PASTE_COUNT_LIMIT`]), read and dropped.
+fn count_rest(reader: &mut impl Read) -> u64 {
+    std::io::copy(&mut reader.take(PASTE_COUNT_LIMIT), &mut std::io::sink()).unwrap_or(0)
+}
+
+/// `spawn --cwd`: made absolute against this shell's directory and required to be a
+/// directory, so a bad one is blamed rather than the program.
+fn checked_cwd(dir: &std::path::Path) -> Result<String, CtlError> {
+    let bad = |why: String| CtlError::Usage(format!("--cwd {}: {why}", dir.display()));
+    let absolute = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
+    if !absolute.is_dir() {
+        return Err(bad("not a directory".to_owned()));
+    }
+    absolute
+        .into_os_string()
+        .into_string()
+        .map_err(|_| bad("not UTF-8, which the protocol requires".to_owned()))
+}
+
+fn spawn(session: &mut Session, args: cli::SpawnArgs, cwd: Option<String>) -> Result<u8, CtlError> {
     let mut spawn = SpawnTerminal::new(0, GroupId(1));
     if !args.command.is_empty() {
         spawn.command = Some(args.command);
     }
-    spawn.cwd = args.cwd;
+    spawn.cwd = cwd;
     spawn.term = args.term;
     if args.clear_env || !args.env.is_empty() {
         let mut env: Vec<(String, String)> = if args.clear_env {
@@ -349,9 +494,11 @@ fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
         spawn.env = Some(env);
     }
     if args.cols.is_some() || args.rows.is_some() {
+        // [SPAWN.SIZE.1] 0 on either axis means the default for both, so the axis not given
+        // is the protocol's default rather than 0.
         spawn.initial_size = Some(TerminalSize {
-            cols: args.cols.unwrap_or(0),
-            rows: args.rows.unwrap_or(0),
+            cols: args.cols.unwrap_or(DEFAULT_SIZE.0),
+            rows: args.rows.unwrap_or(DEFAULT_SIZE.1),
         });
     }
     let id = session.spawn(spawn)?;
@@ -359,24 +506,63 @@ fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
     Ok(EXIT_OK)
 }
 
-fn list(session: &mut Session) -> Result<u8, CtlError> {
-    let value = session.command_ok(Command::GetState {
-        scope: StateScope::Server,
-    })?;
-    let Some(CommandValue::State(state)) = value else {
-        return Err(CtlError::Local(format!("GET_STATE answered {value:?}")));
-    };
+fn list(session: &mut Session, json: bool) -> Result<u8, CtlError> {
+    let rows = list::collect(session)?;
     let mut out = std::io::stdout().lock();
-    for t in state.terminals {
-        let _ = writeln!(
-            out,
-            "{}\t{}x{}\t{}",
-            t.terminal,
-            t.cols,
-            t.rows,
-            t.title.unwrap_or_default()
-        );
+    let text = if json {
+        list::to_json(&rows)
+    } else {
+        list::to_table(&rows, std::io::IsTerminal::is_terminal(&std::io::stdout()))
+    };
+    let _ = write!(out, "{text}");
+    Ok(EXIT_OK)
+}
+
+/// KILL_TERMINALS; a refusal for an unknown id names the ids that are not there.
+fn kill(session: &mut Session, ids: &[TerminalId]) -> Result<u8, CtlError> {
+    match session.command_ok(Command::KillTerminals {
+        terminals: ids.to_vec(),
+    }) {
+        Err(CtlError::Refused { code, .. }) if code == ErrorCode::TERMINAL_NOT_FOUND => {
+            let live: HashSet<TerminalId> = list::terminal_ids(session)?.into_iter().collect();
+            let missing: Vec<String> = ids
+                .iter()
+                .filter(|id| !live.contains(id))
+                .map(ToString::to_string)
+                .collect();
+            Err(CtlError::Refused {
+                code,
+                message: format!(
+                    "no terminal {}; nothing was killed",
+                    if missing.is_empty() {
+                        "by one of those ids".to_owned()
+                    } else {
+                        missing.join(", ")
+                    }
+                ),
+            })
+        }
+        other => other.map(|_| EXIT_OK),
     }
+}
+
+/// TERMINAL_RESIZE (which has no answer), then the size the terminal has now (the server
+/// clamps a size, [TERMINAL.RESIZE.3]).
+fn resize(
+    session: &mut Session,
+    id: &TerminalId,
+    (cols, rows): (u16, u16),
+) -> Result<u8, CtlError> {
+    session.send(&Frame::TerminalResize(TerminalResize {
+        terminal: id.clone(),
+        size: TerminalSize { cols, rows },
+    }))?;
+    // The server handles one connection's frames in order: this answer follows the resize.
+    let now = list::terminal(session, id)?.ok_or_else(|| CtlError::Refused {
+        code: ErrorCode::TERMINAL_NOT_FOUND,
+        message: format!("no terminal {id}"),
+    })?;
+    println!("{}x{}", now.cols, now.rows);
     Ok(EXIT_OK)
 }
 
@@ -436,7 +622,9 @@ fn watch(session: &mut Session, id: &TerminalId, bootstrap: bool) -> Result<u8, 
             Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
                 return Ok(EXIT_OK);
             }
-            Step::Closed => return Ok(EXIT_CONNECTION),
+            Step::Closed => {
+                return Err(session_lost("the output of the terminal ended"));
+            }
             _ => continue,
         };
         // A closed stdout (a pipe's reader left) ends the watch quietly.
@@ -462,17 +650,24 @@ fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError>
                     message: e.message,
                 });
             }
-            Step::Closed => return Ok(EXIT_OK),
+            Step::Closed => return Err(session_lost("no more events can come")),
             _ => {}
         }
     }
 }
 
-fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
+/// The server went away under a streaming verb.
+fn session_lost(consequence: &str) -> CtlError {
+    CtlError::ConnectionLost(format!(
+        "lost the server: the connection closed, so {consequence}"
+    ))
+}
+
+fn lease(session: &mut Session, args: &cli::LeaseArgs) -> Result<u8, CtlError> {
     match args.action {
         LeaseAction::Acquire => {
             session.command_ok(Command::AcquireInput {
-                terminal: args.id,
+                terminal: args.id.clone(),
                 mode: if args.seize {
                     AcquireMode::Seize
                 } else {
@@ -486,10 +681,29 @@ fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
                 // The lease lives as long as this connection: wait for stdin to end.
                 let mut sink = Vec::new();
                 let _ = std::io::stdin().lock().read_to_end(&mut sink);
+            } else {
+                println!(
+                    "acquired {}; the lease ends now, as this command exits (a lease lasts as \
+                     long as the connection that took it: use --hold to keep it)",
+                    args.id
+                );
             }
         }
         LeaseAction::Release => {
-            session.command_ok(Command::ReleaseInput { terminal: args.id })?;
+            let before = list::lease_holder(session, &args.id)?;
+            session.command_ok(Command::ReleaseInput {
+                terminal: args.id.clone(),
+            })?;
+            let after = list::lease_holder(session, &args.id)?;
+            match (before, after) {
+                (None, _) => println!("released nothing: {} has no lease", args.id),
+                (Some(holder), Some(_)) => println!(
+                    "released nothing: {}'s lease is held by client {holder}, not by this \
+                     command; it ends when that client releases it or disconnects",
+                    args.id
+                ),
+                (Some(_), None) => println!("released {}", args.id),
+            }
         }
     }
     Ok(EXIT_OK)
