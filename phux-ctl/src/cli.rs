@@ -251,12 +251,14 @@ where
             .iter()
             .all(|p| matches!(p, SendPart::Text(t) if t.is_empty()));
         if nothing {
-            Cli::command()
-                .error(
-                    clap::error::ErrorKind::InvalidValue,
-                    "send needs something to send: TEXT (not empty) or --key NAME",
-                )
-                .exit();
+            let mut cmd = Cli::command();
+            cmd.build();
+            let error_kind = clap::error::ErrorKind::InvalidValue;
+            let message = "send needs something to send: TEXT (not empty) or --key NAME";
+            match cmd.find_subcommand_mut("send") {
+                Some(send) => send.error(error_kind, message).exit(),
+                None => cmd.error(error_kind, message).exit(),
+            }
         }
     }
     cli
