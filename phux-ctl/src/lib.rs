@@ -135,12 +135,46 @@ impl CtlError {
 
 /// Runs one phuxctl invocation; its exit status.
 pub fn run(cli: Cli) -> ExitCode {
+    let target = single_target(&cli.command);
     match run_inner(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            let e = name_the_terminal(e, target.as_ref());
             eprintln!("phuxctl: {e}");
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+/// The one terminal a verb is about, if it is about one.
+fn single_target(command: &CtlCommand) -> Option<TerminalId> {
+    match command {
+        CtlCommand::Send(a) => Some(a.id.clone()),
+        CtlCommand::Paste(a) => Some(a.id.clone()),
+        CtlCommand::Screen(a) => Some(a.id.clone()),
+        CtlCommand::Lease(a) => Some(a.id.clone()),
+        CtlCommand::Attach(a) => Some(a.id.clone()),
+        CtlCommand::Watch { id, .. }
+        | CtlCommand::Signal { id, .. }
+        | CtlCommand::Resize { id, .. }
+        | CtlCommand::Events { id: Some(id) } => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// A TERMINAL_NOT_FOUND refusal names the terminal the user gave (the server's text does
+/// not).
+fn name_the_terminal(error: CtlError, target: Option<&TerminalId>) -> CtlError {
+    match (error, target) {
+        (CtlError::Refused { code, message }, Some(id))
+            if code == ErrorCode::TERMINAL_NOT_FOUND && !message.contains(&id.to_string()) =>
+        {
+            CtlError::Refused {
+                code,
+                message: format!("no terminal {id}"),
+            }
+        }
+        (error, _) => error,
     }
 }
 

@@ -311,10 +311,15 @@ fn errors_name_the_thing_without_debug_output() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         assert!(stderr(&out).contains("send needs something"), "{out:?}");
     }
-    for out in [
-        ctl.run(&["kill", &id, "99"]),
-        ctl.run(&["screen", "local:77"]),
+    for (args, named) in [
+        (&["screen", "local:77"][..], "local:77"),
+        (&["signal", "interrupt", "78"], "local:78"),
+        (&["resize", "79", "10x10"], "local:79"),
+        (&["watch", "80"], "local:80"),
     ] {
+        let out = ctl.run(args);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {out:?}");
+        assert!(stderr(&out).contains(named), "{args:?}: {out:?}");
         assert_no_debug(&stderr(&out));
     }
 }
