@@ -94,6 +94,10 @@ pub enum CtlCommand {
         /// Only this terminal's events (default: server-scoped events).
         #[arg(value_parser = parse_terminal)]
         id: Option<TerminalId>,
+        /// One JSON object per line instead (`terminal`, `event`, the event's fields, and
+        /// `frame`, the notation line).
+        #[arg(long)]
+        json: bool,
     },
     /// Acquire or release a terminal's input lease.
     Lease(LeaseArgs),

@@ -157,7 +157,7 @@ fn single_target(command: &CtlCommand) -> Option<TerminalId> {
         CtlCommand::Watch { id, .. }
         | CtlCommand::Signal { id, .. }
         | CtlCommand::Resize { id, .. }
-        | CtlCommand::Events { id: Some(id) } => Some(id.clone()),
+        | CtlCommand::Events { id: Some(id), .. } => Some(id.clone()),
         _ => None,
     }
 }
@@ -247,7 +247,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         }
         CtlCommand::Screen(args) => screen(&mut session, args)?,
         CtlCommand::Watch { id, bootstrap } => watch(&mut session, &id, bootstrap)?,
-        CtlCommand::Events { id } => events(&mut session, id)?,
+        CtlCommand::Events { id, json } => events(&mut session, id, json)?,
         CtlCommand::Lease(args) => lease(&mut session, &args)?,
         CtlCommand::Signal { signal, id } => {
             let signal = match signal {
@@ -668,15 +668,21 @@ fn watch(session: &mut Session, id: &TerminalId, bootstrap: bool) -> Result<u8, 
     }
 }
 
-fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError> {
+fn events(session: &mut Session, id: Option<TerminalId>, json: bool) -> Result<u8, CtlError> {
     session.send(&Frame::SubscribeEvents(SubscribeEvents { terminal: id }))?;
     let mut out = std::io::stdout().lock();
     loop {
         match session.step(None)? {
-            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_)))
-                if writeln!(out, "{frame}").and_then(|()| out.flush()).is_err() =>
-            {
-                return Ok(EXIT_OK);
+            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_))) => {
+                let line = if json {
+                    event_json(&frame).to_string()
+                } else {
+                    frame.to_string()
+                };
+                // A closed stdout (a pipe's reader left) ends the stream quietly.
+                if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                    return Ok(EXIT_OK);
+                }
             }
             Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
                 return Err(CtlError::Refused {
@@ -688,6 +694,46 @@ fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError>
             _ => {}
         }
     }
+}
+
+/// An EVENT frame as one JSON object: the terminal, the event's name and fields, and the
+/// notation line (which also carries what has no field here).
+fn event_json(frame: &Frame) -> serde_json::Value {
+    use phux_proto::event::AgentEvent;
+    let Frame::Event(e) = frame else {
+        return serde_json::Value::Null;
+    };
+    let mut doc = serde_json::json!({
+        "terminal": e.terminal.as_ref().map(ToString::to_string),
+        "frame": frame.to_string(),
+    });
+    let (name, fields) = match &e.event {
+        AgentEvent::CommandStarted => ("command_started", serde_json::json!({})),
+        AgentEvent::CommandFinished { exit_code } => (
+            "command_finished",
+            serde_json::json!({ "exit_code": exit_code }),
+        ),
+        AgentEvent::TitleChanged { title } => {
+            ("title_changed", serde_json::json!({ "title": title }))
+        }
+        AgentEvent::Bell => ("bell", serde_json::json!({})),
+        AgentEvent::PaneSpawned => ("pane_spawned", serde_json::json!({})),
+        AgentEvent::PaneClosed { exit_status } => (
+            "pane_closed",
+            serde_json::json!({ "exit_status": exit_status }),
+        ),
+        AgentEvent::Dirty => ("dirty", serde_json::json!({})),
+        AgentEvent::Idle => ("idle", serde_json::json!({})),
+        AgentEvent::TerminalControl(_) => ("terminal_control", serde_json::json!({})),
+        AgentEvent::Asked(_) => ("asked", serde_json::json!({})),
+        AgentEvent::CwdChanged { cwd } => ("cwd_changed", serde_json::json!({ "cwd": cwd })),
+        AgentEvent::Unknown { tag, .. } => ("unknown", serde_json::json!({ "tag": tag })),
+    };
+    if let (Some(doc), serde_json::Value::Object(fields)) = (doc.as_object_mut(), fields) {
+        doc.insert("event".to_owned(), name.into());
+        doc.extend(fields);
+    }
+    doc
 }
 
 /// The server went away under a streaming verb.

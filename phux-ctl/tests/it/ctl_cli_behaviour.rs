@@ -99,7 +99,7 @@ fn list_shows_pid_age_state_lease_and_command_and_has_json() {
 }
 
 #[test]
-fn watch_and_events_report_a_lost_server_and_fail() {
+fn watch_and_events_report_a_lost_server_and_fail_and_events_has_json() {
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["sh", "-c", "echo watched; exec sleep 1000"]);
@@ -111,7 +111,7 @@ fn watch_and_events_report_a_lost_server_and_fail() {
         .spawn()
         .expect("watch");
     let mut events = ctl
-        .command(&["events"])
+        .command(&["events", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -144,7 +144,12 @@ fn watch_and_events_report_a_lost_server_and_fail() {
         );
         reader.join().expect("reader")
     });
-    assert!(spawner.is_ok_and(|l| !l.is_empty()));
+    let line = spawner.expect("an event line");
+    let event: serde_json::Value = serde_json::from_str(&line).expect("events --json is JSON");
+    assert!(
+        event["event"].is_string() && event["frame"].is_string(),
+        "{line}"
+    );
 
     drop(server);
     for (verb, child) in [("watch", watch), ("events", events)] {
