@@ -47,8 +47,9 @@ fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
 }
 
 /// The program under attach: waits for `g`, sends its queries (DA1, DA2, CPR, XTVERSION, and
-/// XTWINOPS 18, which tmux answers and the server does not), collects what comes back for
-/// 1.5 s, prints it as hex, then reads one line and exits with status 7.
+/// XTWINOPS 18, which tmux answers and the server does not), collects what comes back until
+/// the XTWINOPS reply and a second more, prints it as hex, then reads one line and exits
+/// with status 7.
 const QUERIER: &str = r#"
 import os, sys, termios, tty, select, time
 fd = sys.stdin.fileno()
@@ -58,11 +59,14 @@ while os.read(fd, 1) != b"g":
     pass
 os.write(1, b"\x1b[c\x1b[>c\x1b[6n\x1b[>q\x1b[18t")
 got = b""
-end = time.time() + 1.5
+# Until tmux's XTWINOPS reply (the last query's) is in, then 1 s more for anything late.
+end = time.time() + 15
 while time.time() < end:
     r, _, _ = select.select([fd], [], [], 0.05)
     if r:
         got += os.read(fd, 4096)
+        if got.endswith(b"t") and end - time.time() > 1:
+            end = time.time() + 1
 os.write(1, b"got=" + got.hex().encode() + b"\r\n")
 line = b""
 while not line.endswith(b"\r"):
