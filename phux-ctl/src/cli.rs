@@ -48,10 +48,10 @@ pub struct Cli {
 pub enum CtlCommand {
     /// Start a terminal and print its id (`local:N`).
     Spawn(SpawnArgs),
-    /// List the terminals, one per line, tab-separated: id, size (COLSxROWS), pid, age,
-    /// state (running, frozen, exited), lease holder (a client id, or -), command and title.
+    /// List the terminals: id, size, pid, age, state, lease holder, command and title.
     ///
-    /// A header line is printed when stdout is a terminal. The command and the age are read
+    /// One per line, tab-separated: id, size (COLSxROWS), pid, age, state (running, frozen,
+    /// exited), lease holder (a client id, or -), command and title. A header line is printed when stdout is a terminal. The command and the age are read
     /// from /proc for the terminal's pid (the server runs on this host); `-` when unknown.
     List {
         /// Print a JSON array of objects instead.
