@@ -141,10 +141,10 @@ pub enum CtlCommand {
 #[derive(Debug, Clone, Args)]
 pub struct SpawnArgs {
     /// Columns (default 80, the protocol's default width).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub cols: Option<u16>,
     /// Rows (default 24, the protocol's default height).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub rows: Option<u16>,
     /// Working directory for the program (relative to this shell's directory).
     #[arg(long, value_name = "DIR")]

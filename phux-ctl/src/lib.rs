@@ -473,6 +473,12 @@ fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
             .map_err(|e| CtlError::Local(format!("reading the paste from stdin: {e}")))?;
         data.len() as u64 + count_rest(&mut stdin)
     };
+    if data.is_empty() {
+        return Err(CtlError::Input(match file {
+            Some(path) => format!("--file {} is empty: nothing to paste", path.display()),
+            None => "stdin gave nothing: nothing to paste".to_owned(),
+        }));
+    }
     if size > ceiling {
         let size = if size >= PASTE_COUNT_LIMIT {
             format!("more than {PASTE_COUNT_LIMIT} bytes")

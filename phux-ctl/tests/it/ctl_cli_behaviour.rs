@@ -61,6 +61,8 @@ fn one_size_axis_alone_is_honoured_and_resize_takes_colsxrows() {
         ctl.ok(&["resize", tall.trim(), "5000x40"]).trim(),
         "1024x40"
     );
+    let zero = ctl.run(&["spawn", "--cols", "0", "--", "true"]);
+    assert_eq!(zero.status.code(), Some(2), "{zero:?}");
     let bad = ctl.run(&["resize", tall.trim(), "120"]);
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
     assert!(stderr(&bad).contains("COLSxROWS"), "{bad:?}");
@@ -307,6 +309,9 @@ fn errors_name_the_thing_without_debug_output() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("3000000 bytes"), "{out:?}");
 
+    let out = ctl.run(&["paste", &id]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("nothing to paste"), "{out:?}");
     let out = ctl.run(&["paste", &id, "--file", "/no/such/file"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("--file /no/such/file"), "{out:?}");
