@@ -130,22 +130,17 @@ impl Decoder {
                     continue;
                 }
                 // All but a possible start of the end marker is paste text.
-                let keep = if at_end {
-                    0
-                } else {
-                    partial_suffix(&self.buf, PASTE_END)
-                };
+                let keep = partial_suffix(&self.buf, PASTE_END);
                 let take = self.buf.len() - keep;
                 paste.extend(self.buf.drain(..take));
                 while paste.len() >= MAX_PASTE_CHUNK {
                     let rest = paste.split_off(MAX_PASTE_CHUNK);
                     out.push(TtyInput::Paste(std::mem::replace(paste, rest)));
                 }
-                if at_end {
-                    let text = self.paste.take().unwrap_or_default();
-                    if !text.is_empty() {
-                        out.push(TtyInput::Paste(text));
-                    }
+                if at_end && !paste.is_empty() {
+                    // [CLIENT.ATTACH.4] A paste that pauses is handed on so far, and what
+                    // follows is still paste (never keys) until the end marker.
+                    out.push(TtyInput::Paste(std::mem::take(paste)));
                 }
                 break;
             }
@@ -640,6 +635,25 @@ mod tests {
         assert_eq!(typed(&out[..1]), b"x");
         assert_eq!(out[1], TtyInput::Paste(b"hello \x1b[>cworld".to_vec()));
         assert_eq!(typed(&out[2..]), b"y");
+    }
+
+    #[test]
+    fn a_paste_that_pauses_is_handed_on_and_stays_a_paste() {
+        // [CLIENT.ATTACH.4] A pause never turns the rest of a paste into keys.
+        let mut d = Decoder::new();
+        assert!(d.feed(b"\x1b[200~rm -rf").is_empty());
+        assert_eq!(d.flush(), [TtyInput::Paste(b"rm -rf".to_vec())]);
+        assert_eq!(d.incomplete(), Incomplete::Long);
+        assert!(d.flush().is_empty());
+        assert_eq!(
+            d.feed(b" /\r\x1b[201~ok"),
+            [
+                TtyInput::Paste(b" /\r".to_vec()),
+                TtyInput::Key(char_key('o', ModSet::NONE)),
+                TtyInput::Key(char_key('k', ModSet::NONE)),
+            ]
+        );
+        assert_eq!(d.incomplete(), Incomplete::No);
     }
 
     #[test]
