@@ -33,7 +33,8 @@ pub struct Cli {
     pub name: String,
 
     /// How long to wait for the server to answer, in seconds (the handshake, each command,
-    /// and for `send` and `paste` the verdict); default 30 (60 for a verdict). Streaming verbs
+    /// for `send` and `paste` the outbox lock and the verdict); default 30 (60 for a verdict,
+    /// no limit on the lock). Streaming verbs
     /// (`watch`, `events`, `attach`, `lease --hold`) then run until their stream ends.
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, global = true)]
     pub timeout: Option<Duration>,

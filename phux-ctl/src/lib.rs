@@ -305,7 +305,10 @@ fn open_session(
                      (it holds the outbox journal's lock in {})",
                     dir.display()
                 );
-                OutboxStore::open(&dir, &key)?
+                match cli.timeout {
+                    None => OutboxStore::open(&dir, &key)?,
+                    Some(limit) => wait_for_lock(&dir, &key, limit)?,
+                }
             }
         };
         (Some(store), journal.records)
@@ -337,6 +340,29 @@ fn open_session(
         session.release_outbox();
     }
     Ok(session)
+}
+
+/// The journal's lock within `--timeout`: flock has no timeout, so this polls.
+fn wait_for_lock(
+    dir: &std::path::Path,
+    key: &str,
+    limit: Duration,
+) -> Result<(OutboxStore, phux_core::client::journal::DecodedJournal), CtlError> {
+    const POLL: Duration = Duration::from_millis(50);
+    let deadline = StdInstant::now() + limit;
+    loop {
+        if let Opened::Locked(store, journal) = OutboxStore::try_open(dir, key)? {
+            return Ok((store, journal));
+        }
+        if StdInstant::now() >= deadline {
+            return Err(CtlError::Local(format!(
+                "gave up after {}s (--timeout): another phuxctl still holds the outbox \
+                 journal's lock",
+                limit.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 /// The operations a journal leaves unresolved, in submission order.

@@ -230,6 +230,10 @@ fn a_run_waiting_for_the_journal_lock_says_so() {
             .is_ok_and(|s| !s.success())
     };
     assert!(wait_until(busy), "flock never took the lock");
+    // With --timeout the wait is bounded too.
+    let out = ctl.run(&["--timeout", "0.5", "send", &id, "never"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("--timeout"), "{out:?}");
     let mut send = ctl
         .command(&["send", &id, "second"])
         .stdout(Stdio::piped())
