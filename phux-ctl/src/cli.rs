@@ -34,8 +34,8 @@ pub struct Cli {
 
     /// How long to wait for the server to answer, in seconds (the handshake, each command,
     /// for `send` and `paste` the outbox lock and the verdict); default 30 (60 for a verdict,
-    /// no limit on the lock). Streaming verbs
-    /// (`watch`, `events`, `attach`, `lease --hold`) then run until their stream ends.
+    /// no limit on the lock). Streaming verbs (`watch`, `events`, `attach`, `lease --hold`)
+    /// then run until their stream ends.
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, global = true)]
     pub timeout: Option<Duration>,
 
