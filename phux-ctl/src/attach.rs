@@ -1,31 +1,45 @@
 //! `phuxctl attach`: this tty, in raw mode, attached to one terminal (like `dtach -a`).
 //!
-//! Local keys become INPUT_KEY events (the server encodes them for the program's current
-//! modes), pastes INPUT_PASTE, resizes TERMINAL_RESIZE; the bootstrap and live output are
-//! written to the tty as they arrive. The detach key restores the tty and returns, leaving
-//! the terminal running on the server.
+//! What the tty sends is decoded by [`super::tty_input`]: keys become INPUT_KEY events (the
+//! server encodes them for the program's current modes), pastes INPUT_PASTE, focus reports
+//! INPUT_FOCUS, and the tty's replies to the program's queries are never keys
+//! ([CLIENT.ATTACH.1]). Resizes (SIGWINCH) become TERMINAL_RESIZE. The bootstrap and live
+//! output are written to the tty as they arrive, and fed to a local model of the terminal
+//! (`phux_term`) that knows the program's input modes. The detach key restores the tty and
+//! returns, leaving the terminal running; the program's end returns its exit status.
 
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
+use std::time::Duration;
 
-use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event, KeyCode, KeyEventKind, KeyModifiers,
-};
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
-use phux_proto::frame::{InputKey, InputPaste, TerminalResize, TerminalSize};
-use phux_proto::input::{KeyAction, KeyEvent, ModSet, PasteEvent, PasteTrust, PhysicalKey};
-use phux_proto::{Command, Frame};
+use phux_core::client::ClientEvent;
+use phux_core::encoder::{encode_key, encode_paste};
+use phux_core::modes::TerminalModes;
+use phux_proto::frame::{InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize};
+use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
+use phux_proto::{Command, Frame, TerminalId};
+use phux_term::Terminal;
 
 use super::cli::AttachArgs;
 use super::conn::{Incoming, Session, Step};
-use super::keys::{char_key, legacy_bytes};
-use super::{CtlError, EXIT_CONNECTION, EXIT_OK};
-use phux_core::client::ClientEvent;
+use super::keys::legacy_bytes;
+use super::tty_input::{Decoder, Incomplete, TtyInput};
+use super::{CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK};
 
 /// Modes a program may have turned on in this tty through its output, turned off again on
 /// detach: cursor keys, keypad, mouse tracking and encodings, focus reports, bracketed paste,
 /// the kitty keyboard flags; then the cursor shown and the pen reset.
 const RESET_MODES: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\
 \x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b[=0;1u\x1b[?25h\x1b[0m";
+
+/// How long to wait for the rest of an escape sequence a read cut short (a terminal writes
+/// each sequence whole, so this only separates a typed Escape from what follows it).
+const SEQUENCE_WAIT: Duration = Duration::from_millis(50);
+
+/// How long to wait for the rest of a string reply or a paste that a read cut short.
+const STRING_WAIT: Duration = Duration::from_millis(500);
 
 /// Raw mode and the alternate screen for as long as it lives; restored on drop (also on an
 /// error or a panic unwinding through `attach`).
@@ -52,6 +66,160 @@ impl Drop for TtyGuard {
     }
 }
 
+/// Counts the cursor position queries (`CSI 6 n`, `CSI ? 6 n`) in the program's output, so
+/// that a report `CSI 1 ; m R` is known to answer one rather than to be F3 with modifiers.
+#[derive(Debug, Default)]
+struct CursorQueries {
+    /// The last bytes of the output, in case a query is cut between two chunks.
+    tail: Vec<u8>,
+    outstanding: u32,
+}
+
+impl CursorQueries {
+    const QUERIES: [&'static [u8]; 2] = [b"\x1b[6n", b"\x1b[?6n"];
+    /// Shorter than the shortest query, so no query lies wholly inside it.
+    const TAIL: usize = 4;
+
+    fn scan(&mut self, bytes: &[u8]) {
+        let mut window = std::mem::take(&mut self.tail);
+        let old = window.len();
+        window.extend_from_slice(bytes);
+        for query in Self::QUERIES {
+            let found = window
+                .windows(query.len())
+                .enumerate()
+                // A match ending in the old tail was counted with the chunk before.
+                .filter(|(at, w)| *w == query && at + query.len() > old)
+                .count();
+            self.outstanding = self
+                .outstanding
+                .saturating_add(u32::try_from(found).unwrap_or(u32::MAX));
+        }
+        self.tail = window[window.len().saturating_sub(Self::TAIL)..].to_vec();
+    }
+
+    /// A report arrived: whether it answers a query (and is then counted off).
+    fn answered(&mut self) -> bool {
+        if self.outstanding > 0 {
+            self.outstanding -= 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The input events that make the program read exactly `reply` under `modes`, if any: a
+/// trusted paste when that is written unchanged (bracketed paste off), else the keys that
+/// type it byte for byte (legacy key encoding). `None` when neither is exact.
+fn reply_events(reply: &[u8], modes: &TerminalModes) -> Option<ReplyInput> {
+    let paste = PasteEvent {
+        trust: PasteTrust::Trusted,
+        data: reply.to_vec(),
+    };
+    let mut out = Vec::new();
+    if encode_paste(&paste, modes, &mut out).is_ok() && out == reply {
+        return Some(ReplyInput::Paste(paste));
+    }
+    // Each byte as the key that types it, with no reading of sequences.
+    let mut keys = Vec::new();
+    let mut decoder = Decoder::new();
+    for &byte in reply {
+        match decoder
+            .feed(&[byte])
+            .into_iter()
+            .chain(decoder.flush())
+            .next()
+        {
+            Some(TtyInput::Key(key)) => keys.push(key),
+            _ => return None,
+        }
+    }
+    out.clear();
+    for key in &keys {
+        encode_key(key, modes, &mut out);
+    }
+    (out == reply).then_some(ReplyInput::Keys(keys))
+}
+
+/// How a reply the server does not answer reaches the program.
+#[derive(Debug, PartialEq, Eq)]
+enum ReplyInput {
+    Paste(PasteEvent),
+    Keys(Vec<KeyEvent>),
+}
+
+/// Reads the tty on its own thread, decoding as bytes arrive and reading a sequence that
+/// stays cut as keys after a short wait.
+fn spawn_tty_reader(waker: std::sync::mpsc::Sender<Incoming>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        let mut decoder = Decoder::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let wait = match decoder.incomplete() {
+                Incomplete::No => None,
+                Incomplete::Short => Some(SEQUENCE_WAIT),
+                Incomplete::Long => Some(STRING_WAIT),
+            };
+            let timeout = wait.and_then(|w| rustix::event::Timespec::try_from(w).ok());
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN,
+            )];
+            let inputs = match rustix::event::poll(&mut fds, timeout.as_ref()) {
+                Ok(0) => decoder.flush(),
+                Ok(_) => match rustix::io::read(fd, &mut buf) {
+                    Ok(0) => {
+                        let _ = waker.send(Incoming::TtyFailed("end of input".to_owned()));
+                        return;
+                    }
+                    Ok(n) => decoder.feed(&buf[..n]),
+                    Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+                    Err(e) => {
+                        let _ = waker.send(Incoming::TtyFailed(e.to_string()));
+                        return;
+                    }
+                },
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    let _ = waker.send(Incoming::TtyFailed(e.to_string()));
+                    return;
+                }
+            };
+            if !inputs.is_empty() && waker.send(Incoming::TtyInput(inputs)).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// Turns SIGWINCH into resize events on the session's channel.
+fn spawn_resize_watch(waker: std::sync::mpsc::Sender<Incoming>) -> Result<(), CtlError> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])
+        .map_err(|e| CtlError::Local(format!("cannot watch for resizes: {e}")))?;
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if let Ok((cols, rows)) = crossterm::terminal::size()
+                && waker
+                    .send(Incoming::Tty(Event::Resize(cols, rows)))
+                    .is_err()
+            {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// What ended an attach.
+enum End {
+    Detached,
+    Closed(Option<i32>),
+    ConnectionLost,
+}
+
 /// Runs an interactive attach until the detach key, the terminal's exit or the connection's
 /// end.
 pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> {
@@ -67,8 +235,9 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
             "the detach key must be one that sends something (try C-\\ or C-])".to_owned(),
         ));
     }
+    let tty_size = crossterm::terminal::size().ok();
     if !args.no_resize
-        && let Ok((cols, rows)) = crossterm::terminal::size()
+        && let Some((cols, rows)) = tty_size
     {
         // Resized before attaching, so the bootstrap is drawn at this tty's size.
         session.send(&Frame::TerminalResize(TerminalResize {
@@ -81,160 +250,233 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
     })?;
 
     let guard = TtyGuard::enter()?;
-    let waker = session.waker();
-    std::thread::spawn(move || {
-        loop {
-            let message = match crossterm::event::read() {
-                Ok(event) => Incoming::Tty(event),
-                Err(e) => Incoming::TtyFailed(e.to_string()),
-            };
-            let failed = matches!(message, Incoming::TtyFailed(_));
-            if waker.send(message).is_err() || failed {
-                return;
-            }
-        }
-    });
+    spawn_resize_watch(session.waker())?;
+    spawn_tty_reader(session.waker());
 
-    let mut out = std::io::stdout().lock();
-    let outcome = loop {
-        match session.step(None)? {
-            Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
-                let _ = out.write_all(&c.payload).and_then(|()| out.flush());
-            }
-            Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
-                let _ = out.write_all(&o.bytes).and_then(|()| out.flush());
-            }
-            Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
-                let status = c
-                    .exit_status
-                    .map_or_else(|| "ended".to_owned(), |s| format!("exited with status {s}"));
-                break Ok((EXIT_OK, format!("[{id} {status}]")));
-            }
-            Step::Tty(Event::Key(key)) => {
-                let Some(event) = key_event(key) else {
-                    continue;
-                };
-                if legacy_bytes(&event) == detach {
-                    break Ok((EXIT_OK, format!("[detached from {id}]")));
-                }
-                session.send(&Frame::InputKey(InputKey {
-                    terminal: id.clone(),
-                    event,
-                }))?;
-            }
-            Step::Tty(Event::Paste(text)) => {
-                session.send(&Frame::InputPaste(InputPaste {
-                    terminal: id.clone(),
-                    event: PasteEvent {
-                        trust: PasteTrust::Trusted,
-                        data: text.into_bytes(),
-                    },
-                }))?;
-            }
-            Step::Tty(Event::Resize(cols, rows)) if !args.no_resize => {
-                session.send(&Frame::TerminalResize(TerminalResize {
-                    terminal: id.clone(),
-                    size: TerminalSize { cols, rows },
-                }))?;
-            }
-            Step::TtyFailed(e) => break Err(CtlError::Local(format!("reading the tty: {e}"))),
-            Step::Closed => {
-                break Ok((
-                    EXIT_CONNECTION,
-                    "[the server closed the connection]".to_owned(),
-                ));
-            }
-            _ => {}
-        }
+    let (cols, rows) = tty_size.unwrap_or((80, 24));
+    let mut attached = Attached {
+        id: id.clone(),
+        detach,
+        model: Terminal::new(cols, rows, 0),
+        cursor_queries: CursorQueries::default(),
+        out: std::io::stdout().lock(),
     };
-    drop(out);
+    let outcome = attached.run(session, args);
+    let model = attached.model;
+    drop(attached.out);
     drop(guard);
-    let (code, note) = outcome?;
+    let (code, note) = match outcome? {
+        End::Detached => (EXIT_OK, format!("[detached from {id}]")),
+        End::Closed(status) => {
+            // [CLIENT.ATTACH.6] The program's last screen stays in view.
+            let mut out = std::io::stdout().lock();
+            for line in final_lines(&model) {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = out.flush();
+            match status {
+                // [CLIENT.ATTACH.5] The program's exit status is attach's.
+                Some(s) => (
+                    u8::try_from(s & 0xff).unwrap_or(EXIT_LOCAL),
+                    format!("[{id} exited with status {s}]"),
+                ),
+                None => (EXIT_LOCAL, format!("[{id} ended without an exit status]")),
+            }
+        }
+        End::ConnectionLost => (
+            EXIT_CONNECTION,
+            "[the server closed the connection]".to_owned(),
+        ),
+    };
     eprintln!("{note}");
     Ok(code)
 }
 
-/// A crossterm key as a phux key event; `None` for releases and keys phux has no code for.
-pub fn key_event(key: crossterm::event::KeyEvent) -> Option<KeyEvent> {
-    let action = match key.kind {
-        KeyEventKind::Press => KeyAction::Press,
-        KeyEventKind::Repeat => KeyAction::Repeat,
-        KeyEventKind::Release => return None,
-    };
-    let mut mods = ModSet::NONE;
-    for (theirs, ours) in [
-        (KeyModifiers::SHIFT, ModSet::SHIFT),
-        (KeyModifiers::CONTROL, ModSet::CTRL),
-        (KeyModifiers::ALT, ModSet::ALT),
-        (KeyModifiers::SUPER, ModSet::SUPER),
-    ] {
-        if key.modifiers.contains(theirs) {
-            mods |= ours;
+/// The model's screen as text, without the empty rows below the last written one.
+fn final_lines(model: &Terminal) -> Vec<String> {
+    let doc: serde_json::Value =
+        serde_json::from_str(&model.screen_json(1, None, false)).unwrap_or_default();
+    let mut lines: Vec<String> = doc
+        .get("lines")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|l| l.as_str().unwrap_or_default().trim_end().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// One attach's state.
+struct Attached<'a> {
+    id: TerminalId,
+    detach: Vec<u8>,
+    /// The terminal as this tty shows it: its modes decide how a reply is passed on.
+    model: Terminal,
+    cursor_queries: CursorQueries,
+    out: std::io::StdoutLock<'a>,
+}
+
+impl Attached<'_> {
+    fn draw(&mut self, bytes: &[u8]) {
+        self.model.advance(bytes);
+        self.cursor_queries.scan(bytes);
+        let _ = self.out.write_all(bytes).and_then(|()| self.out.flush());
+    }
+
+    fn run(&mut self, session: &mut Session, args: &AttachArgs) -> Result<End, CtlError> {
+        let id = self.id.clone();
+        loop {
+            match session.step(None)? {
+                Step::Event(ClientEvent::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
+                    self.model = Terminal::new(b.cols, b.rows, 0);
+                }
+                Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
+                    self.draw(&c.payload);
+                }
+                Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
+                    self.draw(&o.bytes);
+                }
+                Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
+                    return Ok(End::Closed(c.exit_status));
+                }
+                Step::TtyInput(inputs) => {
+                    for input in inputs {
+                        if self.input(session, input)? {
+                            return Ok(End::Detached);
+                        }
+                    }
+                }
+                Step::Tty(Event::Resize(cols, rows)) if !args.no_resize => {
+                    self.model.resize(cols, rows);
+                    session.send(&Frame::TerminalResize(TerminalResize {
+                        terminal: id.clone(),
+                        size: TerminalSize { cols, rows },
+                    }))?;
+                }
+                Step::TtyFailed(e) => {
+                    return Err(CtlError::Local(format!("reading the tty: {e}")));
+                }
+                Step::Closed => return Ok(End::ConnectionLost),
+                _ => {}
+            }
         }
     }
-    let physical = match key.code {
-        KeyCode::Char(c) => {
-            let mut event = char_key(c, mods);
-            event.action = action;
-            return Some(event);
+
+    /// Carries out one input; true for the detach key.
+    fn input(&mut self, session: &mut Session, input: TtyInput) -> Result<bool, CtlError> {
+        let terminal = self.id.clone();
+        match input {
+            TtyInput::Key(event) => {
+                if legacy_bytes(&event) == self.detach {
+                    return Ok(true);
+                }
+                session.send(&Frame::InputKey(InputKey { terminal, event }))?;
+            }
+            TtyInput::Paste(data) => {
+                session.send(&Frame::InputPaste(InputPaste {
+                    terminal,
+                    event: PasteEvent {
+                        trust: PasteTrust::Trusted,
+                        data,
+                    },
+                }))?;
+            }
+            TtyInput::Focus(gained) => {
+                session.send(&Frame::InputFocus(InputFocus {
+                    terminal,
+                    event: if gained {
+                        FocusEvent::Gained
+                    } else {
+                        FocusEvent::Lost
+                    },
+                }))?;
+            }
+            TtyInput::CursorReport { f3 } => {
+                // [CLIENT.ATTACH.2] A report that answers a query is the server's to give.
+                if !self.cursor_queries.answered()
+                    && let Some(event) = f3
+                {
+                    session.send(&Frame::InputKey(InputKey { terminal, event }))?;
+                }
+            }
+            TtyInput::OtherReply(bytes) => {
+                // [CLIENT.ATTACH.3] Exactly these bytes, or nothing.
+                match reply_events(&bytes, &self.model.modes()) {
+                    Some(ReplyInput::Paste(event)) => {
+                        session.send(&Frame::InputPaste(InputPaste { terminal, event }))?;
+                    }
+                    Some(ReplyInput::Keys(keys)) => {
+                        for event in keys {
+                            session.send(&Frame::InputKey(InputKey {
+                                terminal: terminal.clone(),
+                                event,
+                            }))?;
+                        }
+                    }
+                    None => {}
+                }
+            }
+            // [CLIENT.ATTACH.2] The server answered the program already: one reply, not two.
+            TtyInput::AnsweredReply(_) | TtyInput::Ignored => {}
         }
-        KeyCode::Enter => PhysicalKey::ENTER,
-        KeyCode::Tab => PhysicalKey::TAB,
-        KeyCode::BackTab => {
-            mods |= ModSet::SHIFT;
-            PhysicalKey::TAB
-        }
-        KeyCode::Backspace => PhysicalKey::BACKSPACE,
-        KeyCode::Esc => PhysicalKey::ESCAPE,
-        KeyCode::Left => PhysicalKey::ARROW_LEFT,
-        KeyCode::Right => PhysicalKey::ARROW_RIGHT,
-        KeyCode::Up => PhysicalKey::ARROW_UP,
-        KeyCode::Down => PhysicalKey::ARROW_DOWN,
-        KeyCode::Home => PhysicalKey::HOME,
-        KeyCode::End => PhysicalKey::END,
-        KeyCode::PageUp => PhysicalKey::PAGE_UP,
-        KeyCode::PageDown => PhysicalKey::PAGE_DOWN,
-        KeyCode::Delete => PhysicalKey::DELETE,
-        KeyCode::Insert => PhysicalKey::INSERT,
-        KeyCode::F(n @ 1..=24) => PhysicalKey(PhysicalKey::F1.0 + u32::from(n) - 1),
-        _ => return None,
-    };
-    let mut event = KeyEvent::press(physical, mods);
-    event.action = action;
-    Some(event)
+        Ok(false)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crossterm::event::KeyEvent as CtKey;
 
-    fn bytes(code: KeyCode, mods: KeyModifiers) -> Vec<u8> {
-        legacy_bytes(&key_event(CtKey::new(code, mods)).expect("mapped"))
+    #[test]
+    fn cursor_queries_are_counted_across_chunks_once() {
+        let mut q = CursorQueries::default();
+        q.scan(b"abc\x1b[6nxyz\x1b[?6");
+        q.scan(b"n\x1b[6n");
+        q.scan(b"\x1b[");
+        q.scan(b"6n");
+        assert_eq!(q.outstanding, 4);
+        assert!((0..4).all(|_| q.answered()));
+        assert!(!q.answered());
     }
 
     #[test]
-    fn crossterm_keys_encode_to_what_the_tty_sent() {
-        // [INPUT.ENCODE.KEY.10] crossterm reads 0x1c as Ctrl+4: it is still C-\ (detach).
-        assert_eq!(bytes(KeyCode::Char('4'), KeyModifiers::CONTROL), b"\x1c");
-        assert_eq!(bytes(KeyCode::Char('\\'), KeyModifiers::CONTROL), b"\x1c");
-        assert_eq!(bytes(KeyCode::Char('c'), KeyModifiers::CONTROL), b"\x03");
-        assert_eq!(bytes(KeyCode::Char('x'), KeyModifiers::ALT), b"\x1bx");
-        assert_eq!(bytes(KeyCode::Char('A'), KeyModifiers::SHIFT), b"A");
-        assert_eq!(bytes(KeyCode::Char('h'), KeyModifiers::NONE), b"h");
-        assert_eq!(bytes(KeyCode::Enter, KeyModifiers::NONE), b"\r");
-        assert_eq!(bytes(KeyCode::BackTab, KeyModifiers::SHIFT), b"\x1b[Z");
-        assert_eq!(bytes(KeyCode::Up, KeyModifiers::NONE), b"\x1b[A");
-        assert_eq!(bytes(KeyCode::F(5), KeyModifiers::NONE), b"\x1b[15~");
-        assert_eq!(bytes(KeyCode::Backspace, KeyModifiers::NONE), b"\x7f");
-    }
-
-    #[test]
-    fn releases_and_unmapped_keys_are_dropped() {
-        let mut release = CtKey::new(KeyCode::Char('a'), KeyModifiers::NONE);
-        release.kind = KeyEventKind::Release;
-        assert!(key_event(release).is_none());
-        assert!(key_event(CtKey::new(KeyCode::CapsLock, KeyModifiers::NONE)).is_none());
-        assert!(key_event(CtKey::new(KeyCode::F(30), KeyModifiers::NONE)).is_none());
+    fn an_unanswered_reply_is_passed_exactly_or_not_at_all() {
+        // [CLIENT.ATTACH.3]
+        let reply = b"\x1bP1+r544e=787465726d\x1b\\";
+        let plain = TerminalModes::default();
+        assert!(matches!(
+            reply_events(reply, &plain),
+            Some(ReplyInput::Paste(p)) if p.data == reply
+        ));
+        // Under bracketed paste a paste would be wrapped: the keys that type it instead.
+        let bracketed = TerminalModes {
+            bracketed_paste: true,
+            ..TerminalModes::default()
+        };
+        let Some(ReplyInput::Keys(keys)) = reply_events(reply, &bracketed) else {
+            panic!("not sent as keys");
+        };
+        let mut typed = Vec::new();
+        for key in &keys {
+            encode_key(key, &bracketed, &mut typed);
+        }
+        assert_eq!(typed, reply);
+        // Under the kitty keyboard protocol ESC is not one byte any more: nothing is sent.
+        let kitty = TerminalModes {
+            bracketed_paste: true,
+            kitty_flags: phux_core::modes::KittyFlags(phux_core::modes::KittyFlags::DISAMBIGUATE),
+            ..TerminalModes::default()
+        };
+        assert_eq!(reply_events(reply, &kitty), None);
+        // A reply with a line feed is not written unchanged by a paste without bracketing.
+        assert!(!matches!(
+            reply_events(b"\x1b]99;a\nb\x07", &plain),
+            Some(ReplyInput::Paste(_))
+        ));
     }
 }

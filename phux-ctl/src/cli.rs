@@ -1,8 +1,9 @@
 //! The `phuxctl` command line.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use phux_proto::TerminalId;
 
 use super::keys::{KeySpec, parse_key};
@@ -31,6 +32,13 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", default_value = "default", global = true)]
     pub name: String,
 
+    /// How long to wait for the server to answer, in seconds (the handshake, each command,
+    /// for `send` and `paste` the outbox lock and the verdict); default 30 (60 for a verdict,
+    /// no limit on the lock). Streaming verbs (`watch`, `events`, `attach`, `lease --hold`)
+    /// then run until their stream ends.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, global = true)]
+    pub timeout: Option<Duration>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: CtlCommand,
@@ -41,8 +49,16 @@ pub struct Cli {
 pub enum CtlCommand {
     /// Start a terminal and print its id (`local:N`).
     Spawn(SpawnArgs),
-    /// List the terminals: id, size (COLSxROWS) and title, one per line, tab-separated.
-    List,
+    /// List the terminals: id, size, pid, age, state, lease holder, command and title.
+    ///
+    /// One per line, tab-separated: id, size (COLSxROWS), pid, age, state (running, frozen,
+    /// exited), lease holder (a client id, or -), command and title. A header line is printed when stdout is a terminal. The command and the age are read
+    /// from /proc for the terminal's pid (the server runs on this host); `-` when unknown.
+    List {
+        /// Print a JSON array of objects instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Kill terminals.
     Kill {
         /// The terminals.
@@ -51,10 +67,12 @@ pub enum CtlCommand {
     },
     /// Send text and keys as one acknowledged operation; print the verdict.
     ///
-    /// The text (the TEXT words joined by spaces) goes first, as a paste (bracketed if the
-    /// program asked for bracketed paste), then the --key keys in order. Prints `delivered`
-    /// and exits 0 once the server confirms the bytes reached the terminal; otherwise prints
-    /// `unknown: ...` (exit 3) or `refused: CODE message` (exit 4).
+    /// Parts go in command-line order, as with `tmux send-keys`: `send 5 --key C-u 'echo x'
+    /// --key Enter` clears the line, types `echo x`, then presses Enter. TEXT words next to
+    /// each other are joined by single spaces and typed as a paste (bracketed if the program
+    /// asked for bracketed paste). Prints `delivered` and exits 0 once the server confirms the
+    /// bytes reached the terminal; otherwise prints `unknown: ...` (exit 3) or
+    /// `refused: CODE message` (exit 4).
     Send(SendArgs),
     /// Paste stdin (or a file) as acknowledged input; print the verdict as `send` does.
     ///
@@ -77,6 +95,10 @@ pub enum CtlCommand {
         /// Only this terminal's events (default: server-scoped events).
         #[arg(value_parser = parse_terminal)]
         id: Option<TerminalId>,
+        /// One JSON object per line instead (`terminal`, `event`, the event's fields, and
+        /// `frame`, the notation line).
+        #[arg(long)]
+        json: bool,
     },
     /// Acquire or release a terminal's input lease.
     Lease(LeaseArgs),
@@ -92,7 +114,9 @@ pub enum CtlCommand {
     ///
     /// Keys go to the terminal as key events, the terminal's output is drawn as it arrives,
     /// and the terminal is resized to this tty. The detach key (default C-\) returns and
-    /// restores the tty; the terminal keeps running on the server.
+    /// restores the tty; the terminal keeps running on the server. When the program ends,
+    /// attach leaves its last screen in view and exits with its exit status. This tty's
+    /// replies to the program's queries are never typed as keys.
     Attach(AttachArgs),
     /// List, resume or drop input that earlier runs left pending in the outbox.
     ///
@@ -100,20 +124,38 @@ pub enum CtlCommand {
     /// is gone, or that are 9.5 minutes old, are reported and never sent. Other commands never
     /// send them; `send` and `paste` resume only those to their own terminal.
     Outbox(super::outbox_verb::OutboxArgs),
+    /// Resize a terminal (its program gets SIGWINCH); print the size it now has.
+    Resize {
+        /// The terminal.
+        #[arg(value_parser = parse_terminal)]
+        id: TerminalId,
+        /// The new size, COLSxROWS (for example 120x40).
+        #[arg(value_parser = parse_size, value_name = "COLSxROWS")]
+        size: (u16, u16),
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    ///
+    /// For bash: `phuxctl completions bash > ~/.local/share/bash-completion/completions/phuxctl`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout: `phuxctl man | man -l -`.
+    Man,
 }
 
 /// `spawn`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct SpawnArgs {
-    /// Columns (default: the server's).
-    #[arg(long)]
+    /// Columns (default 80, the protocol's default width).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub cols: Option<u16>,
-    /// Rows (default: the server's).
-    #[arg(long)]
+    /// Rows (default 24, the protocol's default height).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub rows: Option<u16>,
-    /// Working directory for the program.
+    /// Working directory for the program (relative to this shell's directory).
     #[arg(long, value_name = "DIR")]
-    pub cwd: Option<String>,
+    pub cwd: Option<PathBuf>,
     /// Set a variable (repeatable). With any --env (or --clear-env) the program gets this
     /// phuxctl's environment with these changes; without, it inherits the server's.
     #[arg(long, value_name = "K=V", value_parser = parse_env)]
@@ -136,14 +178,101 @@ pub struct SendArgs {
     /// The terminal.
     #[arg(value_parser = parse_terminal)]
     pub id: TerminalId,
-    /// Text to type (words are joined by single spaces).
+    /// Text to type (words next to each other are joined by single spaces).
     pub text: Vec<String>,
-    /// A key to press after the text (repeatable, in order): Enter, Tab, Esc, Space,
+    /// A key to press (repeatable; in command-line order with the text): Enter, Tab, Esc, Space,
     /// Backspace, Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, F1-F24,
     /// a character, or a W3C key code (KeyA, ArrowUp); prefixed by C- (Ctrl), M- (Alt),
     /// S- (Shift) or s- (Super), as in C-c, M-x, S-Tab.
     #[arg(long = "key", value_name = "NAME", value_parser = parse_key)]
     pub keys: Vec<KeySpec>,
+    /// The text and keys in command-line order (filled by [`parse`]; when empty, the text
+    /// goes first, then the keys).
+    #[arg(skip)]
+    pub parts: Vec<SendPart>,
+}
+
+/// One part of `send`, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendPart {
+    /// Text to type (adjacent TEXT words joined by spaces).
+    Text(String),
+    /// A key to press.
+    Key(KeySpec),
+}
+
+impl SendArgs {
+    /// The parts in command-line order, from the positions clap recorded.
+    fn order(&mut self, matches: &ArgMatches) {
+        let text_at = matches.indices_of("text").map(Iterator::collect::<Vec<_>>);
+        let key_at = matches.indices_of("keys").map(Iterator::collect::<Vec<_>>);
+        let mut tagged: Vec<(usize, SendPart)> = Vec::new();
+        for (at, word) in text_at.unwrap_or_default().into_iter().zip(&self.text) {
+            tagged.push((at, SendPart::Text(word.clone())));
+        }
+        for (at, key) in key_at.unwrap_or_default().into_iter().zip(&self.keys) {
+            tagged.push((at, SendPart::Key(key.clone())));
+        }
+        tagged.sort_by_key(|(at, _)| *at);
+        self.parts.clear();
+        for (_, part) in tagged {
+            match (self.parts.last_mut(), part) {
+                (Some(SendPart::Text(text)), SendPart::Text(word)) => {
+                    text.push(' ');
+                    text.push_str(&word);
+                }
+                (_, part) => self.parts.push(part),
+            }
+        }
+    }
+
+    /// The parts to send: [`SendArgs::parts`], or the text then the keys when it is empty.
+    pub fn ordered_parts(&self) -> Vec<SendPart> {
+        if !self.parts.is_empty() {
+            return self.parts.clone();
+        }
+        let mut parts = Vec::new();
+        if !self.text.is_empty() {
+            parts.push(SendPart::Text(self.text.join(" ")));
+        }
+        parts.extend(self.keys.iter().cloned().map(SendPart::Key));
+        parts
+    }
+}
+
+/// Parses the command line (exiting on bad usage, as clap does): [`Cli`] plus what derive
+/// cannot give, `send`'s parts in command-line order; `send` with nothing to send is bad usage.
+pub fn parse() -> Cli {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] from the given arguments.
+pub fn parse_from<I, T>(args: I) -> Cli
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command().get_matches_from(args);
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (CtlCommand::Send(send), Some(("send", sub))) = (&mut cli.command, matches.subcommand())
+    {
+        send.order(sub);
+        let nothing = send
+            .ordered_parts()
+            .iter()
+            .all(|p| matches!(p, SendPart::Text(t) if t.is_empty()));
+        if nothing {
+            let mut cmd = Cli::command();
+            cmd.build();
+            let error_kind = clap::error::ErrorKind::InvalidValue;
+            let message = "send needs something to send: TEXT (not empty) or --key NAME";
+            match cmd.find_subcommand_mut("send") {
+                Some(send) => send.error(error_kind, message).exit(),
+                None => cmd.error(error_kind, message).exit(),
+            }
+        }
+    }
+    cli
 }
 
 /// `paste`'s arguments.
@@ -167,7 +296,7 @@ pub struct ScreenArgs {
     /// The terminal.
     #[arg(value_parser = parse_terminal)]
     pub id: TerminalId,
-    /// Print the server's JSON document instead of the lines.
+    /// Print the server's JSON document (GET_SCREEN) instead of the lines.
     #[arg(long)]
     pub json: bool,
     /// Also print up to N history rows above the screen (0: all retained).
@@ -190,7 +319,8 @@ pub struct LeaseArgs {
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub ttl: u32,
     /// After acquiring, print `held` and keep the lease (and the connection) until stdin
-    /// ends; a lease is released when its holder disconnects.
+    /// ends. A lease belongs to the connection that acquired it and ends with it, so without
+    /// --hold the lease ends as this command exits (it says so).
     #[arg(long)]
     pub hold: bool,
 }
@@ -260,6 +390,29 @@ pub fn parse_terminal(text: &str) -> Result<TerminalId, String> {
     Err(bad())
 }
 
+/// Parses `COLSxROWS` (each 1..=65535).
+pub fn parse_size(text: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("{text:?} is not a size (write COLSxROWS, for example 120x40)");
+    let (cols, rows) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let cols: u16 = cols.trim().parse().map_err(|_| bad())?;
+    let rows: u16 = rows.trim().parse().map_err(|_| bad())?;
+    if cols == 0 || rows == 0 {
+        return Err(format!(
+            "{text:?}: a size needs at least one column and one row"
+        ));
+    }
+    Ok((cols, rows))
+}
+
+/// Parses a timeout in seconds (`5`, `0.5`).
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("{text:?} is not a number of seconds above 0"))
+}
+
 fn parse_env(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
@@ -318,6 +471,38 @@ mod tests {
         assert_eq!(send.text, ["echo", "hi"]);
         assert_eq!(send.keys.len(), 2);
         assert!(Cli::try_parse_from(["phuxctl", "send", "2", "--key", "Hyper-q"]).is_err());
+    }
+
+    #[test]
+    fn send_keeps_command_line_order_like_tmux_send_keys() {
+        let cli = parse_from([
+            "phuxctl", "send", "5", "--key", "C-u", "echo", "x", "--key", "Enter", "more",
+        ]);
+        let CtlCommand::Send(send) = cli.command else {
+            panic!("not send");
+        };
+        let key = |n: &str| SendPart::Key(parse_key(n).expect("key"));
+        assert_eq!(
+            send.ordered_parts(),
+            [
+                key("C-u"),
+                SendPart::Text("echo x".into()),
+                key("Enter"),
+                SendPart::Text("more".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_and_timeouts_parse() {
+        assert_eq!(parse_size("120x40"), Ok((120, 40)));
+        for bad in ["120", "x40", "0x5", "5x0", "ax3", "70000x3"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_timeout("0.5"), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-1", "x", "inf", "NaN"] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub enum Incoming {
     },
     /// An event from the local tty (`attach`).
     Tty(crossterm::event::Event),
+    /// What the local tty sent, decoded (`attach`).
+    TtyInput(Vec<super::tty_input::TtyInput>),
     /// Reading the local tty failed.
     TtyFailed(String),
 }
@@ -72,6 +74,8 @@ pub enum Step {
     Event(ClientEvent),
     /// A tty event.
     Tty(crossterm::event::Event),
+    /// What the tty sent, decoded.
+    TtyInput(Vec<super::tty_input::TtyInput>),
     /// The tty could not be read.
     TtyFailed(String),
     /// An acknowledged-input operation resolved (see [`Session::wait_resolved`]).
@@ -149,6 +153,8 @@ pub struct Session {
     next_spawn_request: u32,
     detached: Option<String>,
     test_exit_after_send: bool,
+    /// How long the handshake and each command may go unanswered.
+    command_timeout: Duration,
 }
 
 impl Session {
@@ -160,6 +166,18 @@ impl Session {
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
         scope: Scope,
+    ) -> Result<Self, CtlError> {
+        Self::connect_within(target, store, records, scope, COMMAND_TIMEOUT)
+    }
+
+    /// [`Session::connect`], waiting at most `command_timeout` for the handshake and for
+    /// each command's answer (`phuxctl --timeout`).
+    pub fn connect_within(
+        target: &Target,
+        store: Option<OutboxStore>,
+        records: Vec<JournalRecord>,
+        scope: Scope,
+        command_timeout: Duration,
     ) -> Result<Self, CtlError> {
         let config = ClientConfig {
             client_name: concat!("phuxctl/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -195,6 +213,7 @@ impl Session {
             next_spawn_request: 1,
             detached: None,
             test_exit_after_send: std::env::var_os(TEST_EXIT_AFTER_SEND).is_some_and(|v| v == "1"),
+            command_timeout,
         };
         if had_records && let Some(store) = &mut session.store {
             // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending.
@@ -248,7 +267,7 @@ impl Session {
     }
 
     fn wait_hello(&mut self) -> Result<(), CtlError> {
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::HelloOk(_)) => return Ok(()),
@@ -406,6 +425,7 @@ impl Session {
                     }
                 }
                 Ok(Incoming::Tty(event)) => return Ok(Step::Tty(event)),
+                Ok(Incoming::TtyInput(inputs)) => return Ok(Step::TtyInput(inputs)),
                 Ok(Incoming::TtyFailed(e)) => return Ok(Step::TtyFailed(e)),
                 // A stale connection's leftovers.
                 Ok(_) => {}
@@ -453,7 +473,7 @@ impl Session {
             .engine
             .command(command)
             .map_err(|e| CtlError::Local(e.to_string()))?;
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::CommandResult {
@@ -500,7 +520,7 @@ impl Session {
         self.next_spawn_request = self.next_spawn_request.wrapping_add(1).max(1);
         spawn.request_id = request_id;
         self.send(&Frame::SpawnTerminal(spawn))?;
-        let deadline = StdInstant::now() + COMMAND_TIMEOUT;
+        let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
                 Step::Event(ClientEvent::Frame(Frame::TerminalSpawned(s)))
@@ -508,7 +528,9 @@ impl Session {
                 {
                     return match s.result {
                         SpawnResult::Ok(id) => Ok(id),
-                        SpawnResult::Err(e) => Err(CtlError::SpawnFailed(format!("{e:?}"))),
+                        SpawnResult::Err(e) => {
+                            Err(CtlError::SpawnFailed(super::spawn_error_text(&e)))
+                        }
                     };
                 }
                 Step::Event(ClientEvent::Frame(Frame::Error(e))) => {

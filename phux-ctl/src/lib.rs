@@ -27,26 +27,32 @@ pub mod attach;
 pub mod cli;
 pub mod conn;
 pub mod keys;
+pub mod list;
 pub mod outbox_store;
 pub mod outbox_verb;
+pub mod tty_input;
 
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant as StdInstant;
+use std::time::{Duration, Instant as StdInstant};
 
 use phux_core::client::outbox::{Input, Resolution};
 use phux_core::client::retry::{NotSentReason, UnknownReason};
 use phux_core::client::{ClientEvent, PeerMisbehaved};
-use phux_proto::command::{AcquireMode, Signal, StateScope};
-use phux_proto::frame::{SpawnTerminal, SubscribeEvents, TerminalSize};
+use phux_proto::command::{AcquireMode, Signal};
+use phux_proto::frame::{SpawnError, SpawnTerminal, SubscribeEvents, TerminalResize, TerminalSize};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, TerminalId};
 
-use cli::{Cli, CtlCommand, LeaseAction, SignalName};
-use conn::{INPUT_TIMEOUT, Session, Step};
+use cli::{Cli, CtlCommand, LeaseAction, SendPart, SignalName};
+use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Step};
 use outbox_store::StoreError;
 use phux_mio_server::verify::{self, Target};
+
+/// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
+pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
 
 /// Success (for `send` and `paste`: delivered).
 pub const EXIT_OK: u8 = 0;
@@ -83,7 +89,10 @@ pub enum CtlError {
     #[error("the server broke the protocol: {0}")]
     Protocol(PeerMisbehaved),
     /// The server did not answer in time.
-    #[error("timed out waiting for {0}")]
+    #[error(
+        "no answer from the server in time (waiting for {0}); it may be stopped or overloaded \
+         (--timeout SECS sets the wait)"
+    )]
     Timeout(&'static str),
     /// The server refused a command.
     #[error("refused: {code} {message}")]
@@ -108,6 +117,9 @@ pub enum CtlError {
     /// The socket is not the user's own (CLIENT.PEER.N): nothing was sent.
     #[error(transparent)]
     Untrusted(Box<verify::TrustError>),
+    /// Bad usage found after parsing (clap's exit status).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CtlError {
@@ -121,51 +133,113 @@ impl CtlError {
             | Self::Untrusted(_) => EXIT_CONNECTION,
             Self::Refused { .. } | Self::SpawnFailed(_) => EXIT_REFUSED,
             Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
+            Self::Usage(_) => EXIT_USAGE,
         }
     }
 }
 
 /// Runs one phuxctl invocation; its exit status.
 pub fn run(cli: Cli) -> ExitCode {
+    let target = single_target(&cli.command);
     match run_inner(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            let e = name_the_terminal(e, target.as_ref());
             eprintln!("phuxctl: {e}");
             ExitCode::from(e.exit_code())
         }
     }
 }
 
+/// The one terminal a verb is about, if it is about one.
+fn single_target(command: &CtlCommand) -> Option<TerminalId> {
+    match command {
+        CtlCommand::Send(a) => Some(a.id.clone()),
+        CtlCommand::Paste(a) => Some(a.id.clone()),
+        CtlCommand::Screen(a) => Some(a.id.clone()),
+        CtlCommand::Lease(a) => Some(a.id.clone()),
+        CtlCommand::Attach(a) => Some(a.id.clone()),
+        CtlCommand::Watch { id, .. }
+        | CtlCommand::Signal { id, .. }
+        | CtlCommand::Resize { id, .. }
+        | CtlCommand::Events { id: Some(id), .. } => Some(id.clone()),
+        _ => None,
+    }
+}
+
+/// A TERMINAL_NOT_FOUND refusal names the terminal the user gave (the server's text does
+/// not).
+fn name_the_terminal(error: CtlError, target: Option<&TerminalId>) -> CtlError {
+    match (error, target) {
+        (CtlError::Refused { code, message }, Some(id))
+            if code == ErrorCode::TERMINAL_NOT_FOUND && !message.contains(&id.to_string()) =>
+        {
+            CtlError::Refused {
+                code,
+                message: format!("no terminal {id}"),
+            }
+        }
+        (error, _) => error,
+    }
+}
+
 fn run_inner(cli: Cli) -> Result<u8, CtlError> {
+    // Generated text needs no server.
+    match &cli.command {
+        CtlCommand::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "phuxctl", &mut std::io::stdout());
+            return Ok(EXIT_OK);
+        }
+        CtlCommand::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
+            return Ok(EXIT_OK);
+        }
+        _ => {}
+    }
     let path = phux_mio_server_socket(&cli)?;
+    let waits = Waits {
+        command: cli.timeout.unwrap_or(COMMAND_TIMEOUT),
+        input: cli.timeout.unwrap_or(INPUT_TIMEOUT),
+        lock: cli.timeout,
+    };
     if let CtlCommand::Outbox(args) = &cli.command {
         // Before connecting: listing and dropping need no server.
-        return outbox_verb::run(&cli, &path, args);
+        return outbox_verb::run(&cli, &path, args, waits);
     }
     let uses_outbox = matches!(cli.command, CtlCommand::Send(_) | CtlCommand::Paste(_));
-    // Read what `paste` sends before taking the lock or connecting: stdin may be slow.
+    // Read what `paste` sends, and check what `spawn` names, before taking the lock or
+    // connecting: stdin may be slow, and a bad argument is not the server's to report.
     let paste_data = match &cli.command {
         CtlCommand::Paste(args) => Some(read_paste(args.file.as_ref())?),
         _ => None,
     };
-    let mut session = open_session(&cli, &path, uses_outbox)?;
+    let spawn_cwd = match &cli.command {
+        CtlCommand::Spawn(args) => args.cwd.as_deref().map(checked_cwd).transpose()?,
+        _ => None,
+    };
+    let mut session = open_session(&cli, &path, uses_outbox, waits)?;
     let code = match cli.command {
-        CtlCommand::Spawn(args) => spawn(&mut session, args)?,
-        CtlCommand::List => list(&mut session)?,
-        CtlCommand::Kill { ids } => {
-            session.command_ok(Command::KillTerminals { terminals: ids })?;
-            EXIT_OK
-        }
+        CtlCommand::Spawn(args) => spawn(&mut session, args, spawn_cwd)?,
+        CtlCommand::List { json } => list(&mut session, json)?,
+        CtlCommand::Kill { ids } => kill(&mut session, &ids)?,
         CtlCommand::Send(args) => {
-            let mut events = Vec::new();
-            if !args.text.is_empty() {
-                events.push(InputEvent::Paste(PasteEvent {
-                    trust: PasteTrust::Trusted,
-                    data: args.text.join(" ").into_bytes(),
-                }));
-            }
-            events.extend(args.keys.into_iter().map(|k| InputEvent::Key(k.0)));
-            deliver(&mut session, args.id, Input::Events(events))?
+            let events = args
+                .ordered_parts()
+                .into_iter()
+                .filter(|part| !matches!(part, SendPart::Text(t) if t.is_empty()))
+                .map(|part| match part {
+                    SendPart::Text(text) => InputEvent::Paste(PasteEvent {
+                        trust: PasteTrust::Trusted,
+                        data: text.into_bytes(),
+                    }),
+                    SendPart::Key(key) => InputEvent::Key(key.0),
+                })
+                .collect();
+            deliver(&mut session, args.id, Input::Events(events), waits.input)?
         }
         CtlCommand::Paste(args) => {
             let trust = if args.untrusted {
@@ -174,12 +248,17 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
                 PasteTrust::Trusted
             };
             let data = paste_data.unwrap_or_default();
-            deliver(&mut session, args.id, Input::Paste { data, trust })?
+            deliver(
+                &mut session,
+                args.id,
+                Input::Paste { data, trust },
+                waits.input,
+            )?
         }
         CtlCommand::Screen(args) => screen(&mut session, args)?,
         CtlCommand::Watch { id, bootstrap } => watch(&mut session, &id, bootstrap)?,
-        CtlCommand::Events { id } => events(&mut session, id)?,
-        CtlCommand::Lease(args) => lease(&mut session, args)?,
+        CtlCommand::Events { id, json } => events(&mut session, id, json)?,
+        CtlCommand::Lease(args) => lease(&mut session, &args)?,
         CtlCommand::Signal { signal, id } => {
             let signal = match signal {
                 SignalName::Interrupt => Signal::Interrupt,
@@ -195,10 +274,22 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             EXIT_OK
         }
         CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
+        CtlCommand::Resize { id, size } => resize(&mut session, &id, size)?,
         // Handled before connecting.
-        CtlCommand::Outbox(_) => EXIT_OK,
+        CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man => EXIT_OK,
     };
     Ok(code)
+}
+
+/// How long a run waits for the server (`--timeout`, or the defaults).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Waits {
+    /// The handshake and each command.
+    pub(crate) command: Duration,
+    /// Acknowledged input's verdict.
+    pub(crate) input: Duration,
+    /// Another phuxctl's journal lock (`None`: as long as it takes).
+    pub(crate) lock: Option<Duration>,
 }
 
 fn phux_mio_server_socket(cli: &Cli) -> Result<Target, CtlError> {
@@ -207,8 +298,25 @@ fn phux_mio_server_socket(cli: &Cli) -> Result<Target, CtlError> {
 
 /// Connects; only a command that sends input opens the outbox journal and resumes earlier
 /// operations, and only those to its own terminal (see [`outbox_verb`]).
-fn open_session(cli: &Cli, target: &Target, uses_outbox: bool) -> Result<Session, CtlError> {
-    outbox_verb::open_session(cli, target, uses_outbox)
+fn open_session(
+    cli: &Cli,
+    target: &Target,
+    uses_outbox: bool,
+    waits: Waits,
+) -> Result<Session, CtlError> {
+    outbox_verb::open_session(cli, target, uses_outbox, waits)
+}
+
+/// A TERMINAL_SPAWNED refusal in words.
+pub fn spawn_error_text(error: &SpawnError) -> String {
+    match error {
+        SpawnError::GroupNotFound => "the server has no such group".to_owned(),
+        SpawnError::SpawnFailed(why) => why.clone(),
+        SpawnError::UnsupportedSatelliteRoute => {
+            "this server does not route to satellites".to_owned()
+        }
+        SpawnError::SatelliteUnreachable(why) => format!("the satellite is unreachable: {why}"),
+    }
 }
 
 /// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
@@ -250,9 +358,14 @@ fn resolution_code(resolution: &Resolution) -> u8 {
 }
 
 /// Submits input through the outbox, waits for every operation, prints the verdict.
-fn deliver(session: &mut Session, terminal: TerminalId, input: Input) -> Result<u8, CtlError> {
+fn deliver(
+    session: &mut Session,
+    terminal: TerminalId,
+    input: Input,
+    wait: Duration,
+) -> Result<u8, CtlError> {
     let ops = session.submit(terminal, input)?;
-    let outcomes = session.wait_resolved(&ops, StdInstant::now() + INPUT_TIMEOUT)?;
+    let outcomes = session.wait_resolved(&ops, StdInstant::now() + wait)?;
     let total = ops.len();
     let mut code = EXIT_OK;
     let mut out = std::io::stdout().lock();
@@ -282,23 +395,88 @@ fn deliver(session: &mut Session, terminal: TerminalId, input: Input) -> Result<
     Ok(code)
 }
 
+/// Stdin beyond the ceiling is counted up to this, to report a paste's real size without
+/// reading an endless stream forever.
+const PASTE_COUNT_LIMIT: u64 = 1 << 30;
+
 fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
+    let ceiling = phux_core::client::outbox::DEFAULT_CEILING as u64;
     let mut data = Vec::new();
-    let limit = phux_core::client::outbox::DEFAULT_CEILING as u64 + 1;
-    let result = match file {
-        Some(path) => std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut data)),
-        None => std::io::stdin().lock().take(limit).read_to_end(&mut data),
+    let size = if let Some(path) = file {
+        let what = |e: std::io::Error| {
+            CtlError::Local(format!("cannot read --file {}: {e}", path.display()))
+        };
+        let mut f = std::fs::File::open(path).map_err(what)?;
+        let meta = f.metadata().map_err(what)?;
+        if meta.is_dir() {
+            return Err(CtlError::Local(format!(
+                "--file {} is a directory",
+                path.display()
+            )));
+        }
+        (&mut f)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(what)?;
+        // A regular file's length is its size; anything else is counted.
+        if meta.is_file() {
+            meta.len().max(data.len() as u64)
+        } else {
+            data.len() as u64 + count_rest(&mut f)
+        }
+    } else {
+        let mut stdin = std::io::stdin().lock();
+        (&mut stdin)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| CtlError::Local(format!("reading the paste from stdin: {e}")))?;
+        data.len() as u64 + count_rest(&mut stdin)
     };
-    result.map_err(|e| CtlError::Local(format!("reading the paste: {e}")))?;
+    if data.is_empty() {
+        return Err(CtlError::Input(match file {
+            Some(path) => format!("--file {} is empty: nothing to paste", path.display()),
+            None => "stdin gave nothing: nothing to paste".to_owned(),
+        }));
+    }
+    if size > ceiling {
+        let size = if size >= PASTE_COUNT_LIMIT {
+            format!("more than {PASTE_COUNT_LIMIT} bytes")
+        } else {
+            format!("{size} bytes")
+        };
+        return Err(CtlError::Input(format!(
+            "the paste is {size}; phuxctl pastes at most {ceiling} bytes (1 MiB) per run \
+             (split it, e.g. with split -b 1M)"
+        )));
+    }
     Ok(data)
 }
 
-fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
+/// How many bytes are left in `reader` (up to [`PASTE_COUNT_LIMIT`]), read and dropped.
+fn count_rest(reader: &mut impl Read) -> u64 {
+    std::io::copy(&mut reader.take(PASTE_COUNT_LIMIT), &mut std::io::sink()).unwrap_or(0)
+}
+
+/// `spawn --cwd`: made absolute against this shell's directory and required to be a
+/// directory, so a bad one is blamed rather than the program.
+fn checked_cwd(dir: &std::path::Path) -> Result<String, CtlError> {
+    let bad = |why: String| CtlError::Usage(format!("--cwd {}: {why}", dir.display()));
+    let absolute = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
+    if !absolute.is_dir() {
+        return Err(bad("not a directory".to_owned()));
+    }
+    absolute
+        .into_os_string()
+        .into_string()
+        .map_err(|_| bad("not UTF-8, which the protocol requires".to_owned()))
+}
+
+fn spawn(session: &mut Session, args: cli::SpawnArgs, cwd: Option<String>) -> Result<u8, CtlError> {
     let mut spawn = SpawnTerminal::new(0, GroupId(1));
     if !args.command.is_empty() {
         spawn.command = Some(args.command);
     }
-    spawn.cwd = args.cwd;
+    spawn.cwd = cwd;
     spawn.term = args.term;
     if args.clear_env || !args.env.is_empty() {
         let mut env: Vec<(String, String)> = if args.clear_env {
@@ -315,9 +493,11 @@ fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
         spawn.env = Some(env);
     }
     if args.cols.is_some() || args.rows.is_some() {
+        // [SPAWN.SIZE.1] 0 on either axis means the default for both, so the axis not given
+        // is the protocol's default rather than 0.
         spawn.initial_size = Some(TerminalSize {
-            cols: args.cols.unwrap_or(0),
-            rows: args.rows.unwrap_or(0),
+            cols: args.cols.unwrap_or(DEFAULT_SIZE.0),
+            rows: args.rows.unwrap_or(DEFAULT_SIZE.1),
         });
     }
     let id = session.spawn(spawn)?;
@@ -325,24 +505,63 @@ fn spawn(session: &mut Session, args: cli::SpawnArgs) -> Result<u8, CtlError> {
     Ok(EXIT_OK)
 }
 
-fn list(session: &mut Session) -> Result<u8, CtlError> {
-    let value = session.command_ok(Command::GetState {
-        scope: StateScope::Server,
-    })?;
-    let Some(CommandValue::State(state)) = value else {
-        return Err(CtlError::Local(format!("GET_STATE answered {value:?}")));
-    };
+fn list(session: &mut Session, json: bool) -> Result<u8, CtlError> {
+    let rows = list::collect(session)?;
     let mut out = std::io::stdout().lock();
-    for t in state.terminals {
-        let _ = writeln!(
-            out,
-            "{}\t{}x{}\t{}",
-            t.terminal,
-            t.cols,
-            t.rows,
-            t.title.unwrap_or_default()
-        );
+    let text = if json {
+        list::to_json(&rows)
+    } else {
+        list::to_table(&rows, std::io::IsTerminal::is_terminal(&std::io::stdout()))
+    };
+    let _ = write!(out, "{text}");
+    Ok(EXIT_OK)
+}
+
+/// KILL_TERMINALS; a refusal for an unknown id names the ids that are not there.
+fn kill(session: &mut Session, ids: &[TerminalId]) -> Result<u8, CtlError> {
+    match session.command_ok(Command::KillTerminals {
+        terminals: ids.to_vec(),
+    }) {
+        Err(CtlError::Refused { code, .. }) if code == ErrorCode::TERMINAL_NOT_FOUND => {
+            let live: HashSet<TerminalId> = list::terminal_ids(session)?.into_iter().collect();
+            let missing: Vec<String> = ids
+                .iter()
+                .filter(|id| !live.contains(id))
+                .map(ToString::to_string)
+                .collect();
+            Err(CtlError::Refused {
+                code,
+                message: format!(
+                    "no terminal {}; nothing was killed",
+                    if missing.is_empty() {
+                        "by one of those ids".to_owned()
+                    } else {
+                        missing.join(", ")
+                    }
+                ),
+            })
+        }
+        other => other.map(|_| EXIT_OK),
     }
+}
+
+/// TERMINAL_RESIZE (which has no answer), then the size the terminal has now (the server
+/// clamps a size, [TERMINAL.RESIZE.3]).
+fn resize(
+    session: &mut Session,
+    id: &TerminalId,
+    (cols, rows): (u16, u16),
+) -> Result<u8, CtlError> {
+    session.send(&Frame::TerminalResize(TerminalResize {
+        terminal: id.clone(),
+        size: TerminalSize { cols, rows },
+    }))?;
+    // The server handles one connection's frames in order: this answer follows the resize.
+    let now = list::terminal(session, id)?.ok_or_else(|| CtlError::Refused {
+        code: ErrorCode::TERMINAL_NOT_FOUND,
+        message: format!("no terminal {id}"),
+    })?;
+    println!("{}x{}", now.cols, now.rows);
     Ok(EXIT_OK)
 }
 
@@ -402,7 +621,9 @@ fn watch(session: &mut Session, id: &TerminalId, bootstrap: bool) -> Result<u8, 
             Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
                 return Ok(EXIT_OK);
             }
-            Step::Closed => return Ok(EXIT_CONNECTION),
+            Step::Closed => {
+                return Err(session_lost("the output of the terminal ended"));
+            }
             _ => continue,
         };
         // A closed stdout (a pipe's reader left) ends the watch quietly.
@@ -412,15 +633,21 @@ fn watch(session: &mut Session, id: &TerminalId, bootstrap: bool) -> Result<u8, 
     }
 }
 
-fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError> {
+fn events(session: &mut Session, id: Option<TerminalId>, json: bool) -> Result<u8, CtlError> {
     session.send(&Frame::SubscribeEvents(SubscribeEvents { terminal: id }))?;
     let mut out = std::io::stdout().lock();
     loop {
         match session.step(None)? {
-            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_)))
-                if writeln!(out, "{frame}").and_then(|()| out.flush()).is_err() =>
-            {
-                return Ok(EXIT_OK);
+            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_))) => {
+                let line = if json {
+                    event_json(&frame).to_string()
+                } else {
+                    frame.to_string()
+                };
+                // A closed stdout (a pipe's reader left) ends the stream quietly.
+                if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                    return Ok(EXIT_OK);
+                }
             }
             Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
                 return Err(CtlError::Refused {
@@ -428,17 +655,64 @@ fn events(session: &mut Session, id: Option<TerminalId>) -> Result<u8, CtlError>
                     message: e.message,
                 });
             }
-            Step::Closed => return Ok(EXIT_OK),
+            Step::Closed => return Err(session_lost("no more events can come")),
             _ => {}
         }
     }
 }
 
-fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
+/// An EVENT frame as one JSON object: the terminal, the event's name and fields, and the
+/// notation line (which also carries what has no field here).
+fn event_json(frame: &Frame) -> serde_json::Value {
+    use phux_proto::event::AgentEvent;
+    let Frame::Event(e) = frame else {
+        return serde_json::Value::Null;
+    };
+    let mut doc = serde_json::json!({
+        "terminal": e.terminal.as_ref().map(ToString::to_string),
+        "frame": frame.to_string(),
+    });
+    let (name, fields) = match &e.event {
+        AgentEvent::CommandStarted => ("command_started", serde_json::json!({})),
+        AgentEvent::CommandFinished { exit_code } => (
+            "command_finished",
+            serde_json::json!({ "exit_code": exit_code }),
+        ),
+        AgentEvent::TitleChanged { title } => {
+            ("title_changed", serde_json::json!({ "title": title }))
+        }
+        AgentEvent::Bell => ("bell", serde_json::json!({})),
+        AgentEvent::PaneSpawned => ("pane_spawned", serde_json::json!({})),
+        AgentEvent::PaneClosed { exit_status } => (
+            "pane_closed",
+            serde_json::json!({ "exit_status": exit_status }),
+        ),
+        AgentEvent::Dirty => ("dirty", serde_json::json!({})),
+        AgentEvent::Idle => ("idle", serde_json::json!({})),
+        AgentEvent::TerminalControl(_) => ("terminal_control", serde_json::json!({})),
+        AgentEvent::Asked(_) => ("asked", serde_json::json!({})),
+        AgentEvent::CwdChanged { cwd } => ("cwd_changed", serde_json::json!({ "cwd": cwd })),
+        AgentEvent::Unknown { tag, .. } => ("unknown", serde_json::json!({ "tag": tag })),
+    };
+    if let (Some(doc), serde_json::Value::Object(fields)) = (doc.as_object_mut(), fields) {
+        doc.insert("event".to_owned(), name.into());
+        doc.extend(fields);
+    }
+    doc
+}
+
+/// The server went away under a streaming verb.
+fn session_lost(consequence: &str) -> CtlError {
+    CtlError::ConnectionLost(format!(
+        "lost the server: the connection closed, so {consequence}"
+    ))
+}
+
+fn lease(session: &mut Session, args: &cli::LeaseArgs) -> Result<u8, CtlError> {
     match args.action {
         LeaseAction::Acquire => {
             session.command_ok(Command::AcquireInput {
-                terminal: args.id,
+                terminal: args.id.clone(),
                 mode: if args.seize {
                     AcquireMode::Seize
                 } else {
@@ -452,10 +726,29 @@ fn lease(session: &mut Session, args: cli::LeaseArgs) -> Result<u8, CtlError> {
                 // The lease lives as long as this connection: wait for stdin to end.
                 let mut sink = Vec::new();
                 let _ = std::io::stdin().lock().read_to_end(&mut sink);
+            } else {
+                println!(
+                    "acquired {}; the lease ends now, as this command exits (a lease lasts as \
+                     long as the connection that took it: use --hold to keep it)",
+                    args.id
+                );
             }
         }
         LeaseAction::Release => {
-            session.command_ok(Command::ReleaseInput { terminal: args.id })?;
+            let before = list::lease_holder(session, &args.id)?;
+            session.command_ok(Command::ReleaseInput {
+                terminal: args.id.clone(),
+            })?;
+            let after = list::lease_holder(session, &args.id)?;
+            match (before, after) {
+                (None, _) => println!("released nothing: {} has no lease", args.id),
+                (Some(holder), Some(_)) => println!(
+                    "released nothing: {}'s lease is held by client {holder}, not by this \
+                     command; it ends when that client releases it or disconnects",
+                    args.id
+                ),
+                (Some(_), None) => println!("released {}", args.id),
+            }
         }
     }
     Ok(EXIT_OK)

@@ -4,9 +4,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use phux_ctl::cli::Cli;
-
 fn main() -> ExitCode {
-    phux_ctl::run(Cli::parse())
+    phux_ctl::run(phux_ctl::cli::parse())
 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::time::Instant as StdInstant;
+use std::time::{Duration, Instant as StdInstant};
 
 use clap::{Args, Subcommand};
 use phux_core::client::journal::{Incarnation, JournalRecord};
@@ -17,11 +17,11 @@ use phux_proto::input::InputEvent;
 use phux_proto::{OperationId, TerminalId};
 
 use super::cli::{Cli, CtlCommand, parse_terminal};
-use super::conn::{INPUT_TIMEOUT, Session, unix_now};
+use super::conn::{Session, unix_now};
 use super::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
+use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, Waits, resolution_code, verdict};
 use phux_mio_server::verify::{self, Target};
 
 /// `phuxctl outbox`'s arguments.
@@ -92,17 +92,18 @@ pub(crate) fn open_session(
     cli: &Cli,
     target: &Target,
     uses_outbox: bool,
+    waits: Waits,
 ) -> Result<Session, CtlError> {
     let key = key(cli, target);
     let Some(terminal) = sends_to(&cli.command).filter(|_| uses_outbox) else {
         // [CLIENT.RESUME.1] A command that sends nothing resumes nothing.
         note_pending(&key);
-        return Session::connect(target, None, Vec::new(), Scope::Nothing);
+        return Session::connect_within(target, None, Vec::new(), Scope::Nothing, waits.command);
     };
     let scope = Scope::Terminal(terminal);
     // A place we would refuse to dial is refused before the journal is touched.
     verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
-    let (store, journal) = open_store(&key)?;
+    let (store, journal) = open_store(&key, waits.lock)?;
     if !journal.damaged.is_empty() {
         // [CLIENT.JOURNAL.6] An error, once: the damage is moved aside now, so the next run
         // proceeds with every intact record.
@@ -115,12 +116,14 @@ pub(crate) fn open_session(
                 .to_owned(),
         ));
     }
-    settle(target, store, journal.records, scope).map(|(session, _)| session)
+    settle(target, store, journal.records, scope, waits).map(|(session, _)| session)
 }
 
 /// Opens the journal with its lock, saying so when another phuxctl holds it and this run
-/// waits for it.
-fn open_store(key: &str) -> Result<(OutboxStore, Journal), CtlError> {
+/// waits for it (at most `limit`, `--timeout`).
+fn open_store(key: &str, limit: Option<Duration>) -> Result<(OutboxStore, Journal), CtlError> {
+    /// flock has no timeout, so a bounded wait polls.
+    const POLL: Duration = Duration::from_millis(50);
     let dir = outbox_dir()?;
     if let Opened::Locked(store, journal) = OutboxStore::try_open(&dir, key)? {
         return Ok((store, journal));
@@ -129,7 +132,23 @@ fn open_store(key: &str) -> Result<(OutboxStore, Journal), CtlError> {
         "phuxctl: waiting for another phuxctl that is sending to this server (outbox {})",
         journal_path(&dir, key).display()
     );
-    Ok(OutboxStore::open(&dir, key)?)
+    let Some(limit) = limit else {
+        return Ok(OutboxStore::open(&dir, key)?);
+    };
+    let deadline = StdInstant::now() + limit;
+    loop {
+        std::thread::sleep(POLL);
+        if let Opened::Locked(store, journal) = OutboxStore::try_open(&dir, key)? {
+            return Ok((store, journal));
+        }
+        if StdInstant::now() >= deadline {
+            return Err(CtlError::Local(format!(
+                "gave up after {}s (--timeout): another phuxctl still holds the outbox \
+                 journal's lock",
+                limit.as_secs_f64()
+            )));
+        }
+    }
 }
 
 /// Connects with the journal and reports what became of the restored operations in
@@ -139,12 +158,13 @@ fn settle(
     store: OutboxStore,
     records: Vec<JournalRecord>,
     scope: Scope,
+    waits: Waits,
 ) -> Result<(Session, u8), CtlError> {
     let restored = pending_ops(&records, &scope);
-    let mut session = Session::connect(target, Some(store), records, scope)?;
+    let mut session = Session::connect_within(target, Some(store), records, scope, waits.command)?;
     let mut code = EXIT_OK;
     if !restored.is_empty() {
-        let deadline = StdInstant::now() + INPUT_TIMEOUT;
+        let deadline = StdInstant::now() + waits.input;
         let outcomes = session.wait_resolved(&restored, deadline)?;
         for (op, outcome) in restored.iter().zip(outcomes) {
             if let Some((terminal, resolution)) = outcome {
@@ -217,13 +237,18 @@ fn note_pending(key: &str) {
 }
 
 /// Runs `phuxctl outbox`.
-pub fn run(cli: &Cli, target: &Target, args: &OutboxArgs) -> Result<u8, CtlError> {
+pub(crate) fn run(
+    cli: &Cli,
+    target: &Target,
+    args: &OutboxArgs,
+    waits: Waits,
+) -> Result<u8, CtlError> {
     let key = key(cli, target);
     match &args.action {
-        None => list(target, &key, false),
-        Some(OutboxAction::List { json }) => list(target, &key, *json),
+        None => list(target, &key, false, waits),
+        Some(OutboxAction::List { json }) => list(target, &key, *json, waits),
         Some(OutboxAction::Resume { terminal }) => {
-            let (store, journal) = open_store(&key)?;
+            let (store, journal) = open_store(&key, waits.lock)?;
             for line in journal.damage_report(store.path()) {
                 eprintln!("phuxctl: {line}");
             }
@@ -232,16 +257,16 @@ pub fn run(cli: &Cli, target: &Target, args: &OutboxArgs) -> Result<u8, CtlError
                 println!("nothing pending");
                 return Ok(EXIT_OK);
             }
-            let (_, code) = settle(target, store, journal.records, scope)?;
+            let (_, code) = settle(target, store, journal.records, scope, waits)?;
             Ok(code)
         }
         Some(OutboxAction::Drop { all, terminal, ops }) => {
-            drop_ops(&key, *all, terminal.as_ref(), ops)
+            drop_ops(&key, *all, terminal.as_ref(), ops, waits)
         }
     }
 }
 
-fn list(target: &Target, key: &str, json: bool) -> Result<u8, CtlError> {
+fn list(target: &Target, key: &str, json: bool, waits: Waits) -> Result<u8, CtlError> {
     // No state directory at all: nothing can be pending.
     let journal = match outbox_dir() {
         Ok(dir) => peek(&dir, key)?.map(|j| (dir, j)),
@@ -265,7 +290,7 @@ fn list(target: &Target, key: &str, json: bool) -> Result<u8, CtlError> {
         return Ok(EXIT_OK);
     }
     // Which incarnation answers now, if any (read-only: nothing of the outbox is sent).
-    let current = Session::connect(target, None, Vec::new(), Scope::Nothing)
+    let current = Session::connect_within(target, None, Vec::new(), Scope::Nothing, waits.command)
         .ok()
         .and_then(|s| s.server_id().map(Incarnation::of));
     let now = unix_now();
@@ -324,13 +349,14 @@ fn drop_ops(
     all: bool,
     terminal: Option<&TerminalId>,
     ops: &[OperationId],
+    waits: Waits,
 ) -> Result<u8, CtlError> {
     if !all && terminal.is_none() && ops.is_empty() {
         return Err(CtlError::Local(
             "name the operations to drop, or --terminal ID, or --all".to_owned(),
         ));
     }
-    let (mut store, journal) = open_store(key)?;
+    let (mut store, journal) = open_store(key, waits.lock)?;
     for line in journal.damage_report(store.path()) {
         eprintln!("phuxctl: {line}");
     }

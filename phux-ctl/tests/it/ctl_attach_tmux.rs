@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use crate::support::{Ctl, Server, wait_until};
 
 /// tmux on a private socket, so the test neither sees nor disturbs anyone else's server.
-struct Tmux {
-    socket: std::path::PathBuf,
+pub(crate) struct Tmux {
+    pub(crate) socket: std::path::PathBuf,
 }
 
 impl Tmux {
@@ -19,17 +19,17 @@ impl Tmux {
         cmd
     }
 
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let out = self.cmd().args(args).output().expect("run tmux");
         assert!(out.status.success(), "tmux {args:?}: {out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn pane(&self) -> String {
+    pub(crate) fn pane(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"])
     }
 
-    fn wait_pane(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_pane(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         let found = wait_until(|| {
             last = self.pane();
@@ -46,7 +46,7 @@ impl Drop for Tmux {
     }
 }
 
-fn tmux_available() -> bool {
+pub(crate) fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
         .stdout(Stdio::null())
@@ -55,7 +55,7 @@ fn tmux_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn shell_quote(path: &Path) -> String {
+pub(crate) fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 

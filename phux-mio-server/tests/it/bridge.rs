@@ -67,7 +67,11 @@ fn a_client_on_the_bridge_reaches_the_running_server_and_the_bridge_ends_with_st
         assert!(c.recv(end).is_some(), "no end marker through the bridge");
     }
     let output = String::from_utf8_lossy(&c.output_of(&terminal)).into_owned();
-    let expected: String = (1..=30000).map(|n| format!("{n}\r\n")).collect();
+    let expected = (1..=30000).fold(String::new(), |mut text, n| {
+        use std::fmt::Write;
+        let _ = write!(text, "{n}\r\n");
+        text
+    });
     assert!(
         output.contains(&format!("{expected}the-2-end")),
         "the numbers did not arrive whole and in order ({} bytes)",

@@ -1,0 +1,265 @@
+//! `phuxctl list`: what the server says about each terminal (GET_STATE for the ids, sizes and
+//! titles, GET_TERMINAL_STATE for the pid, lifecycle and lease holder) plus what this host's
+//! /proc says about the pid (the command line and the process's age). The protocol names no
+//! command, start time or attached clients; the server runs on this host, so /proc gives the
+//! first two, and the attached clients are not known to a client at all.
+
+use serde_json::{Value, json};
+
+use phux_proto::command::StateScope;
+use phux_proto::{Command, CommandValue, ErrorCode, TerminalId};
+
+use super::CtlError;
+use super::conn::Session;
+
+/// One terminal as `list` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The terminal.
+    pub id: TerminalId,
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+    /// The OSC title, when set.
+    pub title: Option<String>,
+    /// The working directory, when the server knows it.
+    pub cwd: Option<String>,
+    /// The program's pid.
+    pub pid: Option<u32>,
+    /// `running`, `frozen` or `exited`.
+    pub lifecycle: Option<String>,
+    /// The client holding the input lease.
+    pub lease_holder: Option<u64>,
+    /// The program's command line (from /proc).
+    pub command: Option<Vec<String>>,
+    /// Seconds since the program started (from /proc).
+    pub age_secs: Option<u64>,
+}
+
+/// The terminals' ids and sizes (GET_STATE).
+fn server_state(session: &mut Session) -> Result<Vec<phux_proto::command::TerminalInfo>, CtlError> {
+    let value = session.command_ok(Command::GetState {
+        scope: StateScope::Server,
+    })?;
+    let Some(CommandValue::State(state)) = value else {
+        return Err(CtlError::Local(
+            "the server answered GET_STATE without a state".to_owned(),
+        ));
+    };
+    Ok(state.terminals)
+}
+
+/// The ids of the live terminals.
+pub fn terminal_ids(session: &mut Session) -> Result<Vec<TerminalId>, CtlError> {
+    Ok(server_state(session)?
+        .into_iter()
+        .map(|t| t.terminal)
+        .collect())
+}
+
+/// One terminal's GET_STATE entry, `None` when there is no such terminal.
+pub fn terminal(
+    session: &mut Session,
+    id: &TerminalId,
+) -> Result<Option<phux_proto::command::TerminalInfo>, CtlError> {
+    Ok(server_state(session)?
+        .into_iter()
+        .find(|t| t.terminal == *id))
+}
+
+/// GET_TERMINAL_STATE's JSON document, `None` for a terminal that went away meanwhile.
+fn terminal_state(session: &mut Session, id: &TerminalId) -> Result<Option<Value>, CtlError> {
+    let value = match session.command_ok(Command::GetTerminalState {
+        terminal: id.clone(),
+        include_scrollback: false,
+        max_scrollback_lines: 0,
+    }) {
+        Err(CtlError::Refused { code, .. }) if code == ErrorCode::TERMINAL_NOT_FOUND => {
+            return Ok(None);
+        }
+        other => other?,
+    };
+    let Some(CommandValue::Json(text)) = value else {
+        return Err(CtlError::Local(
+            "the server answered GET_TERMINAL_STATE without a document".to_owned(),
+        ));
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| CtlError::Local(format!("GET_TERMINAL_STATE's JSON does not parse: {e}")))
+}
+
+/// The client holding `id`'s input lease.
+pub fn lease_holder(session: &mut Session, id: &TerminalId) -> Result<Option<u64>, CtlError> {
+    let state = terminal_state(session, id)?.ok_or_else(|| CtlError::Refused {
+        code: ErrorCode::TERMINAL_NOT_FOUND,
+        message: format!("no terminal {id}"),
+    })?;
+    Ok(state.get("input_holder").and_then(Value::as_u64))
+}
+
+/// Every terminal's row.
+pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
+    let mut rows = Vec::new();
+    for info in server_state(session)? {
+        let state = terminal_state(session, &info.terminal)?;
+        let field = |key: &str| state.as_ref().and_then(|s| s.get(key)).cloned();
+        let pid = field("pid")
+            .and_then(|v| v.as_u64())
+            .and_then(|p| u32::try_from(p).ok());
+        rows.push(Row {
+            id: info.terminal,
+            cols: info.cols,
+            rows: info.rows,
+            title: info.title.filter(|t| !t.is_empty()),
+            cwd: info.cwd,
+            pid,
+            lifecycle: field("lifecycle").and_then(|v| v.as_str().map(str::to_owned)),
+            lease_holder: field("input_holder").and_then(|v| v.as_u64()),
+            command: pid.and_then(proc_command),
+            age_secs: pid.and_then(proc_age_secs),
+        });
+    }
+    Ok(rows)
+}
+
+/// `/proc/PID/cmdline` as arguments.
+fn proc_command(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (!args.is_empty()).then_some(args)
+}
+
+/// Seconds since the process started: `/proc/uptime` minus the start time in
+/// `/proc/PID/stat` (field 22, in clock ticks after boot).
+fn proc_age_secs(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
+    let after_name = stat.get(stat.rfind(')')? + 1..)?;
+    let start_ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let ticks = rustix::param::clock_ticks_per_second();
+    if ticks == 0 {
+        return None;
+    }
+    let started = start_ticks / ticks;
+    // Whole seconds are enough for an age.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let uptime = uptime as u64;
+    Some(uptime.saturating_sub(started))
+}
+
+/// An age as people write it: `42s`, `5m`, `3h`, `2d`.
+pub fn human_age(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+/// The tab-separated table, with a header line when `header`.
+pub fn to_table(rows: &[Row], header: bool) -> String {
+    let mut out = String::new();
+    if header {
+        out.push_str("ID\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE\n");
+    }
+    let dash = || "-".to_owned();
+    for r in rows {
+        let line = [
+            r.id.to_string(),
+            format!("{}x{}", r.cols, r.rows),
+            r.pid.map_or_else(dash, |p| p.to_string()),
+            r.age_secs.map_or_else(dash, human_age),
+            r.lifecycle.clone().unwrap_or_else(dash),
+            r.lease_holder.map_or_else(dash, |c| c.to_string()),
+            r.command.as_ref().map_or_else(dash, |c| c.join(" ")),
+            r.title.clone().unwrap_or_default(),
+        ]
+        .map(|field| field.replace(['\t', '\n'], " "))
+        .join("\t");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// A JSON array of objects, one per terminal.
+pub fn to_json(rows: &[Row]) -> String {
+    let list: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id.to_string(),
+                "cols": r.cols,
+                "rows": r.rows,
+                "pid": r.pid,
+                "age_seconds": r.age_secs,
+                "state": r.lifecycle,
+                "lease_holder": r.lease_holder,
+                "command": r.command,
+                "title": r.title,
+                "cwd": r.cwd,
+            })
+        })
+        .collect();
+    format!("{}\n", Value::Array(list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> Row {
+        Row {
+            id: TerminalId::Local(3),
+            cols: 80,
+            rows: 24,
+            title: Some("a\ttitle".into()),
+            cwd: None,
+            pid: Some(42),
+            lifecycle: Some("running".into()),
+            lease_holder: None,
+            command: Some(vec!["sleep".into(), "100".into()]),
+            age_secs: Some(125),
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_field_and_the_json_every_field() {
+        let table = to_table(&[row()], true);
+        let mut lines = table.lines();
+        assert_eq!(
+            lines.next(),
+            Some("ID\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("local:3\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title")
+        );
+        let doc: Value = serde_json::from_str(&to_json(&[row()])).expect("json");
+        assert_eq!(doc[0]["id"], "local:3");
+        assert_eq!(doc[0]["command"][1], "100");
+        assert_eq!(doc[0]["lease_holder"], Value::Null);
+    }
+
+    #[test]
+    fn this_process_has_a_command_and_an_age() {
+        let me = std::process::id();
+        assert!(proc_command(me).is_some_and(|c| !c.is_empty()));
+        assert!(proc_age_secs(me).is_some_and(|a| a < 86_400));
+        assert_eq!(human_age(59), "59s");
+        assert_eq!(human_age(3600), "1h");
+    }
+}

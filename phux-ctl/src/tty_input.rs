@@ -1,0 +1,714 @@
+//! What the local terminal sends `phuxctl attach`, told apart: keys, pastes, focus reports,
+//! and the terminal's replies to queries the program made through attach's output.
+//!
+//! A reply is never a key ([CLIENT.ATTACH.1]): `ESC [ > 8 4 ; 0 ; 0 c` read as keys would
+//! type `84;0;0c` at the program. The decoder sorts each escape sequence by its shape: the
+//! reply kinds the server answers itself ([CLIENT.ATTACH.2]) are named, any other reply is
+//! kept as its exact bytes ([CLIENT.ATTACH.3]), and only the shapes of keys become keys.
+//!
+//! Bytes arrive in reads; a sequence cut by the end of a read is kept until more bytes come.
+//! When none come in time ([`Decoder::incomplete`] says how long to wait), [`Decoder::flush`]
+//! reads what is left as keys: a lone ESC is the Escape key, `ESC x` is Alt+x.
+
+use phux_proto::input::{KeyAction, KeyEvent, ModSet, PhysicalKey};
+
+use super::keys::char_key;
+
+/// A paste longer than this is handed on in pieces of this size (each its own INPUT_PASTE),
+/// so a paste without its end marker cannot grow a buffer without bound.
+pub const MAX_PASTE_CHUNK: usize = 1024 * 1024;
+
+/// A DCS / OSC / APC string longer than this is not a reply anyone waits for: it is dropped
+/// up to its terminator, bounding the buffer.
+pub const MAX_STRING: usize = 64 * 1024;
+
+/// The end of a bracketed paste.
+const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// One thing the local terminal sent.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum TtyInput {
+    /// A key press (or repeat).
+    Key(KeyEvent),
+    /// The text between the bracketed-paste markers (or one piece of it).
+    Paste(Vec<u8>),
+    /// A focus report (`CSI I` gained, `CSI O` lost).
+    Focus(bool),
+    /// A reply of a kind the server answers itself ([CLIENT.ATTACH.2]); its name.
+    AnsweredReply(&'static str),
+    /// `CSI row ; col R`: a cursor position report, which `CSI 1 ; m R` shares with F3 under
+    /// modifiers; `f3` is that key when the shape allows it.
+    CursorReport {
+        /// F3 with the modifiers, when the report is `CSI 1 ; m R`.
+        f3: Option<KeyEvent>,
+    },
+    /// A reply the server does not answer, byte for byte ([CLIENT.ATTACH.3]).
+    OtherReply(Vec<u8>),
+    /// Something neither a key nor a reply (mouse reports, a stray paste end, a string too
+    /// long to be a reply): dropped.
+    Ignored,
+}
+
+/// How long [`Decoder::flush`] should wait for the rest of a cut sequence.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Incomplete {
+    /// Nothing is held.
+    No,
+    /// An escape sequence or character is cut: a terminal writes one whole, so a short wait.
+    Short,
+    /// A string (DCS, OSC, APC) or a paste is in progress: a longer wait.
+    Long,
+}
+
+/// The decoder: bytes in, [`TtyInput`]s out.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+    /// Inside a bracketed paste: the text so far.
+    paste: Option<Vec<u8>>,
+    /// Dropping an over-long string up to its terminator.
+    discarding: bool,
+}
+
+enum Parsed {
+    Item(usize, TtyInput),
+    Incomplete,
+}
+
+impl Decoder {
+    /// A decoder with nothing held.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes `bytes` (following what came before); the inputs now complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<TtyInput> {
+        self.buf.extend_from_slice(bytes);
+        self.drain(false)
+    }
+
+    /// No more bytes came in time: what is held is read as keys (a cut paste is handed on).
+    pub fn flush(&mut self) -> Vec<TtyInput> {
+        self.drain(true)
+    }
+
+    /// Whether bytes are held, and how long to wait for the rest.
+    pub fn incomplete(&self) -> Incomplete {
+        if self.paste.is_some() || self.discarding {
+            return Incomplete::Long;
+        }
+        match self.buf.as_slice() {
+            [] => Incomplete::No,
+            [0x1b, b'P' | b']' | b'_' | b'^' | b'X', _, ..] => Incomplete::Long,
+            _ => Incomplete::Short,
+        }
+    }
+
+    fn drain(&mut self, at_end: bool) -> Vec<TtyInput> {
+        let mut out = Vec::new();
+        loop {
+            if self.discarding {
+                if let Some(end) = string_end(&self.buf, 0, true) {
+                    self.buf.drain(..end);
+                    self.discarding = false;
+                } else {
+                    // Keep a trailing ESC: it may be the first byte of the terminator.
+                    let keep = usize::from(self.buf.last() == Some(&0x1b));
+                    self.buf.drain(..self.buf.len() - keep);
+                    if at_end {
+                        self.buf.clear();
+                        self.discarding = false;
+                    }
+                    break;
+                }
+            }
+            if let Some(paste) = &mut self.paste {
+                if let Some(at) = find(&self.buf, PASTE_END) {
+                    paste.extend_from_slice(&self.buf[..at]);
+                    self.buf.drain(..at + PASTE_END.len());
+                    out.push(TtyInput::Paste(self.paste.take().unwrap_or_default()));
+                    continue;
+                }
+                // All but a possible start of the end marker is paste text.
+                let keep = partial_suffix(&self.buf, PASTE_END);
+                let take = self.buf.len() - keep;
+                paste.extend(self.buf.drain(..take));
+                while paste.len() >= MAX_PASTE_CHUNK {
+                    let rest = paste.split_off(MAX_PASTE_CHUNK);
+                    out.push(TtyInput::Paste(std::mem::replace(paste, rest)));
+                }
+                if at_end && !paste.is_empty() {
+                    // [CLIENT.ATTACH.4] A paste that pauses is handed on so far, and what
+                    // follows is still paste (never keys) until the end marker.
+                    out.push(TtyInput::Paste(std::mem::take(paste)));
+                }
+                break;
+            }
+            if self.buf.is_empty() {
+                break;
+            }
+            match parse(&self.buf, at_end) {
+                Parsed::Item(len, item) => {
+                    self.buf.drain(..len);
+                    match item {
+                        // [CLIENT.ATTACH.4] What follows the paste start is paste text.
+                        TtyInput::Paste(_) => self.paste = Some(Vec::new()),
+                        TtyInput::Ignored if len == 0 => {
+                            // An over-long string: drop it up to its terminator.
+                            self.discarding = true;
+                        }
+                        item => out.push(item),
+                    }
+                }
+                Parsed::Incomplete => break,
+            }
+        }
+        out
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// How many bytes at the end of `buf` are a proper prefix of `marker`.
+fn partial_suffix(buf: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len().min(buf.len() + 1))
+        .rev()
+        .find(|&n| buf.ends_with(&marker[..n]))
+        .unwrap_or(0)
+}
+
+/// Where a string (DCS, OSC, APC, PM, SOS) body starting at `from` ends, just past its
+/// terminator: ST (`ESC \`), or BEL for an OSC.
+fn string_end(buf: &[u8], from: usize, bel_ends: bool) -> Option<usize> {
+    let mut i = from;
+    while i < buf.len() {
+        match buf[i] {
+            0x07 if bel_ends => return Some(i + 1),
+            0x1b if buf.get(i + 1) == Some(&b'\\') => return Some(i + 2),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The xterm modifier parameter `m` (1 + shift 1 + alt 2 + ctrl 4 + super 8) as a set.
+fn mods_of(param: u32) -> ModSet {
+    let bits = param.saturating_sub(1);
+    let mut mods = ModSet::NONE;
+    for (bit, m) in [
+        (1, ModSet::SHIFT),
+        (2, ModSet::ALT),
+        (4, ModSet::CTRL),
+        (8, ModSet::SUPER),
+    ] {
+        if bits & bit != 0 {
+            mods |= m;
+        }
+    }
+    mods
+}
+
+fn key(physical: PhysicalKey, mods: ModSet) -> TtyInput {
+    TtyInput::Key(KeyEvent::press(physical, mods))
+}
+
+/// A C0 byte as the key that sends it (Ctrl and a character, or a named key).
+fn c0_key(byte: u8, mods: ModSet) -> KeyEvent {
+    match byte {
+        b'\r' => KeyEvent::press(PhysicalKey::ENTER, mods),
+        b'\t' => KeyEvent::press(PhysicalKey::TAB, mods),
+        0x1b => KeyEvent::press(PhysicalKey::ESCAPE, mods),
+        0x7f => KeyEvent::press(PhysicalKey::BACKSPACE, mods),
+        0x00 => {
+            let mut space = KeyEvent::press(PhysicalKey::SPACE, mods | ModSet::CTRL);
+            space.unshifted_codepoint = Some(u32::from(' '));
+            space
+        }
+        // 0x1c-0x1f: C-\ C-] C-^ C-_ ; 0x01-0x1a: C-a .. C-z.
+        0x1c => char_key('\\', mods | ModSet::CTRL),
+        0x1d => char_key(']', mods | ModSet::CTRL),
+        0x1e => char_key('^', mods | ModSet::CTRL),
+        0x1f => char_key('_', mods | ModSet::CTRL),
+        b => char_key(char::from(b'a' + (b & 0x1f) - 1), mods | ModSet::CTRL),
+    }
+}
+
+/// The character starting `buf`, with its length; `Err(true)` when cut short, `Err(false)`
+/// when not UTF-8.
+fn utf8_char(buf: &[u8]) -> Result<(char, usize), bool> {
+    let len = match buf.first() {
+        Some(b) if *b < 0x80 => 1,
+        Some(b) if b & 0xe0 == 0xc0 => 2,
+        Some(b) if b & 0xf0 == 0xe0 => 3,
+        Some(b) if b & 0xf8 == 0xf0 => 4,
+        _ => return Err(false),
+    };
+    let Some(bytes) = buf.get(..len) else {
+        return Err(true);
+    };
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.chars().next())
+        .map(|c| (c, len))
+        .ok_or(false)
+}
+
+/// One input at the start of `buf` (not empty).
+fn parse(buf: &[u8], at_end: bool) -> Parsed {
+    let first = buf[0];
+    if first != 0x1b {
+        return plain(buf, ModSet::NONE, 0, at_end);
+    }
+    let Some(&second) = buf.get(1) else {
+        return if at_end {
+            Parsed::Item(1, key(PhysicalKey::ESCAPE, ModSet::NONE))
+        } else {
+            Parsed::Incomplete
+        };
+    };
+    let sequence = match second {
+        b'[' => csi(buf),
+        b'O' => ss3(buf),
+        b'P' | b']' | b'_' | b'^' | b'X' => Some(string(buf, second)),
+        _ => None,
+    };
+    match sequence {
+        Some(parsed @ Parsed::Item(..)) => parsed,
+        Some(Parsed::Incomplete) if !at_end => Parsed::Incomplete,
+        // Not a sequence, or one that never completed: ESC then a key is Alt and that key.
+        _ if second == 0x1b => Parsed::Item(1, key(PhysicalKey::ESCAPE, ModSet::NONE)),
+        _ => plain(buf, ModSet::ALT, 1, at_end),
+    }
+}
+
+/// A character or C0 key at `buf[at..]`, with `mods` (Alt after an ESC); its length counts
+/// from the start of `buf`.
+fn plain(buf: &[u8], mods: ModSet, at: usize, at_end: bool) -> Parsed {
+    let rest = &buf[at..];
+    match rest[0] {
+        b if b < 0x20 || b == 0x7f => Parsed::Item(at + 1, TtyInput::Key(c0_key(b, mods))),
+        _ => match utf8_char(rest) {
+            Ok((c, len)) => Parsed::Item(at + len, TtyInput::Key(char_key(c, mods))),
+            Err(true) if !at_end => Parsed::Incomplete,
+            // A byte that starts no character (or a character cut for good) types nothing.
+            Err(_) => Parsed::Item(at + 1, TtyInput::Ignored),
+        },
+    }
+}
+
+/// `ESC O x`: the keypad and F1-F4 in the terminal's application modes.
+fn ss3(buf: &[u8]) -> Option<Parsed> {
+    let Some(&last) = buf.get(2) else {
+        return Some(Parsed::Incomplete);
+    };
+    let physical = match last {
+        b'A' => PhysicalKey::ARROW_UP,
+        b'B' => PhysicalKey::ARROW_DOWN,
+        b'C' => PhysicalKey::ARROW_RIGHT,
+        b'D' => PhysicalKey::ARROW_LEFT,
+        b'H' => PhysicalKey::HOME,
+        b'F' => PhysicalKey::END,
+        b'P'..=b'S' => PhysicalKey(PhysicalKey::F1.0 + u32::from(last - b'P')),
+        _ => return None,
+    };
+    Some(Parsed::Item(3, key(physical, ModSet::NONE)))
+}
+
+/// A string sequence (`ESC P` DCS, `ESC ]` OSC, `ESC _` APC, `ESC ^` PM, `ESC X` SOS): a
+/// reply, never a key.
+fn string(buf: &[u8], kind: u8) -> Parsed {
+    let Some(end) = string_end(buf, 2, kind == b']') else {
+        if buf.len() > MAX_STRING {
+            // [CLIENT.ATTACH.1] Too long to be a reply, and still not a key: dropped whole.
+            return Parsed::Item(0, TtyInput::Ignored);
+        }
+        return Parsed::Incomplete;
+    };
+    let body = &buf[2..end];
+    let item = match kind {
+        // XTVERSION: DCS > | name ST.
+        b'P' if body.starts_with(b">|") => TtyInput::AnsweredReply("XTVERSION"),
+        // OSC 10 / 11 / 12: the default foreground, background and cursor colours.
+        b']' if [&b"10;"[..], b"11;", b"12;"]
+            .iter()
+            .any(|p| body.starts_with(p)) =>
+        {
+            TtyInput::AnsweredReply("OSC 10/11/12")
+        }
+        _ => TtyInput::OtherReply(buf[..end].to_vec()),
+    };
+    Parsed::Item(end, item)
+}
+
+/// `ESC [ ...`: a key, a paste start, a focus or mouse report, or a reply.
+fn csi(buf: &[u8]) -> Option<Parsed> {
+    let mut i = 2;
+    let marker = match buf.get(i) {
+        Some(&m @ b'<'..=b'?') => {
+            i += 1;
+            Some(m)
+        }
+        Some(_) => None,
+        None => return Some(Parsed::Incomplete),
+    };
+    let params_start = i;
+    while buf.get(i).is_some_and(|b| (0x30..=0x3f).contains(b)) {
+        i += 1;
+    }
+    let params = &buf[params_start..i];
+    let inter_start = i;
+    while buf.get(i).is_some_and(|b| (0x20..=0x2f).contains(b)) {
+        i += 1;
+    }
+    let intermediates = &buf[inter_start..i];
+    let Some(&fin) = buf.get(i) else {
+        return Some(Parsed::Incomplete);
+    };
+    if !(0x40..=0x7e).contains(&fin) {
+        // Not a well-formed CSI: the bytes are keys.
+        return None;
+    }
+    let len = i + 1;
+    // Parameter groups; within a group the first value (kitty's sub-parameters follow `:`).
+    let groups: Vec<Vec<u32>> = params
+        .split(|&b| b == b';')
+        .map(|g| {
+            g.split(|&b| b == b':')
+                .map(|v| {
+                    std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0)
+                })
+                .collect()
+        })
+        .collect();
+    let param = |n: usize| -> u32 { groups.get(n).and_then(|g| g.first().copied()).unwrap_or(0) };
+    let modifier = || mods_of(param(1));
+    let item = match (marker, intermediates, fin) {
+        // [CLIENT.ATTACH.2] The reply kinds the server answers from its own model.
+        (Some(b'?'), [], b'c') => TtyInput::AnsweredReply("DA1"),
+        (Some(b'>'), [], b'c') => TtyInput::AnsweredReply("DA2"),
+        (Some(b'?'), [], b'R') => TtyInput::AnsweredReply("DECXCPR"),
+        (None, [], b'R') if !params.is_empty() => TtyInput::CursorReport {
+            f3: (param(0) == 1 && param(1) >= 2)
+                .then(|| KeyEvent::press(PhysicalKey(PhysicalKey::F1.0 + 2), modifier())),
+        },
+        (Some(b'?') | None, [b'$'], b'y') => TtyInput::AnsweredReply("DECRPM"),
+        (Some(b'?'), [], b'u') => TtyInput::AnsweredReply("kitty keyboard flags"),
+        (None, [], b'n') if matches!(param(0), 0 | 3) && groups.len() == 1 => {
+            TtyInput::AnsweredReply("DSR status")
+        }
+        // Keys.
+        (None, [], b'A' | b'B' | b'C' | b'D' | b'H' | b'F' | b'P' | b'Q' | b'S' | b'R') => {
+            let physical = match fin {
+                b'A' => PhysicalKey::ARROW_UP,
+                b'B' => PhysicalKey::ARROW_DOWN,
+                b'C' => PhysicalKey::ARROW_RIGHT,
+                b'D' => PhysicalKey::ARROW_LEFT,
+                b'H' => PhysicalKey::HOME,
+                b'F' => PhysicalKey::END,
+                b'P' => PhysicalKey::F1,
+                b'Q' => PhysicalKey(PhysicalKey::F1.0 + 1),
+                b'R' => PhysicalKey(PhysicalKey::F1.0 + 2),
+                _ => PhysicalKey(PhysicalKey::F1.0 + 3),
+            };
+            key(physical, modifier())
+        }
+        (None, [], b'Z') => key(PhysicalKey::TAB, ModSet::SHIFT),
+        (None, [], b'~') if param(0) == 200 => TtyInput::Paste(Vec::new()),
+        (None, [], b'~') => match tilde_key(param(0)) {
+            Some(physical) => key(physical, modifier()),
+            None => TtyInput::Ignored,
+        },
+        (None, [], b'u') => kitty_key(&groups),
+        (None, [], b'I') if params.is_empty() => TtyInput::Focus(true),
+        (None, [], b'O') if params.is_empty() => TtyInput::Focus(false),
+        // Mouse reports: X10 (`CSI M` and three bytes) and SGR (`CSI < ... M/m`).
+        (None, [], b'M') if params.is_empty() => {
+            if buf.len() < len + 3 {
+                return Some(Parsed::Incomplete);
+            }
+            return Some(Parsed::Item(len + 3, TtyInput::Ignored));
+        }
+        (Some(b'<'), [], b'M' | b'm') => TtyInput::Ignored,
+        // [CLIENT.ATTACH.3] Any other well-formed CSI a terminal sends is a reply (window
+        // reports `CSI 8;r;c t`, colour-scheme reports `CSI ? 997;n n`, ...).
+        _ => TtyInput::OtherReply(buf[..len].to_vec()),
+    };
+    Some(Parsed::Item(len, item))
+}
+
+/// `CSI n ~` keys.
+fn tilde_key(n: u32) -> Option<PhysicalKey> {
+    let f = |k: u32| Some(PhysicalKey(PhysicalKey::F1.0 + k - 1));
+    match n {
+        1 | 7 => Some(PhysicalKey::HOME),
+        2 => Some(PhysicalKey::INSERT),
+        3 => Some(PhysicalKey::DELETE),
+        4 | 8 => Some(PhysicalKey::END),
+        5 => Some(PhysicalKey::PAGE_UP),
+        6 => Some(PhysicalKey::PAGE_DOWN),
+        11..=15 => f(n - 10),
+        17..=21 => f(n - 11),
+        23..=26 => f(n - 12),
+        28 | 29 => f(n - 13),
+        31..=34 => f(n - 14),
+        _ => None,
+    }
+}
+
+/// `CSI code[:alternates] [; mods[:event]] u`: a key in the kitty keyboard protocol (the
+/// program's output may have turned it on in this terminal).
+fn kitty_key(groups: &[Vec<u32>]) -> TtyInput {
+    let code = groups.first().and_then(|g| g.first().copied()).unwrap_or(0);
+    let mods_group = groups.get(1);
+    let mods = mods_of(mods_group.and_then(|g| g.first().copied()).unwrap_or(1));
+    let action = match mods_group.and_then(|g| g.get(1).copied()).unwrap_or(1) {
+        2 => KeyAction::Repeat,
+        3 => return TtyInput::Ignored,
+        _ => KeyAction::Press,
+    };
+    let mut event = match code {
+        27 => KeyEvent::press(PhysicalKey::ESCAPE, mods),
+        13 => KeyEvent::press(PhysicalKey::ENTER, mods),
+        9 => KeyEvent::press(PhysicalKey::TAB, mods),
+        127 => KeyEvent::press(PhysicalKey::BACKSPACE, mods),
+        57376..=57388 => KeyEvent::press(PhysicalKey(PhysicalKey::F1.0 + 12 + code - 57376), mods),
+        _ => match char::from_u32(code).filter(|c| !c.is_control()) {
+            Some(c) => char_key(c, mods),
+            // Keypad, modifier and media keys: nothing this client forwards.
+            None => return TtyInput::Ignored,
+        },
+    };
+    event.action = action;
+    TtyInput::Key(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keys::legacy_bytes;
+    use super::*;
+
+    fn decode(bytes: &[u8]) -> Vec<TtyInput> {
+        let mut d = Decoder::new();
+        let mut out = d.feed(bytes);
+        out.extend(d.flush());
+        out
+    }
+
+    /// The bytes the keys among `inputs` send in a freshly reset terminal.
+    fn typed(inputs: &[TtyInput]) -> Vec<u8> {
+        inputs
+            .iter()
+            .flat_map(|i| match i {
+                TtyInput::Key(k) => legacy_bytes(k),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replies_are_never_keys() {
+        // [CLIENT.ATTACH.1] [CLIENT.ATTACH.2] What the issue saw typed at bash: none of it.
+        let cases: &[(&[u8], &str)] = &[
+            (b"\x1b[?1;2c", "DA1"),
+            (b"\x1b[?62;22c", "DA1"),
+            (b"\x1b[>84;0;0c", "DA2"),
+            (b"\x1b[>0;276;0c", "DA2"),
+            (b"\x1b[?12;40;1R", "DECXCPR"),
+            (b"\x1b[?2004;1$y", "DECRPM"),
+            (b"\x1b[4;2$y", "DECRPM"),
+            (b"\x1bP>|tmux 3.3a\x1b\\", "XTVERSION"),
+            (b"\x1b]11;rgb:0000/0000/0000\x1b\\", "OSC 10/11/12"),
+            (b"\x1b]10;rgb:ffff/ffff/ffff\x07", "OSC 10/11/12"),
+            (b"\x1b[?1u", "kitty keyboard flags"),
+            (b"\x1b[0n", "DSR status"),
+        ];
+        for (bytes, kind) in cases {
+            assert_eq!(
+                decode(bytes),
+                [TtyInput::AnsweredReply(kind)],
+                "{:?}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_report_is_told_from_modified_f3_only_by_its_shape() {
+        assert_eq!(
+            decode(b"\x1b[12;40R"),
+            [TtyInput::CursorReport { f3: None }]
+        );
+        let report = decode(b"\x1b[1;5R");
+        let [TtyInput::CursorReport { f3: Some(f3) }] = report.as_slice() else {
+            panic!("CSI 1;5R is a report or Ctrl+F3");
+        };
+        assert_eq!(legacy_bytes(f3), b"\x1b[1;5R");
+        // Unmodified F3 is SS3 R, never a report.
+        assert_eq!(typed(&decode(b"\x1bOR")), b"\x1bOR");
+    }
+
+    #[test]
+    fn other_replies_keep_their_exact_bytes() {
+        // [CLIENT.ATTACH.3]
+        for bytes in [
+            &b"\x1bP1+r544e=787465726d\x1b\\"[..],
+            b"\x1b]52;c;aGVsbG8=\x07",
+            b"\x1b]4;1;rgb:cdcd/0000/0000\x1b\\",
+            b"\x1b[8;24;80t",
+            b"\x1b_Gi=1;OK\x1b\\",
+            b"\x1bP1$r0m\x1b\\",
+        ] {
+            assert_eq!(decode(bytes), [TtyInput::OtherReply(bytes.to_vec())]);
+        }
+    }
+
+    #[test]
+    fn a_reply_between_keys_leaves_the_keys_alone() {
+        let out = decode(b"ab\x1b[>84;0;0c\x1b[Acd");
+        assert_eq!(typed(&out), b"ab\x1b[Acd");
+        assert!(out.contains(&TtyInput::AnsweredReply("DA2")));
+    }
+
+    #[test]
+    fn keys_decode_to_the_bytes_the_terminal_sent() {
+        // Every C0 byte, printable ASCII, UTF-8, Alt, and the usual CSI / SS3 keys read back
+        // to the same bytes through the server's own encoder.
+        let mut singles: Vec<Vec<u8>> = (0u8..0x20)
+            .filter(|&b| b != 0x1b)
+            .chain([0x7f])
+            .chain(0x20..0x7f)
+            .map(|b| vec![b])
+            .collect();
+        singles.extend(
+            [
+                &b"\x1b"[..],
+                "\u{e9}".as_bytes(),
+                "\u{1f600}".as_bytes(),
+                b"\x1bx",
+                b"\x1b\x01",
+                b"\x1b[A",
+                b"\x1b[1;5C",
+                b"\x1b[H",
+                b"\x1b[F",
+                b"\x1b[3~",
+                b"\x1b[5;2~",
+                b"\x1b[15~",
+                b"\x1b[24~",
+                b"\x1b[Z",
+                b"\x1bOP",
+                b"\x1bOS",
+                b"\x1b[1;2P",
+            ]
+            .iter()
+            .map(|b| b.to_vec()),
+        );
+        for bytes in singles {
+            let out = decode(&bytes);
+            assert_eq!(out.len(), 1, "{bytes:?}: {out:?}");
+            assert_eq!(typed(&out), bytes, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn kitty_keys_are_keys() {
+        let out = decode(b"\x1b[97;5u");
+        assert_eq!(typed(&out), b"\x01");
+        let out = decode(b"\x1b[27u");
+        assert_eq!(typed(&out), b"\x1b");
+        assert_eq!(decode(b"\x1b[97;1:3u"), [TtyInput::Ignored]);
+    }
+
+    #[test]
+    fn a_paste_stays_a_paste_even_across_reads() {
+        // [CLIENT.ATTACH.4]
+        let mut d = Decoder::new();
+        let mut out = d.feed(b"x\x1b[200~hello \x1b[>c");
+        assert_eq!(d.incomplete(), Incomplete::Long);
+        out.extend(d.feed(b"world\x1b[20"));
+        out.extend(d.feed(b"1~y"));
+        assert_eq!(typed(&out[..1]), b"x");
+        assert_eq!(out[1], TtyInput::Paste(b"hello \x1b[>cworld".to_vec()));
+        assert_eq!(typed(&out[2..]), b"y");
+    }
+
+    #[test]
+    fn a_paste_that_pauses_is_handed_on_and_stays_a_paste() {
+        // [CLIENT.ATTACH.4] A pause never turns the rest of a paste into keys.
+        let mut d = Decoder::new();
+        assert!(d.feed(b"\x1b[200~rm -rf").is_empty());
+        assert_eq!(d.flush(), [TtyInput::Paste(b"rm -rf".to_vec())]);
+        assert_eq!(d.incomplete(), Incomplete::Long);
+        assert!(d.flush().is_empty());
+        assert_eq!(
+            d.feed(b" /\r\x1b[201~ok"),
+            [
+                TtyInput::Paste(b" /\r".to_vec()),
+                TtyInput::Key(char_key('o', ModSet::NONE)),
+                TtyInput::Key(char_key('k', ModSet::NONE)),
+            ]
+        );
+        assert_eq!(d.incomplete(), Incomplete::No);
+    }
+
+    #[test]
+    fn a_sequence_cut_by_a_read_waits_and_a_lone_escape_is_a_key() {
+        let mut d = Decoder::new();
+        assert!(d.feed(b"\x1b[>84;").is_empty());
+        assert_eq!(d.incomplete(), Incomplete::Short);
+        assert_eq!(d.feed(b"0;0c"), [TtyInput::AnsweredReply("DA2")]);
+        assert!(d.feed(b"\x1bP+r").is_empty());
+        assert_eq!(d.incomplete(), Incomplete::Long);
+        assert_eq!(
+            d.feed(b"54\x1b\\"),
+            [TtyInput::OtherReply(b"\x1bP+r54\x1b\\".to_vec())]
+        );
+        // Nothing more came: ESC is Escape, `ESC [` is Alt+[.
+        assert!(d.feed(b"\x1b").is_empty());
+        assert_eq!(typed(&d.flush()), b"\x1b");
+        assert!(d.feed(b"\x1b[").is_empty());
+        assert_eq!(typed(&d.flush()), b"\x1b[");
+        assert_eq!(d.incomplete(), Incomplete::No);
+    }
+
+    #[test]
+    fn an_over_long_string_is_dropped_whole_and_bounded() {
+        let mut d = Decoder::new();
+        let mut long = b"\x1b]99;".to_vec();
+        long.resize(MAX_STRING + 10, b'a');
+        assert!(d.feed(&long).is_empty());
+        assert!(d.feed(&vec![b'a'; 100_000]).is_empty());
+        assert!(d.buf.len() <= 1);
+        let out = d.feed(b"\x07ok");
+        assert_eq!(typed(&out), b"ok");
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        // A sweep of short sequences over the interesting bytes, fed in every split.
+        let alphabet = [
+            0x1b, b'[', b'P', b']', b'?', b'>', b'1', b';', b'c', b'R', b'~', 0x07,
+        ];
+        for a in alphabet {
+            for b in alphabet {
+                for c in alphabet {
+                    for d in alphabet {
+                        let bytes = [a, b, c, d];
+                        for split in 0..=bytes.len() {
+                            let mut dec = Decoder::new();
+                            dec.feed(&bytes[..split]);
+                            dec.feed(&bytes[split..]);
+                            dec.flush();
+                            assert_eq!(dec.incomplete(), Incomplete::No);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
