@@ -28,6 +28,18 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     pub socket: Option<PathBuf>,
 
+    /// Reach the server through this shell command's stdin and stdout instead of a local
+    /// socket (run again for each connection), for example
+    /// `ssh HOST phux-mio-server bridge --name NAME`.
+    #[arg(long, value_name = "COMMAND", global = true, conflicts_with_all = ["socket", "ssh"])]
+    pub exec: Option<String>,
+
+    /// Reach the server on HOST over ssh: `--exec "ssh -- HOST phux-mio-server bridge --name
+    /// NAME"` (with --socket PATH, the bridge joins that socket on HOST). ssh does the
+    /// authentication; configure the host, user and keys in ~/.ssh/config.
+    #[arg(long, value_name = "HOST", global = true)]
+    pub ssh: Option<String>,
+
     /// The server's name, which picks the default socket path and the outbox journal.
     #[arg(long, value_name = "NAME", default_value = "default", global = true)]
     pub name: String,

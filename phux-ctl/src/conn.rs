@@ -1,5 +1,5 @@
-//! One phuxctl session: a [`ClientEngine`] driven over a blocking Unix stream, with its
-//! outbox journal on disk.
+//! One phuxctl session: a [`ClientEngine`] driven over a blocking connection (a Unix socket
+//! or a command's stdio, see [`super::link`]), with its outbox journal on disk.
 //!
 //! A reader thread turns the socket into messages on a channel; the main thread waits on that
 //! channel with the engine's timeout, so one loop serves the socket, the engine's timers and
@@ -7,9 +7,7 @@
 //! engine asks for is kept: events, then journal records (appended and synced), then bytes.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::io::Read;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant as StdInstant, SystemTime};
 
@@ -21,8 +19,8 @@ use phux_proto::frame::{SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
 use super::CtlError;
+use super::link::{Endpoint, Link};
 use super::outbox_store::OutboxStore;
-use phux_mio_server::verify::{self, Target};
 
 /// How long a command may go unanswered: the server answers at once, so this only ends the
 /// wait on a server that stopped (a loaded machine gets plenty).
@@ -35,9 +33,6 @@ pub const INPUT_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// How often one run redials a connection that dropped while operations were pending.
 const MAX_REDIALS: u32 = 3;
-
-/// A blocked write to a server that stopped reading fails after this.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Test-only: with this set to 1, phuxctl exits (status [`super::EXIT_TEST_HOOK`]) right
 /// after it has sent an acknowledged operation and before the answer, as if killed there.
@@ -139,9 +134,10 @@ pub struct Session {
     store: Option<OutboxStore>,
     /// The journal's length after the last compaction.
     compacted_len: u64,
-    path: PathBuf,
-    target: Target,
-    stream: Option<UnixStream>,
+    endpoint: Endpoint,
+    link: Option<Link>,
+    /// How the last `--exec` command ended, for the message about a lost connection.
+    exit_note: Option<String>,
     conn: u64,
     redials: u32,
     tx: Sender<Incoming>,
@@ -162,18 +158,18 @@ impl Session {
     /// `target` (after checking whom it reaches) and completes the handshake. Restored
     /// operations in `scope` are resent or decided from here on; the others are kept.
     pub fn connect(
-        target: &Target,
+        endpoint: &Endpoint,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
         scope: Scope,
     ) -> Result<Self, CtlError> {
-        Self::connect_within(target, store, records, scope, COMMAND_TIMEOUT)
+        Self::connect_within(endpoint, store, records, scope, COMMAND_TIMEOUT)
     }
 
     /// [`Session::connect`], waiting at most `command_timeout` for the handshake and for
     /// each command's answer (`phuxctl --timeout`).
     pub fn connect_within(
-        target: &Target,
+        endpoint: &Endpoint,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
         scope: Scope,
@@ -200,9 +196,9 @@ impl Session {
             engine,
             store,
             compacted_len: 0,
-            path: target.path.clone(),
-            target: target.clone(),
-            stream: None,
+            endpoint: endpoint.clone(),
+            link: None,
+            exit_note: None,
             conn: 0,
             redials: 0,
             tx,
@@ -226,21 +222,7 @@ impl Session {
     }
 
     fn dial(&mut self) -> Result<(), CtlError> {
-        // [CLIENT.PEER.1] [CLIENT.PEER.2] Before dialling: the place is the user's own.
-        verify::check_place(&self.target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
-        let stream = UnixStream::connect(&self.path).map_err(|source| CtlError::Connect {
-            path: self.path.clone(),
-            source,
-        })?;
-        // [CLIENT.PEER.3] Before the first byte (HELLO): the listener is the user's own.
-        verify::check_listener(&stream, &self.path)
-            .map_err(|e| CtlError::Untrusted(Box::new(e)))?;
-        stream
-            .set_write_timeout(Some(WRITE_TIMEOUT))
-            .map_err(|e| CtlError::Local(format!("socket option: {e}")))?;
-        let mut reader = stream
-            .try_clone()
-            .map_err(|e| CtlError::Local(format!("socket clone: {e}")))?;
+        let (link, mut reader) = Link::open(&self.endpoint)?;
         self.conn += 1;
         let conn = self.conn;
         let tx = self.tx.clone();
@@ -261,7 +243,7 @@ impl Session {
                 }
             }
         });
-        self.stream = Some(stream);
+        self.link = Some(link);
         self.engine.handle_connected(unix_now());
         Ok(())
     }
@@ -278,12 +260,17 @@ impl Session {
         }
     }
 
-    fn lost(&self, when: &str) -> CtlError {
+    fn lost(&mut self, when: &str) -> CtlError {
         let why = self
             .detached
-            .as_ref()
-            .map_or_else(String::new, |m| format!(" (server: {m})"));
-        CtlError::ConnectionLost(format!("the connection ended {when}{why}"))
+            .clone()
+            .map(|m| format!("server: {m}"))
+            .or_else(|| self.exit_note.clone())
+            .map_or_else(String::new, |note| format!(" ({note})"));
+        CtlError::ConnectionLost(format!(
+            "the connection to {} ended {when}{why}",
+            self.endpoint.describe()
+        ))
     }
 
     /// The `server_id` of the server this session is connected to.
@@ -330,12 +317,12 @@ impl Session {
             store.sync()?;
         }
         while let Some(bytes) = self.engine.poll_transmit() {
-            let Some(stream) = &mut self.stream else {
+            let Some(link) = &mut self.link else {
                 break;
             };
-            if stream.write_all(&bytes).is_err() {
+            if link.write_all(&bytes).is_err() {
                 // The reader thread sees the same failure and reports Closed.
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+                link.close();
                 break;
             }
         }
@@ -439,7 +426,10 @@ impl Session {
     /// The connection ended. Redials when operations are pending (they are decided after
     /// the new HELLO_OK); returns whether it did.
     fn on_closed(&mut self) -> Result<bool, CtlError> {
-        self.stream = None;
+        if let Some(mut link) = self.link.take() {
+            link.close();
+            self.exit_note = link.exit_note();
+        }
         self.engine.handle_disconnected(unix_now());
         if self.engine.outbox().active_len() == 0 || self.redials >= MAX_REDIALS {
             return Ok(false);
@@ -454,8 +444,8 @@ impl Session {
     }
 
     fn redial(&mut self) -> Result<(), CtlError> {
-        if let Some(stream) = self.stream.take() {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
+        if let Some(mut link) = self.link.take() {
+            link.close();
         }
         if !self.on_closed()? {
             return Err(CtlError::ConnectionLost(

@@ -27,6 +27,7 @@ pub mod attach;
 pub mod cli;
 pub mod conn;
 pub mod keys;
+pub mod link;
 pub mod list;
 pub mod outbox_store;
 pub mod outbox_verb;
@@ -48,8 +49,9 @@ use phux_proto::{Command, CommandValue, ErrorCode, Frame, GroupId, TerminalId};
 
 use cli::{Cli, CtlCommand, LeaseAction, SendPart, SignalName};
 use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Step};
+use link::Endpoint;
 use outbox_store::StoreError;
-use phux_mio_server::verify::{self, Target};
+use phux_mio_server::verify;
 
 /// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
 pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
@@ -78,6 +80,15 @@ pub enum CtlError {
     Connect {
         /// The socket.
         path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--exec` command could not be started.
+    #[error("cannot run `{command}`: {source}")]
+    Exec {
+        /// The command line.
+        command: String,
         /// What the OS said.
         #[source]
         source: std::io::Error,
@@ -127,6 +138,7 @@ impl CtlError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Connect { .. }
+            | Self::Exec { .. }
             | Self::ConnectionLost(_)
             | Self::Protocol(_)
             | Self::Timeout(_)
@@ -200,7 +212,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         }
         _ => {}
     }
-    let path = phux_mio_server_socket(&cli)?;
+    let path = endpoint(&cli)?;
     let waits = Waits {
         command: cli.timeout.unwrap_or(COMMAND_TIMEOUT),
         input: cli.timeout.unwrap_or(INPUT_TIMEOUT),
@@ -292,19 +304,30 @@ pub(crate) struct Waits {
     pub(crate) lock: Option<Duration>,
 }
 
-fn phux_mio_server_socket(cli: &Cli) -> Result<Target, CtlError> {
-    verify::target(cli.socket.as_deref(), &cli.name).map_err(|e| CtlError::Local(e.to_string()))
+/// The server this run talks to: through `--exec` or `--ssh`, else the local socket.
+fn endpoint(cli: &Cli) -> Result<Endpoint, CtlError> {
+    if let Some(remote) = Endpoint::remote(
+        cli.exec.as_deref(),
+        cli.ssh.as_deref(),
+        cli.socket.as_deref(),
+        &cli.name,
+    ) {
+        return Ok(remote);
+    }
+    verify::target(cli.socket.as_deref(), &cli.name)
+        .map(Endpoint::Socket)
+        .map_err(|e| CtlError::Local(e.to_string()))
 }
 
 /// Connects; only a command that sends input opens the outbox journal and resumes earlier
 /// operations, and only those to its own terminal (see [`outbox_verb`]).
 fn open_session(
     cli: &Cli,
-    target: &Target,
+    endpoint: &Endpoint,
     uses_outbox: bool,
     waits: Waits,
 ) -> Result<Session, CtlError> {
-    outbox_verb::open_session(cli, target, uses_outbox, waits)
+    outbox_verb::open_session(cli, endpoint, uses_outbox, waits)
 }
 
 /// A TERMINAL_SPAWNED refusal in words.

@@ -18,11 +18,12 @@ use phux_proto::{OperationId, TerminalId};
 
 use super::cli::{Cli, CtlCommand, parse_terminal};
 use super::conn::{Session, unix_now};
+use super::link::Endpoint;
 use super::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
 use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, Waits, resolution_code, verdict};
-use phux_mio_server::verify::{self, Target};
+use phux_mio_server::verify;
 
 /// `phuxctl outbox`'s arguments.
 #[derive(Debug, Clone, Args)]
@@ -73,8 +74,9 @@ fn parse_operation(text: &str) -> Result<OperationId, String> {
 }
 
 /// The journal key for a target: its `--name`, or the absolute socket path.
-fn key(cli: &Cli, target: &Target) -> String {
-    journal_key(cli.socket.is_some().then_some(&*target.path), &cli.name)
+fn key(cli: &Cli, endpoint: &Endpoint) -> String {
+    let named = cli.socket.is_some() || matches!(endpoint, Endpoint::Exec(_));
+    journal_key(named.then(|| endpoint.key_path()).as_deref(), &cli.name)
 }
 
 /// The terminal a command sends input to, if it sends any.
@@ -90,19 +92,21 @@ fn sends_to(command: &CtlCommand) -> Option<TerminalId> {
 /// terminal in scope when it sends input; otherwise without the journal (only peeked at).
 pub(crate) fn open_session(
     cli: &Cli,
-    target: &Target,
+    endpoint: &Endpoint,
     uses_outbox: bool,
     waits: Waits,
 ) -> Result<Session, CtlError> {
-    let key = key(cli, target);
+    let key = key(cli, endpoint);
     let Some(terminal) = sends_to(&cli.command).filter(|_| uses_outbox) else {
         // [CLIENT.RESUME.1] A command that sends nothing resumes nothing.
         note_pending(&key);
-        return Session::connect_within(target, None, Vec::new(), Scope::Nothing, waits.command);
+        return Session::connect_within(endpoint, None, Vec::new(), Scope::Nothing, waits.command);
     };
     let scope = Scope::Terminal(terminal);
     // A place we would refuse to dial is refused before the journal is touched.
-    verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
+    if let Endpoint::Socket(target) = endpoint {
+        verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
+    }
     let (store, journal) = open_store(&key, waits.lock)?;
     if !journal.damaged.is_empty() {
         // [CLIENT.JOURNAL.6] An error, once: the damage is moved aside now, so the next run
@@ -116,7 +120,7 @@ pub(crate) fn open_session(
                 .to_owned(),
         ));
     }
-    settle(target, store, journal.records, scope, waits).map(|(session, _)| session)
+    settle(endpoint, store, journal.records, scope, waits).map(|(session, _)| session)
 }
 
 /// Opens the journal with its lock, saying so when another phuxctl holds it and this run
@@ -154,14 +158,15 @@ fn open_store(key: &str, limit: Option<Duration>) -> Result<(OutboxStore, Journa
 /// Connects with the journal and reports what became of the restored operations in
 /// `scope`; the session and the worst exit code of those verdicts.
 fn settle(
-    target: &Target,
+    endpoint: &Endpoint,
     store: OutboxStore,
     records: Vec<JournalRecord>,
     scope: Scope,
     waits: Waits,
 ) -> Result<(Session, u8), CtlError> {
     let restored = pending_ops(&records, &scope);
-    let mut session = Session::connect_within(target, Some(store), records, scope, waits.command)?;
+    let mut session =
+        Session::connect_within(endpoint, Some(store), records, scope, waits.command)?;
     let mut code = EXIT_OK;
     if !restored.is_empty() {
         let deadline = StdInstant::now() + waits.input;
@@ -239,14 +244,14 @@ fn note_pending(key: &str) {
 /// Runs `phuxctl outbox`.
 pub(crate) fn run(
     cli: &Cli,
-    target: &Target,
+    endpoint: &Endpoint,
     args: &OutboxArgs,
     waits: Waits,
 ) -> Result<u8, CtlError> {
-    let key = key(cli, target);
+    let key = key(cli, endpoint);
     match &args.action {
-        None => list(target, &key, false, waits),
-        Some(OutboxAction::List { json }) => list(target, &key, *json, waits),
+        None => list(endpoint, &key, false, waits),
+        Some(OutboxAction::List { json }) => list(endpoint, &key, *json, waits),
         Some(OutboxAction::Resume { terminal }) => {
             let (store, journal) = open_store(&key, waits.lock)?;
             for line in journal.damage_report(store.path()) {
@@ -257,7 +262,7 @@ pub(crate) fn run(
                 println!("nothing pending");
                 return Ok(EXIT_OK);
             }
-            let (_, code) = settle(target, store, journal.records, scope, waits)?;
+            let (_, code) = settle(endpoint, store, journal.records, scope, waits)?;
             Ok(code)
         }
         Some(OutboxAction::Drop { all, terminal, ops }) => {
@@ -266,7 +271,7 @@ pub(crate) fn run(
     }
 }
 
-fn list(target: &Target, key: &str, json: bool, waits: Waits) -> Result<u8, CtlError> {
+fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, CtlError> {
     // No state directory at all: nothing can be pending.
     let journal = match outbox_dir() {
         Ok(dir) => peek(&dir, key)?.map(|j| (dir, j)),
@@ -290,9 +295,10 @@ fn list(target: &Target, key: &str, json: bool, waits: Waits) -> Result<u8, CtlE
         return Ok(EXIT_OK);
     }
     // Which incarnation answers now, if any (read-only: nothing of the outbox is sent).
-    let current = Session::connect_within(target, None, Vec::new(), Scope::Nothing, waits.command)
-        .ok()
-        .and_then(|s| s.server_id().map(Incarnation::of));
+    let current =
+        Session::connect_within(endpoint, None, Vec::new(), Scope::Nothing, waits.command)
+            .ok()
+            .and_then(|s| s.server_id().map(Incarnation::of));
     let now = unix_now();
     let mut out = std::io::stdout().lock();
     for p in pending {

@@ -9,10 +9,15 @@ mod launch;
 
 pub(crate) use launch::DEADLINE;
 
+/// The server binary under test (the `ctl-test-server` example: `phux-mio-server` itself,
+/// its `bridge` command included).
+pub(crate) fn server_exe() -> PathBuf {
+    launch::example("ctl-test-server", "phux-ctl")
+}
+
 /// Starts the `ctl-test-server` example on `socket` and waits until it listens.
 pub(crate) fn launch_at(socket: &Path) -> Child {
-    let exe = launch::example("ctl-test-server", "phux-ctl");
-    launch::launch_server(&exe, socket, None, "warn")
+    launch::launch_server(&server_exe(), socket, None, "warn")
 }
 
 /// The server binary under test, running until dropped (then killed).
