@@ -1,9 +1,11 @@
-//! A small blocking phux client over the server's Unix socket: frames built with
-//! `phux_proto::Frame`, decoded with `Frame::decode`, one read buffer, no threads.
+//! A small blocking phux client over the server's Unix socket (or a command's stdio, such as
+//! `ssh HOST phux-mio-server bridge`): frames built with `phux_proto::Frame`, decoded with
+//! `Frame::decode`, one read buffer, no threads.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command as Process, Stdio};
 use std::time::Duration;
 
 use phux_proto::command::{ApplyInput, Command, CommandResult, CommandValue};
@@ -20,10 +22,47 @@ use crate::error::{Context, Error, Result};
 /// How long any one read may block before the peer counts as stuck.
 pub const READ_TIMEOUT: Duration = Duration::from_mins(1);
 
+/// How the bytes travel.
+#[derive(Debug)]
+enum Conn {
+    Socket(UnixStream),
+    /// A command's stdin and stdout; the command is killed with the client.
+    Command {
+        child: Child,
+        stdin: ChildStdin,
+        stdout: ChildStdout,
+    },
+}
+
+impl Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Socket(s) => s.read(buf),
+            Self::Command { stdout, .. } => stdout.read(buf),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Socket(s) => s.write_all(bytes),
+            Self::Command { stdin, .. } => stdin.write_all(bytes),
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Self::Command { child, .. } = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// One connection to a phux server.
 #[derive(Debug)]
 pub struct Client {
-    stream: UnixStream,
+    stream: Conn,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -39,7 +78,31 @@ impl Client {
         stream
             .set_read_timeout(Some(READ_TIMEOUT))
             .context("socket timeout")?;
-        Ok(Self {
+        Ok(Self::over(Conn::Socket(stream)))
+    }
+
+    /// A connection through `sh -c command`'s stdin and stdout (its stderr is ours). A pipe
+    /// has no read timeout: a stuck command stalls the read until the run is stopped.
+    pub fn over_command(command: &str) -> Result<Self> {
+        let mut child = Process::new("/bin/sh")
+            .args(["-c", command])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the connection's command")?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(Error::Protocol("the command's pipes are missing".into()));
+        };
+        Ok(Self::over(Conn::Command {
+            child,
+            stdin,
+            stdout,
+        }))
+    }
+
+    fn over(stream: Conn) -> Self {
+        Self {
             stream,
             buf: vec![0; 1 << 20],
             start: 0,
@@ -48,7 +111,7 @@ impl Client {
             // Distinct per connection so operation ids never collide across connections.
             next_op: (u128::from(std::process::id()) << 64) | u128::from(rand_seed()),
             out: Vec::with_capacity(4096),
-        })
+        }
     }
 
     /// Encodes and writes one frame.
@@ -304,11 +367,6 @@ impl Client {
             event: key_for(c),
         })
         .to_bytes()
-    }
-
-    /// The underlying socket, for readiness checks.
-    pub fn stream(&self) -> &UnixStream {
-        &self.stream
     }
 }
 

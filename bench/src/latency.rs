@@ -111,7 +111,11 @@ pub struct PhuxTerm {
 impl PhuxTerm {
     /// Spawns `argv` on `server` and attaches to it.
     pub fn start(server: &PhuxServer, argv: &[String]) -> Result<Self> {
-        let mut client = server.client()?;
+        Self::over(server.client()?, argv)
+    }
+
+    /// Spawns `argv` through `client` (after its HELLO) and attaches to it.
+    pub fn over(mut client: Client, argv: &[String]) -> Result<Self> {
         let terminal = client.spawn(argv)?;
         client.attach(&terminal)?;
         Ok(Self { client, terminal })

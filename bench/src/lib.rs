@@ -16,6 +16,7 @@ pub mod procs;
 pub mod report;
 pub mod roles;
 pub mod scale;
+pub mod ssh;
 pub mod stats;
 pub mod throughput;
 pub mod tmux;

@@ -21,7 +21,9 @@ use phux_bench::report::Report;
 use phux_bench::roles::{self, RelayMode};
 use phux_bench::{payload, tmux};
 
-use sections::{section_ack, section_core, section_echo, section_scale, section_throughput};
+use sections::{
+    section_ack, section_core, section_echo, section_scale, section_ssh, section_throughput,
+};
 
 /// Benchmarks the phux server against a direct PTY drain, a minimal relay, tmux and dtach.
 ///
@@ -83,6 +85,8 @@ enum Section {
     Scale,
     /// 5. Criterion figures of phux-proto and phux-core.
     Core,
+    /// 6. APPLY_INPUT and echo through `ssh localhost ... bridge` (a loopback sshd of its own).
+    Ssh,
 }
 
 /// The helper roles the bench runs as copies of itself (hidden from --help).
@@ -106,6 +110,12 @@ enum Role {
     Stream {
         #[arg(long)]
         rate: u64,
+    },
+    /// `phux-mio-server bridge --socket`: the far side of the ssh section.
+    #[command(name = "__bridge", hide = true)]
+    Bridge {
+        #[arg(long)]
+        socket: PathBuf,
     },
     #[command(name = "__relay", hide = true)]
     Relay {
@@ -194,6 +204,11 @@ fn main() -> ExitCode {
         }) => payload::writer(*lines, *hold, *end_marker),
         Some(Role::Stream { rate }) => payload::stream(*rate),
         Some(Role::Relay { socket, mode, argv }) => roles::relay(socket, *mode, argv),
+        Some(Role::Bridge { socket }) => {
+            let mut args = vec!["phux-mio-server".into(), "bridge".into(), "--socket".into()];
+            args.push(socket.clone().into_os_string());
+            return phux_mio_server::run::main(args);
+        }
         None => run(&cli),
     };
     match result {
@@ -241,7 +256,7 @@ fn run(cli: &Cli) -> Result<()> {
     );
     let server_bin = cli.server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
-    let sections: [(Section, SectionFn<'_>); 5] = [
+    let sections: [(Section, SectionFn<'_>); 6] = [
         (Section::Throughput, &|r| {
             section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
         }),
@@ -255,6 +270,7 @@ fn run(cli: &Cli) -> Result<()> {
             section_scale(r, &plan, server_bin, have_tmux)
         }),
         (Section::Core, &|r| section_core(r, cli)),
+        (Section::Ssh, &|r| section_ssh(r, &plan, server_bin)),
     ];
     for (s, f) in sections {
         if wanted(cli, s) {

@@ -11,12 +11,14 @@ mod ack;
 mod criterion;
 mod echo;
 mod scale;
+mod ssh;
 mod throughput;
 
 pub(crate) use ack::section_ack;
 pub(crate) use criterion::section_core;
 pub(crate) use echo::section_echo;
 pub(crate) use scale::section_scale;
+pub(crate) use ssh::section_ssh;
 pub(crate) use throughput::section_throughput;
 
 const MIB: f64 = 1_048_576.0;

@@ -1,0 +1,145 @@
+//! Section 6, ssh: acknowledged input and keystroke echo through `ssh localhost
+//! phux-mio-server bridge` (how `phuxctl --ssh HOST` reaches a server), against plain ssh
+//! running `cat` (one byte there and back: the limit any server behind ssh has). The bench
+//! starts an sshd of its own on loopback; without sshd the section is skipped with the reason.
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::json;
+
+use phux_bench::client::Client;
+use phux_bench::error::{Context, Error, Result};
+use phux_bench::latency::{self, PhuxTerm, echo_argv};
+use phux_bench::procs::{PhuxServer, self_exe};
+use phux_bench::report::{Report, table};
+use phux_bench::ssh::LoopbackSsh;
+use phux_bench::stats::{Summary, summarize};
+
+use super::{latency_rows, summary_json};
+use crate::Plan;
+
+/// `ssh ... cat`: one byte written, the same byte read back.
+struct SshCat {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+}
+
+impl SshCat {
+    fn start(ssh: &LoopbackSsh) -> Result<Self> {
+        let mut child = Command::new("/bin/sh")
+            .args(["-c", &ssh.command("exec cat")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting ssh cat")?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(Error::Protocol("ssh cat's pipes are missing".into()));
+        };
+        Ok(Self {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    fn round_trip(&mut self) -> Result<f64> {
+        let t0 = Instant::now();
+        self.stdin.write_all(b"x").context("writing to ssh cat")?;
+        let mut byte = [0];
+        self.stdout
+            .read_exact(&mut byte)
+            .context("reading from ssh cat")?;
+        Ok(t0.elapsed().as_secs_f64() * 1e6)
+    }
+}
+
+impl Drop for SshCat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) fn section_ssh(
+    report: &mut Report,
+    plan: &Plan,
+    server_bin: Option<&std::path::Path>,
+) -> Result<()> {
+    println!(
+        "\n== 6. through ssh: `ssh localhost phux-mio-server bridge` vs `ssh localhost cat`; \
+         {} rounds x {} ops ==",
+        plan.lat_rounds, plan.lat_ops
+    );
+    let ssh = match LoopbackSsh::start() {
+        Ok(ssh) => ssh,
+        Err(why) => {
+            report.note(format!(
+                "ssh section skipped: {why} (apt-get install -y openssh-server openssh-client)"
+            ));
+            return Ok(());
+        }
+    };
+    let server = PhuxServer::start(server_bin)?;
+    let socket = server.socket.display().to_string();
+    let bridge = match server_bin {
+        Some(bin) => format!("'{}' bridge --socket '{socket}'", bin.display()),
+        None => format!("'{}' __bridge --socket '{socket}'", self_exe()?.display()),
+    };
+    let mut client = Client::over_command(&ssh.command(&bridge))?;
+    client.hello()?;
+    let mut phux = PhuxTerm::over(client, &echo_argv())?;
+    let mut cat = SshCat::start(&ssh)?;
+    latency::warm_up();
+    for i in 0..20u8 {
+        phux.apply()?;
+        phux.echo(char::from(b'a' + i % 26))?;
+        cat.round_trip()?;
+    }
+    let mut s: [Vec<f64>; 3] = Default::default();
+    for _ in 0..plan.lat_rounds {
+        for i in 0..plan.lat_ops {
+            s[0].push(phux.apply()?);
+            // The batch's echo is read by the next wait, never mistaken for a key's.
+            s[1].push(phux.echo(char::from(b'k' + (i % 10) as u8))?);
+        }
+        for _ in 0..plan.lat_ops {
+            s[2].push(cat.round_trip()?);
+        }
+    }
+    let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
+    let names = [
+        "APPLY_INPUT -> OK through ssh + bridge",
+        "INPUT_KEY -> echo through ssh + bridge",
+        "ssh cat: 1 byte round trip",
+    ];
+    let refs = ["", "", "the limit"];
+    // No target: the figures say what ssh and the bridge's extra hop cost against the limit.
+    let base = sums[2];
+    print!(
+        "{}",
+        table(
+            &[
+                "contender",
+                "n",
+                "p50 us",
+                "p99 us",
+                "p50 vs limit",
+                "p99 vs limit",
+                "issue"
+            ],
+            &latency_rows(&names, &sums, base, &refs)
+        )
+    );
+    let mut doc = serde_json::Map::new();
+    for (name, s) in names.iter().zip(&sums) {
+        doc.insert((*name).to_owned(), summary_json(*s));
+    }
+    report
+        .json
+        .insert("ssh_latency".into(), serde_json::Value::Object(doc));
+    report.json.insert("ssh".into(), json!({"bridge": bridge}));
+    Ok(())
+}
