@@ -149,7 +149,7 @@ fn a_killed_bridge_is_redialled_by_running_the_command_again_and_input_lands_onc
     std::thread::sleep(std::time::Duration::from_millis(800));
     for pid in pids_with(&["bridge", &socket]) {
         let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+            rustix::process::Pid::from_raw(i32::try_from(pid).expect("pid")).expect("pid"),
             rustix::process::Signal::KILL,
         );
     }
