@@ -114,13 +114,7 @@ impl ServerEngine {
                 request_scrollback,
                 cells,
             } => match self.lookup(&terminal) {
-                Ok(t) => match self.terminals.get(&t) {
-                    Some(term) => {
-                        let json = term.state.screen_json(t.0, request_scrollback, cells);
-                        self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
-                    }
-                    None => self.send_lookup_error(id, rid, &Lookup::NotFound),
-                },
+                Ok(t) => self.cmd_get_screen(id, rid, t, request_scrollback, cells),
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
             Command::GetTerminalState {
@@ -130,14 +124,8 @@ impl ServerEngine {
             } => match self.lookup(&terminal) {
                 Ok(t) => {
                     let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
-                    match self.terminal_state_json(now, t, scrollback) {
-                        Some(json) => {
-                            self.send_result(
-                                id,
-                                rid,
-                                CommandResult::OkWith(CommandValue::Json(json)),
-                            );
-                        }
+                    match self.terminal_state_json(now, id, t, scrollback) {
+                        Some(json) => self.send_json_result(id, rid, json),
                         None => self.send_lookup_error(id, rid, &Lookup::NotFound),
                     }
                 }
