@@ -67,6 +67,11 @@ pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
 
+/// The frames of one connection the engine handles per turn ([SERVER.FAIR.1]): a read of
+/// 64 KiB holds thousands of small requests, each of which may cost a screen's reflow (a
+/// resize) or a reply; the others wait no longer than this many of them.
+pub const FRAMES_PER_TURN: usize = 32;
+
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 const FIRST_DYNAMIC: usize = 2;
@@ -402,6 +407,21 @@ impl Driver {
     }
 
     fn read_conn_into(&mut self, buf: &mut [u8], id: ConnId, token: Token, ended: bool) {
+        // [SERVER.FAIR.1] Frames an earlier read left past the engine's per-turn budget come
+        // first, one budget a turn, and the socket is not read meanwhile (the decoder holds at
+        // most one read). The token comes back next turn either way: the socket's edge was
+        // spent while it waited, and whatever it holds is read then.
+        if self.engine.is_backlogged(id) {
+            if self.host.conns.get(&id).is_some_and(|c| !c.is_closing()) {
+                self.feed(ServerEvent::Received {
+                    conn: id,
+                    bytes: &[],
+                });
+                self.flush();
+            }
+            self.host.again.push(token);
+            return;
+        }
         for _ in 0..READS_PER_WAKE {
             let Some(conn) = self.host.conns.get_mut(&id) else {
                 return;
@@ -428,6 +448,11 @@ impl Driver {
                         // What these bytes asked for (a keystroke's PTY write, a reply) goes
                         // out before any further read of the socket.
                         self.flush();
+                        if self.engine.is_backlogged(id) {
+                            // Its turn is over; the rest of what it sent waits for the next.
+                            self.host.again.push(token);
+                            return;
+                        }
                     }
                     if drains && n < buf.len() && !ended {
                         return;

@@ -29,6 +29,13 @@ pub struct ServerConfig {
     /// The most connections held at once, those being closed included ([SERVER.LIMIT.3]):
     /// each costs the driver a descriptor and buffers, so a flood is refused past it.
     pub max_connections: usize,
+    /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]); the rest
+    /// stay buffered until the driver asks again ([`ServerEngine::is_backlogged`]). A driver
+    /// serving many clients on one thread sets it, so that one client's flood of cheap frames
+    /// (a resize each) waits its turn; `usize::MAX` (the default) handles all at once.
+    ///
+    /// [`ServerEngine::is_backlogged`]: crate::server::ServerEngine::is_backlogged
+    pub frames_per_receive: usize,
 }
 
 impl ServerConfig {
@@ -45,6 +52,7 @@ impl ServerConfig {
             default_command: vec!["/bin/sh".to_owned()],
             handshake_timeout: Duration::from_secs(10),
             max_connections: 256,
+            frames_per_receive: usize::MAX,
         }
     }
 }

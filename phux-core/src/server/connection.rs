@@ -44,6 +44,8 @@ pub(super) struct Connection {
     pub(super) paused: Vec<super::LocalTerminal>,
     /// While HELLO is awaited: when the handshake times out ([SERVER.LIMIT.2]).
     pub(super) handshake_deadline: Option<crate::time::Instant>,
+    /// Whole frames wait in the decoder, past this turn's budget ([SERVER.FAIR.1]).
+    pub(super) backlogged: bool,
 }
 
 /// The most unframed bytes a connection may have buffered before HELLO is admitted
@@ -274,6 +276,7 @@ impl Connection {
             outbound: Outbound::default(),
             paused: Vec::new(),
             handshake_deadline: None,
+            backlogged: false,
         }
     }
 }

@@ -42,15 +42,26 @@ impl ServerEngine {
             return;
         }
         conn.decoder.push(bytes);
-        while let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) {
+        conn.backlogged = false;
+        // [SERVER.FAIR.1] At most `frames_per_receive` frames now; the driver comes back for
+        // the rest (an empty `Received`) after the other sources had their turn.
+        for _ in 0..self.config.frames_per_receive {
+            let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) else {
+                break;
+            };
             self.on_request(now, id, request);
         }
-        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
-        // in one read is admitted first and its followers are not counted.
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.phase == Phase::AwaitHello && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES {
+        conn.backlogged = conn.phase != Phase::Closed && conn.decoder.has_frame();
+        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
+        // in one read is admitted first and its followers are not counted; whole frames
+        // waiting their turn are not unframed bytes (and the driver reads no more meanwhile).
+        if conn.phase == Phase::AwaitHello
+            && !conn.backlogged
+            && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES
+        {
             // [SERVER.LIMIT.1] Unframed bytes before HELLO are bounded; the buffer is dropped
             // at once (the connection is closed by `fail`, so nothing is pushed again; [ERROR.FATAL.2]). FRAME_TOO_LARGE: the
             // frame under way is larger than anything this phase accepts, a framing

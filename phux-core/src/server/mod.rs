@@ -145,6 +145,14 @@ impl ServerEngine {
         self.conns.get(&conn).map(|c| c.decoder.buffered())
     }
 
+    /// Whether whole frames of the connection wait past this turn's budget
+    /// ([`ServerConfig::frames_per_receive`]): the driver hands the engine an empty
+    /// `Received` for it when the other sources have had their turn, and reads no more from
+    /// it meanwhile, so its buffer stays one read.
+    pub fn is_backlogged(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.backlogged)
+    }
+
     /// The client id of an open connection.
     fn client_of(&self, id: ConnId) -> Option<ClientId> {
         self.conns.get(&id).map(|c| c.client)
