@@ -21,7 +21,9 @@ use phux_bench::report::Report;
 use phux_bench::roles::{self, RelayMode};
 use phux_bench::{payload, tmux};
 
-use sections::{section_ack, section_core, section_echo, section_scale, section_throughput};
+use sections::{
+    section_ack, section_core, section_echo, section_hostile, section_scale, section_throughput,
+};
 
 /// Benchmarks the phux server against a direct PTY drain, a minimal relay, tmux and dtach.
 ///
@@ -83,6 +85,8 @@ enum Section {
     Scale,
     /// 5. Criterion figures of phux-proto and phux-core.
     Core,
+    /// 6. The hostile world, each attack with an honest client alongside (`--only hostile`).
+    Hostile,
 }
 
 /// The helper roles the bench runs as copies of itself (hidden from --help).
@@ -206,7 +210,8 @@ fn main() -> ExitCode {
 }
 
 fn wanted(cli: &Cli, s: Section) -> bool {
-    cli.only.is_empty() || cli.only.contains(&s)
+    // The hostile section runs only when named: its attacks load the machine for minutes.
+    (cli.only.is_empty() && s != Section::Hostile) || cli.only.contains(&s)
 }
 
 fn run(cli: &Cli) -> Result<()> {
@@ -241,7 +246,7 @@ fn run(cli: &Cli) -> Result<()> {
     );
     let server_bin = cli.server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
-    let sections: [(Section, SectionFn<'_>); 5] = [
+    let sections: [(Section, SectionFn<'_>); 6] = [
         (Section::Throughput, &|r| {
             section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
         }),
@@ -255,6 +260,10 @@ fn run(cli: &Cli) -> Result<()> {
             section_scale(r, &plan, server_bin, have_tmux)
         }),
         (Section::Core, &|r| section_core(r, cli)),
+        (Section::Hostile, &|r| {
+            section_hostile(r, server_bin);
+            Ok(())
+        }),
     ];
     for (s, f) in sections {
         if wanted(cli, s) {

@@ -8,8 +8,9 @@
 //! [`CAPACITY`] are kept, and a full ledger refuses unseen ids rather than forget a live one.
 //!
 //! So that one client cannot take the whole ledger from the others, a record counts against
-//! the share of the client whose request created it ([`SHARE`] records at most), and a request
-//! refused before its job reached a terminal leaves no record ([`OperationLedger::forget`]).
+//! the share of the client whose request created it ([`SHARE`] records at most once the
+//! ledger is half full), and a request refused before its job reached a terminal leaves no
+//! record ([`OperationLedger::forget`]).
 //!
 //! The caller computes the digest (SHA-256 of the canonical `{terminal_id, events}` payload);
 //! the ledger only compares digests.
@@ -44,8 +45,9 @@ pub const HORIZON: Duration = Duration::from_mins(10);
 /// How many records the ledger holds at most (phux 0.8: 65,536 live entries).
 pub const CAPACITY: usize = 65_536;
 
-/// How many records the requests of one client may create at most: an eighth of the ledger,
-/// some 14 operations a second for the whole horizon, so that one client cannot fill it.
+/// How many records the requests of one client may hold once the ledger is half full: an
+/// eighth of it, some 14 operations a second for the whole horizon. Below half, a client may
+/// take more, so one client can hold half the ledger at most and never the whole.
 pub const SHARE: usize = CAPACITY / 8;
 
 /// Who created a record: the engine's id for the client, counted against [`SHARE`].
@@ -298,6 +300,10 @@ impl OperationLedger {
         // and a full ledger frees what it may before refusing.
         self.prune();
         let full = self.records.len() >= self.capacity;
+        // Shares bind only once the ledger is half full: a busy client on a quiet server is
+        // not held back, and however many records one client took before, the others find
+        // at least half of the ledger theirs.
+        let pressed = self.records.len() >= self.capacity / 2;
         let slot = match self.records.entry(id) {
             Entry::Occupied(known) => {
                 let record = known.get();
@@ -320,7 +326,10 @@ impl OperationLedger {
         }
         let owned = self.owned.entry(owner).or_insert(0);
         // [INPUT.DEDUPE.12] one client's requests hold at most its share of the records.
-        if *owned >= self.share {
+        if pressed && *owned >= self.share {
+            if *owned == 0 {
+                self.owned.remove(&owner);
+            }
             return Err(LedgerRefusal::ShareFull);
         }
         *owned += 1;
@@ -642,7 +651,8 @@ mod tests {
     #[test]
     fn input_dedupe_12_one_owner_holds_at_most_its_share() {
         let other = Owner(2);
-        let mut l = OperationLedger::with_limits(4, Duration::from_secs(10)).with_share(2);
+        let mut l = OperationLedger::with_limits(4, Duration::from_secs(10)).with_share(1);
+        // Below half full the share does not bind.
         l.admit(t(0), ME, op(1), dg(1)).unwrap();
         l.admit(t(1), ME, op(2), dg(1)).unwrap();
         let refusal = l.admit(t(2), ME, op(3), dg(1)).unwrap_err();
@@ -655,10 +665,17 @@ mod tests {
         assert_eq!(l.admit(t(3), other, op(3), dg(1)), Ok(Admission::Fresh));
         assert_eq!(l.owned_by(ME), 2);
         assert_eq!(l.owned_by(other), 1);
-        // An expired record gives its owner's slot back.
+        // Half full again (the other's record and one of ours): still over the share.
         l.handle_timeout(t(10));
         assert_eq!(l.owned_by(ME), 1);
-        assert_eq!(l.admit(t(10), ME, op(4), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(
+            l.admit(t(10), ME, op(4), dg(1)),
+            Err(LedgerRefusal::ShareFull)
+        );
+        // Below half, it may take more.
+        l.handle_timeout(t(11));
+        assert_eq!(l.len(), 1);
+        assert_eq!(l.admit(t(11), ME, op(4), dg(1)), Ok(Admission::Fresh));
     }
 
     #[test]

@@ -542,6 +542,11 @@ impl Driver {
         let now = self.host.clock.now();
         self.host.on_deadlines(now, &mut Recycle(&mut self.engine));
         self.feed_observed();
+        if self.host.timers.is_expired(Timer::Trim, now) {
+            self.host.timers.stop(Timer::Trim);
+            // [SERVER.MEMORY.1]
+            crate::memory::trim();
+        }
         if self.host.timers.is_expired(Timer::AcceptRetry, now) {
             // Stopped first: a listener gone since (shutdown) must not leave it expired.
             self.host.timers.stop(Timer::AcceptRetry);

@@ -10,12 +10,14 @@ use phux_bench::stats::{Summary, ratio};
 mod ack;
 mod criterion;
 mod echo;
+mod hostile;
 mod scale;
 mod throughput;
 
 pub(crate) use ack::section_ack;
 pub(crate) use criterion::section_core;
 pub(crate) use echo::section_echo;
+pub(crate) use hostile::section_hostile;
 pub(crate) use scale::section_scale;
 pub(crate) use throughput::section_throughput;
 

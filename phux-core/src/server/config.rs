@@ -29,10 +29,11 @@ pub struct ServerConfig {
     /// The most connections held at once, those being closed included ([SERVER.LIMIT.3]):
     /// each costs the driver a descriptor and buffers, so a flood is refused past it.
     pub max_connections: usize,
-    /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]); the rest
-    /// stay buffered until the driver asks again ([`ServerEngine::is_backlogged`]). A driver
-    /// serving many clients on one thread sets it, so that one client's flood of cheap frames
-    /// (a resize each) waits its turn; `usize::MAX` (the default) handles all at once.
+    /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]), a spawn,
+    /// a resize, an attach or a screen read counting as 8; the rest stay buffered until the
+    /// driver asks again ([`ServerEngine::is_backlogged`]). A driver serving many clients on
+    /// one thread sets it, so that one client's flood waits its turn; `usize::MAX` (the
+    /// default) handles all at once.
     ///
     /// [`ServerEngine::is_backlogged`]: crate::server::ServerEngine::is_backlogged
     pub frames_per_receive: usize,

@@ -92,6 +92,29 @@ pub(super) enum Request {
     },
 }
 
+/// What a request costs a connection's turn ([SERVER.FAIR.1]), in the units of
+/// [`ServerConfig::frames_per_receive`](super::ServerConfig::frames_per_receive): most are
+/// one; those that may take a millisecond or more (a fork and exec, a screen's reflow, a
+/// bootstrap or a screen document built) count as [`COSTLY`].
+pub(super) const COSTLY: usize = 8;
+
+impl Request {
+    pub(super) fn cost(&self) -> usize {
+        use phux_proto::command::Command;
+        match self {
+            Self::Spawn(_) | Self::Resize(_) => COSTLY,
+            Self::Command(frame) => match frame.command {
+                Command::AttachTerminal { .. }
+                | Command::GetScreen { .. }
+                | Command::GetTerminalState { .. }
+                | Command::KillTerminals { .. } => COSTLY,
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
+}
+
 impl Request {
     fn fatal(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::Fatal {

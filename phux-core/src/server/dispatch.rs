@@ -43,12 +43,15 @@ impl ServerEngine {
         }
         conn.decoder.push(bytes);
         conn.backlogged = false;
-        // [SERVER.FAIR.1] At most `frames_per_receive` frames now; the driver comes back for
-        // the rest (an empty `Received`) after the other sources had their turn.
-        for _ in 0..self.config.frames_per_receive {
+        // [SERVER.FAIR.1] At most `frames_per_receive` units of work now (a costly request
+        // counts as several); the driver comes back for the rest (an empty `Received`) after
+        // the other sources had their turn.
+        let mut budget = self.config.frames_per_receive;
+        while budget > 0 {
             let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) else {
                 break;
             };
+            budget = budget.saturating_sub(request.cost());
             self.on_request(now, id, request);
         }
         let Some(conn) = self.conns.get_mut(&id) else {

@@ -242,3 +242,43 @@ fn a_flood_of_frames_is_handled_a_budget_at_a_time() {
     );
     assert_eq!(drain(&mut engine), 1);
 }
+
+#[test]
+fn a_costly_request_takes_more_of_a_turn() {
+    // [SERVER.FAIR.1]: a resize counts as 8 frames.
+    use phux_core::Instant;
+    use phux_core::server::{PeerInfo, ServerEngine, ServerEvent};
+    use phux_proto::frame::{TerminalResize, TerminalSize};
+
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.frames_per_receive = 16;
+    let mut engine = ServerEngine::new(config);
+    let c = ConnId(1);
+    let peer = PeerInfo::local();
+    engine.handle(Instant::ZERO, ServerEvent::Connected { conn: c, peer });
+    let mut bytes = hello_frame().to_bytes();
+    for _ in 0..3 {
+        let resize = TerminalResize {
+            terminal: phux_proto::TerminalId::Local(9),
+            size: TerminalSize { cols: 10, rows: 10 },
+        };
+        bytes.extend(Frame::TerminalResize(resize).to_bytes());
+    }
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    // HELLO and two resizes fill the turn of 16; the third waits.
+    assert!(engine.is_backlogged(c));
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &[],
+        },
+    );
+    assert!(!engine.is_backlogged(c));
+}

@@ -153,15 +153,15 @@ fn full_ledger_refuses_new_ids_and_resolves_known_ones() {
 
 #[test]
 fn one_client_holds_at_most_its_share_of_the_ledger() {
-    // [INPUT.DEDUPE.12]
+    // [INPUT.DEDUPE.12]: shares bind once the ledger is half full; one client then holds half.
     let (mut h, c, t) = setup();
-    let peers = fill_with_written_operations(&mut h, c, 1, 8192);
+    let peers = fill_with_written_operations(&mut h, c, 1, 32_768);
     let (flooder, flooder_t) = peers[0].clone();
     assert_eq!(
         code(&apply(&mut h, flooder, 5, &flooder_t, vec![paste(b"more")])),
         Some(ErrorCode::RESOURCE_EXHAUSTED)
     );
-    assert_eq!(h.pty(&flooder_t).read_log(), vec![b'n'; 8192]);
+    assert_eq!(h.pty(&flooder_t).read_log(), vec![b'n'; 32_768]);
     // Everyone else still has room.
     assert_eq!(
         apply(&mut h, c, 5, &t, vec![paste(b"honest")]),
