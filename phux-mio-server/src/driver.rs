@@ -72,6 +72,11 @@ const READS_PER_WAKE: usize = 16;
 /// resize) or a reply; the others wait no longer than this many of them.
 pub const FRAMES_PER_TURN: usize = 32;
 
+/// The most time one source's reads take per turn ([SERVER.FAIR.2]) before the others get
+/// theirs: ordinary output takes far less (a 4 KiB chunk is tens of microseconds), output
+/// whose bytes cost many cells each is cut into slices of this.
+pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
+
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 const FIRST_DYNAMIC: usize = 2;
@@ -492,7 +497,13 @@ impl Driver {
         // kernel refill it for the next read. The frames of bulk reads still leave in large
         // writes, as the flush policy says: one between two reads, the rest when the wake-up's
         // reads are done.
+        let slice_end = self.host.clock.now() + SOURCE_SLICE;
         for _ in 0..READS_PER_WAKE {
+            // [SERVER.FAIR.2] A few bytes may cost many cells (REP, combining marks on a wide
+            // screen): a terminal's turn ends after a slice of time, not only of reads.
+            if self.host.clock.now() >= slice_end {
+                break;
+            }
             let Some(t) = self.host.terminals.get_mut(&terminal) else {
                 return;
             };
