@@ -37,6 +37,10 @@ pub struct ServerConfig {
     ///
     /// [`ServerEngine::is_backlogged`]: crate::server::ServerEngine::is_backlogged
     pub frames_per_receive: usize,
+    /// The most bytes queued for all connections together ([SERVER.LIMIT.5]): past it the
+    /// connection holding the most is detached, so that many slow readers, each within its
+    /// own budgets, cannot together exhaust the server's memory.
+    pub queued_budget: usize,
 }
 
 impl ServerConfig {
@@ -54,6 +58,7 @@ impl ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             max_connections: 256,
             frames_per_receive: usize::MAX,
+            queued_budget: 256 * 1024 * 1024,
         }
     }
 }

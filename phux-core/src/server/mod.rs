@@ -75,6 +75,11 @@ pub use handshake::PROTOCOL_VERSION;
 pub struct ServerEngine {
     config: ServerConfig,
     conns: BTreeMap<ConnId, Connection>,
+    /// Bytes queued for every connection together, not yet reported `Sent` ([SERVER.LIMIT.5]).
+    queued: usize,
+    /// A connection is being failed for the server-wide budget: the frames that says so do
+    /// not start another round of shedding.
+    shedding: bool,
     /// When each connection still awaiting HELLO times out ([SERVER.LIMIT.2]), soonest
     /// first: an entry leaves when its connection is admitted, closed or gone.
     handshakes: BTreeSet<(Instant, ConnId)>,
@@ -103,6 +108,8 @@ impl ServerEngine {
         Self {
             config,
             conns: BTreeMap::new(),
+            queued: 0,
+            shedding: false,
             handshakes: BTreeSet::new(),
             terminals: BTreeMap::new(),
             ledger: OperationLedger::default(),
@@ -133,6 +140,11 @@ impl ServerEngine {
     /// Live terminals (exited ones included until killed).
     pub fn terminal_count(&self) -> usize {
         self.terminals.len()
+    }
+
+    /// Bytes queued for all connections together and not yet reported `Sent`.
+    pub fn queued_total(&self) -> usize {
+        self.queued
     }
 
     /// Bytes queued for a connection and not yet reported `Sent`.
@@ -284,7 +296,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        let before = conn.outbound.total();
         conn.outbound.sent(bytes);
+        self.queued = self.queued.saturating_sub(before - conn.outbound.total());
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
         if conn.phase == Phase::Ready
             && !conn.paused.is_empty()
@@ -299,6 +313,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        self.queued = self.queued.saturating_sub(conn.outbound.total());
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
         for change in self.leases.disconnect(conn.client) {
             self.broadcast_lease_change(&change);

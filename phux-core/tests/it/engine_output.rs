@@ -563,3 +563,45 @@ fn a_client_that_reattaches_without_reading_holds_a_bounded_queue() {
         .count();
     assert_eq!(begins, 1);
 }
+
+#[test]
+fn past_the_server_wide_budget_the_heaviest_reader_is_detached() {
+    // [SERVER.LIMIT.5]
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.queued_budget = 300 * 1024;
+    let mut h = Harness::with_config(config);
+    let (lazy, busy, reader) = (h.client(), h.client(), h.client());
+    let t = h.spawn(reader);
+    for c in [lazy, busy, reader] {
+        attach(&mut h, c, &t);
+    }
+    h.stall_reader(lazy);
+    h.stall_reader(busy);
+    // `busy` reads a little; `lazy` nothing: `lazy` holds the most when the budget is passed.
+    let chunk = vec![b'z'; 16 * 1024];
+    for _ in 0..8 {
+        h.pty(&t).script(&chunk);
+        h.settle();
+        h.read_some(busy, 8 * 1024);
+    }
+    assert!(h.conn(lazy).is_open() && h.conn(busy).is_open());
+    for _ in 0..8 {
+        h.pty(&t).script(&chunk);
+        h.settle();
+        h.read_some(busy, 8 * 1024);
+    }
+    h.resume_reader(lazy);
+    h.settle();
+    let frames = h.recv(lazy);
+    assert!(
+        frames.iter().any(|f| matches!(f, Frame::Error(e)
+            if e.code == phux_proto::ErrorCode::RESOURCE_EXHAUSTED)),
+        "{:?}",
+        frames.last()
+    );
+    assert!(matches!(frames.last(), Some(Frame::Detached(_))));
+    // The others are served: the reader got every byte.
+    let got: usize = outputs(&h.recv(reader)).iter().map(|o| o.1.len()).sum();
+    assert_eq!(got, 16 * 16 * 1024);
+    assert!(h.conn(reader).is_open() && h.conn(busy).is_open());
+}
