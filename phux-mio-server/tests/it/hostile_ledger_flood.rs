@@ -17,17 +17,15 @@ fn refused_floods_leave_the_ledger_to_others() {
     flooder.hello();
     let nowhere = TerminalId::Local(4_000_000_000);
     let mut batch = Vec::new();
-    let mut last = 0;
     for n in 1..=FLOOD {
         let op = OperationId::from_u128(u128::from(n)).expect("non-zero");
         batch.extend(paste_command(n, op, &nowhere, b"n".to_vec()).to_bytes());
-        last = n;
         if batch.len() > 60_000 || n == FLOOD {
             flooder.send_raw(&batch);
             batch.clear();
             // Every one refused at step 4, none at the ledger.
             flooder.wait_for("the batch's last result", |f| match f {
-                Frame::CommandResult(r) if r.request_id == last => Some(()),
+                Frame::CommandResult(r) if r.request_id == n => Some(()),
                 _ => None,
             });
         }
