@@ -417,13 +417,20 @@ impl Driver {
         // most one read). The token comes back next turn either way: the socket's edge was
         // spent while it waited, and whatever it holds is read then.
         if self.engine.is_backlogged(id) {
-            if self.host.conns.get(&id).is_some_and(|c| !c.is_closing()) {
-                self.feed(ServerEvent::Received {
-                    conn: id,
-                    bytes: &[],
-                });
-                self.flush();
+            if self
+                .host
+                .conns
+                .get(&id)
+                .is_none_or(crate::conn::Conn::is_closing)
+            {
+                // After Close the engine is done with it: nothing to come back for.
+                return;
             }
+            self.feed(ServerEvent::Received {
+                conn: id,
+                bytes: &[],
+            });
+            self.flush();
             self.host.again.push(token);
             return;
         }

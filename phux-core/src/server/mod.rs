@@ -162,7 +162,10 @@ impl ServerEngine {
     /// `Received` for it when the other sources have had their turn, and reads no more from
     /// it meanwhile, so its buffer stays one read.
     pub fn is_backlogged(&self, conn: ConnId) -> bool {
-        self.conns.get(&conn).is_some_and(|c| c.backlogged)
+        // A connection closed since (failed, detached, shed) has nothing left to handle.
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| c.backlogged && c.phase != Phase::Closed)
     }
 
     /// The client id of an open connection.
