@@ -10,6 +10,7 @@
 pub mod client;
 pub mod core;
 pub mod error;
+pub mod hostile;
 pub mod latency;
 pub mod payload;
 pub mod procs;

@@ -22,7 +22,8 @@ use phux_bench::roles::{self, RelayMode};
 use phux_bench::{payload, tmux};
 
 use sections::{
-    section_ack, section_core, section_echo, section_scale, section_ssh, section_throughput,
+    section_ack, section_core, section_echo, section_hostile, section_scale, section_ssh,
+    section_throughput,
 };
 
 /// Benchmarks the phux server against a direct PTY drain, a minimal relay, tmux and dtach.
@@ -87,6 +88,8 @@ enum Section {
     Core,
     /// 6. APPLY_INPUT and echo through `ssh localhost ... bridge` (a loopback sshd of its own).
     Ssh,
+    /// 7. The hostile world, each attack with an honest client alongside (`--only hostile`).
+    Hostile,
 }
 
 /// The helper roles the bench runs as copies of itself (hidden from --help).
@@ -221,7 +224,8 @@ fn main() -> ExitCode {
 }
 
 fn wanted(cli: &Cli, s: Section) -> bool {
-    cli.only.is_empty() || cli.only.contains(&s)
+    // The hostile section runs only when named: its attacks load the machine for minutes.
+    (cli.only.is_empty() && s != Section::Hostile) || cli.only.contains(&s)
 }
 
 fn run(cli: &Cli) -> Result<()> {
@@ -256,7 +260,7 @@ fn run(cli: &Cli) -> Result<()> {
     );
     let server_bin = cli.server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
-    let sections: [(Section, SectionFn<'_>); 6] = [
+    let sections: [(Section, SectionFn<'_>); 7] = [
         (Section::Throughput, &|r| {
             section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
         }),
@@ -271,6 +275,10 @@ fn run(cli: &Cli) -> Result<()> {
         }),
         (Section::Core, &|r| section_core(r, cli)),
         (Section::Ssh, &|r| section_ssh(r, &plan, server_bin)),
+        (Section::Hostile, &|r| {
+            section_hostile(r, server_bin);
+            Ok(())
+        }),
     ];
     for (s, f) in sections {
         if wanted(cli, s) {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use phux_core::Instant;
-use phux_core::ledger::{Admission, CAPACITY, LedgerRefusal, OperationLedger, PayloadDigest};
+use phux_core::ledger::{
+    Admission, CAPACITY, LedgerRefusal, OperationLedger, Owner, PayloadDigest, SHARE,
+};
 use phux_core::writer::WriteOutcome;
 use phux_proto::OperationId;
 
@@ -36,11 +38,12 @@ fn digest(id: OperationId) -> PayloadDigest {
     PayloadDigest(d)
 }
 
-/// A ledger holding `CAPACITY` final records, all admitted at t=0.
+/// A ledger holding `CAPACITY` final records, all admitted at t=0, each client's share full.
 fn full_ledger(ids: &[OperationId]) -> OperationLedger {
     let mut ledger = OperationLedger::new();
-    for &id in ids {
-        ledger.admit(Instant::ZERO, id, digest(id)).unwrap();
+    for (n, &id) in ids.iter().enumerate() {
+        let owner = Owner(u32::try_from(n / SHARE).unwrap());
+        ledger.admit(Instant::ZERO, owner, id, digest(id)).unwrap();
         ledger.handed_off(id).unwrap();
         ledger.complete(id, WriteOutcome::Written).unwrap();
     }
@@ -69,7 +72,7 @@ fn bench_ledger(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 7919) % CAPACITY;
             let id = known[i];
-            let got = ledger.admit(now, black_box(id), digest(id));
+            let got = ledger.admit(now, Owner(0), black_box(id), digest(id));
             debug_assert_eq!(got, Ok(Admission::Cached(WriteOutcome::Written)));
             black_box(got)
         });
@@ -83,7 +86,7 @@ fn bench_ledger(c: &mut Criterion) {
     let stranger = unseen[0];
     c.bench_function("ledger/admit_unseen_refused_full", |b| {
         b.iter(|| {
-            let got = ledger.admit(now, black_box(stranger), digest(stranger));
+            let got = ledger.admit(now, Owner(u32::MAX), black_box(stranger), digest(stranger));
             debug_assert_eq!(got, Err(LedgerRefusal::Full));
             black_box(got)
         });
@@ -96,7 +99,7 @@ fn bench_ledger(c: &mut Criterion) {
     let mut t = 0u64;
     for &id in &stream[..CAPACITY] {
         churn
-            .admit(Instant::from_micros(t), id, digest(id))
+            .admit(Instant::from_micros(t), Owner(0), id, digest(id))
             .unwrap();
         t += 1;
     }
@@ -105,7 +108,7 @@ fn bench_ledger(c: &mut Criterion) {
         b.iter(|| {
             let id = stream[k % stream.len()];
             k += 1;
-            let got = churn.admit(Instant::from_micros(t), id, digest(id));
+            let got = churn.admit(Instant::from_micros(t), Owner(0), id, digest(id));
             t += 1;
             black_box(got)
         });

@@ -86,6 +86,20 @@ impl FrameDecoder {
         }
     }
 
+    /// Whether [`FrameDecoder::poll_frame`] would return a frame or an error now, without
+    /// more bytes: a caller that stopped polling early knows there is more to take.
+    pub fn has_frame(&self) -> bool {
+        if self.failed.is_some() {
+            return true;
+        }
+        let pending = self.buf.get(self.start..).unwrap_or_default();
+        match framing::parse_header(pending) {
+            Ok(Some(header)) => pending.len() >= header.frame_len(),
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+
     /// Bytes buffered and not yet framed.
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.start

@@ -7,6 +7,11 @@
 //! payload is refused. Records live for [`HORIZON`] from their first admission; at most
 //! [`CAPACITY`] are kept, and a full ledger refuses unseen ids rather than forget a live one.
 //!
+//! So that one client cannot take the whole ledger from the others, a record counts against
+//! the share of the client whose request created it ([`SHARE`] records at most once the
+//! ledger is half full), and a request refused before its job reached a terminal leaves no
+//! record ([`OperationLedger::forget`]).
+//!
 //! The caller computes the digest (SHA-256 of the canonical `{terminal_id, events}` payload);
 //! the ledger only compares digests.
 //!
@@ -15,7 +20,8 @@
 //! ```text
 //!  admit ─Fresh─▶ Bound ──handed_off──▶ InFlight ──complete──▶ Final(result)
 //!                  ▲  │                                          │
-//!    admit ─Rebound┘  └─release (pre-handoff refusal)            └─ admit ─▶ Cached(result)
+//!    admit ─Rebound┘  ├─release (pre-handoff refusal, kept)        └─ admit ─▶ Cached(result)
+//!                     └─forget (pre-handoff refusal of a fresh id: no record)
 //! ```
 //!
 //! Every record is pruned [`HORIZON`] after its first admission, lazily, in admission order,
@@ -38,6 +44,15 @@ pub const HORIZON: Duration = Duration::from_mins(10);
 
 /// How many records the ledger holds at most (phux 0.8: 65,536 live entries).
 pub const CAPACITY: usize = 65_536;
+
+/// How many records the requests of one client may hold once the ledger is half full: an
+/// eighth of it, some 14 operations a second for the whole horizon. Below half, a client may
+/// take more, so one client can hold half the ledger at most and never the whole.
+pub const SHARE: usize = CAPACITY / 8;
+
+/// Who created a record: the engine's id for the client, counted against [`SHARE`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Owner(pub u32);
 
 /// SHA-256 of an operation's canonical payload. Computed by the caller, compared here.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -89,6 +104,9 @@ pub enum LedgerRefusal {
     /// The id is unseen and the ledger holds `capacity` unexpired records.
     #[error("acknowledged-input dedupe cache is full")]
     Full,
+    /// The id is unseen and the requesting client's records fill its share.
+    #[error("this client's share of the acknowledged-input dedupe cache is full")]
+    ShareFull,
 }
 
 impl LedgerRefusal {
@@ -96,7 +114,7 @@ impl LedgerRefusal {
     pub fn code(self) -> ErrorCode {
         match self {
             Self::DigestMismatch => ErrorCode::INVALID_COMMAND,
-            Self::Full => ErrorCode::RESOURCE_EXHAUSTED,
+            Self::Full | Self::ShareFull => ErrorCode::RESOURCE_EXHAUSTED,
         }
     }
 }
@@ -140,7 +158,10 @@ pub struct OperationLedger {
     // Every record that still has a horizon to reach, in admission order (oldest first).
     // Records only leave from the front, so the queue and the map never disagree.
     order: VecDeque<(Instant, OperationId)>,
+    // Records held per owner; an owner with none has no entry.
+    owned: HashMap<Owner, usize>,
     capacity: usize,
+    share: usize,
     horizon: Duration,
     // The latest `now` seen. Admission times never go backwards, which keeps `order` sorted.
     clock: Instant,
@@ -149,6 +170,7 @@ pub struct OperationLedger {
 #[derive(Clone, Copy, Debug)]
 struct Record {
     digest: PayloadDigest,
+    owner: Owner,
     admitted_at: Instant,
     state: OperationState,
     // Past its horizon while in flight: no longer in `order`, dropped at completion.
@@ -162,20 +184,41 @@ impl Default for OperationLedger {
 }
 
 impl OperationLedger {
-    /// A ledger with the phux limits: [`CAPACITY`] records, [`HORIZON`] retention.
+    /// A ledger with the phux limits: [`CAPACITY`] records, [`HORIZON`] retention, and our
+    /// [`SHARE`] per client.
     pub fn new() -> Self {
-        Self::with_limits(CAPACITY, HORIZON)
+        Self::with_limits(CAPACITY, HORIZON).with_share(SHARE)
     }
 
-    /// A ledger with other limits (tests use small ones). Nothing is allocated up front.
+    /// A ledger with other limits (tests use small ones), one owner may take every record.
+    /// Nothing is allocated up front.
     pub fn with_limits(capacity: usize, horizon: Duration) -> Self {
         Self {
             records: HashMap::new(),
             order: VecDeque::new(),
+            owned: HashMap::new(),
             capacity,
+            share: capacity,
             horizon,
             clock: Instant::ZERO,
         }
+    }
+
+    /// The same ledger with at most `share` records per owner.
+    #[must_use]
+    pub fn with_share(mut self, share: usize) -> Self {
+        self.share = share;
+        self
+    }
+
+    /// How many records one owner may hold.
+    pub fn share(&self) -> usize {
+        self.share
+    }
+
+    /// How many records `owner` holds.
+    pub fn owned_by(&self, owner: Owner) -> usize {
+        self.owned.get(&owner).copied().unwrap_or(0)
     }
 
     // ---- getters ----
@@ -248,6 +291,7 @@ impl OperationLedger {
     pub fn admit(
         &mut self,
         now: Instant,
+        owner: Owner,
         id: OperationId,
         digest: PayloadDigest,
     ) -> Result<Admission, LedgerRefusal> {
@@ -256,6 +300,10 @@ impl OperationLedger {
         // and a full ledger frees what it may before refusing.
         self.prune();
         let full = self.records.len() >= self.capacity;
+        // Shares bind only once the ledger is half full: a busy client on a quiet server is
+        // not held back, and however many records one client took before, the others find
+        // at least half of the ledger theirs.
+        let pressed = self.records.len() >= self.capacity / 2;
         let slot = match self.records.entry(id) {
             Entry::Occupied(known) => {
                 let record = known.get();
@@ -276,10 +324,20 @@ impl OperationLedger {
         if full {
             return Err(LedgerRefusal::Full);
         }
+        let owned = self.owned.entry(owner).or_insert(0);
+        // [INPUT.DEDUPE.12] one client's requests hold at most its share of the records.
+        if pressed && *owned >= self.share {
+            if *owned == 0 {
+                self.owned.remove(&owner);
+            }
+            return Err(LedgerRefusal::ShareFull);
+        }
+        *owned += 1;
         // [INPUT.DEDUPE.1] the binding is made at first admission; the horizon counts from here.
         let admitted_at = self.clock;
         slot.insert(Record {
             digest,
+            owner,
             admitted_at,
             state: OperationState::Bound,
             overdue: false,
@@ -321,7 +379,7 @@ impl OperationLedger {
         }
         if record.overdue {
             // Past its horizon: it was kept only so retries could not write while in flight.
-            self.records.remove(&id);
+            self.remove(id);
         } else {
             // [INPUT.DEDUPE.7] OK, 205, 206 and writer-side 207 are final and replayed.
             record.state = OperationState::Final(result);
@@ -343,6 +401,40 @@ impl OperationLedger {
         }
     }
 
+    /// Undoes the admission of an unseen id (`admit` said [`Admission::Fresh`]) whose request
+    /// was refused before its job reached a terminal: no record remains, as if the id had
+    /// never been seen, so refused requests occupy nothing ([INPUT.DEDUPE.9]).
+    pub fn forget(&mut self, id: OperationId) -> Result<(), LedgerMisuse> {
+        let record = self.records.get(&id).ok_or(LedgerMisuse::Unknown { id })?;
+        if record.state != OperationState::Bound {
+            return Err(LedgerMisuse::NotBound {
+                id,
+                state: record.state,
+            });
+        }
+        let entry = (record.admitted_at, id);
+        self.remove(id);
+        // Admitted last, the record is the queue's last entry whenever the engine forgets it,
+        // so the search from the back ends at once.
+        if let Some(i) = self.order.iter().rposition(|e| *e == entry) {
+            self.order.remove(i);
+        }
+        Ok(())
+    }
+
+    /// Drops a record and its owner's count.
+    fn remove(&mut self, id: OperationId) {
+        let Some(record) = self.records.remove(&id) else {
+            return;
+        };
+        if let Entry::Occupied(mut owned) = self.owned.entry(record.owner) {
+            *owned.get_mut() -= 1;
+            if *owned.get() == 0 {
+                owned.remove();
+            }
+        }
+    }
+
     // [INPUT.DEDUPE.4] FIFO by admission: the queue is sorted, so stop at the first live one.
     fn prune(&mut self) {
         while let Some(&(at, id)) = self.order.front() {
@@ -352,9 +444,7 @@ impl OperationLedger {
             self.order.pop_front();
             match self.records.get_mut(&id) {
                 Some(record) if record.state == OperationState::InFlight => record.overdue = true,
-                Some(_) => {
-                    self.records.remove(&id);
-                }
+                Some(_) => self.remove(id),
                 None => {}
             }
         }
@@ -365,6 +455,8 @@ impl OperationLedger {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    const ME: Owner = Owner(1);
 
     fn op(n: u128) -> OperationId {
         OperationId::from_u128(n).unwrap()
@@ -381,7 +473,7 @@ mod tests {
     #[test]
     fn input_dedupe_1_first_admission_binds_fresh() {
         let mut l = OperationLedger::new();
-        assert_eq!(l.admit(t(0), op(1), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(l.admit(t(0), ME, op(1), dg(1)), Ok(Admission::Fresh));
         assert_eq!(
             l.get(&op(1)),
             Some(LedgerEntry {
@@ -396,12 +488,12 @@ mod tests {
     #[test]
     fn input_dedupe_2_retry_replays_final_result_and_waits_while_in_flight() {
         let mut l = OperationLedger::new();
-        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
         l.handed_off(op(1)).unwrap();
-        assert_eq!(l.admit(t(1), op(1), dg(1)), Ok(Admission::InFlight));
+        assert_eq!(l.admit(t(1), ME, op(1), dg(1)), Ok(Admission::InFlight));
         l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
-            l.admit(t(2), op(1), dg(1)),
+            l.admit(t(2), ME, op(1), dg(1)),
             Ok(Admission::Cached(WriteOutcome::Written))
         );
         // Every final result is replayed verbatim, including the limit of a 206.
@@ -410,30 +502,33 @@ mod tests {
             (3, WriteOutcome::CanonicalRefused { limit: 4096 }),
             (4, WriteOutcome::NotWritten),
         ] {
-            l.admit(t(3), op(n), dg(1)).unwrap();
+            l.admit(t(3), ME, op(n), dg(1)).unwrap();
             l.handed_off(op(n)).unwrap();
             l.complete(op(n), result).unwrap();
-            assert_eq!(l.admit(t(4), op(n), dg(1)), Ok(Admission::Cached(result)));
+            assert_eq!(
+                l.admit(t(4), ME, op(n), dg(1)),
+                Ok(Admission::Cached(result))
+            );
         }
     }
 
     #[test]
     fn input_dedupe_3_same_id_other_payload_is_invalid_command() {
         let mut l = OperationLedger::new();
-        l.admit(t(0), op(1), dg(1)).unwrap();
-        let refusal = l.admit(t(1), op(1), dg(2)).unwrap_err();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
+        let refusal = l.admit(t(1), ME, op(1), dg(2)).unwrap_err();
         assert_eq!(refusal, LedgerRefusal::DigestMismatch);
         assert_eq!(refusal.code(), ErrorCode::INVALID_COMMAND);
         // Also once final: the binding outlives the result's replay.
         l.handed_off(op(1)).unwrap();
         l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
-            l.admit(t(2), op(1), dg(2)),
+            l.admit(t(2), ME, op(1), dg(2)),
             Err(LedgerRefusal::DigestMismatch)
         );
         // The refusal did not disturb the record.
         assert_eq!(
-            l.admit(t(3), op(1), dg(1)),
+            l.admit(t(3), ME, op(1), dg(1)),
             Ok(Admission::Cached(WriteOutcome::Written))
         );
     }
@@ -441,10 +536,10 @@ mod tests {
     #[test]
     fn input_dedupe_4_horizon_counts_from_first_admission() {
         let mut l = OperationLedger::new();
-        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
         assert_eq!(l.poll_timeout(), Some(t(600)));
         // A rebind does not extend the horizon.
-        assert_eq!(l.admit(t(599), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(l.admit(t(599), ME, op(1), dg(1)), Ok(Admission::Rebound));
         assert_eq!(l.poll_timeout(), Some(t(600)));
         l.handle_timeout(t(599));
         assert_eq!(l.len(), 1);
@@ -452,17 +547,17 @@ mod tests {
         assert!(l.is_empty());
         assert_eq!(l.poll_timeout(), None);
         // Past the horizon the id is unseen: a new payload under it is fresh, not a mismatch.
-        assert_eq!(l.admit(t(601), op(1), dg(2)), Ok(Admission::Fresh));
+        assert_eq!(l.admit(t(601), ME, op(1), dg(2)), Ok(Admission::Fresh));
     }
 
     #[test]
     fn input_dedupe_4_pruning_is_fifo_and_lazy_at_admit() {
         let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
-        l.admit(t(0), op(1), dg(1)).unwrap();
-        l.admit(t(5), op(2), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
+        l.admit(t(5), ME, op(2), dg(1)).unwrap();
         assert_eq!(l.poll_timeout(), Some(t(10)));
         // No handle_timeout: the next admission prunes.
-        l.admit(t(12), op(3), dg(1)).unwrap();
+        l.admit(t(12), ME, op(3), dg(1)).unwrap();
         assert_eq!(l.get(&op(1)), None);
         assert!(l.get(&op(2)).is_some());
         assert_eq!(l.poll_timeout(), Some(t(15)));
@@ -471,34 +566,34 @@ mod tests {
     #[test]
     fn input_dedupe_4_in_flight_record_outlives_horizon_until_completion() {
         let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
-        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
         l.handed_off(op(1)).unwrap();
         l.handle_timeout(t(20));
         // A retry must not write while the first job may still be written.
-        assert_eq!(l.admit(t(21), op(1), dg(1)), Ok(Admission::InFlight));
+        assert_eq!(l.admit(t(21), ME, op(1), dg(1)), Ok(Admission::InFlight));
         assert_eq!(l.poll_timeout(), None);
         l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(l.get(&op(1)), None);
-        assert_eq!(l.admit(t(22), op(1), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(l.admit(t(22), ME, op(1), dg(1)), Ok(Admission::Fresh));
     }
 
     #[test]
     fn input_dedupe_5_full_ledger_refuses_unseen_ids_without_eviction() {
         let mut l = OperationLedger::with_limits(2, Duration::from_secs(10));
-        l.admit(t(0), op(1), dg(1)).unwrap();
-        l.admit(t(1), op(2), dg(1)).unwrap();
-        let refusal = l.admit(t(2), op(3), dg(1)).unwrap_err();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
+        l.admit(t(1), ME, op(2), dg(1)).unwrap();
+        let refusal = l.admit(t(2), ME, op(3), dg(1)).unwrap_err();
         assert_eq!(refusal, LedgerRefusal::Full);
         assert_eq!(refusal.code(), ErrorCode::RESOURCE_EXHAUSTED);
         // Known ids still resolve when full.
-        assert_eq!(l.admit(t(3), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(l.admit(t(3), ME, op(1), dg(1)), Ok(Admission::Rebound));
         assert_eq!(
-            l.admit(t(3), op(2), dg(9)),
+            l.admit(t(3), ME, op(2), dg(9)),
             Err(LedgerRefusal::DigestMismatch)
         );
         assert_eq!(l.len(), 2);
         // Once the oldest expires, an unseen id fits.
-        assert_eq!(l.admit(t(10), op(3), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(l.admit(t(10), ME, op(3), dg(1)), Ok(Admission::Fresh));
         assert_eq!(l.get(&op(1)), None);
         assert!(l.get(&op(2)).is_some());
     }
@@ -513,21 +608,79 @@ mod tests {
     #[test]
     fn input_dedupe_6_pre_handoff_refusal_keeps_binding_only() {
         let mut l = OperationLedger::new();
-        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
         // e.g. the lease was held by another client (204): not cached.
         l.release(op(1)).unwrap();
-        assert_eq!(l.admit(t(1), op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(l.admit(t(1), ME, op(1), dg(1)), Ok(Admission::Rebound));
         assert_eq!(
-            l.admit(t(1), op(1), dg(2)),
+            l.admit(t(1), ME, op(1), dg(2)),
             Err(LedgerRefusal::DigestMismatch)
         );
         // The re-evaluation may succeed this time.
         l.handed_off(op(1)).unwrap();
         l.complete(op(1), WriteOutcome::Written).unwrap();
         assert_eq!(
-            l.admit(t(2), op(1), dg(1)),
+            l.admit(t(2), ME, op(1), dg(1)),
             Ok(Admission::Cached(WriteOutcome::Written))
         );
+    }
+
+    #[test]
+    fn input_dedupe_9_forget_leaves_no_record() {
+        let mut l = OperationLedger::with_limits(1, Duration::from_secs(10));
+        assert_eq!(l.admit(t(0), ME, op(1), dg(1)), Ok(Admission::Fresh));
+        l.forget(op(1)).unwrap();
+        assert!(l.is_empty());
+        assert_eq!(l.owned_by(ME), 0);
+        assert_eq!(l.poll_timeout(), None);
+        // Another payload under the id is fresh, and the one slot is free for it.
+        assert_eq!(l.admit(t(1), ME, op(1), dg(2)), Ok(Admission::Fresh));
+        assert_eq!(l.admit(t(1), ME, op(2), dg(1)), Err(LedgerRefusal::Full));
+        // Only a merely bound record is forgotten.
+        l.handed_off(op(1)).unwrap();
+        assert_eq!(
+            l.forget(op(1)),
+            Err(LedgerMisuse::NotBound {
+                id: op(1),
+                state: OperationState::InFlight
+            })
+        );
+        assert_eq!(l.forget(op(2)), Err(LedgerMisuse::Unknown { id: op(2) }));
+    }
+
+    #[test]
+    fn input_dedupe_12_one_owner_holds_at_most_its_share() {
+        let other = Owner(2);
+        let mut l = OperationLedger::with_limits(4, Duration::from_secs(10)).with_share(1);
+        // Below half full the share does not bind.
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
+        l.admit(t(1), ME, op(2), dg(1)).unwrap();
+        let refusal = l.admit(t(2), ME, op(3), dg(1)).unwrap_err();
+        assert_eq!(refusal, LedgerRefusal::ShareFull);
+        assert_eq!(refusal.code(), ErrorCode::RESOURCE_EXHAUSTED);
+        // Known ids still resolve for the owner, whoever asks.
+        assert_eq!(l.admit(t(2), ME, op(1), dg(1)), Ok(Admission::Rebound));
+        assert_eq!(l.admit(t(2), other, op(2), dg(1)), Ok(Admission::Rebound));
+        // Others keep their own share.
+        assert_eq!(l.admit(t(3), other, op(3), dg(1)), Ok(Admission::Fresh));
+        assert_eq!(l.owned_by(ME), 2);
+        assert_eq!(l.owned_by(other), 1);
+        // Half full again (the other's record and one of ours): still over the share.
+        l.handle_timeout(t(10));
+        assert_eq!(l.owned_by(ME), 1);
+        assert_eq!(
+            l.admit(t(10), ME, op(4), dg(1)),
+            Err(LedgerRefusal::ShareFull)
+        );
+        // Below half, it may take more.
+        l.handle_timeout(t(11));
+        assert_eq!(l.len(), 1);
+        assert_eq!(l.admit(t(11), ME, op(4), dg(1)), Ok(Admission::Fresh));
+    }
+
+    #[test]
+    fn default_share_is_an_eighth() {
+        assert_eq!(OperationLedger::new().share(), 8192);
     }
 
     #[test]
@@ -554,7 +707,7 @@ mod tests {
             l.handed_off(op(1)),
             Err(LedgerMisuse::Unknown { id: op(1) })
         );
-        l.admit(t(0), op(1), dg(1)).unwrap();
+        l.admit(t(0), ME, op(1), dg(1)).unwrap();
         assert_eq!(
             l.complete(op(1), WriteOutcome::Written),
             Err(LedgerMisuse::NotInFlight {
@@ -587,7 +740,7 @@ mod tests {
             })
         );
         assert_eq!(
-            l.admit(t(1), op(1), dg(1)),
+            l.admit(t(1), ME, op(1), dg(1)),
             Ok(Admission::Cached(WriteOutcome::Unknown))
         );
     }
@@ -595,9 +748,9 @@ mod tests {
     #[test]
     fn clock_going_backwards_does_not_break_fifo() {
         let mut l = OperationLedger::with_limits(10, Duration::from_secs(10));
-        l.admit(t(5), op(1), dg(1)).unwrap();
+        l.admit(t(5), ME, op(1), dg(1)).unwrap();
         // A driver bug: an earlier `now`. Treated as the latest time seen.
-        l.admit(t(1), op(2), dg(1)).unwrap();
+        l.admit(t(1), ME, op(2), dg(1)).unwrap();
         assert_eq!(l.get(&op(2)).unwrap().admitted_at, t(5));
         l.handle_timeout(t(15));
         assert!(l.is_empty());
@@ -611,10 +764,11 @@ mod tests {
     fn step_strategy() -> impl Strategy<Value = LedgerStep> {
         let id = 1u128..=6;
         prop_oneof![
-            4 => (id.clone(), 0u8..3).prop_map(|(i, d)| LedgerStep::Admit(i, d)),
+            4 => (id.clone(), 0u8..3, 0u8..2).prop_map(|(i, d, o)| LedgerStep::Admit(i, d, o)),
             2 => id.clone().prop_map(LedgerStep::HandedOff),
             2 => (id.clone(), 0u8..4, 0u32..3).prop_map(|(i, k, l)| LedgerStep::Complete(i, k, l)),
             1 => id.clone().prop_map(LedgerStep::Release),
+            1 => id.clone().prop_map(LedgerStep::Forget),
             2 => (0u64..40).prop_map(LedgerStep::Advance),
             1 => Just(LedgerStep::HandleTimeout),
             1 => id.prop_map(LedgerStep::Lookup),
@@ -623,14 +777,15 @@ mod tests {
     }
 
     proptest! {
-        // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.7] checked step by step against the naive model.
+        // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.9] and [INPUT.DEDUPE.12] checked step by step against the naive model.
         #[test]
         fn ledger_matches_naive_model(
             capacity in 1u8..5,
             horizon_us in 1u8..120,
+            share in 1u8..5,
             steps in proptest::collection::vec(step_strategy(), 1..200),
         ) {
-            crate::fuzzing::run_ledger(&LedgerScenario { capacity, horizon_us, steps });
+            crate::fuzzing::run_ledger(&LedgerScenario { capacity, horizon_us, share, steps });
         }
     }
 }

@@ -18,7 +18,7 @@
 //! ```
 
 pub use phux_term::SCREEN_SCHEMA_VERSION;
-use phux_term::Terminal;
+use phux_term::{CellsTooLarge, ScreenLimits, Terminal};
 use serde_json::Value;
 
 use crate::modes::TerminalModes;
@@ -108,6 +108,30 @@ impl TerminalState {
     /// [`Terminal::screen_value`].
     pub fn screen_value(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> Value {
         self.term.screen_value(pane, request_scrollback, cells)
+    }
+
+    /// The GET_SCREEN reply as JSON text within `limits`; see [`Terminal::screen_json_within`].
+    pub fn screen_json_within(
+        &self,
+        pane: u32,
+        request_scrollback: Option<u32>,
+        cells: bool,
+        limits: ScreenLimits,
+    ) -> Result<String, CellsTooLarge> {
+        self.term
+            .screen_json_within(pane, request_scrollback, cells, limits)
+    }
+
+    /// The GET_SCREEN document without cells, its history bounded; see
+    /// [`Terminal::screen_value_within`].
+    pub fn screen_value_within(
+        &self,
+        pane: u32,
+        request_scrollback: Option<u32>,
+        scrollback_bytes: usize,
+    ) -> Value {
+        self.term
+            .screen_value_within(pane, request_scrollback, scrollback_bytes)
     }
 
     /// VT bytes that, fed to a fresh terminal of the same size, rebuild the visible screen and

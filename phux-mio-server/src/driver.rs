@@ -67,6 +67,16 @@ pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
 
+/// The frames of one connection the engine handles per turn ([SERVER.FAIR.1]): a read of
+/// 64 KiB holds thousands of small requests, each of which may cost a screen's reflow (a
+/// resize) or a reply; the others wait no longer than this many of them.
+pub const FRAMES_PER_TURN: usize = 32;
+
+/// The most time one source's reads take per turn ([SERVER.FAIR.2]) before the others get
+/// theirs: ordinary output takes far less (a 4 KiB chunk is tens of microseconds), output
+/// whose bytes cost many cells each is cut into slices of this.
+pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
+
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 const FIRST_DYNAMIC: usize = 2;
@@ -402,6 +412,28 @@ impl Driver {
     }
 
     fn read_conn_into(&mut self, buf: &mut [u8], id: ConnId, token: Token, ended: bool) {
+        // [SERVER.FAIR.1] Frames an earlier read left past the engine's per-turn budget come
+        // first, one budget a turn, and the socket is not read meanwhile (the decoder holds at
+        // most one read). The token comes back next turn either way: the socket's edge was
+        // spent while it waited, and whatever it holds is read then.
+        if self.engine.is_backlogged(id) {
+            if self
+                .host
+                .conns
+                .get(&id)
+                .is_none_or(crate::conn::Conn::is_closing)
+            {
+                // After Close the engine is done with it: nothing to come back for.
+                return;
+            }
+            self.feed(ServerEvent::Received {
+                conn: id,
+                bytes: &[],
+            });
+            self.flush();
+            self.host.again.push(token);
+            return;
+        }
         for _ in 0..READS_PER_WAKE {
             let Some(conn) = self.host.conns.get_mut(&id) else {
                 return;
@@ -428,6 +460,11 @@ impl Driver {
                         // What these bytes asked for (a keystroke's PTY write, a reply) goes
                         // out before any further read of the socket.
                         self.flush();
+                        if self.engine.is_backlogged(id) {
+                            // Its turn is over; the rest of what it sent waits for the next.
+                            self.host.again.push(token);
+                            return;
+                        }
                     }
                     if drains && n < buf.len() && !ended {
                         return;
@@ -467,7 +504,13 @@ impl Driver {
         // kernel refill it for the next read. The frames of bulk reads still leave in large
         // writes, as the flush policy says: one between two reads, the rest when the wake-up's
         // reads are done.
+        let slice_end = self.host.clock.now() + SOURCE_SLICE;
         for _ in 0..READS_PER_WAKE {
+            // [SERVER.FAIR.2] A few bytes may cost many cells (REP, combining marks on a wide
+            // screen): a terminal's turn ends after a slice of time, not only of reads.
+            if self.host.clock.now() >= slice_end {
+                break;
+            }
             let Some(t) = self.host.terminals.get_mut(&terminal) else {
                 return;
             };
@@ -517,6 +560,11 @@ impl Driver {
         let now = self.host.clock.now();
         self.host.on_deadlines(now, &mut Recycle(&mut self.engine));
         self.feed_observed();
+        if self.host.timers.is_expired(Timer::Trim, now) {
+            self.host.timers.stop(Timer::Trim);
+            // [SERVER.MEMORY.1]
+            crate::memory::trim();
+        }
         if self.host.timers.is_expired(Timer::AcceptRetry, now) {
             // Stopped first: a listener gone since (shutdown) must not leave it expired.
             self.host.timers.stop(Timer::AcceptRetry);

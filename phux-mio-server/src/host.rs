@@ -396,11 +396,21 @@ impl Host {
         self.write_conn(id, recycle);
     }
 
+    /// [SERVER.MEMORY.1] Something went away: the heap is trimmed a moment later, once for
+    /// a whole burst of closes.
+    fn trim_soon(&mut self) {
+        if !self.timers.is_set(Timer::Trim) {
+            let at = self.clock.now() + crate::memory::TRIM_DELAY;
+            self.timers.set(Timer::Trim, at);
+        }
+    }
+
     /// Drops the connection now, telling the engine unless it was told already.
     pub(crate) fn close_now(&mut self, id: ConnId) {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        self.trim_soon();
         conn.deregister(self.poll.registry());
         self.sources.remove(conn.read_token());
         self.sources.remove(conn.write_token());
@@ -554,6 +564,7 @@ impl Host {
         let Some(mut t) = self.terminals.remove(&terminal) else {
             return;
         };
+        self.trim_soon();
         let (exit, t_killed) = (t.exited(), t.killing());
         self.deregister_terminal(&mut t);
         let mut done = Vec::new();

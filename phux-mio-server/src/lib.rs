@@ -13,13 +13,15 @@
 //!   `PtyWriter`, exit drain).
 //! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
 //!   own deadlines; [`clock`]: the only reader of the OS clock.
+//! - [`memory`]: the heap given back to the system after a load.
 //! - [`bridge`]: not the loop: `phux-mio-server bridge` joins stdio to a running server.
 //! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
 //!   children.
 //!
-//! `unsafe` appears once, in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
-//! to make the slave the child's controlling terminal. The crate denies `unsafe_code`, and that
-//! one block allows it.
+//! `unsafe` appears twice: in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
+//! to make the slave the child's controlling terminal, and in [`memory::trim`], glibc's
+//! `malloc_trim`, which neither std nor rustix offers. The crate denies `unsafe_code`, and
+//! those two places allow it.
 
 #![deny(unsafe_code)]
 
@@ -31,6 +33,7 @@ pub mod conn;
 pub mod driver;
 mod flush;
 mod host;
+pub mod memory;
 pub mod nofile;
 pub mod pty;
 mod queue;

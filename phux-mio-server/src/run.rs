@@ -76,6 +76,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     engine_config.default_command = config.default_command();
     engine_config.max_connections = config.max_connections as usize;
     engine_config.max_terminals = config.max_terminals();
+    engine_config.frames_per_receive = crate::driver::FRAMES_PER_TURN;
     info!(
         max_connections = engine_config.max_connections,
         max_terminals = engine_config.max_terminals,

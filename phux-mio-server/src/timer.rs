@@ -61,10 +61,13 @@ pub(crate) enum Timer {
     /// `accept` failed (for want of descriptors, mostly): the listener is tried again then,
     /// whether or not a new peer arrives ([`ACCEPT_RETRY`], [SERVER.LIMIT.4]).
     AcceptRetry = 6,
+    /// Terminals or connections went away: the heap is trimmed then
+    /// ([`crate::memory::TRIM_DELAY`], [SERVER.MEMORY.1]).
+    Trim = 7,
 }
 
 impl Timer {
-    const COUNT: usize = 7;
+    const COUNT: usize = 8;
 }
 
 /// One optional deadline per [`Timer`] kind.

@@ -50,5 +50,5 @@ mod terminal;
 mod tracker;
 mod vt;
 
-pub use screen::SCREEN_SCHEMA_VERSION;
+pub use screen::{CellsTooLarge, SCREEN_SCHEMA_VERSION, ScreenLimits};
 pub use terminal::Terminal;

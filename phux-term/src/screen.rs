@@ -1,5 +1,7 @@
 //! The GET_SCREEN document (`ScreenState`, schema version 3).
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value, json};
 
 use crate::Terminal;
@@ -10,6 +12,29 @@ use crate::grid::{
 
 /// The `schema_version` of the documents built here.
 pub const SCREEN_SCHEMA_VERSION: u32 = 3;
+
+/// Bounds on one screen document, so that its reply frame stays under the frame cap however
+/// large the screen and its history are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScreenLimits {
+    /// JSON bytes the `scrollback` rows may take: the newest requested rows that fit are kept
+    /// and `scrollback_truncated` says that older ones were left out.
+    pub scrollback_bytes: usize,
+    /// JSON bytes the `cells` array may take: a larger one is not built.
+    pub cells_bytes: usize,
+}
+
+/// The `cells` array of a screen would take more bytes than its limit allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellsTooLarge;
+
+impl std::fmt::Display for CellsTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the styled cells of the screen exceed the reply limit")
+    }
+}
+
+impl std::error::Error for CellsTooLarge {}
 
 impl Terminal {
     /// The GET_SCREEN reply as JSON text; see [`screen_value`](Self::screen_value).
@@ -23,6 +48,84 @@ impl Terminal {
     /// `request_scrollback`: `None` returns no history, `Some(0)` all that is retained,
     /// `Some(n)` the `n` newest rows. `cells` adds the sparse `cells` array.
     pub fn screen_value(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> Value {
+        let mut doc = self.document(pane, wanted_rows(request_scrollback));
+        // [SCREEN.JSON.5]
+        if cells {
+            doc.insert(
+                "cells".into(),
+                self.styled_cells().collect::<Vec<_>>().into(),
+            );
+        }
+        Value::Object(doc)
+    }
+
+    /// The GET_SCREEN reply as JSON text within `limits`: the history rows are the newest
+    /// requested ones whose JSON fits `limits.scrollback_bytes` (with `"scrollback_truncated":
+    /// true` when some were left out), and a `cells` array larger than `limits.cells_bytes`
+    /// is refused, having been built only up to that bound.
+    pub fn screen_json_within(
+        &self,
+        pane: u32,
+        request_scrollback: Option<u32>,
+        cells: bool,
+        limits: ScreenLimits,
+    ) -> Result<String, CellsTooLarge> {
+        let array = if cells {
+            Some(self.styled_cells_within(limits.cells_bytes)?)
+        } else {
+            None
+        };
+        let mut text = self
+            .screen_value_within(pane, request_scrollback, limits.scrollback_bytes)
+            .to_string();
+        if let Some(array) = array {
+            // The document is an object: `cells` joins it before its closing brace.
+            text.pop();
+            text.push_str(",\"cells\":");
+            text.push_str(&array);
+            text.push('}');
+        }
+        Ok(text)
+    }
+
+    /// The GET_SCREEN document without cells, its history bounded as in
+    /// [`screen_json_within`](Self::screen_json_within), so GET_TERMINAL_STATE can add its keys.
+    pub fn screen_value_within(
+        &self,
+        pane: u32,
+        request_scrollback: Option<u32>,
+        scrollback_bytes: usize,
+    ) -> Value {
+        let wanted = wanted_rows(request_scrollback).min(self.vt.history.len());
+        let fitting = self.newest_rows_fitting(wanted, scrollback_bytes);
+        let mut doc = self.document(pane, fitting);
+        if fitting < wanted {
+            doc.insert("scrollback_truncated".into(), true.into());
+        }
+        Value::Object(doc)
+    }
+
+    /// How many of the `wanted` newest history rows fit in `budget` bytes of JSON strings
+    /// (each with its separating comma), counted from the newest back.
+    fn newest_rows_fitting(&self, wanted: usize, budget: usize) -> usize {
+        let lens: Vec<usize> = self
+            .vt
+            .history
+            .newest(wanted)
+            .map(|(text, _)| json_string_len(text) + 1)
+            .collect();
+        let mut used = 0usize;
+        lens.iter()
+            .rev()
+            .take_while(|&&len| {
+                used = used.saturating_add(len);
+                used <= budget
+            })
+            .count()
+    }
+
+    /// Every key but `cells`, with the `history_rows` newest history rows.
+    fn document(&self, pane: u32, history_rows: usize) -> Map<String, Value> {
         let vt = &self.vt;
         let (cols, rows) = self.size();
 
@@ -37,14 +140,9 @@ impl Terminal {
         }
 
         // [SCREEN.JSON.3] absent = none, 0 = all retained, n = the n newest, oldest first.
-        let wanted = match request_scrollback {
-            None => 0,
-            Some(0) => usize::MAX,
-            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        };
         let mut scrollback = Vec::new();
         let mut wrapped_scrollback = Vec::new();
-        for (i, (text, wrapped)) in vt.history.newest(wanted).enumerate() {
+        for (i, (text, wrapped)) in vt.history.newest(history_rows).enumerate() {
             scrollback.push(Value::String(text.to_owned()));
             if wrapped {
                 wrapped_scrollback.push(Value::from(i));
@@ -76,31 +174,66 @@ impl Terminal {
             "soft_wrap".into(),
             json!({ "lines": wrapped_lines, "scrollback": wrapped_scrollback }),
         );
-        // [SCREEN.JSON.5]
-        if cells {
-            doc.insert("cells".into(), self.styled_cells().into());
-        }
-        Value::Object(doc)
+        doc
     }
 
-    /// One object per viewport cell whose style is not the default.
-    fn styled_cells(&self) -> Vec<Value> {
-        let mut out = Vec::new();
-        for (y, row) in self.vt.screen.iter().enumerate() {
-            for (x, &cell) in row.cells[..usize::from(row.used())].iter().enumerate() {
-                if cell.is_wide_cont() || !cell.styled() {
-                    continue;
-                }
-                let mut text = String::new();
-                if cell.has_contents() {
-                    text.push(cell.ch());
-                    text.extend(row.marks_at(x as u16));
-                }
-                out.push(cell_json(y, x, cell, row.pen(cell), &text));
+    /// The `cells` array as JSON text, or `Err` as soon as it passes `limit` bytes: a
+    /// refused array costs no more than an accepted one.
+    fn styled_cells_within(&self, limit: usize) -> Result<String, CellsTooLarge> {
+        let mut out = String::from("[");
+        for (i, cell) in self.styled_cells().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            // Writing to a String cannot fail.
+            let _ = write!(out, "{cell}");
+            if out.len() >= limit {
+                return Err(CellsTooLarge);
             }
         }
-        out
+        out.push(']');
+        Ok(out)
     }
+
+    /// One object per viewport cell whose style is not the default, top to bottom.
+    fn styled_cells(&self) -> impl Iterator<Item = Value> + '_ {
+        self.vt.screen.iter().enumerate().flat_map(|(y, row)| {
+            row.cells[..usize::from(row.used())]
+                .iter()
+                .enumerate()
+                .filter(|(_, cell)| !cell.is_wide_cont() && cell.styled())
+                .map(move |(x, &cell)| {
+                    let mut text = String::new();
+                    if cell.has_contents() {
+                        text.push(cell.ch());
+                        text.extend(row.marks_at(x as u16));
+                    }
+                    cell_json(y, x, cell, row.pen(cell), &text)
+                })
+        })
+    }
+}
+
+/// The rows `request_scrollback` asks for: none, all (0) or the n newest.
+fn wanted_rows(request_scrollback: Option<u32>) -> usize {
+    match request_scrollback {
+        None => 0,
+        Some(0) => usize::MAX,
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    }
+}
+
+/// The length of `s` as a JSON string as serde_json writes it: quotes, two-byte escapes for
+/// `"`, `\\` and the named controls, six bytes for the other controls.
+fn json_string_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
 }
 
 /// A styled cell as JSON. The attributes added after schema 3 was fixed (blink, invisible,
@@ -141,5 +274,79 @@ fn color(c: Color) -> Value {
         Color::Default => Value::Null,
         Color::Idx(i) => i.into(),
         Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const UNBOUNDED: ScreenLimits = ScreenLimits {
+        scrollback_bytes: usize::MAX,
+        cells_bytes: usize::MAX,
+    };
+
+    fn history_of(rows: usize) -> Terminal {
+        let mut t = Terminal::new(20, 3, 100);
+        for i in 0..rows {
+            t.advance(format!("row {i}\r\n").as_bytes());
+        }
+        t
+    }
+
+    proptest! {
+        #[test]
+        fn json_string_len_is_serde_json_s(s in "\\PC*|[\\x00-\\x7f]*") {
+            prop_assert_eq!(json_string_len(&s), Value::String(s.clone()).to_string().len());
+        }
+    }
+
+    #[test]
+    fn within_unbounded_limits_is_the_plain_document() {
+        let mut t = history_of(30);
+        t.advance(b"\x1b[1;31mred\x1b[m");
+        let bounded: Value =
+            serde_json::from_str(&t.screen_json_within(4, Some(0), true, UNBOUNDED).unwrap())
+                .unwrap();
+        assert_eq!(bounded, t.screen_value(4, Some(0), true));
+    }
+
+    #[test]
+    fn history_keeps_the_newest_rows_that_fit() {
+        let t = history_of(30);
+        let all = t.screen_value(1, Some(0), false);
+        let rows = all["scrollback"].as_array().unwrap().len();
+        // Each row is `"row NN",`: 9 bytes; room for exactly 5 of them.
+        let v = t.screen_value_within(1, Some(0), 5 * 9);
+        let kept = v["scrollback"].as_array().unwrap();
+        assert_eq!(kept.len(), 5);
+        assert_eq!(kept[..], all["scrollback"].as_array().unwrap()[rows - 5..]);
+        assert_eq!(v["scrollback_truncated"], true);
+        // Everything fits: no flag.
+        let v = t.screen_value_within(1, Some(0), usize::MAX);
+        assert_eq!(v["scrollback"], all["scrollback"]);
+        assert!(v.get("scrollback_truncated").is_none());
+        // A request for fewer rows than retained is not a truncation.
+        let v = t.screen_value_within(1, Some(3), 5 * 9);
+        assert_eq!(v["scrollback"].as_array().unwrap().len(), 3);
+        assert!(v.get("scrollback_truncated").is_none());
+    }
+
+    #[test]
+    fn cells_over_the_limit_are_refused() {
+        let mut t = Terminal::new(80, 24, 0);
+        t.advance(b"\x1b[7m");
+        t.advance(&[b'x'; 80 * 24]);
+        let limits = ScreenLimits {
+            scrollback_bytes: usize::MAX,
+            cells_bytes: 4096,
+        };
+        assert_eq!(
+            t.screen_json_within(1, None, true, limits),
+            Err(CellsTooLarge)
+        );
+        // Without cells the same screen is answered.
+        assert!(t.screen_json_within(1, None, false, limits).is_ok());
     }
 }

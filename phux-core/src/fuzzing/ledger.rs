@@ -6,7 +6,7 @@ use std::time::Duration;
 use phux_proto::OperationId;
 
 use crate::ledger::{
-    Admission, LedgerEntry, LedgerMisuse, LedgerRefusal, OperationLedger, OperationState,
+    Admission, LedgerEntry, LedgerMisuse, LedgerRefusal, OperationLedger, OperationState, Owner,
     PayloadDigest,
 };
 use crate::time::Instant;
@@ -19,23 +19,27 @@ pub struct LedgerScenario {
     pub capacity: u8,
     /// The horizon in microseconds (normalised to `1..=119`).
     pub horizon_us: u8,
+    /// Records one owner may hold (normalised to `1..=4`).
+    pub share: u8,
     /// The calls, in order.
     pub steps: Vec<LedgerStep>,
 }
 
-/// One call. Values are normalised into small ranges (ids `1..=6`, digests `0..3`, advances
-/// `0..40` µs) so that collisions, retries and expiry are common; the normalisation is the
+/// One call. Values are normalised into small ranges (ids `1..=6`, digests `0..3`, owners
+/// `1..=2`, advances `0..40` µs) so that collisions, retries and expiry are common; the normalisation is the
 /// identity on those ranges, so a proptest can generate them directly.
 #[derive(Clone, Debug, arbitrary::Arbitrary)]
 pub enum LedgerStep {
-    /// `admit(now, id, digest)`.
-    Admit(u128, u8),
+    /// `admit(now, owner, id, digest)`.
+    Admit(u128, u8, u8),
     /// `handed_off(id)`.
     HandedOff(u128),
     /// `complete(id, result)`; the result is [`final_result`] of the two numbers.
     Complete(u128, u8, u32),
     /// `release(id)`.
     Release(u128),
+    /// `forget(id)`.
+    Forget(u128),
     /// Move the clock forward.
     Advance(u64),
     /// `handle_timeout(now)`.
@@ -62,6 +66,10 @@ fn op(id: u128) -> OperationId {
     OperationId::from_u128(n).unwrap_or_else(|| unreachable!("1..=6 is non-zero"))
 }
 
+fn owner(o: u8) -> Owner {
+    Owner(1 + u32::from(o % 2))
+}
+
 fn dg(d: u8) -> PayloadDigest {
     PayloadDigest([d % 3; 32])
 }
@@ -73,6 +81,7 @@ fn advance(us: u64) -> Duration {
 #[derive(Clone, Copy, Debug)]
 struct Record {
     digest: PayloadDigest,
+    owner: Owner,
     admitted_at: Instant,
     state: OperationState,
     overdue: bool,
@@ -83,6 +92,7 @@ struct Record {
 pub struct LedgerModel {
     records: Vec<(OperationId, Record)>,
     capacity: usize,
+    share: usize,
     horizon: Duration,
     clock: Instant,
 }
@@ -104,9 +114,10 @@ pub enum LedgerOut {
 
 impl LedgerModel {
     /// A model with these limits.
-    pub fn new(capacity: usize, horizon: Duration) -> Self {
+    pub fn new(capacity: usize, share: usize, horizon: Duration) -> Self {
         Self {
             capacity,
+            share,
             horizon,
             ..Self::default()
         }
@@ -130,9 +141,11 @@ impl LedgerModel {
             .map(|(_, r)| r)
     }
 
-    fn admit(&mut self, id: OperationId, d: PayloadDigest) -> LedgerOut {
+    fn admit(&mut self, o: Owner, id: OperationId, d: PayloadDigest) -> LedgerOut {
         self.prune();
         let full = self.records.len() >= self.capacity;
+        let share_full = self.records.len() >= self.capacity / 2
+            && self.records.iter().filter(|(_, r)| r.owner == o).count() >= self.share;
         let clock = self.clock;
         LedgerOut::Admit(match self.find(id) {
             Some(r) if r.digest != d => Err(LedgerRefusal::DigestMismatch),
@@ -142,11 +155,13 @@ impl LedgerModel {
                 OperationState::Final(x) => Admission::Cached(x),
             }),
             None if full => Err(LedgerRefusal::Full),
+            None if share_full => Err(LedgerRefusal::ShareFull),
             None => {
                 self.records.push((
                     id,
                     Record {
                         digest: d,
+                        owner: o,
                         admitted_at: clock,
                         state: OperationState::Bound,
                         overdue: false,
@@ -160,7 +175,7 @@ impl LedgerModel {
     /// Applies one step to the model.
     pub fn step(&mut self, s: &LedgerStep) -> LedgerOut {
         match *s {
-            LedgerStep::Admit(id, d) => self.admit(op(id), dg(d)),
+            LedgerStep::Admit(id, d, o) => self.admit(owner(o), op(id), dg(d)),
             LedgerStep::HandedOff(id) => {
                 let id = op(id);
                 LedgerOut::Unit(match self.find(id) {
@@ -191,6 +206,17 @@ impl LedgerModel {
                 LedgerOut::Unit(match self.find(id) {
                     None => Err(LedgerMisuse::Unknown { id }),
                     Some(r) if r.state == OperationState::Bound => Ok(()),
+                    Some(r) => Err(LedgerMisuse::NotBound { id, state: r.state }),
+                })
+            }
+            LedgerStep::Forget(id) => {
+                let id = op(id);
+                LedgerOut::Unit(match self.find(id) {
+                    None => Err(LedgerMisuse::Unknown { id }),
+                    Some(r) if r.state == OperationState::Bound => {
+                        self.records.retain(|(i, _)| *i != id);
+                        Ok(())
+                    }
                     Some(r) => Err(LedgerMisuse::NotBound { id, state: r.state }),
                 })
             }
@@ -226,12 +252,13 @@ impl LedgerModel {
 /// Applies one step to the real ledger, with the driver's clock.
 fn real_step(l: &mut OperationLedger, clock: &mut Instant, s: &LedgerStep) -> LedgerOut {
     match *s {
-        LedgerStep::Admit(id, d) => LedgerOut::Admit(l.admit(*clock, op(id), dg(d))),
+        LedgerStep::Admit(id, d, o) => LedgerOut::Admit(l.admit(*clock, owner(o), op(id), dg(d))),
         LedgerStep::HandedOff(id) => LedgerOut::Unit(l.handed_off(op(id))),
         LedgerStep::Complete(id, kind, limit) => {
             LedgerOut::Unit(l.complete(op(id), final_result(kind, limit)))
         }
         LedgerStep::Release(id) => LedgerOut::Unit(l.release(op(id))),
+        LedgerStep::Forget(id) => LedgerOut::Unit(l.forget(op(id))),
         LedgerStep::Advance(us) => {
             *clock = clock.saturating_add(advance(us));
             LedgerOut::None
@@ -248,12 +275,13 @@ fn real_step(l: &mut OperationLedger, clock: &mut Instant, s: &LedgerStep) -> Le
 /// Runs the scenario against the ledger and the model; panics at the first step where they
 /// disagree or the ledger holds more than its capacity.
 ///
-/// [INPUT.DEDUPE.1]-[INPUT.DEDUPE.7], step by step.
+/// [INPUT.DEDUPE.1]-[INPUT.DEDUPE.9] and [INPUT.DEDUPE.12], step by step.
 pub fn run_ledger(scenario: &LedgerScenario) {
     let capacity = 1 + usize::from(scenario.capacity.wrapping_sub(1) % 4);
     let horizon = Duration::from_micros(1 + u64::from(scenario.horizon_us.wrapping_sub(1) % 119));
-    let mut real = OperationLedger::with_limits(capacity, horizon);
-    let mut model = LedgerModel::new(capacity, horizon);
+    let share = 1 + usize::from(scenario.share.wrapping_sub(1) % 4);
+    let mut real = OperationLedger::with_limits(capacity, horizon).with_share(share);
+    let mut model = LedgerModel::new(capacity, share, horizon);
     let mut clock = Instant::ZERO;
     for (i, s) in scenario.steps.iter().enumerate() {
         let want = model.step(s);
@@ -264,5 +292,14 @@ pub fn run_ledger(scenario: &LedgerScenario) {
             "step {i}: {} > {capacity}",
             real.len()
         );
+        for o in [owner(0), owner(1)] {
+            let held = model.records.iter().filter(|(_, r)| r.owner == o).count();
+            assert_eq!(real.owned_by(o), held, "step {i}: {o:?}'s records");
+            // Past its share only while the ledger was under half full when it admitted.
+            assert!(
+                held <= share.max(capacity / 2),
+                "step {i}: {o:?} holds {held}"
+            );
+        }
     }
 }

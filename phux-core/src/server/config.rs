@@ -29,6 +29,18 @@ pub struct ServerConfig {
     /// The most connections held at once, those being closed included ([SERVER.LIMIT.3]):
     /// each costs the driver a descriptor and buffers, so a flood is refused past it.
     pub max_connections: usize,
+    /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]), a spawn,
+    /// a resize, an attach or a screen read counting as 8; the rest stay buffered until the
+    /// driver asks again ([`ServerEngine::is_backlogged`]). A driver serving many clients on
+    /// one thread sets it, so that one client's flood waits its turn; `usize::MAX` (the
+    /// default) handles all at once.
+    ///
+    /// [`ServerEngine::is_backlogged`]: crate::server::ServerEngine::is_backlogged
+    pub frames_per_receive: usize,
+    /// The most bytes queued for all connections together ([SERVER.LIMIT.5]): past it the
+    /// connection holding the most is detached, so that many slow readers, each within its
+    /// own budgets, cannot together exhaust the server's memory.
+    pub queued_budget: usize,
 }
 
 impl ServerConfig {
@@ -45,6 +57,8 @@ impl ServerConfig {
             default_command: vec!["/bin/sh".to_owned()],
             handshake_timeout: Duration::from_secs(10),
             max_connections: 256,
+            frames_per_receive: usize::MAX,
+            queued_budget: 256 * 1024 * 1024,
         }
     }
 }

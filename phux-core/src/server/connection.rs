@@ -44,6 +44,8 @@ pub(super) struct Connection {
     pub(super) paused: Vec<super::LocalTerminal>,
     /// While HELLO is awaited: when the handshake times out ([SERVER.LIMIT.2]).
     pub(super) handshake_deadline: Option<crate::time::Instant>,
+    /// Whole frames wait in the decoder, past this turn's budget ([SERVER.FAIR.1]).
+    pub(super) backlogged: bool,
 }
 
 /// The most unframed bytes a connection may have buffered before HELLO is admitted
@@ -88,6 +90,29 @@ pub(super) enum Request {
         /// Why, for people.
         message: String,
     },
+}
+
+/// What a request costs a connection's turn ([SERVER.FAIR.1]), in the units of
+/// [`ServerConfig::frames_per_receive`](super::ServerConfig::frames_per_receive): most are
+/// one; those that may take a millisecond or more (a fork and exec, a screen's reflow, a
+/// bootstrap or a screen document built) count as [`COSTLY`].
+pub(super) const COSTLY: usize = 8;
+
+impl Request {
+    pub(super) fn cost(&self) -> usize {
+        use phux_proto::command::Command;
+        match self {
+            Self::Spawn(_) | Self::Resize(_) => COSTLY,
+            Self::Command(frame) => match frame.command {
+                Command::AttachTerminal { .. }
+                | Command::GetScreen { .. }
+                | Command::GetTerminalState { .. }
+                | Command::KillTerminals { .. } => COSTLY,
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
 }
 
 impl Request {
@@ -274,6 +299,7 @@ impl Connection {
             outbound: Outbound::default(),
             paused: Vec::new(),
             handshake_deadline: None,
+            backlogged: false,
         }
     }
 }

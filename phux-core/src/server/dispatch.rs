@@ -42,15 +42,29 @@ impl ServerEngine {
             return;
         }
         conn.decoder.push(bytes);
-        while let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) {
+        conn.backlogged = false;
+        // [SERVER.FAIR.1] At most `frames_per_receive` units of work now (a costly request
+        // counts as several); the driver comes back for the rest (an empty `Received`) after
+        // the other sources had their turn.
+        let mut budget = self.config.frames_per_receive;
+        while budget > 0 {
+            let Some(request) = self.conns.get_mut(&id).and_then(Connection::poll_request) else {
+                break;
+            };
+            budget = budget.saturating_sub(request.cost());
             self.on_request(now, id, request);
         }
-        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
-        // in one read is admitted first and its followers are not counted.
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.phase == Phase::AwaitHello && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES {
+        conn.backlogged = conn.phase != Phase::Closed && conn.decoder.has_frame();
+        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
+        // in one read is admitted first and its followers are not counted; whole frames
+        // waiting their turn are not unframed bytes (and the driver reads no more meanwhile).
+        if conn.phase == Phase::AwaitHello
+            && !conn.backlogged
+            && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES
+        {
             // [SERVER.LIMIT.1] Unframed bytes before HELLO are bounded; the buffer is dropped
             // at once (the connection is closed by `fail`, so nothing is pushed again; [ERROR.FATAL.2]). FRAME_TOO_LARGE: the
             // frame under way is larger than anything this phase accepts, a framing
@@ -114,13 +128,7 @@ impl ServerEngine {
                 request_scrollback,
                 cells,
             } => match self.lookup(&terminal) {
-                Ok(t) => match self.terminals.get(&t) {
-                    Some(term) => {
-                        let json = term.state.screen_json(t.0, request_scrollback, cells);
-                        self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
-                    }
-                    None => self.send_lookup_error(id, rid, &Lookup::NotFound),
-                },
+                Ok(t) => self.cmd_get_screen(id, rid, t, request_scrollback, cells),
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
             Command::GetTerminalState {
@@ -130,14 +138,8 @@ impl ServerEngine {
             } => match self.lookup(&terminal) {
                 Ok(t) => {
                     let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
-                    match self.terminal_state_json(now, t, scrollback) {
-                        Some(json) => {
-                            self.send_result(
-                                id,
-                                rid,
-                                CommandResult::OkWith(CommandValue::Json(json)),
-                            );
-                        }
+                    match self.terminal_state_json(now, id, t, scrollback) {
+                        Some(json) => self.send_json_result(id, rid, json),
                         None => self.send_lookup_error(id, rid, &Lookup::NotFound),
                     }
                 }

@@ -9,7 +9,7 @@ use super::terminal::JobKind;
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
 use crate::encoder::{self, BatchError};
-use crate::ledger::{Admission, LedgerRefusal};
+use crate::ledger::{Admission, LedgerRefusal, Owner};
 use crate::time::Instant;
 use crate::writer::{JobId, WriteOutcome};
 
@@ -140,8 +140,10 @@ impl ServerEngine {
         let mut scratch = self.spare.pop().unwrap_or_default();
         let digest = PayloadDigest::of_in(apply, &mut scratch);
         self.reclaim(scratch);
+        let owner = Owner(self.client_of(id).map_or(0, |c| c.0));
         // [INPUT.DEDUPE.1] [INPUT.DEDUPE.3] Bind the id to the payload digest; a known result is returned as is.
-        match self.ledger.admit(now, op, digest) {
+        let admission = self.ledger.admit(now, owner, op, digest);
+        match admission {
             Ok(Admission::Cached(result)) => return Err(result.to_result()),
             Ok(Admission::InFlight) => {
                 // The lane admitted it, so the original's lane slot was freed by the 5 s bound
@@ -166,6 +168,13 @@ impl ServerEngine {
                     "acknowledged-input dedupe cache is full",
                 ));
             }
+            Err(LedgerRefusal::ShareFull) => {
+                // [INPUT.DEDUPE.12] One client's records are bounded by its share.
+                return Err(refuse(
+                    ErrorCode::RESOURCE_EXHAUSTED,
+                    "this client's share of the acknowledged-input dedupe cache is full",
+                ));
+            }
         }
         // Steps 5-8 refuse before handoff: the binding stays, the operation may be retried.
         let outcome = self.prepare_job(now, id, apply);
@@ -187,8 +196,14 @@ impl ServerEngine {
                 Ok(())
             }
             Err(reply) => {
-                // [INPUT.DEDUPE.9] A refusal before handoff keeps only the id→digest binding.
-                let _ = self.ledger.release(op);
+                // [INPUT.DEDUPE.9] A refusal before handoff leaves the ledger as it found it:
+                // an id first seen in this request is forgotten, so refused requests occupy
+                // no record; an older binding stays.
+                let _ = if admission == Ok(Admission::Fresh) {
+                    self.ledger.forget(op)
+                } else {
+                    self.ledger.release(op)
+                };
                 Err(reply)
             }
         }

@@ -75,6 +75,11 @@ pub use handshake::PROTOCOL_VERSION;
 pub struct ServerEngine {
     config: ServerConfig,
     conns: BTreeMap<ConnId, Connection>,
+    /// Bytes queued for every connection together, not yet reported `Sent` ([SERVER.LIMIT.5]).
+    queued: usize,
+    /// A connection is being failed for the server-wide budget: the frames that says so do
+    /// not start another round of shedding.
+    shedding: bool,
     /// When each connection still awaiting HELLO times out ([SERVER.LIMIT.2]), soonest
     /// first: an entry leaves when its connection is admitted, closed or gone.
     handshakes: BTreeSet<(Instant, ConnId)>,
@@ -103,6 +108,8 @@ impl ServerEngine {
         Self {
             config,
             conns: BTreeMap::new(),
+            queued: 0,
+            shedding: false,
             handshakes: BTreeSet::new(),
             terminals: BTreeMap::new(),
             ledger: OperationLedger::default(),
@@ -135,6 +142,11 @@ impl ServerEngine {
         self.terminals.len()
     }
 
+    /// Bytes queued for all connections together and not yet reported `Sent`.
+    pub fn queued_total(&self) -> usize {
+        self.queued
+    }
+
     /// Bytes queued for a connection and not yet reported `Sent`.
     pub fn queued_bytes(&self, conn: ConnId) -> Option<usize> {
         self.conns.get(&conn).map(|c| c.outbound.total())
@@ -143,6 +155,17 @@ impl ServerEngine {
     /// Bytes a connection sent that are buffered and not yet framed.
     pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
         self.conns.get(&conn).map(|c| c.decoder.buffered())
+    }
+
+    /// Whether whole frames of the connection wait past this turn's budget
+    /// ([`ServerConfig::frames_per_receive`]): the driver hands the engine an empty
+    /// `Received` for it when the other sources have had their turn, and reads no more from
+    /// it meanwhile, so its buffer stays one read.
+    pub fn is_backlogged(&self, conn: ConnId) -> bool {
+        // A connection closed since (failed, detached, shed) has nothing left to handle.
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| c.backlogged && c.phase != Phase::Closed)
     }
 
     /// The client id of an open connection.
@@ -276,7 +299,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        let before = conn.outbound.total();
         conn.outbound.sent(bytes);
+        self.queued = self.queued.saturating_sub(before - conn.outbound.total());
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
         if conn.phase == Phase::Ready
             && !conn.paused.is_empty()
@@ -291,6 +316,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
+        self.queued = self.queued.saturating_sub(conn.outbound.total());
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
         for change in self.leases.disconnect(conn.client) {
             self.broadcast_lease_change(&change);

@@ -58,7 +58,9 @@ impl ServerEngine {
         let before = bytes.len();
         let control_ahead = conn.outbound.control;
         encode(bytes);
-        conn.outbound.push(budget, bytes.len() - before);
+        let added = bytes.len() - before;
+        conn.outbound.push(budget, added);
+        self.queued += added;
         // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
         // up past the budget is detached instead of growing server memory. A frame is judged
         // by what is queued ahead of it ([QUEUE.BOUND.1]'s "one frame"), so a reply larger
@@ -68,6 +70,39 @@ impl ServerEngine {
                 id,
                 DetachReason::PROTOCOL_ERROR,
                 "outbound control queue overflow: the client is not reading",
+            );
+        }
+        self.shed_over_budget();
+    }
+
+    /// [SERVER.LIMIT.5] While the bytes queued for all connections pass the server-wide
+    /// budget, the open connection holding the most is failed (RESOURCE_EXHAUSTED, then
+    /// DETACHED): the most expensive peer goes first, and the others keep their service.
+    fn shed_over_budget(&mut self) {
+        if self.shedding {
+            return;
+        }
+        self.shedding = true;
+        self.shed_heaviest();
+        self.shedding = false;
+    }
+
+    fn shed_heaviest(&mut self) {
+        while self.queued > self.config.queued_budget {
+            let open = self.conns.values().filter(|c| c.phase != Phase::Closed);
+            let held_open: usize = open.clone().map(|c| c.outbound.total()).sum();
+            // Closed connections' queues are freed by their close bound; only open ones
+            // can still grow.
+            if held_open <= self.config.queued_budget {
+                return;
+            }
+            let Some(heaviest) = open.max_by_key(|c| c.outbound.total()).map(|c| c.id) else {
+                return;
+            };
+            self.fail(
+                heaviest,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the server's memory budget is spent and this client holds the most of it",
             );
         }
     }
@@ -81,8 +116,10 @@ impl ServerEngine {
             return;
         }
         conn.outbound.push(Budget::Output, frame.len());
+        self.queued += frame.len();
         self.actions
             .push_back(ServerAction::SendShared { conn: id, frame });
+        self.shed_over_budget();
     }
 
     /// A head for a frame fanned out to several connections, encoded by `encode` into a
@@ -182,6 +219,7 @@ impl ServerEngine {
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.phase = Phase::Closed;
             conn.outbound.push(Budget::Control, bytes.len());
+            self.queued += bytes.len();
         }
         self.actions
             .push_back(ServerAction::Send { conn: id, bytes });

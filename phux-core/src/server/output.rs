@@ -11,6 +11,16 @@ use super::connection::Budget;
 use super::terminal::Chunk;
 use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
 
+/// A bootstrap frame's length on the wire, near enough to judge a budget: its payload plus
+/// an allowance for the header and the ids.
+fn bootstrap_frame_len(frame: &Frame) -> usize {
+    const OVERHEAD: usize = 64;
+    match frame {
+        Frame::BootstrapChunk(chunk) => chunk.payload.len() + OVERHEAD,
+        _ => OVERHEAD,
+    }
+}
+
 /// The most bells one output chunk rings: enough for any real use, bounded against floods.
 const MAX_BELLS_PER_CHUNK: u32 = 16;
 
@@ -46,11 +56,55 @@ impl ServerEngine {
             return;
         };
         let chunk_limit = conn.max_chunk.get() as usize;
+        let queued = conn.outbound.output;
+        let budget = self.config.output_budget;
+        // [QUEUE.BOOTSTRAP.1] Judged before the payload is built when the queue is past the
+        // mark a paused stream resumes at, so a client that re-ATTACHes without reading
+        // costs neither memory nor a synthesis per request.
+        if queued > budget / 2 {
+            return self.defer_bootstrap(id, t, stream, bootstrap);
+        }
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
-        for frame in term.bootstrap(id, stream, bootstrap, chunk_limit) {
+        let frames = term.bootstrap(id, stream, bootstrap, chunk_limit);
+        let len: usize = frames.iter().map(bootstrap_frame_len).sum();
+        // [QUEUE.BOOTSTRAP.1] A bootstrap larger than the whole budget still reaches a
+        // connection with nothing queued ahead of it ([QUEUE.BOUND.1]'s one frame).
+        if queued > 0 && queued + len > budget {
+            return self.defer_bootstrap(id, t, stream, bootstrap);
+        }
+        for frame in frames {
             self.send(id, &frame);
+        }
+    }
+
+    /// `id` views `t` on `stream`, its bootstrap held back until its queue has drained: a
+    /// paused stream, started over by [`Self::resume_paused_streams`]. None of the deferred
+    /// generation's frames was sent, so no TOMBSTONE is owed for it.
+    fn defer_bootstrap(
+        &mut self,
+        id: ConnId,
+        t: LocalTerminal,
+        stream: StreamId,
+        bootstrap: phux_proto::ids::BootstrapId,
+    ) {
+        let Some(term) = self.terminals.get_mut(&t) else {
+            return;
+        };
+        let seq = term.state.seq();
+        term.viewers.insert(
+            id,
+            super::terminal::Viewer {
+                stream,
+                bootstrap,
+                paused_at: Some(seq),
+            },
+        );
+        if let Some(conn) = self.conns.get_mut(&id)
+            && !conn.paused.contains(&t)
+        {
+            conn.paused.push(t);
         }
     }
 

@@ -1,11 +1,23 @@
 //! Read-only views: GET_STATE's snapshot and GET_TERMINAL_STATE's document.
 
-use phux_proto::TerminalId;
-use phux_proto::command::{SessionSnapshot, TerminalInfo};
+use phux_proto::command::{CommandResult, CommandValue, SessionSnapshot, TerminalInfo};
 use phux_proto::event::Lifecycle;
+use phux_proto::framing::MAX_FRAME_LEN;
+use phux_proto::{ErrorCode, TerminalId};
+use phux_term::{CellsTooLarge, ScreenLimits};
 
-use super::{LocalTerminal, ServerEngine};
+use super::{ConnId, LocalTerminal, ServerEngine};
 use crate::time::Instant;
+
+/// The most JSON bytes a reply's `cells` array may take ([SCREEN.LIMIT.2]): a fully styled
+/// screen of some 16,000 cells, far more than a person reads; with the largest viewport
+/// (about 10 MB of text at 1024x512 and 18 bytes a cell) and a history page of at most 1 MiB
+/// the reply stays under the 16 MiB frame cap.
+pub(super) const MAX_CELLS_JSON: usize = 4 * 1024 * 1024;
+
+/// The largest JSON text a COMMAND_RESULT frame carries: the frame cap less the frame's
+/// header, request id and result envelope (well under 64 bytes).
+pub(super) const MAX_REPLY_JSON: usize = MAX_FRAME_LEN as usize - 64;
 
 impl ServerEngine {
     pub(super) fn snapshot(&self) -> SessionSnapshot {
@@ -35,15 +47,72 @@ impl ServerEngine {
         }
     }
 
+    /// What one reply to `id` may hold: its history within the connection's negotiated
+    /// history page, its cells within [`MAX_CELLS_JSON`].
+    fn screen_limits(&self, id: ConnId) -> ScreenLimits {
+        ScreenLimits {
+            // [SCREEN.LIMIT.1] History in a reply is bounded by the negotiated page.
+            scrollback_bytes: self
+                .conns
+                .get(&id)
+                .map_or(0, |c| c.max_history_page.get() as usize),
+            cells_bytes: MAX_CELLS_JSON,
+        }
+    }
+
+    pub(super) fn cmd_get_screen(
+        &mut self,
+        id: ConnId,
+        rid: u32,
+        t: LocalTerminal,
+        request_scrollback: Option<u32>,
+        cells: bool,
+    ) {
+        let limits = self.screen_limits(id);
+        let Some(term) = self.terminals.get(&t) else {
+            return;
+        };
+        match term
+            .state
+            .screen_json_within(t.0, request_scrollback, cells, limits)
+        {
+            Ok(json) => self.send_json_result(id, rid, json),
+            // [SCREEN.LIMIT.2] Cells that do not fit are refused, typed, never cut short.
+            Err(CellsTooLarge) => self.send_error_result(
+                id,
+                rid,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the screen's styled cells exceed the reply limit; ask without cells",
+            ),
+        }
+    }
+
+    /// `OK_WITH(JSON)`, or RESOURCE_EXHAUSTED when the document cannot fit one frame.
+    pub(super) fn send_json_result(&mut self, id: ConnId, rid: u32, json: String) {
+        if json.len() > MAX_REPLY_JSON {
+            // [SCREEN.LIMIT.3] No reply frame is ever over the frame cap.
+            self.send_error_result(
+                id,
+                rid,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the reply exceeds the frame limit",
+            );
+        } else {
+            self.send_result(id, rid, CommandResult::OkWith(CommandValue::Json(json)));
+        }
+    }
+
     pub(super) fn terminal_state_json(
         &self,
         now: Instant,
+        id: ConnId,
         t: LocalTerminal,
         scrollback: Option<u32>,
     ) -> Option<String> {
         let term = self.terminals.get(&t)?;
         let tid = TerminalId::from(t);
-        let mut value = term.state.screen_value(t.0, scrollback, false);
+        let page = self.screen_limits(id).scrollback_bytes;
+        let mut value = term.state.screen_value_within(t.0, scrollback, page);
         let modes = term.state.modes();
         let lifecycle = match term.lifecycle {
             Lifecycle::Running => "running",

@@ -163,3 +163,122 @@ fn the_default_cap_is_256() {
     let over = h.connect();
     assert_fatal(&mut h, over, ErrorCode::RESOURCE_EXHAUSTED);
 }
+
+#[test]
+fn a_flood_of_frames_is_handled_a_budget_at_a_time() {
+    // [SERVER.FAIR.1]
+    use phux_core::Instant;
+    use phux_core::framing::FrameDecoder;
+    use phux_core::server::{PeerInfo, ServerAction, ServerEngine, ServerEvent};
+
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.frames_per_receive = 4;
+    let mut engine = ServerEngine::new(config);
+    let c = ConnId(1);
+    let mut replies = FrameDecoder::new();
+    let mut drain = |engine: &mut ServerEngine| {
+        let mut pongs = 0;
+        while let Some(action) = engine.poll_action() {
+            if let ServerAction::Send { bytes, .. } = action {
+                replies.push(&bytes);
+                while let Ok(Some(frame)) = replies.poll_frame() {
+                    pongs += usize::from(matches!(frame, Frame::Pong(_)));
+                }
+            }
+        }
+        pongs
+    };
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Connected {
+            conn: c,
+            peer: PeerInfo::local(),
+        },
+    );
+    let mut bytes = hello_frame().to_bytes();
+    for nonce in 0..10 {
+        bytes.extend(Frame::Ping(Ping { nonce }).to_bytes());
+    }
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    // HELLO and three PINGs: four frames, the rest wait.
+    assert_eq!(drain(&mut engine), 3);
+    assert!(engine.is_backlogged(c));
+    let mut turns = 0;
+    let mut pongs = 3;
+    while engine.is_backlogged(c) {
+        engine.handle(
+            Instant::ZERO,
+            ServerEvent::Received {
+                conn: c,
+                bytes: &[],
+            },
+        );
+        pongs += drain(&mut engine);
+        turns += 1;
+    }
+    assert_eq!((pongs, turns), (10, 2));
+    // A partial frame is not a backlog: it needs more bytes.
+    let ping = Frame::Ping(Ping { nonce: 99 }).to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &ping[..3],
+        },
+    );
+    assert!(!engine.is_backlogged(c));
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &ping[3..],
+        },
+    );
+    assert_eq!(drain(&mut engine), 1);
+}
+
+#[test]
+fn a_costly_request_takes_more_of_a_turn() {
+    // [SERVER.FAIR.1]: a resize counts as 8 frames.
+    use phux_core::Instant;
+    use phux_core::server::{PeerInfo, ServerEngine, ServerEvent};
+    use phux_proto::frame::{TerminalResize, TerminalSize};
+
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.frames_per_receive = 16;
+    let mut engine = ServerEngine::new(config);
+    let c = ConnId(1);
+    let peer = PeerInfo::local();
+    engine.handle(Instant::ZERO, ServerEvent::Connected { conn: c, peer });
+    let mut bytes = hello_frame().to_bytes();
+    for _ in 0..3 {
+        let resize = TerminalResize {
+            terminal: phux_proto::TerminalId::Local(9),
+            size: TerminalSize { cols: 10, rows: 10 },
+        };
+        bytes.extend(Frame::TerminalResize(resize).to_bytes());
+    }
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    // HELLO and two resizes fill the turn of 16; the third waits.
+    assert!(engine.is_backlogged(c));
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &[],
+        },
+    );
+    assert!(!engine.is_backlogged(c));
+}

@@ -496,3 +496,112 @@ fn viewers_of_a_chunk_share_one_encoding_and_each_gets_its_own_stream() {
         "only one live viewer: nothing to share"
     );
 }
+
+#[test]
+fn a_client_that_reattaches_without_reading_holds_a_bounded_queue() {
+    // [QUEUE.BOOTSTRAP.1] [QUEUE.BOUND.1] [TERMINAL.ATTACH.3]
+    let config = ServerConfig::new(server_id_for(1));
+    let (output, control) = (config.output_budget, config.control_budget);
+    let mut h = Harness::with_config(config);
+    let c = h.client();
+    let mut spawn = phux_proto::frame::SpawnTerminal::new(0, phux_proto::GroupId(1));
+    spawn.initial_size = Some(phux_proto::frame::TerminalSize {
+        cols: 1024,
+        rows: 512,
+    });
+    let t = h.spawn_with(c, spawn);
+    // A screen whose bootstrap is over half a megabyte: 200 of them would be 100 MB.
+    let mut screen = b"\x1b[7m".to_vec();
+    screen.extend(std::iter::repeat_n(b'x', 1024 * 512 - 1));
+    h.pty(&t).script(&screen);
+    h.settle();
+    h.recv(c);
+    h.stall_reader(c);
+    let attaches = 200u32;
+    let mut peak = 0;
+    for rid in 1000..1000 + attaches {
+        let attach = Command::AttachTerminal {
+            terminal: t.clone(),
+        };
+        h.send(c, &command_frame(rid, attach));
+        h.settle();
+        peak = peak.max(h.conn(c).unread_bytes());
+    }
+    // One bootstrap may pass the output budget when it is queued behind less than half of it.
+    let bootstrap = 1024 * 512 + 64 * 1024;
+    assert!(
+        peak <= output + bootstrap + control,
+        "{peak} bytes queued for a client that never reads"
+    );
+    assert!(h.conn(c).is_open());
+    // Once it reads, every ATTACH is answered and the newest bootstrap completes.
+    h.resume_reader(c);
+    h.settle();
+    let frames = h.recv(c);
+    let oks = frames
+        .iter()
+        .filter(|f| {
+            matches!(f, Frame::CommandResult(r)
+                if r.request_id >= 1000 && r.result == CommandResult::Ok)
+        })
+        .count();
+    assert_eq!(oks, attaches as usize);
+    let last_ok = frames
+        .iter()
+        .rposition(|f| matches!(f, Frame::CommandResult(r) if r.request_id == 999 + attaches))
+        .unwrap();
+    let Some(Frame::BootstrapReady(ready)) = frames[last_ok..]
+        .iter()
+        .rfind(|f| matches!(f, Frame::BootstrapReady(_)))
+    else {
+        panic!("no bootstrap after the last ATTACH")
+    };
+    // Nothing of the deferred generations was ever sent, the last one's frames all were.
+    let begins = frames[last_ok..]
+        .iter()
+        .filter(|f| matches!(f, Frame::BootstrapBegin(b) if b.bootstrap == ready.bootstrap))
+        .count();
+    assert_eq!(begins, 1);
+}
+
+#[test]
+fn past_the_server_wide_budget_the_heaviest_reader_is_detached() {
+    // [SERVER.LIMIT.5]
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.queued_budget = 300 * 1024;
+    let mut h = Harness::with_config(config);
+    let (lazy, busy, reader) = (h.client(), h.client(), h.client());
+    let t = h.spawn(reader);
+    for c in [lazy, busy, reader] {
+        attach(&mut h, c, &t);
+    }
+    h.stall_reader(lazy);
+    h.stall_reader(busy);
+    // `busy` reads a little; `lazy` nothing: `lazy` holds the most when the budget is passed.
+    let chunk = vec![b'z'; 16 * 1024];
+    for _ in 0..8 {
+        h.pty(&t).script(&chunk);
+        h.settle();
+        h.read_some(busy, 8 * 1024);
+    }
+    assert!(h.conn(lazy).is_open() && h.conn(busy).is_open());
+    for _ in 0..8 {
+        h.pty(&t).script(&chunk);
+        h.settle();
+        h.read_some(busy, 8 * 1024);
+    }
+    h.resume_reader(lazy);
+    h.settle();
+    let frames = h.recv(lazy);
+    assert!(
+        frames.iter().any(|f| matches!(f, Frame::Error(e)
+            if e.code == phux_proto::ErrorCode::RESOURCE_EXHAUSTED)),
+        "{:?}",
+        frames.last()
+    );
+    assert!(matches!(frames.last(), Some(Frame::Detached(_))));
+    // The others are served: the reader got every byte.
+    let got: usize = outputs(&h.recv(reader)).iter().map(|o| o.1.len()).sum();
+    assert_eq!(got, 16 * 16 * 1024);
+    assert!(h.conn(reader).is_open() && h.conn(busy).is_open());
+}

@@ -147,7 +147,7 @@ fn apply_input_encoded_over_64k_is_invalid_command() {
 }
 
 #[test]
-fn apply_input_full_queue_is_resource_exhausted_and_keeps_the_binding() {
+fn apply_input_full_queue_is_resource_exhausted_and_leaves_no_record() {
     // [INPUT.APPLY.8] [INPUT.DEDUPE.9]
     let mut config = ServerConfig::new(server_id_for(1));
     config.max_jobs_per_terminal = 1;
@@ -157,9 +157,10 @@ fn apply_input_full_queue_is_resource_exhausted_and_keeps_the_binding() {
         code(&apply(&mut h, c, 1, &t, vec![paste(b"a")])),
         Some(ErrorCode::RESOURCE_EXHAUSTED)
     );
+    // No binding was kept: another payload under the id is evaluated afresh.
     assert_eq!(
         code(&apply(&mut h, c, 1, &t, vec![paste(b"other")])),
-        Some(ErrorCode::INVALID_COMMAND)
+        Some(ErrorCode::RESOURCE_EXHAUSTED)
     );
 }
 

@@ -207,6 +207,12 @@ impl Client {
         self.writer.flush().expect("flush");
     }
 
+    /// Writes bytes as they are: many frames in one write.
+    pub(crate) fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("send");
+        self.writer.flush().expect("flush");
+    }
+
     /// Drops the sending side (the server sees EOF on a pipe).
     pub(crate) fn close_writer(&mut self) {
         self.writer = Box::new(std::io::sink());

@@ -73,8 +73,18 @@ impl Drop for ServerProc {
 
 /// `VmRSS` of a process from /proc, in KiB.
 pub(crate) fn vm_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// `VmHWM`, the peak resident set size of a process, in KiB: what it held at its worst,
+/// however briefly, without sampling.
+pub(crate) fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
