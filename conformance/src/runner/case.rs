@@ -72,6 +72,24 @@ pub(super) struct Case {
     /// Probe output a `probe … <` step received beyond the report it matched, by connection
     /// and terminal: the next such step looks at it first.
     pub(super) probe_residue: BTreeMap<String, Vec<u8>>,
+    /// Every terminal the server reported spawned, so that a run against a shared server
+    /// can kill what it started.
+    pub(super) spawned: Vec<Value>,
+    /// The stream of the newest bootstrap each connection saw for each terminal (key as
+    /// `probe_residue`'s): probe steps read that stream's output only, so a server that
+    /// attaches the spawner implicitly (a second stream) does not show every report twice.
+    pub(super) streams: BTreeMap<String, Value>,
+}
+
+/// The terminal a `TERMINAL_SPAWNED{result=ok{terminal=…}}` names.
+fn spawned_terminal(frame: &Value) -> Option<&Value> {
+    if name_of(frame) != "TERMINAL_SPAWNED" {
+        return None;
+    }
+    let result = pattern::field(frame, "result")?;
+    (name_of(result) == "ok")
+        .then(|| pattern::field(result, "terminal"))
+        .flatten()
 }
 
 /// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
@@ -245,13 +263,12 @@ impl Case {
                 let terminal =
                     pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
                 let residue_key = format!("{conn} {terminal}");
-                let pattern = Value::record(
-                    "TERMINAL_OUTPUT",
-                    vec![
-                        ("terminal".into(), terminal),
-                        (phux_proto::notation::REST_FIELD.into(), Value::Wildcard),
-                    ],
-                );
+                let mut fields = vec![("terminal".into(), terminal)];
+                if let Some(stream) = self.streams.get(&residue_key) {
+                    fields.push(("stream".into(), stream.clone()));
+                }
+                fields.push((phux_proto::notation::REST_FIELD.into(), Value::Wildcard));
+                let pattern = Value::record("TERMINAL_OUTPUT", fields);
                 let within = within.unwrap_or(self.timeout);
                 if let Some(hex_text) = report.strip_prefix("READS ") {
                     // The READ reports from here on, concatenated, must be exactly these bytes
@@ -406,7 +423,20 @@ impl Case {
                             log_frame(&mut self.wire, &mut self.wire_budget, || {
                                 format!("{} < {frame}", c.name)
                             });
-                            c.inbox.push_back(frame.to_value());
+                            let value = frame.to_value();
+                            if let Some(t) = spawned_terminal(&value) {
+                                self.spawned.push(t.clone());
+                            }
+                            if name_of(&value) == "BOOTSTRAP_BEGIN"
+                                && let (Some(t), Some(stream)) = (
+                                    pattern::field(&value, "terminal"),
+                                    pattern::field(&value, "stream"),
+                                )
+                            {
+                                self.streams
+                                    .insert(format!("{} {t}", c.name), stream.clone());
+                            }
+                            c.inbox.push_back(value);
                         }
                         Ok(None) => break,
                         Err(e) => {

@@ -45,6 +45,7 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         requirement: String::new(),
         requires: Vec::new(),
         probes: Vec::new(),
+        assumes: Vec::new(),
         defines: Vec::new(),
         steps: Vec::new(),
         path: path.to_owned(),
@@ -90,6 +91,12 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned),
             ),
+            "assumes" => t.assumes.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.trim_matches(['[', ']']).to_owned()),
+            ),
             "probe" => t.probes.extend(
                 value
                     .split([',', ' '])
@@ -108,7 +115,7 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
             "the header needs id, description and requirement".into(),
         ));
     }
-    for clause in &t.clauses {
+    for clause in t.clauses.iter().chain(&t.assumes) {
         if !is_clause_id(clause) {
             return Err(err(1, format!("`{clause}` is not a clause id")));
         }
@@ -213,20 +220,18 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
     Ok(t)
 }
 
-/// Loads every `*.phuxt` under `dir` (one level of area directories), sorted by id, and the
-/// prelude (`dir/prelude.phuxt`) if there is one.
+/// Loads `prelude.phuxt` and every `<area>/*.phuxt` under `dir`, sorted by id.
 pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
     let io_err = |p: &Path, e: std::io::Error| ParseError {
         path: p.display().to_string(),
         line: 0,
         message: e.to_string(),
     };
-    let mut prelude = Vec::new();
-    let mut out = Vec::new();
+    let mut files = Vec::new();
     let prelude_path = dir.join("prelude.phuxt");
     if prelude_path.exists() {
         let text = std::fs::read_to_string(&prelude_path).map_err(|e| io_err(&prelude_path, e))?;
-        prelude = parse_prelude(&prelude_path.display().to_string(), &text)?;
+        files.push(("prelude.phuxt".to_owned(), text));
     }
     let mut areas: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| io_err(dir, e))?
@@ -236,30 +241,56 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError
         .collect();
     areas.sort();
     for area in areas {
-        let mut files: Vec<_> = std::fs::read_dir(&area)
+        let area_name = area.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let mut names: Vec<_> = std::fs::read_dir(&area)
             .map_err(|e| io_err(&area, e))?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "phuxt"))
             .collect();
-        files.sort();
-        for file in files {
+        names.sort();
+        for file in names {
             let text = std::fs::read_to_string(&file).map_err(|e| io_err(&file, e))?;
-            let t = parse(&file.display().to_string(), &text)?;
-            // The id must be the file's place: <area>/<NNN>-<slug>.phuxt.
-            let area_name = area.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let stem = file.file_stem().and_then(|n| n.to_str()).unwrap_or("");
-            let number = stem.split('-').next().unwrap_or("");
-            let want = format!("{area_name}/{number}");
-            if t.id != want {
-                return Err(ParseError {
-                    path: file.display().to_string(),
-                    line: 1,
-                    message: format!("id `{}` does not match the file's place `{want}`", t.id),
-                });
-            }
-            out.push(t);
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            files.push((format!("{area_name}/{name}"), text));
         }
+    }
+    load_files(&files).map_err(|mut e| {
+        e.path = dir.join(&e.path).display().to_string();
+        e
+    })
+}
+
+/// Parses a suite given as `(path, text)` pairs, paths relative to the transcripts
+/// directory: `prelude.phuxt` and `<area>/<NNN>-<slug>.phuxt` (other files are ignored).
+pub fn load_files(
+    files: &[(String, String)],
+) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
+    let mut prelude = Vec::new();
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if path == "prelude.phuxt" {
+            prelude = parse_prelude(path, text)?;
+            continue;
+        }
+        let Some((area, name)) = path.split_once('/') else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".phuxt") else {
+            continue;
+        };
+        let t = parse(path, text)?;
+        // The id must be the file's place: <area>/<NNN>-<slug>.phuxt.
+        let number = stem.split('-').next().unwrap_or("");
+        let want = format!("{area}/{number}");
+        if t.id != want {
+            return Err(ParseError {
+                path: path.clone(),
+                line: 1,
+                message: format!("id `{}` does not match the file's place `{want}`", t.id),
+            });
+        }
+        out.push(t);
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok((prelude, out))

@@ -122,6 +122,10 @@ pub struct SocketConnector {
 }
 
 impl Connector for SocketConnector {
+    fn kind(&self) -> &'static str {
+        "socket"
+    }
+
     fn describe(&self) -> String {
         format!("socket {}", self.path.display())
     }
@@ -229,27 +233,64 @@ impl Drop for SocketTransport {
     }
 }
 
-/// A server started as a child per transcript (`sh -c CMD`), one client on its stdio.
+/// A child per transcript (`sh -c CMD`) that carries one client on its stdio: a server of
+/// its own (`phux-mio-server --stdio`), or a bridge to a server others share
+/// (`phux stdio-bridge --socket S`).
 #[derive(Clone, Debug)]
 pub struct ExecConnector {
     /// The shell command line, e.g. `phux-mio-server --stdio`.
     pub command: String,
     /// The probe child's command line, if the server can run it.
     pub probe: Option<Vec<String>>,
+    /// The child bridges to a server that outlives it: cases that end or restart the server,
+    /// or need it fresh, cannot run.
+    pub shared: bool,
 }
 
 impl Connector for ExecConnector {
+    fn kind(&self) -> &'static str {
+        "exec"
+    }
+
     fn describe(&self) -> String {
-        format!("exec '{}'", self.command)
+        let shared = if self.shared {
+            " (a shared server)"
+        } else {
+            ""
+        };
+        format!("exec '{}'{shared}", self.command)
     }
 
     fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
         Ok(Box::new(ExecTransport {
             command: self.command.clone(),
             probe: self.probe.clone(),
+            shared: self.shared,
             child: None,
+            stderr: Arc::default(),
         }))
     }
+}
+
+/// How much of a child's standard error is kept: its last bytes, which say why it failed.
+const STDERR_KEPT: usize = 16 * 1024;
+
+/// Keeps the last [`STDERR_KEPT`] bytes a child writes to its standard error.
+fn spawn_stderr_keeper(mut source: impl Read + Send + 'static, kept: Arc<Mutex<Vec<u8>>>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = source.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+            let Ok(mut k) = kept.lock() else {
+                return;
+            };
+            k.extend_from_slice(&buf[..n]);
+            let excess = k.len().saturating_sub(STDERR_KEPT);
+            k.drain(..excess);
+        }
+    });
 }
 
 struct ExecChild {
@@ -263,7 +304,10 @@ struct ExecChild {
 struct ExecTransport {
     command: String,
     probe: Option<Vec<String>>,
+    shared: bool,
     child: Option<ExecChild>,
+    /// The tail of the child's standard error, shown when a case fails.
+    stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl ExecTransport {
@@ -284,12 +328,22 @@ impl Transport for ExecTransport {
         Some(1)
     }
 
+    fn shared_server(&self) -> bool {
+        self.shared
+    }
+
     fn local_socket(&self) -> bool {
         false
     }
 
     fn can_restart(&self) -> bool {
-        true
+        !self.shared
+    }
+
+    fn server_stderr(&self) -> Option<String> {
+        let kept = self.stderr.lock().ok()?;
+        let text = String::from_utf8_lossy(&kept).trim_end().to_owned();
+        (!text.is_empty()).then_some(text)
     }
 
     /// Kills the child (SIGKILL: a crash, not a shutdown) and forgets it; the next
@@ -322,9 +376,12 @@ impl Transport for ExecTransport {
             .arg(&self.command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TransportError::io(format!("start `{}`", self.command), e))?;
+        if let Some(stderr) = child.stderr.take() {
+            spawn_stderr_keeper(stderr, Arc::clone(&self.stderr));
+        }
         let stdout = child
             .stdout
             .take()
