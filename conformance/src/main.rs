@@ -344,5 +344,20 @@ fn coverage(paths: &PathArgs) -> ExitCode {
     };
     let cov = Coverage::new(&suite.spec, &suite.transcripts, &exemptions);
     print!("{}", cov.table());
+    let ours = suite
+        .spec
+        .clauses
+        .values()
+        .filter(|c| suite.spec.is_ours(&c.id))
+        .count();
+    let uncited: Vec<&str> = suite.spec.uncited_phux().map(|c| c.id.as_str()).collect();
+    println!(
+        "\nClauses: {} in all, {ours} of phux-rs only, {} of phux with a `> phux:` citation, \
+         {} of phux without one yet (conformance/phux-uncited.txt):",
+        suite.spec.clauses.len(),
+        suite.spec.clauses.len() - ours - uncited.len(),
+        uncited.len()
+    );
+    println!("  {}", uncited.join(" "));
     ExitCode::SUCCESS
 }

@@ -172,6 +172,9 @@ impl Suite {
             .collect();
         ours.sort();
         ours.dedup();
+        if t.phux_rs_only {
+            ours.push("(the case's header: profile phux-rs)".to_owned());
+        }
         ours
     }
 
@@ -203,6 +206,7 @@ impl Suite {
             timeout: options.timeout,
             expectations: &self.expectations,
             server: ServerInfo::default(),
+            profile: options.profile,
         };
         runner
             .discover()

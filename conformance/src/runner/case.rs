@@ -1,7 +1,7 @@
 //! One case in progress: its transport and connections, the bindings, the wire log, and the
 //! dispatch of each step to what carries it out.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -79,6 +79,14 @@ pub(super) struct Case {
     /// `probe_residue`'s): probe steps read that stream's output only, so a server that
     /// attaches the spawner implicitly (a second stream) does not show every report twice.
     pub(super) streams: BTreeMap<String, Value>,
+    /// Under profile phux a server may attach the spawning connection implicitly (our rule
+    /// [SPAWN.ATTACH.1] forbids it): the streams it opens that way are set aside, so that a
+    /// case sees only the streams its own ATTACH_TERMINALs opened.
+    pub(super) tolerate_implicit_attach: bool,
+    /// Terminals spawned on a connection since the last step, `(conn, terminal)`.
+    pub(super) fresh_spawns: Vec<(String, Value)>,
+    /// `(conn, stream)` of streams the server opened without an ATTACH_TERMINAL.
+    pub(super) implicit_streams: BTreeSet<(String, String)>,
 }
 
 /// The terminal a `TERMINAL_SPAWNED{result=ok{terminal=…}}` names.
@@ -163,6 +171,77 @@ fn describe_inbox(inbox: &VecDeque<Value>) -> String {
 
 impl Case {
     pub(super) fn step(&mut self, step: &Step) -> Result<(), StepError> {
+        self.fresh_spawns.clear();
+        self.step_kind(step)?;
+        if self.tolerate_implicit_attach {
+            self.set_aside_implicit_attaches()?;
+        }
+        Ok(())
+    }
+
+    /// For each terminal a step saw spawned: a PING barrier on its connection (the server
+    /// handled the spawn before the PING, so an implicit attach shows before the PONG), then
+    /// every stream of that terminal begun before the PONG is set aside, its frames dropped.
+    fn set_aside_implicit_attaches(&mut self) -> Result<(), StepError> {
+        let spawns = std::mem::take(&mut self.fresh_spawns);
+        for (conn, terminal) in spawns {
+            if self.conns.get(&conn).is_none_or(|c| c.closed || c.paused) {
+                continue;
+            }
+            let nonce = self.next_nonce;
+            self.next_nonce += 1;
+            let key = self.conn(&conn)?;
+            let ping = Frame::Ping(phux_proto::frame::Ping { nonce });
+            self.wire
+                .push(format!("{conn} > {ping}   (implicit-attach barrier)"));
+            self.transport.send(key, &ping.to_bytes())?;
+            let pong = Frame::Pong(phux_proto::frame::Pong { nonce }).to_value();
+            let deadline = Instant::now() + self.timeout;
+            loop {
+                if let Some(c) = self.conns.get_mut(&conn)
+                    && let Some(i) = c.inbox.iter().position(|f| *f == pong)
+                {
+                    c.inbox.remove(i);
+                    break;
+                }
+                if self.conns.get(&conn).is_some_and(|c| c.closed) {
+                    // The server ended the connection: nothing to set aside on it.
+                    break;
+                }
+                self.more(&conn, deadline, &|s| {
+                    failed(
+                        format!("{pong} answering the runner's PING"),
+                        s.inbox_text(&conn),
+                    )
+                })?;
+            }
+            let Some(c) = self.conns.get_mut(&conn) else {
+                continue;
+            };
+            let begun: Vec<String> = c
+                .inbox
+                .iter()
+                .filter(|f| {
+                    name_of(f) == "BOOTSTRAP_BEGIN"
+                        && pattern::field(f, "terminal") == Some(&terminal)
+                })
+                .filter_map(|f| pattern::field(f, "stream").map(ToString::to_string))
+                .collect();
+            for stream in begun {
+                c.inbox.retain(|f| {
+                    pattern::field(f, "stream").is_none_or(|s| s.to_string() != stream)
+                });
+                self.wire.push(format!(
+                    "{conn}: stream {stream} of {terminal} opened without ATTACH_TERMINAL: set aside"
+                ));
+                self.streams.remove(&format!("{conn} {terminal}"));
+                self.implicit_streams.insert((conn.clone(), stream));
+            }
+        }
+        Ok(())
+    }
+
+    fn step_kind(&mut self, step: &Step) -> Result<(), StepError> {
         match &step.kind {
             StepKind::Connect { conn } => {
                 if self.conns.get(conn).is_some_and(|c| c.closed) {
@@ -424,8 +503,20 @@ impl Case {
                                 format!("{} < {frame}", c.name)
                             });
                             let value = frame.to_value();
+                            if let Some(stream) = pattern::field(&value, "stream")
+                                && self
+                                    .implicit_streams
+                                    .contains(&(c.name.clone(), stream.to_string()))
+                            {
+                                self.wire.push(format!(
+                                    "{} < {frame}   (implicit attach: set aside)",
+                                    c.name
+                                ));
+                                continue;
+                            }
                             if let Some(t) = spawned_terminal(&value) {
                                 self.spawned.push(t.clone());
+                                self.fresh_spawns.push((c.name.clone(), t.clone()));
                             }
                             if name_of(&value) == "BOOTSTRAP_BEGIN"
                                 && let (Some(t), Some(stream)) = (

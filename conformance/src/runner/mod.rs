@@ -14,7 +14,7 @@ use phux_proto::notation::Value;
 
 use crate::expectations::Expectations;
 use crate::pattern::{self, Bindings, Templates};
-use crate::spec::Spec;
+use crate::spec::{Profile, Spec};
 use crate::transcript::{Level, Step, StepKind, Transcript};
 use crate::transport::{Connector, Recv, Transport};
 
@@ -49,6 +49,9 @@ pub struct Runner<'a> {
     pub expectations: &'a Expectations,
     /// What the server advertised.
     pub server: ServerInfo,
+    /// Which rules the run checks; under `phux` the runner also tolerates what only our
+    /// rules forbid (an implicit attach of the spawner).
+    pub profile: Profile,
 }
 
 /// Request ids the runner uses for its own commands (probe input), out of the transcripts' way.
@@ -165,6 +168,9 @@ impl Runner<'_> {
             probe_residue: BTreeMap::new(),
             spawned: Vec::new(),
             streams: BTreeMap::new(),
+            tolerate_implicit_attach: self.profile == Profile::Phux,
+            fresh_spawns: Vec::new(),
+            implicit_streams: BTreeSet::new(),
         };
         if !case.transport.virtual_time() {
             case.op_salt = fresh_salt();

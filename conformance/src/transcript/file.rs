@@ -46,6 +46,7 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         requires: Vec::new(),
         probes: Vec::new(),
         assumes: Vec::new(),
+        phux_rs_only: false,
         defines: Vec::new(),
         steps: Vec::new(),
         path: path.to_owned(),
@@ -53,6 +54,8 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
     let mut iter = lines.into_iter().peekable();
     let mut level = None;
     let mut header_done = false;
+    // Where the header's `clauses:` line is, for errors about its contents.
+    let mut clauses_line = 1;
     for line in iter.by_ref() {
         if line.code == HEADER_END {
             header_done = true;
@@ -71,6 +74,15 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         match key.trim() {
             "id" => t.id = value,
             "clauses" => {
+                clauses_line = line.number;
+                if value.is_empty() || value.split_whitespace().any(|w| w == "TODO") {
+                    return Err(err(
+                        line.number,
+                        "`clauses:` is not filled in: name the clauses the case checks \
+                         (a recorder draft leaves TODO here)"
+                            .into(),
+                    ));
+                }
                 t.clauses = value
                     .split([',', ' '])
                     .filter(|s| !s.is_empty())
@@ -97,6 +109,15 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
                     .filter(|s| !s.is_empty())
                     .map(|s| s.trim_matches(['[', ']']).to_owned()),
             ),
+            "profile" => {
+                if value != "phux-rs" {
+                    return Err(err(
+                        line.number,
+                        format!("`profile: {value}`: the only profile a case can name is phux-rs"),
+                    ));
+                }
+                t.phux_rs_only = true;
+            }
             "probe" => t.probes.extend(
                 value
                     .split([',', ' '])
@@ -117,7 +138,7 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
     }
     for clause in t.clauses.iter().chain(&t.assumes) {
         if !is_clause_id(clause) {
-            return Err(err(1, format!("`{clause}` is not a clause id")));
+            return Err(err(clauses_line, format!("`{clause}` is not a clause id")));
         }
     }
     t.level = level.ok_or_else(|| err(1, "the header needs a level (MUST or SHOULD)".into()))?;
@@ -395,6 +416,18 @@ c1 bytes since resume <= 5_000
         assert!(parse("f", "id: a/001\n").is_err());
         let e = parse("f", &SAMPLE.replace("c1 closed", "x1 closed")).unwrap_err();
         assert!(e.message.contains("not a connection name"), "{e}");
+    }
+
+    #[test]
+    fn an_unfilled_clauses_header_is_an_error_at_its_line() {
+        let draft = "# a recorded session\n# fill in\nid: draft/001\nclauses: TODO\nlevel: MUST\n\
+                     description: d\nrequirement: r\n---\nc1 > PING{nonce=1}\n";
+        let e = parse("draft.phuxt", draft).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("not filled in"), "{e}");
+        let e = parse("d", &draft.replace("TODO", "PING.ECHO.1 nope")).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(parse("d", &draft.replace("TODO", "PING.ECHO.1")).is_ok());
     }
 
     const HEADER: &str = "id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n";

@@ -74,6 +74,9 @@ pub struct Transcript {
     /// Rules of phux-rs the case's setup relies on without checking them (`assumes:`): it
     /// belongs to the phux-rs profile, as a case citing them does.
     pub assumes: Vec<String>,
+    /// `profile: phux-rs`: the case checks the part of its clauses that is our choice (the
+    /// transcript says why), so it belongs to the phux-rs profile only.
+    pub phux_rs_only: bool,
     /// Templates defined in the transcript body.
     pub defines: Vec<(String, Value)>,
     /// The steps, in order.

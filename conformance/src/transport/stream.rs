@@ -266,7 +266,7 @@ impl Connector for ExecConnector {
             command: self.command.clone(),
             probe: self.probe.clone(),
             shared: self.shared,
-            child: None,
+            children: Vec::new(),
             stderr: Arc::default(),
         }))
     }
@@ -305,17 +305,18 @@ struct ExecTransport {
     command: String,
     probe: Option<Vec<String>>,
     shared: bool,
-    child: Option<ExecChild>,
-    /// The tail of the child's standard error, shown when a case fails.
+    /// One child per connection: the server itself (exactly one), or a bridge each to a
+    /// shared server (as many as the case opens).
+    children: Vec<ExecChild>,
+    /// The tail of the children's standard error, shown when a case fails.
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl ExecTransport {
     fn conn(&mut self, conn: ConnKey) -> Result<&mut ExecChild, TransportError> {
-        match (&mut self.child, conn) {
-            (Some(c), 0) => Ok(c),
-            _ => Err(TransportError::Unsupported(format!("no connection {conn}"))),
-        }
+        self.children
+            .get_mut(conn)
+            .ok_or_else(|| TransportError::Unsupported(format!("no connection {conn}")))
     }
 }
 
@@ -325,7 +326,8 @@ impl Transport for ExecTransport {
     }
 
     fn max_connections(&self) -> Option<usize> {
-        Some(1)
+        // A bridge per connection reaches a shared server as often as a case likes.
+        (!self.shared).then_some(1)
     }
 
     fn shared_server(&self) -> bool {
@@ -349,7 +351,7 @@ impl Transport for ExecTransport {
     /// Kills the child (SIGKILL: a crash, not a shutdown) and forgets it; the next
     /// `connect` starts a new one.
     fn restart(&mut self) -> Result<(), TransportError> {
-        if let Some(mut c) = self.child.take() {
+        for mut c in self.children.drain(..) {
             c.stdin = None;
             c.child
                 .kill()
@@ -366,7 +368,7 @@ impl Transport for ExecTransport {
     }
 
     fn connect(&mut self) -> Result<ConnKey, TransportError> {
-        if self.child.is_some() {
+        if !self.shared && !self.children.is_empty() {
             return Err(TransportError::Unsupported(
                 "a --stdio server carries exactly one connection".into(),
             ));
@@ -388,14 +390,14 @@ impl Transport for ExecTransport {
             .ok_or_else(|| TransportError::Unsupported("the child has no stdout pipe".into()))?;
         let stdin = child.stdin.take();
         let gate = Arc::new(Gate::default());
-        self.child = Some(ExecChild {
+        self.children.push(ExecChild {
             child,
             stdin,
             rx: spawn_reader(stdout, Arc::clone(&gate)),
             gate,
             eof: false,
         });
-        Ok(0)
+        Ok(self.children.len() - 1)
     }
 
     fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
@@ -430,20 +432,23 @@ impl Transport for ExecTransport {
 
 impl Drop for ExecTransport {
     fn drop(&mut self) {
-        let Some(mut c) = self.child.take() else {
-            return;
-        };
-        // Closing stdin ends a --stdio server; give it a moment, then make sure.
-        c.stdin = None;
-        c.gate.set(false);
-        let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = c.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        // Closing stdin ends a --stdio server (or a bridge); give them a moment, then make sure.
+        for c in &mut self.children {
+            c.stdin = None;
+            c.gate.set(false);
         }
-        let _ = c.child.kill();
-        let _ = c.child.wait();
+        let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
+        for c in &mut self.children {
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = c.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if let Ok(None) = c.child.try_wait() {
+                let _ = c.child.kill();
+                let _ = c.child.wait();
+            }
+        }
     }
 }
