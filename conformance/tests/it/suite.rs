@@ -135,6 +135,45 @@ fn socket_suite_passes_against_mio_server() {
     };
     let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
     assert_passes(&connector.describe(), &cases);
+    // The server outlives the run: every terminal a case spawned was killed after it.
+    let state = server_state(&server.socket);
+    assert!(
+        state.contains("terminals=[]"),
+        "terminals left behind: {state}"
+    );
+}
+
+/// The server's GET_STATE answer, in the notation.
+fn server_state(socket: &std::path::Path) -> String {
+    use phux_core::framing::FrameDecoder;
+    use phux_proto::Frame;
+    use phux_proto::notation::Value;
+    use std::io::{Read, Write};
+
+    let suite = suite();
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.set_read_timeout(Some(REAL_TIMEOUT)).unwrap();
+    for frame in [
+        suite.templates.expand(&Value::ident("Hello")).unwrap(),
+        Value::parse("COMMAND{request_id=7 command=GET_STATE{scope=server}}").unwrap(),
+    ] {
+        stream
+            .write_all(&Frame::from_value(&frame).unwrap().to_bytes())
+            .unwrap();
+    }
+    let mut decoder = FrameDecoder::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        while let Some(f) = decoder.poll_frame().unwrap() {
+            let text = f.to_string();
+            if text.starts_with("COMMAND_RESULT{request_id=7") {
+                return text;
+            }
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed before answering GET_STATE");
+        decoder.push(&buf[..n]);
+    }
 }
 
 #[test]
