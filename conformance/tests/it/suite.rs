@@ -162,7 +162,7 @@ fn server_state(socket: &std::path::Path) -> String {
             .unwrap();
     }
     let mut decoder = FrameDecoder::new();
-    let mut buf = [0u8; 65536];
+    let mut buf = vec![0u8; 65536];
     loop {
         while let Some(f) = decoder.poll_frame().unwrap() {
             let text = f.to_string();
