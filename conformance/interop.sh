@@ -152,10 +152,10 @@ check "phux kill (ours)" ref kill "$pane"
 replay_recorded() {
     local rec=$scratch/rec
     mkdir -p "$rec/recorded"
-    "$conf" record --socket "$ours_sock" --out "$rec/draft.phuxt" --listen "$rec/rec.sock" &
+    "$conf" record --socket "$ours_sock" --out "$rec/draft.phuxt" --listen "$rec/rec.sock" 2>/dev/null &
     local recorder=$!
     for _ in $(seq 100); do [ -S "$rec/rec.sock" ] && break; sleep 0.1; done
-    env "${peer_vars[@]}" "$PHUX_REF_BIN" --socket "$rec/rec.sock" spawn -- /bin/cat || return 1
+    env "${peer_vars[@]}" "$PHUX_REF_BIN" --socket "$rec/rec.sock" spawn -- /bin/cat >/dev/null || return 1
     wait "$recorder" || return 1
     cp "$root/conformance/transcripts/prelude.phuxt" "$rec/"
     sed -e 's|^id: draft/001|id: recorded/001|' \
@@ -163,7 +163,10 @@ replay_recorded() {
         -e 's|^description: TODO|description: the peer CLI spawning a terminal, replayed|' \
         -e 's|^requirement: TODO|requirement: the session the peer CLI had replays unchanged|' \
         "$rec/draft.phuxt" >"$rec/recorded/001-peer-cli-spawn.phuxt"
-    "$conf" run --socket "$ours_sock" --transcripts "$rec" --profile phux | tail -3
+    local out
+    out=$("$conf" run --socket "$ours_sock" --transcripts "$rec" --profile phux) || { echo "$out"; return 1; }
+    echo "$out" | grep -E '^[0-9]+ cases:'
+    echo "$out" | grep -qE '^1 cases: 1 PASS$'
     # The terminal the replay spawned is killed by the runner; the recorded one is ours to end.
 }
 check "peer CLI session recorded against ours, replayed" replay_recorded

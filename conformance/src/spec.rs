@@ -117,8 +117,18 @@ impl Spec {
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<(), String> {
         // The clause whose note paragraphs the lines that follow may be.
         let mut last: Option<String> = None;
+        // A `> Beyond phux:` note before the file's first clause makes every clause of the
+        // file ours (server.md and client.md: the rules of our own server and client).
+        let mut seen_clause = false;
+        let mut file_owner: Option<Owner> = None;
         for line in text.lines() {
             if line.starts_with('>') {
+                if !seen_clause
+                    && let Some(Owner::Ours(label)) = note_owner(line)
+                    && label == "Beyond phux"
+                {
+                    file_owner = Some(Owner::Ours(label));
+                }
                 if let (Some(id), Some(owner)) = (&last, note_owner(line))
                     && let Some(clause) = self.clauses.get_mut(id)
                 {
@@ -152,9 +162,10 @@ impl Spec {
                 level,
                 text: body,
                 file: name.to_owned(),
-                owner: Owner::Phux(None),
+                owner: file_owner.clone().unwrap_or(Owner::Phux(None)),
             };
             last = Some(id.to_owned());
+            seen_clause = true;
             if self.clauses.insert(id.to_owned(), clause).is_some() {
                 return Err(format!("{name}: [{id}] is defined twice"));
             }
@@ -246,6 +257,13 @@ mod tests {
         // A note after prose belongs to no clause.
         assert_eq!(spec.clauses["A.B.4"].owner, Owner::Phux(None));
         assert!(spec.is_ours("A.B.5"));
+        // A note before a file's first clause covers every clause of the file.
+        spec.add_file(
+            "s.md",
+            "# S\n\n> Beyond phux: our server.\n\n**\x5bS.A.1]** It MUST.\n\n**\x5bS.A.2]** It MAY.\n",
+        )
+        .unwrap();
+        assert!(spec.is_ours("S.A.1") && spec.is_ours("S.A.2"));
         assert_eq!(
             spec.uncited_phux()
                 .map(|c| c.id.as_str())

@@ -261,7 +261,14 @@ impl Case {
             StepKind::Send { conn, frame } => self.send(conn, frame),
             StepKind::SendRaw { conn, bytes } => {
                 let key = self.conn(conn)?;
-                self.wire.push(format!("{conn} > raw {}", hex(bytes)));
+                // A long raw step (a repeat) is logged by its start and its size.
+                let shown = &bytes[..bytes.len().min(64)];
+                let more = if bytes.len() > shown.len() {
+                    format!(" … ({} bytes)", bytes.len())
+                } else {
+                    String::new()
+                };
+                self.wire.push(format!("{conn} > raw {}{more}", hex(shown)));
                 self.transport.send(key, bytes)?;
                 Ok(())
             }

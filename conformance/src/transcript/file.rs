@@ -419,6 +419,19 @@ c1 bytes since resume <= 5_000
     }
 
     #[test]
+    fn a_raw_step_repeats_a_byte() {
+        let t = parse("f", &format!("{HEADER}c1 > raw 00 01 7f*3 0a0b ff*0 01\n")).unwrap();
+        match &t.steps[0].kind {
+            StepKind::SendRaw { bytes, .. } => {
+                assert_eq!(bytes, &[0, 1, 0x7f, 0x7f, 0x7f, 0x0a, 0x0b, 1]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse("f", &format!("{HEADER}c1 > raw 7*3\n")).is_err());
+        assert!(parse("f", &format!("{HEADER}c1 > raw 00*99999999999\n")).is_err());
+    }
+
+    #[test]
     fn an_unfilled_clauses_header_is_an_error_at_its_line() {
         let draft = "# a recorded session\n# fill in\nid: draft/001\nclauses: TODO\nlevel: MUST\n\
                      description: d\nrequirement: r\n---\nc1 > PING{nonce=1}\n";
