@@ -224,33 +224,37 @@ impl Runner<'_> {
     }
 
     /// Kills `terminals` over a connection of its own: KILL_TERMINAL one by one (KILL_TERMINALS
-    /// with an id already gone is refused by some servers and skipped by others), waiting for
-    /// each answer.
+    /// with an id already gone is refused by some servers and skipped by others), then waits
+    /// until every terminal it killed is reported closed (`pane_closed` on a server-scoped
+    /// subscription), so that no later case sees events of this one's terminals.
     fn kill_terminals(&self, terminals: &[Value]) -> Result<(), String> {
+        let parse = |text: &str| -> Result<Vec<u8>, String> {
+            let value = Value::parse(text).map_err(|e| e.to_string())?;
+            Ok(Frame::from_value(&value)
+                .map_err(|e| e.to_string())?
+                .to_bytes())
+        };
         let mut transport = self.connector.open().map_err(|e| e.to_string())?;
         let conn = transport.connect().map_err(|e| e.to_string())?;
         let hello = self.templates.expand(&Value::ident("Hello"))?;
         let mut bytes = Frame::from_value(&hello)
             .map_err(|e| format!("prelude Hello: {e}"))?
             .to_bytes();
+        bytes.extend(parse("SUBSCRIBE_EVENTS{}")?);
         for (i, terminal) in terminals.iter().enumerate() {
             let request_id = RUNNER_REQUEST_BASE + u32::try_from(i).unwrap_or(0);
-            let kill = Value::parse(&format!(
+            bytes.extend(parse(&format!(
                 "COMMAND{{request_id={request_id} command=KILL_TERMINAL{{terminal={terminal}}}}}"
-            ))
-            .map_err(|e| e.to_string())?;
-            let frame = Frame::from_value(&kill).map_err(|e| e.to_string())?;
-            bytes.extend(frame.to_bytes());
+            ))?);
         }
-        bytes.extend(
-            Frame::from_value(&Value::parse("PING{nonce=0xc1ea}").map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())?
-                .to_bytes(),
-        );
+        bytes.extend(parse("PING{nonce=0xc1ea}")?);
         transport.send(conn, &bytes).map_err(|e| e.to_string())?;
-        // The PONG comes after every kill's answer: the kills were all carried out.
         let mut decoder = FrameDecoder::new();
         let deadline = Instant::now() + self.timeout;
+        // Terminals whose kill was answered OK, and those reported closed since.
+        let mut killed = 0usize;
+        let mut closed = 0usize;
+        let mut ponged = false;
         while Instant::now() < deadline {
             match transport
                 .recv(conn, POLL_SLICE)
@@ -261,13 +265,35 @@ impl Runner<'_> {
                 Recv::Nothing => {}
             }
             while let Some(frame) = decoder.poll_frame().map_err(|e| e.to_string())? {
-                if let Frame::Pong(_) = frame {
-                    let _ = transport.send(conn, &Frame::Detach.to_bytes());
-                    return Ok(());
+                let value = frame.to_value();
+                match case::name_of(&value) {
+                    "PONG" => ponged = true,
+                    "COMMAND_RESULT"
+                        if pattern::field(&value, "result")
+                            .is_some_and(|r| case::name_of(r) == "ok") =>
+                    {
+                        killed += 1;
+                    }
+                    "EVENT"
+                        if pattern::field(&value, "event")
+                            .is_some_and(|e| case::name_of(e) == "pane_closed")
+                            && pattern::field(&value, "terminal")
+                                .is_some_and(|t| terminals.contains(t)) =>
+                    {
+                        closed += 1;
+                    }
+                    _ => {}
                 }
             }
+            // The PONG comes after every kill's answer.
+            if ponged && closed >= killed {
+                let _ = transport.send(conn, &Frame::Detach.to_bytes());
+                return Ok(());
+            }
         }
-        Err("no PONG after the cleanup's kills".into())
+        Err(format!(
+            "cleanup: {closed} of the {killed} terminals killed were reported closed in time"
+        ))
     }
 
     /// Why a case cannot run here, if it cannot.
