@@ -275,22 +275,53 @@ impl Connector for ExecConnector {
 /// How much of a child's standard error is kept: its last bytes, which say why it failed.
 const STDERR_KEPT: usize = 16 * 1024;
 
-/// Keeps the last [`STDERR_KEPT`] bytes a child writes to its standard error.
-fn spawn_stderr_keeper(mut source: impl Read + Send + 'static, kept: Arc<Mutex<Vec<u8>>>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = source.read(&mut buf) {
-            if n == 0 {
-                return;
-            }
-            let Ok(mut k) = kept.lock() else {
-                return;
-            };
-            k.extend_from_slice(&buf[..n]);
-            let excess = k.len().saturating_sub(STDERR_KEPT);
-            k.drain(..excess);
+/// The tail of the children's standard error, and how many of them may still write to it.
+#[derive(Default)]
+struct StderrTail {
+    state: Mutex<(Vec<u8>, usize)>,
+    ended: Condvar,
+}
+
+/// How long a report waits for a child's standard error to reach its end (a child that
+/// failed has usually written why by the time its stdout closed, but not always read).
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
+impl StderrTail {
+    /// Keeps the last [`STDERR_KEPT`] bytes a child writes to its standard error.
+    fn keep(self: &Arc<Self>, mut source: impl Read + Send + 'static) {
+        if let Ok(mut s) = self.state.lock() {
+            s.1 += 1;
         }
-    });
+        let tail = Arc::clone(self);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = source.read(&mut buf).unwrap_or(0);
+                let Ok(mut s) = tail.state.lock() else {
+                    return;
+                };
+                if n == 0 {
+                    s.1 -= 1;
+                    tail.ended.notify_all();
+                    return;
+                }
+                s.0.extend_from_slice(&buf[..n]);
+                let excess = s.0.len().saturating_sub(STDERR_KEPT);
+                s.0.drain(..excess);
+            }
+        });
+    }
+
+    /// What was kept, once every child's stderr ended or [`STDERR_SETTLE`] passed.
+    fn text(&self) -> Option<String> {
+        let guard = self.state.lock().ok()?;
+        let (guard, _) = self
+            .ended
+            .wait_timeout_while(guard, STDERR_SETTLE, |s| s.1 > 0)
+            .ok()?;
+        let text = String::from_utf8_lossy(&guard.0).trim_end().to_owned();
+        (!text.is_empty()).then_some(text)
+    }
 }
 
 struct ExecChild {
@@ -309,7 +340,7 @@ struct ExecTransport {
     /// shared server (as many as the case opens).
     children: Vec<ExecChild>,
     /// The tail of the children's standard error, shown when a case fails.
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<StderrTail>,
 }
 
 impl ExecTransport {
@@ -343,9 +374,7 @@ impl Transport for ExecTransport {
     }
 
     fn server_stderr(&self) -> Option<String> {
-        let kept = self.stderr.lock().ok()?;
-        let text = String::from_utf8_lossy(&kept).trim_end().to_owned();
-        (!text.is_empty()).then_some(text)
+        self.stderr.text()
     }
 
     /// Kills the child (SIGKILL: a crash, not a shutdown) and forgets it; the next
@@ -382,7 +411,7 @@ impl Transport for ExecTransport {
             .spawn()
             .map_err(|e| TransportError::io(format!("start `{}`", self.command), e))?;
         if let Some(stderr) = child.stderr.take() {
-            spawn_stderr_keeper(stderr, Arc::clone(&self.stderr));
+            self.stderr.keep(stderr);
         }
         let stdout = child
             .stdout
