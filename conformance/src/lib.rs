@@ -16,8 +16,11 @@
 //! The [`runner`] plays a transcript's steps against a server and gives each case one
 //! [`runner::Outcome`]: PASS, FAIL (a step citing a MUST clause failed), NON_STRICT (only SHOULD
 //! or MAY clauses failed), UNSUPPORTED (the server does not advertise a feature the case needs,
-//! or the transport cannot run it), DISABLED (listed with a reason in `expectations.txt`) or
-//! ERROR (the runner or the transport failed). Only FAIL and ERROR fail a run. [`report`] turns
+//! or the transport cannot run it), SKIPPED (outside the run's [`spec::Profile`]: the case
+//! checks a rule of phux-rs only), KNOWN (a deviation the server's [`expectations`] file
+//! lists), KNOWN_PASSED (a listed deviation that passed: the list is stale), DISABLED (listed
+//! as not to run) or ERROR (the runner or the transport failed). FAIL, ERROR and KNOWN_PASSED
+//! fail a run. Every clause says whose rule it is ([`spec::Owner`]): phux 0.8's own, or ours. [`report`] turns
 //! the results into an h2spec-style tree for people and a JSON document with every case's wire
 //! log for machines. [`coverage`] says which clauses the transcripts check (a test fails when a
 //! wire-checkable MUST clause has none and is not listed in `uncovered.txt` as still to do).
@@ -72,6 +75,7 @@
 #![warn(missing_docs)]
 
 pub mod coverage;
+pub mod expectations;
 pub mod pattern;
 pub mod probe;
 pub mod recorder;

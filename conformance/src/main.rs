@@ -4,14 +4,20 @@
 //! as a transcript draft, and `probe` is the child
 //! the transcripts run inside terminals.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use phux_conformance::coverage::{Coverage, parse_exemptions};
-use phux_conformance::report;
-use phux_conformance::suite::{Paths, Suite};
+use phux_conformance::expectations::Expectations;
+use phux_conformance::report::{self, RunInfo};
+use phux_conformance::runner::CaseReport;
+use phux_conformance::spec::Profile;
+use phux_conformance::suite::{RunOptions, Suite, embedded};
+use phux_conformance::transcript::Transcript;
 use phux_conformance::transport::{Connector, ExecConnector, InProcess, SocketConnector};
 
 mod wire;
@@ -63,13 +69,14 @@ enum Command {
 }
 
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
+#[group(multiple = false)]
 struct Target {
-    /// A running server's Unix socket.
+    /// A running server's Unix socket (shared by every case).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Start a server per transcript with this shell command; it must serve one client on
-    /// its stdin and stdout (e.g. `phux-mio-server --stdio`).
+    /// Start this shell command per case; it must carry one client on its stdin and stdout:
+    /// a server of its own (`phux-mio-server --stdio`) or, with `--exec-shared`, a bridge to
+    /// a running server (`phux stdio-bridge --socket S`).
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
     /// Our own engine, in this process, with simulated terminals and a virtual clock.
@@ -79,24 +86,32 @@ struct Target {
 
 #[derive(Debug, Args)]
 struct PathArgs {
-    /// The transcripts directory (default: the repository's).
+    /// A transcripts directory to use instead of the one built into this program.
     #[arg(long, value_name = "DIR")]
     transcripts: Option<PathBuf>,
-    /// The spec directory (default: the repository's).
+    /// A spec directory to use instead of the one built into this program.
     #[arg(long, value_name = "DIR")]
     spec: Option<PathBuf>,
 }
 
 impl PathArgs {
-    fn paths(&self) -> Paths {
-        let mut paths = Paths::default();
-        if let Some(t) = &self.transcripts {
-            paths.transcripts.clone_from(t);
+    /// The suite: built in, with files from disk where an override names them.
+    fn load(&self) -> Result<Suite, String> {
+        let mut suite = Suite::embedded()?;
+        if let Some(dir) = &self.transcripts {
+            let (prelude, transcripts) =
+                phux_conformance::transcript::load_dir(dir).map_err(|e| e.to_string())?;
+            let mut templates = phux_conformance::pattern::Templates::default();
+            for (name, value) in prelude {
+                templates.define(&name, value);
+            }
+            suite.templates = templates;
+            suite.transcripts = transcripts;
         }
-        if let Some(s) = &self.spec {
-            paths.spec.clone_from(s);
+        if let Some(dir) = &self.spec {
+            suite.spec = phux_conformance::spec::Spec::load(dir)?;
         }
-        paths
+        Ok(suite)
     }
 }
 
@@ -104,20 +119,47 @@ impl PathArgs {
 struct RunArgs {
     #[command(flatten)]
     target: Target,
-    /// Run only cases whose id starts with this (`input/004`, `lease`) or that cite a clause
-    /// starting with it (`INPUT.DEDUPE`).
+    /// List the selected cases with their clauses and profile; no server needed.
     #[arg(long)]
-    filter: Option<String>,
-    /// Also write the JSON report (with every case's wire log) here.
+    list: bool,
+    /// The child started by `--exec` bridges to a server others share: cases that end,
+    /// restart or fill the server are UNSUPPORTED, and terminals are cleaned up after a case.
+    #[arg(long, requires = "exec")]
+    exec_shared: bool,
+    /// Which rules to check: `phux` (what every phux 0.8 server must do; the default for
+    /// --socket and --exec) or `phux-rs` (phux's rules and ours; the default in process).
+    #[arg(long, value_parser = ["phux", "phux-rs"])]
+    profile: Option<String>,
+    /// Run only cases whose id starts with this (`input/004`, `lease`) or that cite a clause
+    /// starting with it (`INPUT.DEDUPE`). Repeatable: a case any filter selects runs. A
+    /// filter set that selects nothing exits 2.
+    #[arg(long)]
+    filter: Vec<String>,
+    /// Stop after the first case that FAILs or ERRORs.
+    #[arg(long)]
+    fail_fast: bool,
+    /// Also write the JSON report (summary, every case with its wire log) here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Also write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Disabled cases and known deviations of the server under test: a peer file
+    /// (`peers/<peer>.toml`) or `ID reason` lines (default: the repository's
+    /// `expectations.txt`).
+    #[arg(long, value_name = "FILE")]
+    expectations: Option<PathBuf>,
     /// How long an expectation waits on a real transport, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
-    /// The probe child's command line as the server should run it (default: this program's
-    /// `probe` subcommand; `none` to run without a probe).
-    #[arg(long)]
-    probe: Option<String>,
+    /// The probe child's argument vector as the server should run it, one `--probe` per
+    /// word: `--probe /usr/local/bin/phux-conformance --probe probe` (default: this
+    /// program's absolute path and `probe`).
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    probe: Vec<String>,
+    /// Run without a probe child: cases that need one are UNSUPPORTED.
+    #[arg(long, conflicts_with = "probe")]
+    no_probe: bool,
     #[command(flatten)]
     paths: PathArgs,
 }
@@ -126,7 +168,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Wire(command) => wire::run(&command),
         Command::Run(args) => run(&args),
-        Command::Coverage { paths } => coverage(&paths.paths()),
+        Command::Coverage { paths } => coverage(&paths),
         Command::Probe(args) => phux_conformance::probe::run(&args),
         Command::Record {
             socket,
@@ -155,26 +197,56 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
 }
 
 /// The probe child's argument vector, when there is one to run.
-fn probe_command(arg: Option<&str>) -> Option<Vec<String>> {
-    match arg {
-        Some("none") => None,
-        Some(cmd) => Some(cmd.split_whitespace().map(str::to_owned).collect()),
+fn probe_command(args: &RunArgs) -> Option<Vec<String>> {
+    if args.no_probe {
+        None
+    } else if !args.probe.is_empty() {
+        Some(args.probe.clone())
+    } else {
         // This very program's `probe` subcommand (the server must be able to run it).
-        None => std::env::current_exe()
+        std::env::current_exe()
             .ok()
-            .map(|exe| vec![exe.display().to_string(), "probe".to_owned()]),
+            .map(|exe| vec![exe.display().to_string(), "probe".to_owned()])
     }
 }
 
+/// Fails the run's setup: exit status 2.
+fn setup_error(what: impl std::fmt::Display) -> ExitCode {
+    eprintln!("phux-conformance: {what}");
+    ExitCode::from(2)
+}
+
 fn run(args: &RunArgs) -> ExitCode {
-    let suite = match Suite::load(&args.paths.paths()) {
+    let mut suite = match args.paths.load() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("phux-conformance: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return setup_error(e),
     };
-    let probe = probe_command(args.probe.as_deref());
+    if let Some(path) = &args.expectations {
+        let parsed = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|text| Expectations::parse(&path.display().to_string(), &text));
+        match parsed {
+            Ok(e) => suite.expectations = e,
+            Err(e) => return setup_error(e),
+        }
+    }
+    let profile = match args.profile.as_deref().and_then(Profile::parse) {
+        Some(p) => p,
+        None if args.target.in_process => Profile::PhuxRs,
+        None => Profile::Phux,
+    };
+    let selected = suite.select(&args.filter);
+    if selected.is_empty() {
+        return setup_error(format!(
+            "no case matches the filter {}",
+            args.filter.join(", ")
+        ));
+    }
+    if args.list {
+        print!("{}", list(&suite, &selected, profile));
+        return ExitCode::SUCCESS;
+    }
+    let probe = probe_command(args);
     let connector: Box<dyn Connector> = if let Some(path) = &args.target.socket {
         Box::new(SocketConnector {
             path: path.clone(),
@@ -184,29 +256,45 @@ fn run(args: &RunArgs) -> ExitCode {
         Box::new(ExecConnector {
             command: cmd.clone(),
             probe,
+            shared: args.exec_shared,
         })
-    } else {
+    } else if args.target.in_process {
         Box::new(InProcess)
+    } else {
+        return setup_error("say which server: --socket PATH, --exec CMD or --in-process");
     };
-    let cases = match suite.run(
-        connector.as_ref(),
-        args.filter.as_deref(),
-        Duration::from_millis(args.timeout_ms),
-    ) {
+    let mut info = RunInfo::now(&connector.describe(), profile.name());
+    info.peer.clone_from(&suite.expectations.peer);
+    let options = RunOptions {
+        filters: args.filter.clone(),
+        timeout: Duration::from_millis(args.timeout_ms),
+        profile,
+        fail_fast: args.fail_fast,
+    };
+    print!("{}", report::header(&info));
+    let mut previous: Option<CaseReport> = None;
+    let mut stdout = std::io::stdout();
+    let cases = suite.run_with(connector.as_ref(), &options, &mut |case| {
+        let _ = write!(stdout, "{}", report::case(previous.as_ref(), case));
+        let _ = stdout.flush();
+        previous = Some(case.clone());
+    });
+    let cases = match cases {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("phux-conformance: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return setup_error(e),
     };
-    print!("{}", report::tree(&connector.describe(), &cases));
+    println!("\n{}", report::summary(&cases));
     if let Some(path) = &args.json {
-        let json = report::json(&connector.describe(), &cases);
+        let json = report::json(&info, &cases);
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text) {
-            eprintln!("phux-conformance: {}: {e}", path.display());
-            return ExitCode::from(2);
+            return setup_error(format!("{}: {e}", path.display()));
         }
+    }
+    if let Some(path) = &args.junit
+        && let Err(e) = std::fs::write(path, report::junit(&info, &cases))
+    {
+        return setup_error(format!("{}: {e}", path.display()));
     }
     if cases.iter().any(|c| c.outcome.is_failure()) {
         ExitCode::FAILURE
@@ -215,28 +303,61 @@ fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
-fn coverage(paths: &Paths) -> ExitCode {
-    let suite = match Suite::load(paths) {
+/// `--list`: each selected case with its level, clauses and whether the profile runs it.
+fn list(suite: &Suite, selected: &[&Transcript], profile: Profile) -> String {
+    let mut out = String::new();
+    for t in selected {
+        let ours = suite.ours_cited(t);
+        let tag = if ours.is_empty() { "phux" } else { "phux-rs" };
+        let runs = if profile == Profile::Phux && !ours.is_empty() {
+            " (skipped under profile phux)"
+        } else {
+            ""
+        };
+        let needs = if t.requires.is_empty() {
+            String::new()
+        } else {
+            format!(" requires: {}", t.requires.join(" "))
+        };
+        let _ = writeln!(
+            out,
+            "{} {} [{tag}]{runs} {}\n    clauses: {}{needs}",
+            t.id,
+            t.level,
+            t.description,
+            t.clauses.join(" ")
+        );
+    }
+    let _ = writeln!(out, "{} cases", selected.len());
+    out
+}
+
+fn coverage(paths: &PathArgs) -> ExitCode {
+    let suite = match paths.load() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("phux-conformance: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return setup_error(e),
     };
-    let exemptions = std::fs::read_to_string(&paths.not_wire_checkable)
-        .map_err(|e| e.to_string())
-        .and_then(|t| parse_exemptions(&t));
-    let exemptions = match exemptions {
+    let text = embedded::file("not-wire-checkable.txt").unwrap_or_default();
+    let exemptions = match parse_exemptions(text) {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!(
-                "phux-conformance: {}: {e}",
-                paths.not_wire_checkable.display()
-            );
-            return ExitCode::from(2);
-        }
+        Err(e) => return setup_error(format!("not-wire-checkable.txt: {e}")),
     };
     let cov = Coverage::new(&suite.spec, &suite.transcripts, &exemptions);
     print!("{}", cov.table());
+    let ours = suite
+        .spec
+        .clauses
+        .values()
+        .filter(|c| suite.spec.is_ours(&c.id))
+        .count();
+    let uncited: Vec<&str> = suite.spec.uncited_phux().map(|c| c.id.as_str()).collect();
+    println!(
+        "\nClauses: {} in all, {ours} of phux-rs only, {} of phux with a `> phux:` citation, \
+         {} of phux without one yet (conformance/phux-uncited.txt):",
+        suite.spec.clauses.len(),
+        suite.spec.clauses.len() - ours - uncited.len(),
+        uncited.len()
+    );
+    println!("  {}", uncited.join(" "));
     ExitCode::SUCCESS
 }

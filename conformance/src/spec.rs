@@ -1,5 +1,10 @@
 //! The spec's clauses, read from `spec/*.md`: each clause is a paragraph that starts
 //! `**[ID]**` and holds exactly one of MUST, MUST NOT, SHOULD, SHOULD NOT or MAY.
+//!
+//! Every clause also says whose rule it is, in the note paragraphs (`> …`) that follow it:
+//! `> Ours (Rn):`, `> Ours:` or `> Beyond phux:` make it a rule of the phux-rs profile;
+//! otherwise it is phux 0.8's own, and a `> phux:` note cites phux's text for it
+//! (`> phux: L1.md §5.1`, `> phux: ADR-0053`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +22,63 @@ pub struct Clause {
     pub text: String,
     /// The spec file it is in (`input.md`).
     pub file: String,
+    /// Whose rule it is.
+    pub owner: Owner,
+}
+
+/// Whose rule a clause is.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Owner {
+    /// phux 0.8's own rule, with the `> phux:` citation of its text when the spec gives one.
+    Phux(Option<String>),
+    /// A rule of phux-rs only, with the note's label (`Ours (R14)`, `Ours`, `Beyond phux`).
+    Ours(String),
+}
+
+/// Which rules a run checks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Profile {
+    /// What every phux 0.8 server must do: clauses marked ours are not checked.
+    #[default]
+    Phux,
+    /// phux's rules and ours: what phux-rs promises.
+    PhuxRs,
+}
+
+impl Profile {
+    /// Parses `phux` or `phux-rs`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "phux" => Some(Self::Phux),
+            "phux-rs" => Some(Self::PhuxRs),
+            _ => None,
+        }
+    }
+
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Phux => "phux",
+            Self::PhuxRs => "phux-rs",
+        }
+    }
+}
+
+/// The owner a note line names, when it names one: the label of an ours note, or the
+/// citation of a `> phux:` note.
+fn note_owner(note: &str) -> Option<Owner> {
+    let note = note.trim_start_matches('>').trim();
+    if let Some(rest) = note.strip_prefix("phux:") {
+        return Some(Owner::Phux(Some(rest.trim().to_owned())));
+    }
+    let label = note.split_once(':')?.0;
+    let ours = label == "Ours"
+        || label == "Beyond phux"
+        || label
+            .strip_prefix("Ours (R")
+            .and_then(|r| r.strip_suffix(')'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    ours.then(|| Owner::Ours(label.to_owned()))
 }
 
 /// Every clause, by id.
@@ -53,7 +115,34 @@ impl Spec {
 
     /// Adds the clauses of one file's text.
     pub fn add_file(&mut self, name: &str, text: &str) -> Result<(), String> {
+        // The clause whose note paragraphs the lines that follow may be.
+        let mut last: Option<String> = None;
+        // A `> Beyond phux:` note before the file's first clause makes every clause of the
+        // file ours (server.md and client.md: the rules of our own server and client).
+        let mut seen_clause = false;
+        let mut file_owner: Option<Owner> = None;
         for line in text.lines() {
+            if line.starts_with('>') {
+                if !seen_clause
+                    && let Some(Owner::Ours(label)) = note_owner(line)
+                    && label == "Beyond phux"
+                {
+                    file_owner = Some(Owner::Ours(label));
+                }
+                if let (Some(id), Some(owner)) = (&last, note_owner(line))
+                    && let Some(clause) = self.clauses.get_mut(id)
+                {
+                    // An ours note outranks a citation: the rule is ours even where phux has
+                    // a related one.
+                    if !matches!(clause.owner, Owner::Ours(_)) {
+                        clause.owner = owner;
+                    }
+                }
+                continue;
+            }
+            if !line.trim().is_empty() && !line.starts_with("**[") {
+                last = None;
+            }
             let Some(rest) = line.strip_prefix("**[") else {
                 continue;
             };
@@ -73,7 +162,10 @@ impl Spec {
                 level,
                 text: body,
                 file: name.to_owned(),
+                owner: file_owner.clone().unwrap_or(Owner::Phux(None)),
             };
+            last = Some(id.to_owned());
+            seen_clause = true;
             if self.clauses.insert(id.to_owned(), clause).is_some() {
                 return Err(format!("{name}: [{id}] is defined twice"));
             }
@@ -84,6 +176,20 @@ impl Spec {
     /// The level of a clause, if it exists.
     pub fn level(&self, id: &str) -> Option<Level> {
         self.clauses.get(id).map(|c| c.level)
+    }
+
+    /// Whether a clause is a rule of phux-rs only (an unknown id is not).
+    pub fn is_ours(&self, id: &str) -> bool {
+        self.clauses
+            .get(id)
+            .is_some_and(|c| matches!(c.owner, Owner::Ours(_)))
+    }
+
+    /// phux's own clauses whose text no `> phux:` note cites yet.
+    pub fn uncited_phux(&self) -> impl Iterator<Item = &Clause> {
+        self.clauses
+            .values()
+            .filter(|c| c.owner == Owner::Phux(None))
     }
 }
 
@@ -128,6 +234,41 @@ mod tests {
             Spec::default()
                 .add_file("y.md", "**\x5bA.B.1]** nothing.")
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn notes_say_whose_rule_a_clause_is() {
+        let mut spec = Spec::default();
+        spec.add_file(
+            "x.md",
+            "**\x5bA.B.1]** It MUST.\n\n> Ours (R3): stricter.\n\n**\x5bA.B.2]** It MUST.\n\n\
+             > Note: an aside.\n> Beyond phux: ours alone.\n\n**\x5bA.B.3]** It MUST.\n\n\
+             > phux: L1.md §5.1\n\n**\x5bA.B.4]** It MUST.\n\nProse.\n\n> Ours: not A.B.4's.\n\n\
+             **\x5bA.B.5]** It MUST.\n> Ours: a choice.\n",
+        )
+        .unwrap();
+        assert!(spec.is_ours("A.B.1"));
+        assert!(spec.is_ours("A.B.2"));
+        assert_eq!(
+            spec.clauses["A.B.3"].owner,
+            Owner::Phux(Some("L1.md §5.1".into()))
+        );
+        // A note after prose belongs to no clause.
+        assert_eq!(spec.clauses["A.B.4"].owner, Owner::Phux(None));
+        assert!(spec.is_ours("A.B.5"));
+        // A note before a file's first clause covers every clause of the file.
+        spec.add_file(
+            "s.md",
+            "# S\n\n> Beyond phux: our server.\n\n**\x5bS.A.1]** It MUST.\n\n**\x5bS.A.2]** It MAY.\n",
+        )
+        .unwrap();
+        assert!(spec.is_ours("S.A.1") && spec.is_ours("S.A.2"));
+        assert_eq!(
+            spec.uncited_phux()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
+            ["A.B.4"]
         );
     }
 

@@ -1,17 +1,18 @@
-//! The suite as a whole: the transcripts, the prelude, the spec and the expectations file,
-//! loaded from the repository, and a run of all (or a filtered part) of it.
+//! The suite as a whole: the transcripts, the prelude, the spec and an expectations file,
+//! loaded from a directory tree or from the copies built into this program, and a run of all
+//! (or a filtered part) of it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::expectations::Expectations;
 use crate::pattern::Templates;
 use crate::runner::{CaseReport, Runner, ServerInfo};
-use crate::spec::Spec;
+use crate::spec::{Profile, Spec};
 use crate::transcript::{self, Transcript};
 use crate::transport::Connector;
 
-/// Where the suite's files are.
+/// Where the suite's files are on disk.
 #[derive(Clone, Debug)]
 pub struct Paths {
     /// `conformance/transcripts`.
@@ -37,6 +38,26 @@ impl Default for Paths {
     }
 }
 
+/// The suite's files as built into this program (`build.rs`), so that an installed runner
+/// works from any directory: `(path, text)` with paths relative to the package
+/// (`transcripts/input/003-dedupe-retry.phuxt`, `spec/input.md`, `peers/phux-0.22.0.toml`).
+pub mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+
+    /// The text of an embedded file.
+    pub fn file(path: &str) -> Option<&'static str> {
+        FILES.iter().find(|(p, _)| *p == path).map(|(_, t)| *t)
+    }
+
+    /// The embedded files under a directory (`transcripts/`), in path order.
+    pub fn under(dir: &str) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        FILES
+            .iter()
+            .copied()
+            .filter(move |(p, _)| p.starts_with(dir))
+    }
+}
+
 /// Everything a run needs.
 #[derive(Clone, Debug)]
 pub struct Suite {
@@ -46,20 +67,33 @@ pub struct Suite {
     pub transcripts: Vec<Transcript>,
     /// The spec.
     pub spec: Spec,
-    /// Disabled cases and why.
-    pub disabled: BTreeMap<String, String>,
+    /// Disabled cases and known deviations.
+    pub expectations: Expectations,
 }
 
-/// Parses `expectations.txt`: `ID reason…` per line, `#` comments.
-pub fn parse_expectations(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(|l| l.split_once('#').map_or(l, |(c, _)| c).trim())
-        .filter(|l| !l.is_empty())
-        .map(|l| match l.split_once(char::is_whitespace) {
-            Some((id, why)) => (id.to_owned(), why.trim().to_owned()),
-            None => (l.to_owned(), "no reason given".to_owned()),
-        })
-        .collect()
+/// How a run goes.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Run only cases some filter selects (see [`Suite::select`]); none: every case.
+    pub filters: Vec<String>,
+    /// How long an expectation waits on a real transport.
+    pub timeout: Duration,
+    /// Which rules to check.
+    pub profile: Profile,
+    /// Stop after the first case that fails the run.
+    pub fail_fast: bool,
+}
+
+impl RunOptions {
+    /// Every case, under `profile`, waiting `timeout`.
+    pub fn new(profile: Profile, timeout: Duration) -> Self {
+        Self {
+            filters: Vec::new(),
+            timeout,
+            profile,
+            fail_fast: false,
+        }
+    }
 }
 
 impl Suite {
@@ -67,62 +101,142 @@ impl Suite {
     pub fn load(paths: &Paths) -> Result<Self, String> {
         let (prelude, transcripts) =
             transcript::load_dir(&paths.transcripts).map_err(|e| e.to_string())?;
+        let spec = Spec::load(&paths.spec)?;
+        let expectations = match std::fs::read_to_string(&paths.expectations) {
+            Ok(text) => Expectations::parse(&paths.expectations.display().to_string(), &text)?,
+            Err(_) => Expectations::default(),
+        };
+        Ok(Self::assemble(prelude, transcripts, spec, expectations))
+    }
+
+    /// Loads the suite built into this program.
+    pub fn embedded() -> Result<Self, String> {
+        let files: Vec<(String, String)> = embedded::under("transcripts/")
+            .map(|(p, t)| {
+                (
+                    p.trim_start_matches("transcripts/").to_owned(),
+                    t.to_owned(),
+                )
+            })
+            .collect();
+        let (prelude, transcripts) = transcript::load_files(&files).map_err(|e| e.to_string())?;
+        let mut spec = Spec::default();
+        for (path, text) in embedded::under("spec/") {
+            spec.add_file(path.trim_start_matches("spec/"), text)?;
+        }
+        let expectations = embedded::file("expectations.txt")
+            .map(|t| Expectations::parse("expectations.txt", t))
+            .transpose()?
+            .unwrap_or_default();
+        Ok(Self::assemble(prelude, transcripts, spec, expectations))
+    }
+
+    fn assemble(
+        prelude: Vec<(String, phux_proto::notation::Value)>,
+        transcripts: Vec<Transcript>,
+        spec: Spec,
+        expectations: Expectations,
+    ) -> Self {
         let mut templates = Templates::default();
         for (name, value) in prelude {
             templates.define(&name, value);
         }
-        let spec = Spec::load(&paths.spec)?;
-        let disabled = match std::fs::read_to_string(&paths.expectations) {
-            Ok(text) => parse_expectations(&text),
-            Err(_) => BTreeMap::new(),
-        };
-        Ok(Self {
+        Self {
             templates,
             transcripts,
             spec,
-            disabled,
-        })
+            expectations,
+        }
     }
 
-    /// The transcripts `filter` selects: an id prefix (`input/004`, `input`) or a clause id
-    /// prefix (`INPUT.DEDUPE`) that the header or a step cites.
-    pub fn select(&self, filter: Option<&str>) -> Vec<&Transcript> {
+    /// The transcripts the filters select (all when there are none): a filter selects a case
+    /// whose id starts with it (`input/004`, `input`) or that cites, in its header or a step,
+    /// a clause whose id starts with it (`INPUT.DEDUPE`).
+    pub fn select(&self, filters: &[String]) -> Vec<&Transcript> {
         self.transcripts
             .iter()
-            .filter(|t| {
-                filter.is_none_or(|f| {
-                    t.id.starts_with(f)
-                        || t.clauses.iter().any(|c| c.starts_with(f))
-                        || t.steps
-                            .iter()
-                            .any(|s| s.clauses.iter().any(|c| c.starts_with(f)))
-                })
-            })
+            .filter(|t| filters.is_empty() || filters.iter().any(|f| selects(f, t)))
             .collect()
     }
 
-    /// Runs the selected transcripts over `connector`, one after another.
+    /// The clauses of phux-rs only that a case cites (in its header or a step): a case that
+    /// cites any is outside the `phux` profile.
+    pub fn ours_cited(&self, t: &Transcript) -> Vec<String> {
+        let mut ours: Vec<String> = t
+            .clauses
+            .iter()
+            .chain(&t.assumes)
+            .chain(t.steps.iter().flat_map(|s| s.clauses.iter()))
+            .filter(|c| self.spec.is_ours(c))
+            .cloned()
+            .collect();
+        ours.sort();
+        ours.dedup();
+        if t.phux_rs_only {
+            ours.push("(the case's header: profile phux-rs)".to_owned());
+        }
+        ours
+    }
+
+    /// Runs the selected transcripts over `connector` with the filter and timeout given and
+    /// the phux-rs profile (every rule): what our own tests ask of our server.
     pub fn run(
         &self,
         connector: &dyn Connector,
         filter: Option<&str>,
         timeout: Duration,
     ) -> Result<Vec<CaseReport>, String> {
+        let mut options = RunOptions::new(Profile::PhuxRs, timeout);
+        options.filters.extend(filter.map(str::to_owned));
+        self.run_with(connector, &options, &mut |_| {})
+    }
+
+    /// Runs the selected transcripts over `connector`, one after another, handing each
+    /// report to `on_case` as it is decided.
+    pub fn run_with(
+        &self,
+        connector: &dyn Connector,
+        options: &RunOptions,
+        on_case: &mut dyn FnMut(&CaseReport),
+    ) -> Result<Vec<CaseReport>, String> {
         let mut runner = Runner {
             connector,
             templates: self.templates.clone(),
             spec: &self.spec,
-            timeout,
-            disabled: self.disabled.clone(),
+            timeout: options.timeout,
+            expectations: &self.expectations,
             server: ServerInfo::default(),
+            profile: options.profile,
         };
         runner
             .discover()
             .map_err(|e| format!("first handshake with the server failed: {e}"))?;
-        Ok(self
-            .select(filter)
-            .into_iter()
-            .map(|t| runner.run(t))
-            .collect())
+        let mut reports = Vec::new();
+        for t in self.select(&options.filters) {
+            let ours = self.ours_cited(t);
+            let report = if options.profile == Profile::Phux && !ours.is_empty() {
+                runner.skipped(
+                    t,
+                    format!("checks rules of phux-rs only: {}", ours.join(" ")),
+                )
+            } else {
+                runner.run(t)
+            };
+            on_case(&report);
+            let stop = options.fail_fast && report.outcome.is_failure();
+            reports.push(report);
+            if stop {
+                break;
+            }
+        }
+        Ok(reports)
     }
+}
+
+fn selects(filter: &str, t: &Transcript) -> bool {
+    t.id.starts_with(filter)
+        || t.clauses.iter().any(|c| c.starts_with(filter))
+        || t.steps
+            .iter()
+            .any(|s| s.clauses.iter().any(|c| c.starts_with(filter)))
 }

@@ -1,7 +1,7 @@
 //! One case in progress: its transport and connections, the bindings, the wire log, and the
 //! dispatch of each step to what carries it out.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,32 @@ pub(super) struct Case {
     /// Probe output a `probe … <` step received beyond the report it matched, by connection
     /// and terminal: the next such step looks at it first.
     pub(super) probe_residue: BTreeMap<String, Vec<u8>>,
+    /// Every terminal the server reported spawned, so that a run against a shared server
+    /// can kill what it started.
+    pub(super) spawned: Vec<Value>,
+    /// The stream of the newest bootstrap each connection saw for each terminal (key as
+    /// `probe_residue`'s): probe steps read that stream's output only, so a server that
+    /// attaches the spawner implicitly (a second stream) does not show every report twice.
+    pub(super) streams: BTreeMap<String, Value>,
+    /// Under profile phux a server may attach the spawning connection implicitly (our rule
+    /// [SPAWN.ATTACH.1] forbids it): the streams it opens that way are set aside, so that a
+    /// case sees only the streams its own ATTACH_TERMINALs opened.
+    pub(super) tolerate_implicit_attach: bool,
+    /// Terminals spawned on a connection since the last step, `(conn, terminal)`.
+    pub(super) fresh_spawns: Vec<(String, Value)>,
+    /// `(conn, stream)` of streams the server opened without an ATTACH_TERMINAL.
+    pub(super) implicit_streams: BTreeSet<(String, String)>,
+}
+
+/// The terminal a `TERMINAL_SPAWNED{result=ok{terminal=…}}` names.
+fn spawned_terminal(frame: &Value) -> Option<&Value> {
+    if name_of(frame) != "TERMINAL_SPAWNED" {
+        return None;
+    }
+    let result = pattern::field(frame, "result")?;
+    (name_of(result) == "ok")
+        .then(|| pattern::field(result, "terminal"))
+        .flatten()
 }
 
 /// A salt no other case of this or an earlier run uses: the clock, the process and a counter.
@@ -145,6 +171,77 @@ fn describe_inbox(inbox: &VecDeque<Value>) -> String {
 
 impl Case {
     pub(super) fn step(&mut self, step: &Step) -> Result<(), StepError> {
+        self.fresh_spawns.clear();
+        self.step_kind(step)?;
+        if self.tolerate_implicit_attach {
+            self.set_aside_implicit_attaches()?;
+        }
+        Ok(())
+    }
+
+    /// For each terminal a step saw spawned: a PING barrier on its connection (the server
+    /// handled the spawn before the PING, so an implicit attach shows before the PONG), then
+    /// every stream of that terminal begun before the PONG is set aside, its frames dropped.
+    fn set_aside_implicit_attaches(&mut self) -> Result<(), StepError> {
+        let spawns = std::mem::take(&mut self.fresh_spawns);
+        for (conn, terminal) in spawns {
+            if self.conns.get(&conn).is_none_or(|c| c.closed || c.paused) {
+                continue;
+            }
+            let nonce = self.next_nonce;
+            self.next_nonce += 1;
+            let key = self.conn(&conn)?;
+            let ping = Frame::Ping(phux_proto::frame::Ping { nonce });
+            self.wire
+                .push(format!("{conn} > {ping}   (implicit-attach barrier)"));
+            self.transport.send(key, &ping.to_bytes())?;
+            let pong = Frame::Pong(phux_proto::frame::Pong { nonce }).to_value();
+            let deadline = Instant::now() + self.timeout;
+            loop {
+                if let Some(c) = self.conns.get_mut(&conn)
+                    && let Some(i) = c.inbox.iter().position(|f| *f == pong)
+                {
+                    c.inbox.remove(i);
+                    break;
+                }
+                if self.conns.get(&conn).is_some_and(|c| c.closed) {
+                    // The server ended the connection: nothing to set aside on it.
+                    break;
+                }
+                self.more(&conn, deadline, &|s| {
+                    failed(
+                        format!("{pong} answering the runner's PING"),
+                        s.inbox_text(&conn),
+                    )
+                })?;
+            }
+            let Some(c) = self.conns.get_mut(&conn) else {
+                continue;
+            };
+            let begun: Vec<String> = c
+                .inbox
+                .iter()
+                .filter(|f| {
+                    name_of(f) == "BOOTSTRAP_BEGIN"
+                        && pattern::field(f, "terminal") == Some(&terminal)
+                })
+                .filter_map(|f| pattern::field(f, "stream").map(ToString::to_string))
+                .collect();
+            for stream in begun {
+                c.inbox.retain(|f| {
+                    pattern::field(f, "stream").is_none_or(|s| s.to_string() != stream)
+                });
+                self.wire.push(format!(
+                    "{conn}: stream {stream} of {terminal} opened without ATTACH_TERMINAL: set aside"
+                ));
+                self.streams.remove(&format!("{conn} {terminal}"));
+                self.implicit_streams.insert((conn.clone(), stream));
+            }
+        }
+        Ok(())
+    }
+
+    fn step_kind(&mut self, step: &Step) -> Result<(), StepError> {
         match &step.kind {
             StepKind::Connect { conn } => {
                 if self.conns.get(conn).is_some_and(|c| c.closed) {
@@ -164,7 +261,14 @@ impl Case {
             StepKind::Send { conn, frame } => self.send(conn, frame),
             StepKind::SendRaw { conn, bytes } => {
                 let key = self.conn(conn)?;
-                self.wire.push(format!("{conn} > raw {}", hex(bytes)));
+                // A long raw step (a repeat) is logged by its start and its size.
+                let shown = &bytes[..bytes.len().min(64)];
+                let more = if bytes.len() > shown.len() {
+                    format!(" … ({} bytes)", bytes.len())
+                } else {
+                    String::new()
+                };
+                self.wire.push(format!("{conn} > raw {}{more}", hex(shown)));
                 self.transport.send(key, bytes)?;
                 Ok(())
             }
@@ -245,13 +349,12 @@ impl Case {
                 let terminal =
                     pattern::substitute(terminal, &self.bindings).map_err(StepError::Runner)?;
                 let residue_key = format!("{conn} {terminal}");
-                let pattern = Value::record(
-                    "TERMINAL_OUTPUT",
-                    vec![
-                        ("terminal".into(), terminal),
-                        (phux_proto::notation::REST_FIELD.into(), Value::Wildcard),
-                    ],
-                );
+                let mut fields = vec![("terminal".into(), terminal)];
+                if let Some(stream) = self.streams.get(&residue_key) {
+                    fields.push(("stream".into(), stream.clone()));
+                }
+                fields.push((phux_proto::notation::REST_FIELD.into(), Value::Wildcard));
+                let pattern = Value::record("TERMINAL_OUTPUT", fields);
                 let within = within.unwrap_or(self.timeout);
                 if let Some(hex_text) = report.strip_prefix("READS ") {
                     // The READ reports from here on, concatenated, must be exactly these bytes
@@ -406,7 +509,32 @@ impl Case {
                             log_frame(&mut self.wire, &mut self.wire_budget, || {
                                 format!("{} < {frame}", c.name)
                             });
-                            c.inbox.push_back(frame.to_value());
+                            let value = frame.to_value();
+                            if let Some(stream) = pattern::field(&value, "stream")
+                                && self
+                                    .implicit_streams
+                                    .contains(&(c.name.clone(), stream.to_string()))
+                            {
+                                self.wire.push(format!(
+                                    "{} < {frame}   (implicit attach: set aside)",
+                                    c.name
+                                ));
+                                continue;
+                            }
+                            if let Some(t) = spawned_terminal(&value) {
+                                self.spawned.push(t.clone());
+                                self.fresh_spawns.push((c.name.clone(), t.clone()));
+                            }
+                            if name_of(&value) == "BOOTSTRAP_BEGIN"
+                                && let (Some(t), Some(stream)) = (
+                                    pattern::field(&value, "terminal"),
+                                    pattern::field(&value, "stream"),
+                                )
+                            {
+                                self.streams
+                                    .insert(format!("{} {t}", c.name), stream.clone());
+                            }
+                            c.inbox.push_back(value);
                         }
                         Ok(None) => break,
                         Err(e) => {

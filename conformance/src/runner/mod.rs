@@ -12,8 +12,9 @@ use phux_core::framing::FrameDecoder;
 use phux_proto::Frame;
 use phux_proto::notation::Value;
 
+use crate::expectations::Expectations;
 use crate::pattern::{self, Bindings, Templates};
-use crate::spec::Spec;
+use crate::spec::{Profile, Spec};
 use crate::transcript::{Level, Step, StepKind, Transcript};
 use crate::transport::{Connector, Recv, Transport};
 
@@ -44,10 +45,13 @@ pub struct Runner<'a> {
     pub spec: &'a Spec,
     /// How long an expectation waits on a real transport.
     pub timeout: Duration,
-    /// Cases not to run, with the reason.
-    pub disabled: BTreeMap<String, String>,
+    /// Cases not to run and the peer's known deviations.
+    pub expectations: &'a Expectations,
     /// What the server advertised.
     pub server: ServerInfo,
+    /// Which rules the run checks; under `phux` the runner also tolerates what only our
+    /// rules forbid (an implicit attach of the spawner).
+    pub profile: Profile,
 }
 
 /// Request ids the runner uses for its own commands (probe input), out of the transcripts' way.
@@ -61,6 +65,14 @@ impl Runner<'_> {
     /// Connects once, sends the prelude's `Hello`, and reads the server's features.
     pub fn discover(&mut self) -> Result<(), String> {
         let mut transport = self.connector.open().map_err(|e| e.to_string())?;
+        self.discover_on(transport.as_mut())
+            .map_err(|e| match transport.server_stderr() {
+                Some(stderr) => format!("{e}; the server's stderr:\n{stderr}"),
+                None => e,
+            })
+    }
+
+    fn discover_on(&mut self, transport: &mut dyn Transport) -> Result<(), String> {
         let hello = self.templates.expand(&Value::ident("Hello"))?;
         let frame = Frame::from_value(&hello).map_err(|e| format!("prelude Hello: {e}"))?;
         let conn = transport.connect().map_err(|e| e.to_string())?;
@@ -96,20 +108,34 @@ impl Runner<'_> {
         }
     }
 
-    /// Runs one case.
+    /// The report of a case the run's profile leaves out.
+    pub fn skipped(&self, t: &Transcript, why: String) -> CaseReport {
+        let mut report = blank_report(t);
+        report.outcome = Outcome::Skipped(why);
+        report
+    }
+
+    /// Runs one case, then holds its outcome against the peer's known deviations: a listed
+    /// case that fails is KNOWN, one that passes is KNOWN_PASSED (the list is stale).
     pub fn run(&self, t: &Transcript) -> CaseReport {
+        let mut report = self.run_case(t);
+        if let Some(known) = self.expectations.known_for(&t.id, self.connector.kind()) {
+            let listed = format!("{} (phux: {})", known.why, known.phux);
+            report.outcome = match report.outcome {
+                Outcome::Fail | Outcome::NonStrict | Outcome::Error(_) => Outcome::Known(listed),
+                Outcome::Pass => Outcome::KnownPassed(format!(
+                    "listed as a known deviation but passed: {listed}"
+                )),
+                other => other,
+            };
+        }
+        report
+    }
+
+    fn run_case(&self, t: &Transcript) -> CaseReport {
         let started = Instant::now();
-        let mut report = CaseReport {
-            id: t.id.clone(),
-            description: t.description.clone(),
-            requirement: t.requirement.clone(),
-            clauses: t.clauses.clone(),
-            outcome: Outcome::Pass,
-            failure: None,
-            wire: Vec::new(),
-            elapsed: Duration::ZERO,
-        };
-        if let Some(reason) = self.disabled.get(&t.id) {
+        let mut report = blank_report(t);
+        if let Some(reason) = self.expectations.disabled.get(&t.id) {
             report.outcome = Outcome::Disabled(reason.clone());
             return report;
         }
@@ -140,6 +166,11 @@ impl Runner<'_> {
             next_nonce: RUNNER_NONCE_BASE,
             op_salt: 0,
             probe_residue: BTreeMap::new(),
+            spawned: Vec::new(),
+            streams: BTreeMap::new(),
+            tolerate_implicit_attach: self.profile == Profile::Phux,
+            fresh_spawns: Vec::new(),
+            implicit_streams: BTreeSet::new(),
         };
         if !case.transport.virtual_time() {
             case.op_salt = fresh_salt();
@@ -150,6 +181,15 @@ impl Runner<'_> {
         for step in &t.steps {
             if let Err(e) = case.step(step) {
                 let (outcome, expected, actual) = match e {
+                    StepError::Failed { expected, actual } if probe_did_not_start(t, &actual) => (
+                        Outcome::Error(
+                            "the server could not start the probe child (see `--probe` and \
+                             the README's probe section)"
+                                .into(),
+                        ),
+                        expected,
+                        actual,
+                    ),
                     StepError::Failed { expected, actual } => {
                         (self.failure_outcome(t, step), expected, actual)
                     }
@@ -166,9 +206,94 @@ impl Runner<'_> {
                 break;
             }
         }
+        if report.outcome != Outcome::Pass {
+            report.server_stderr = case.transport.server_stderr();
+        }
+        let shared = case.transport.shared_server();
+        drop(case.transport);
+        if shared && !case.spawned.is_empty() {
+            // A shared server outlives the run: end every terminal the case started (a
+            // terminal the case killed already is refused, which is fine).
+            if let Err(e) = self.kill_terminals(&case.spawned) {
+                case.wire.push(format!("cleanup: {e}"));
+            }
+        }
         report.wire = case.wire;
         report.elapsed = started.elapsed();
         report
+    }
+
+    /// Kills `terminals` over a connection of its own: KILL_TERMINAL one by one (KILL_TERMINALS
+    /// with an id already gone is refused by some servers and skipped by others), then waits
+    /// until every terminal it killed is reported closed (`pane_closed` on a server-scoped
+    /// subscription), so that no later case sees events of this one's terminals.
+    fn kill_terminals(&self, terminals: &[Value]) -> Result<(), String> {
+        let parse = |text: &str| -> Result<Vec<u8>, String> {
+            let value = Value::parse(text).map_err(|e| e.to_string())?;
+            Ok(Frame::from_value(&value)
+                .map_err(|e| e.to_string())?
+                .to_bytes())
+        };
+        let mut transport = self.connector.open().map_err(|e| e.to_string())?;
+        let conn = transport.connect().map_err(|e| e.to_string())?;
+        let hello = self.templates.expand(&Value::ident("Hello"))?;
+        let mut bytes = Frame::from_value(&hello)
+            .map_err(|e| format!("prelude Hello: {e}"))?
+            .to_bytes();
+        bytes.extend(parse("SUBSCRIBE_EVENTS{}")?);
+        for (i, terminal) in terminals.iter().enumerate() {
+            let request_id = RUNNER_REQUEST_BASE + u32::try_from(i).unwrap_or(0);
+            bytes.extend(parse(&format!(
+                "COMMAND{{request_id={request_id} command=KILL_TERMINAL{{terminal={terminal}}}}}"
+            ))?);
+        }
+        bytes.extend(parse("PING{nonce=0xc1ea}")?);
+        transport.send(conn, &bytes).map_err(|e| e.to_string())?;
+        let mut decoder = FrameDecoder::new();
+        let deadline = Instant::now() + self.timeout;
+        // Terminals whose kill was answered OK, and those reported closed since.
+        let mut killed = 0usize;
+        let mut closed = 0usize;
+        let mut ponged = false;
+        while Instant::now() < deadline {
+            match transport
+                .recv(conn, POLL_SLICE)
+                .map_err(|e| e.to_string())?
+            {
+                Recv::Bytes(b) => decoder.push(&b),
+                Recv::Closed => return Err("the server closed the cleanup connection".into()),
+                Recv::Nothing => {}
+            }
+            while let Some(frame) = decoder.poll_frame().map_err(|e| e.to_string())? {
+                let value = frame.to_value();
+                match case::name_of(&value) {
+                    "PONG" => ponged = true,
+                    "COMMAND_RESULT"
+                        if pattern::field(&value, "result")
+                            .is_some_and(|r| case::name_of(r) == "ok") =>
+                    {
+                        killed += 1;
+                    }
+                    "EVENT"
+                        if pattern::field(&value, "event")
+                            .is_some_and(|e| case::name_of(e) == "pane_closed")
+                            && pattern::field(&value, "terminal")
+                                .is_some_and(|t| terminals.contains(t)) =>
+                    {
+                        closed += 1;
+                    }
+                    _ => {}
+                }
+            }
+            // The PONG comes after every kill's answer.
+            if ponged && closed >= killed {
+                let _ = transport.send(conn, &Frame::Detach.to_bytes());
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "cleanup: {closed} of the {killed} terminals killed were reported closed in time"
+        ))
     }
 
     /// Why a case cannot run here, if it cannot.
@@ -242,6 +367,28 @@ impl Runner<'_> {
             Outcome::NonStrict
         }
     }
+}
+
+fn blank_report(t: &Transcript) -> CaseReport {
+    CaseReport {
+        id: t.id.clone(),
+        description: t.description.clone(),
+        requirement: t.requirement.clone(),
+        clauses: t.clauses.clone(),
+        outcome: Outcome::Pass,
+        failure: None,
+        wire: Vec::new(),
+        elapsed: Duration::ZERO,
+        server_stderr: None,
+    }
+}
+
+/// Whether a failed step's actual frames show the server refusing to spawn the probe: then
+/// the case could not run (ERROR), whatever clause the step cites.
+fn probe_did_not_start(t: &Transcript, actual: &str) -> bool {
+    t.requires.iter().any(|r| r == "probe")
+        && actual.contains("TERMINAL_SPAWNED")
+        && actual.contains("result=error")
 }
 
 fn step_conn(kind: &StepKind) -> Option<&str> {

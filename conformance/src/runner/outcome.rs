@@ -17,6 +17,12 @@ pub enum Outcome {
     Disabled(String),
     /// The runner or the transport failed (a transcript bug, an I/O error).
     Error(String),
+    /// Outside the run's profile: the case checks rules of phux-rs only (named here).
+    Skipped(String),
+    /// Failed as the peer's expectations file says it does (the deviation's text here).
+    Known(String),
+    /// Listed as a known deviation of the peer, but it passed: the list is out of date.
+    KnownPassed(String),
 }
 
 impl Outcome {
@@ -29,12 +35,28 @@ impl Outcome {
             Self::Unsupported(_) => "UNSUPPORTED",
             Self::Disabled(_) => "DISABLED",
             Self::Error(_) => "ERROR",
+            Self::Skipped(_) => "SKIPPED",
+            Self::Known(_) => "KNOWN",
+            Self::KnownPassed(_) => "KNOWN_PASSED",
         }
     }
 
     /// Whether it makes the run fail.
     pub fn is_failure(&self) -> bool {
-        matches!(self, Self::Fail | Self::Error(_))
+        matches!(self, Self::Fail | Self::Error(_) | Self::KnownPassed(_))
+    }
+
+    /// The reason it carries, for outcomes that have one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Unsupported(r)
+            | Self::Disabled(r)
+            | Self::Error(r)
+            | Self::Skipped(r)
+            | Self::Known(r)
+            | Self::KnownPassed(r) => Some(r),
+            Self::Pass | Self::Fail | Self::NonStrict => None,
+        }
     }
 }
 
@@ -72,4 +94,7 @@ pub struct CaseReport {
     pub wire: Vec<String>,
     /// How long it took (wall clock).
     pub elapsed: Duration,
+    /// The tail of the server's standard error, when the case did not pass and the transport
+    /// started the server (or its bridge).
+    pub server_stderr: Option<String>,
 }

@@ -45,6 +45,8 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         requirement: String::new(),
         requires: Vec::new(),
         probes: Vec::new(),
+        assumes: Vec::new(),
+        phux_rs_only: false,
         defines: Vec::new(),
         steps: Vec::new(),
         path: path.to_owned(),
@@ -52,6 +54,8 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
     let mut iter = lines.into_iter().peekable();
     let mut level = None;
     let mut header_done = false;
+    // Where the header's `clauses:` line is, for errors about its contents.
+    let mut clauses_line = 1;
     for line in iter.by_ref() {
         if line.code == HEADER_END {
             header_done = true;
@@ -70,6 +74,15 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
         match key.trim() {
             "id" => t.id = value,
             "clauses" => {
+                clauses_line = line.number;
+                if value.is_empty() || value.split_whitespace().any(|w| w == "TODO") {
+                    return Err(err(
+                        line.number,
+                        "`clauses:` is not filled in: name the clauses the case checks \
+                         (a recorder draft leaves TODO here)"
+                            .into(),
+                    ));
+                }
                 t.clauses = value
                     .split([',', ' '])
                     .filter(|s| !s.is_empty())
@@ -90,6 +103,21 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
                     .filter(|s| !s.is_empty())
                     .map(str::to_owned),
             ),
+            "assumes" => t.assumes.extend(
+                value
+                    .split([',', ' '])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| s.trim_matches(['[', ']']).to_owned()),
+            ),
+            "profile" => {
+                if value != "phux-rs" {
+                    return Err(err(
+                        line.number,
+                        format!("`profile: {value}`: the only profile a case can name is phux-rs"),
+                    ));
+                }
+                t.phux_rs_only = true;
+            }
             "probe" => t.probes.extend(
                 value
                     .split([',', ' '])
@@ -108,9 +136,9 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
             "the header needs id, description and requirement".into(),
         ));
     }
-    for clause in &t.clauses {
+    for clause in t.clauses.iter().chain(&t.assumes) {
         if !is_clause_id(clause) {
-            return Err(err(1, format!("`{clause}` is not a clause id")));
+            return Err(err(clauses_line, format!("`{clause}` is not a clause id")));
         }
     }
     t.level = level.ok_or_else(|| err(1, "the header needs a level (MUST or SHOULD)".into()))?;
@@ -213,20 +241,18 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
     Ok(t)
 }
 
-/// Loads every `*.phuxt` under `dir` (one level of area directories), sorted by id, and the
-/// prelude (`dir/prelude.phuxt`) if there is one.
+/// Loads `prelude.phuxt` and every `<area>/*.phuxt` under `dir`, sorted by id.
 pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
     let io_err = |p: &Path, e: std::io::Error| ParseError {
         path: p.display().to_string(),
         line: 0,
         message: e.to_string(),
     };
-    let mut prelude = Vec::new();
-    let mut out = Vec::new();
+    let mut files = Vec::new();
     let prelude_path = dir.join("prelude.phuxt");
     if prelude_path.exists() {
         let text = std::fs::read_to_string(&prelude_path).map_err(|e| io_err(&prelude_path, e))?;
-        prelude = parse_prelude(&prelude_path.display().to_string(), &text)?;
+        files.push(("prelude.phuxt".to_owned(), text));
     }
     let mut areas: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| io_err(dir, e))?
@@ -236,30 +262,56 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Define>, Vec<Transcript>), ParseError
         .collect();
     areas.sort();
     for area in areas {
-        let mut files: Vec<_> = std::fs::read_dir(&area)
+        let area_name = area.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let mut names: Vec<_> = std::fs::read_dir(&area)
             .map_err(|e| io_err(&area, e))?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "phuxt"))
             .collect();
-        files.sort();
-        for file in files {
+        names.sort();
+        for file in names {
             let text = std::fs::read_to_string(&file).map_err(|e| io_err(&file, e))?;
-            let t = parse(&file.display().to_string(), &text)?;
-            // The id must be the file's place: <area>/<NNN>-<slug>.phuxt.
-            let area_name = area.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let stem = file.file_stem().and_then(|n| n.to_str()).unwrap_or("");
-            let number = stem.split('-').next().unwrap_or("");
-            let want = format!("{area_name}/{number}");
-            if t.id != want {
-                return Err(ParseError {
-                    path: file.display().to_string(),
-                    line: 1,
-                    message: format!("id `{}` does not match the file's place `{want}`", t.id),
-                });
-            }
-            out.push(t);
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            files.push((format!("{area_name}/{name}"), text));
         }
+    }
+    load_files(&files).map_err(|mut e| {
+        e.path = dir.join(&e.path).display().to_string();
+        e
+    })
+}
+
+/// Parses a suite given as `(path, text)` pairs, paths relative to the transcripts
+/// directory: `prelude.phuxt` and `<area>/<NNN>-<slug>.phuxt` (other files are ignored).
+pub fn load_files(
+    files: &[(String, String)],
+) -> Result<(Vec<Define>, Vec<Transcript>), ParseError> {
+    let mut prelude = Vec::new();
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if path == "prelude.phuxt" {
+            prelude = parse_prelude(path, text)?;
+            continue;
+        }
+        let Some((area, name)) = path.split_once('/') else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".phuxt") else {
+            continue;
+        };
+        let t = parse(path, text)?;
+        // The id must be the file's place: <area>/<NNN>-<slug>.phuxt.
+        let number = stem.split('-').next().unwrap_or("");
+        let want = format!("{area}/{number}");
+        if t.id != want {
+            return Err(ParseError {
+                path: path.clone(),
+                line: 1,
+                message: format!("id `{}` does not match the file's place `{want}`", t.id),
+            });
+        }
+        out.push(t);
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok((prelude, out))
@@ -364,6 +416,31 @@ c1 bytes since resume <= 5_000
         assert!(parse("f", "id: a/001\n").is_err());
         let e = parse("f", &SAMPLE.replace("c1 closed", "x1 closed")).unwrap_err();
         assert!(e.message.contains("not a connection name"), "{e}");
+    }
+
+    #[test]
+    fn a_raw_step_repeats_a_byte() {
+        let t = parse("f", &format!("{HEADER}c1 > raw 00 01 7f*3 0a0b ff*0 01\n")).unwrap();
+        match &t.steps[0].kind {
+            StepKind::SendRaw { bytes, .. } => {
+                assert_eq!(bytes, &[0, 1, 0x7f, 0x7f, 0x7f, 0x0a, 0x0b, 1]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse("f", &format!("{HEADER}c1 > raw 7*3\n")).is_err());
+        assert!(parse("f", &format!("{HEADER}c1 > raw 00*99999999999\n")).is_err());
+    }
+
+    #[test]
+    fn an_unfilled_clauses_header_is_an_error_at_its_line() {
+        let draft = "# a recorded session\n# fill in\nid: draft/001\nclauses: TODO\nlevel: MUST\n\
+                     description: d\nrequirement: r\n---\nc1 > PING{nonce=1}\n";
+        let e = parse("draft.phuxt", draft).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("not filled in"), "{e}");
+        let e = parse("d", &draft.replace("TODO", "PING.ECHO.1 nope")).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(parse("d", &draft.replace("TODO", "PING.ECHO.1")).is_ok());
     }
 
     const HEADER: &str = "id: a/001\nlevel: MUST\ndescription: d\nrequirement: r\n---\n";

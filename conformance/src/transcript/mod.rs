@@ -16,7 +16,7 @@ mod file;
 mod lines;
 mod step;
 
-pub use file::{load_dir, parse, parse_prelude};
+pub use file::{load_dir, load_files, parse, parse_prelude};
 pub use lines::{cited_clauses, is_clause_id};
 pub use step::{parse_define, parse_duration};
 
@@ -71,6 +71,12 @@ pub struct Transcript {
     pub requires: Vec<String>,
     /// Declared probe terminals (documentation and a check that `spawn` steps name them).
     pub probes: Vec<String>,
+    /// Rules of phux-rs the case's setup relies on without checking them (`assumes:`): it
+    /// belongs to the phux-rs profile, as a case citing them does.
+    pub assumes: Vec<String>,
+    /// `profile: phux-rs`: the case checks the part of its clauses that is our choice (the
+    /// transcript says why), so it belongs to the phux-rs profile only.
+    pub phux_rs_only: bool,
     /// Templates defined in the transcript body.
     pub defines: Vec<(String, Value)>,
     /// The steps, in order.

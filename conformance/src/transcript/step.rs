@@ -32,19 +32,44 @@ fn parse_string(text: &str) -> Result<Vec<u8>, String> {
 }
 
 fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, String> {
-    let digits: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut out = Vec::new();
+    let mut digits = String::new();
+    for token in text.split_whitespace() {
+        if let Some((byte, count)) = token.split_once('*') {
+            push_hex_digits(&mut out, &std::mem::take(&mut digits))?;
+            let byte = u8::from_str_radix(byte, 16)
+                .ok()
+                .filter(|_| byte.len() == 2)
+                .ok_or_else(|| format!("`{token}`: a repeat is one hex byte, `*`, a count"))?;
+            let count: usize = count
+                .parse()
+                .ok()
+                .filter(|&n| n <= MAX_RAW_REPEAT)
+                .ok_or_else(|| format!("`{token}`: a count of at most {MAX_RAW_REPEAT}"))?;
+            out.resize(out.len() + count, byte);
+        } else {
+            digits.push_str(token);
+        }
+    }
+    push_hex_digits(&mut out, &digits)?;
+    Ok(out)
+}
+
+/// The largest repeat in a `raw` step (`00*65536`): one maximum frame and its header.
+const MAX_RAW_REPEAT: usize = 16 * 1024 * 1024 + 5;
+
+fn push_hex_digits(out: &mut Vec<u8>, digits: &str) -> Result<(), String> {
     if !digits.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            digits
-                .get(i..i + 2)
-                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                .ok_or_else(|| format!("not hex: {digits}"))
-        })
-        .collect()
+    for i in (0..digits.len()).step_by(2) {
+        let byte = digits
+            .get(i..i + 2)
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+            .ok_or_else(|| format!("not hex: {digits}"))?;
+        out.push(byte);
+    }
+    Ok(())
 }
 
 /// Splits `pattern until FIELD contains "TEXT" [within D]`.

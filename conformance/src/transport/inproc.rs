@@ -43,6 +43,10 @@ use super::{ConnKey, Connector, ECHO_COMMAND, Recv, Transport, TransportError, c
 pub struct InProcess;
 
 impl Connector for InProcess {
+    fn kind(&self) -> &'static str {
+        "in-process"
+    }
+
     fn describe(&self) -> String {
         "in-process".to_owned()
     }
@@ -66,6 +70,10 @@ pub enum RuleFlip {
 pub struct BrokenInProcess(pub RuleFlip);
 
 impl Connector for BrokenInProcess {
+    fn kind(&self) -> &'static str {
+        "in-process"
+    }
+
     fn describe(&self) -> String {
         format!("in-process, broken: {:?}", self.0)
     }

@@ -60,6 +60,8 @@ impl TransportError {
 pub trait Connector {
     /// A short name for reports (`in-process`, `socket /path`, `exec 'cmd'`).
     fn describe(&self) -> String;
+    /// The transport's kind, as expectations files name it: `in-process`, `socket` or `exec`.
+    fn kind(&self) -> &'static str;
     /// A fresh transport for one transcript.
     fn open(&self) -> Result<Box<dyn Transport>, TransportError>;
 }
@@ -90,6 +92,11 @@ pub trait Transport {
         Err(TransportError::Unsupported(
             "this transport cannot restart the server".into(),
         ))
+    }
+    /// What the server (a child the transport started) wrote to its standard error lately,
+    /// for reports of a failing case.
+    fn server_stderr(&self) -> Option<String> {
+        None
     }
     /// How many connections at once the transport can carry, if limited.
     fn max_connections(&self) -> Option<usize>;

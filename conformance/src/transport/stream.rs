@@ -122,6 +122,10 @@ pub struct SocketConnector {
 }
 
 impl Connector for SocketConnector {
+    fn kind(&self) -> &'static str {
+        "socket"
+    }
+
     fn describe(&self) -> String {
         format!("socket {}", self.path.display())
     }
@@ -229,26 +233,94 @@ impl Drop for SocketTransport {
     }
 }
 
-/// A server started as a child per transcript (`sh -c CMD`), one client on its stdio.
+/// A child per transcript (`sh -c CMD`) that carries one client on its stdio: a server of
+/// its own (`phux-mio-server --stdio`), or a bridge to a server others share
+/// (`phux stdio-bridge --socket S`).
 #[derive(Clone, Debug)]
 pub struct ExecConnector {
     /// The shell command line, e.g. `phux-mio-server --stdio`.
     pub command: String,
     /// The probe child's command line, if the server can run it.
     pub probe: Option<Vec<String>>,
+    /// The child bridges to a server that outlives it: cases that end or restart the server,
+    /// or need it fresh, cannot run.
+    pub shared: bool,
 }
 
 impl Connector for ExecConnector {
+    fn kind(&self) -> &'static str {
+        "exec"
+    }
+
     fn describe(&self) -> String {
-        format!("exec '{}'", self.command)
+        let shared = if self.shared {
+            " (a shared server)"
+        } else {
+            ""
+        };
+        format!("exec '{}'{shared}", self.command)
     }
 
     fn open(&self) -> Result<Box<dyn Transport>, TransportError> {
         Ok(Box::new(ExecTransport {
             command: self.command.clone(),
             probe: self.probe.clone(),
-            child: None,
+            shared: self.shared,
+            children: Vec::new(),
+            stderr: Arc::default(),
         }))
+    }
+}
+
+/// How much of a child's standard error is kept: its last bytes, which say why it failed.
+const STDERR_KEPT: usize = 16 * 1024;
+
+/// The tail of the children's standard error, and how many of them may still write to it.
+#[derive(Default)]
+struct StderrTail {
+    state: Mutex<(Vec<u8>, usize)>,
+    ended: Condvar,
+}
+
+/// How long a report waits for a child's standard error to reach its end (a child that
+/// failed has usually written why by the time its stdout closed, but not always read).
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
+impl StderrTail {
+    /// Keeps the last [`STDERR_KEPT`] bytes a child writes to its standard error.
+    fn keep(self: &Arc<Self>, mut source: impl Read + Send + 'static) {
+        if let Ok(mut s) = self.state.lock() {
+            s.1 += 1;
+        }
+        let tail = Arc::clone(self);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = source.read(&mut buf).unwrap_or(0);
+                let Ok(mut s) = tail.state.lock() else {
+                    return;
+                };
+                if n == 0 {
+                    s.1 -= 1;
+                    tail.ended.notify_all();
+                    return;
+                }
+                s.0.extend_from_slice(&buf[..n]);
+                let excess = s.0.len().saturating_sub(STDERR_KEPT);
+                s.0.drain(..excess);
+            }
+        });
+    }
+
+    /// What was kept, once every child's stderr ended or [`STDERR_SETTLE`] passed.
+    fn text(&self) -> Option<String> {
+        let guard = self.state.lock().ok()?;
+        let (guard, _) = self
+            .ended
+            .wait_timeout_while(guard, STDERR_SETTLE, |s| s.1 > 0)
+            .ok()?;
+        let text = String::from_utf8_lossy(&guard.0).trim_end().to_owned();
+        (!text.is_empty()).then_some(text)
     }
 }
 
@@ -263,15 +335,19 @@ struct ExecChild {
 struct ExecTransport {
     command: String,
     probe: Option<Vec<String>>,
-    child: Option<ExecChild>,
+    shared: bool,
+    /// One child per connection: the server itself (exactly one), or a bridge each to a
+    /// shared server (as many as the case opens).
+    children: Vec<ExecChild>,
+    /// The tail of the children's standard error, shown when a case fails.
+    stderr: Arc<StderrTail>,
 }
 
 impl ExecTransport {
     fn conn(&mut self, conn: ConnKey) -> Result<&mut ExecChild, TransportError> {
-        match (&mut self.child, conn) {
-            (Some(c), 0) => Ok(c),
-            _ => Err(TransportError::Unsupported(format!("no connection {conn}"))),
-        }
+        self.children
+            .get_mut(conn)
+            .ok_or_else(|| TransportError::Unsupported(format!("no connection {conn}")))
     }
 }
 
@@ -281,7 +357,12 @@ impl Transport for ExecTransport {
     }
 
     fn max_connections(&self) -> Option<usize> {
-        Some(1)
+        // A bridge per connection reaches a shared server as often as a case likes.
+        (!self.shared).then_some(1)
+    }
+
+    fn shared_server(&self) -> bool {
+        self.shared
     }
 
     fn local_socket(&self) -> bool {
@@ -289,13 +370,17 @@ impl Transport for ExecTransport {
     }
 
     fn can_restart(&self) -> bool {
-        true
+        !self.shared
+    }
+
+    fn server_stderr(&self) -> Option<String> {
+        self.stderr.text()
     }
 
     /// Kills the child (SIGKILL: a crash, not a shutdown) and forgets it; the next
     /// `connect` starts a new one.
     fn restart(&mut self) -> Result<(), TransportError> {
-        if let Some(mut c) = self.child.take() {
+        for mut c in self.children.drain(..) {
             c.stdin = None;
             c.child
                 .kill()
@@ -312,7 +397,7 @@ impl Transport for ExecTransport {
     }
 
     fn connect(&mut self) -> Result<ConnKey, TransportError> {
-        if self.child.is_some() {
+        if !self.shared && !self.children.is_empty() {
             return Err(TransportError::Unsupported(
                 "a --stdio server carries exactly one connection".into(),
             ));
@@ -322,23 +407,26 @@ impl Transport for ExecTransport {
             .arg(&self.command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TransportError::io(format!("start `{}`", self.command), e))?;
+        if let Some(stderr) = child.stderr.take() {
+            self.stderr.keep(stderr);
+        }
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| TransportError::Unsupported("the child has no stdout pipe".into()))?;
         let stdin = child.stdin.take();
         let gate = Arc::new(Gate::default());
-        self.child = Some(ExecChild {
+        self.children.push(ExecChild {
             child,
             stdin,
             rx: spawn_reader(stdout, Arc::clone(&gate)),
             gate,
             eof: false,
         });
-        Ok(0)
+        Ok(self.children.len() - 1)
     }
 
     fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
@@ -373,20 +461,23 @@ impl Transport for ExecTransport {
 
 impl Drop for ExecTransport {
     fn drop(&mut self) {
-        let Some(mut c) = self.child.take() else {
-            return;
-        };
-        // Closing stdin ends a --stdio server; give it a moment, then make sure.
-        c.stdin = None;
-        c.gate.set(false);
-        let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = c.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        // Closing stdin ends a --stdio server (or a bridge); give them a moment, then make sure.
+        for c in &mut self.children {
+            c.stdin = None;
+            c.gate.set(false);
         }
-        let _ = c.child.kill();
-        let _ = c.child.wait();
+        let deadline = std::time::Instant::now() + CHILD_EXIT_GRACE;
+        for c in &mut self.children {
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = c.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if let Ok(None) = c.child.try_wait() {
+                let _ = c.child.kill();
+                let _ = c.child.wait();
+            }
+        }
     }
 }

@@ -152,3 +152,32 @@ fn coverage_table_lists_every_clause() {
     }
     assert!(table.contains("handshake/002"));
 }
+
+/// Every clause says whose rule it is: ours by an `> Ours …` / `> Beyond phux:` note, phux's by
+/// a `> phux:` citation of phux's text. Clauses of phux not cited yet are listed in
+/// `phux-uncited.txt`, which only shrinks: a new clause without a note fails here, and so does
+/// a listed clause that has gained one (delete its line).
+#[test]
+fn every_clause_says_whose_rule_it_is() {
+    let paths = Paths::default();
+    let suite = Suite::load(&paths).unwrap();
+    let listed: BTreeSet<String> =
+        read(&paths.not_wire_checkable.with_file_name("phux-uncited.txt"))
+            .lines()
+            .map(|l| l.split_once('#').map_or(l, |(c, _)| c).trim())
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+    let uncited: BTreeSet<String> = suite.spec.uncited_phux().map(|c| c.id.clone()).collect();
+    let new: Vec<&String> = uncited.difference(&listed).collect();
+    assert!(
+        new.is_empty(),
+        "clauses with no ownership note: add `> phux: <phux's text>` after a phux rule, or \
+         `> Ours:` / `> Ours (Rn):` / `> Beyond phux:` after one of ours: {new:?}"
+    );
+    let done: Vec<&String> = listed.difference(&uncited).collect();
+    assert!(
+        done.is_empty(),
+        "phux-uncited.txt lists clauses that now say whose they are (delete them): {done:?}"
+    );
+}

@@ -16,5 +16,6 @@ mod probe_raw;
 mod probe_signals;
 mod probe_stall;
 mod probe_util;
+mod run_cli;
 mod suite;
 mod wire_cli;

@@ -27,6 +27,10 @@ type Mutation = fn(Frame) -> Vec<Frame>;
 struct Mutant(Mutation);
 
 impl Connector for Mutant {
+    fn kind(&self) -> &'static str {
+        "in-process"
+    }
+
     fn describe(&self) -> String {
         "mutant".into()
     }

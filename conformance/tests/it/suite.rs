@@ -12,10 +12,15 @@ use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use phux_conformance::expectations::Expectations;
 use phux_conformance::report;
 use phux_conformance::runner::CaseReport;
-use phux_conformance::suite::{Paths, Suite};
-use phux_conformance::transport::{Connector, ExecConnector, InProcess, SocketConnector};
+use phux_conformance::runner::Outcome;
+use phux_conformance::spec::Profile;
+use phux_conformance::suite::{Paths, RunOptions, Suite};
+use phux_conformance::transport::{
+    BrokenInProcess, Connector, ExecConnector, InProcess, RuleFlip, SocketConnector,
+};
 
 /// How long an expectation waits on a real transport: generous for a loaded 2-core machine.
 const REAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -113,7 +118,7 @@ fn in_process_suite_passes() {
     // Everything runs in process, the probe cases included (a simulated probe terminal).
     for c in &cases {
         assert!(
-            !matches!(c.outcome, phux_conformance::runner::Outcome::Unsupported(_)),
+            !matches!(c.outcome, Outcome::Unsupported(_)),
             "{} unsupported in process",
             c.id
         );
@@ -130,6 +135,45 @@ fn socket_suite_passes_against_mio_server() {
     };
     let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
     assert_passes(&connector.describe(), &cases);
+    // The server outlives the run: every terminal a case spawned was killed after it.
+    let state = server_state(&server.socket);
+    assert!(
+        state.contains("terminals=[]"),
+        "terminals left behind: {state}"
+    );
+}
+
+/// The server's GET_STATE answer, in the notation.
+fn server_state(socket: &std::path::Path) -> String {
+    use phux_core::framing::FrameDecoder;
+    use phux_proto::Frame;
+    use phux_proto::notation::Value;
+    use std::io::{Read, Write};
+
+    let suite = suite();
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.set_read_timeout(Some(REAL_TIMEOUT)).unwrap();
+    for frame in [
+        suite.templates.expand(&Value::ident("Hello")).unwrap(),
+        Value::parse("COMMAND{request_id=7 command=GET_STATE{scope=server}}").unwrap(),
+    ] {
+        stream
+            .write_all(&Frame::from_value(&frame).unwrap().to_bytes())
+            .unwrap();
+    }
+    let mut decoder = FrameDecoder::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        while let Some(f) = decoder.poll_frame().unwrap() {
+            let text = f.to_string();
+            if text.starts_with("COMMAND_RESULT{request_id=7") {
+                return text;
+            }
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed before answering GET_STATE");
+        decoder.push(&buf[..n]);
+    }
 }
 
 #[test]
@@ -137,9 +181,74 @@ fn exec_suite_passes_against_mio_server() {
     let connector = ExecConnector {
         command: format!("'{}' --stdio --log-level error", server_binary().display()),
         probe: Some(probe()),
+        shared: false,
     };
     let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
     assert_passes(&connector.describe(), &cases);
+}
+
+/// Under `--profile phux` the cases that check (or assume) a rule of ours are SKIPPED, naming
+/// it, and every other case still passes against our engine.
+#[test]
+fn the_phux_profile_skips_exactly_the_cases_on_our_rules() {
+    let suite = suite();
+    let options = RunOptions::new(Profile::Phux, REAL_TIMEOUT);
+    let cases = suite.run_with(&InProcess, &options, &mut |_| {}).unwrap();
+    assert_passes("in-process, profile phux", &cases);
+    let mut skipped = 0;
+    for (case, t) in cases.iter().zip(suite.select(&[])) {
+        let ours = suite.ours_cited(t);
+        match &case.outcome {
+            Outcome::Skipped(why) => {
+                skipped += 1;
+                assert!(!ours.is_empty(), "{} skipped without a rule of ours", t.id);
+                assert!(why.contains(&ours[0]), "{why}");
+            }
+            _ => assert!(ours.is_empty(), "{} ran though it cites {ours:?}", t.id),
+        }
+    }
+    // handshake/002 checks our exact HELLO_OK (R14): never a phux-profile case.
+    assert!(skipped > 0);
+    assert!(
+        cases
+            .iter()
+            .any(|c| c.id == "handshake/002" && matches!(c.outcome, Outcome::Skipped(_)))
+    );
+}
+
+/// A case a peer file lists as a known deviation is KNOWN when it fails and KNOWN_PASSED (a
+/// failure of the list) when it passes; one listed for another transport is untouched.
+#[test]
+fn known_deviations_are_their_own_outcome_and_a_stale_one_fails() {
+    let mut suite = suite();
+    suite.expectations = Expectations::parse(
+        "peer.toml",
+        "peer = \"test\"\n[[known]]\ncase = \"handshake/001\"\nphux = \"proto.md\"\nwhy = \"w\"\n\
+         [[known]]\ncase = \"handshake/004\"\nphux = \"p\"\nwhy = \"w\"\ntransports = [\"socket\"]\n\
+         [[known]]\ncase = \"input/003\"\nphux = \"ADR-0053\"\nwhy = \"w\"\n",
+    )
+    .unwrap();
+    let mut options = RunOptions::new(Profile::Phux, REAL_TIMEOUT);
+    options.filters = vec!["handshake/001".into(), "handshake/004".into()];
+    let cases = suite.run_with(&InProcess, &options, &mut |_| {}).unwrap();
+    assert!(
+        matches!(cases[0].outcome, Outcome::KnownPassed(_)),
+        "{:?}",
+        cases[0].outcome
+    );
+    assert!(cases[0].outcome.is_failure());
+    assert_eq!(cases[1].outcome, Outcome::Pass);
+    // A rule flipped in the engine makes the listed case fail: reported KNOWN, not FAIL.
+    let broken = BrokenInProcess(RuleFlip::RewriteRetries);
+    options.profile = Profile::PhuxRs;
+    options.filters = vec!["input/003".into()];
+    let cases = suite.run_with(&broken, &options, &mut |_| {}).unwrap();
+    assert!(
+        matches!(cases[0].outcome, Outcome::Known(_)),
+        "{:?}",
+        cases[0].outcome
+    );
+    assert!(!cases[0].outcome.is_failure());
 }
 
 #[test]
@@ -149,7 +258,7 @@ fn json_report_carries_the_wire_log() {
         .run(&InProcess, Some("handshake/001"), REAL_TIMEOUT)
         .unwrap();
     assert_eq!(cases.len(), 1);
-    let json = report::json("in-process", &cases);
+    let json = report::json(&report::RunInfo::now("in-process", "phux-rs"), &cases);
     let case = &json["cases"][0];
     assert_eq!(case["outcome"], "PASS");
     let wire: Vec<&str> = case["wire"]
@@ -258,7 +367,7 @@ fn a_recorded_session_replays_against_the_server() {
     let cases = replay.run(&connector, None, REAL_TIMEOUT).unwrap();
     assert_eq!(cases.len(), 1);
     assert!(
-        matches!(cases[0].outcome, phux_conformance::runner::Outcome::Pass),
+        matches!(cases[0].outcome, Outcome::Pass),
         "{}\n{filled}",
         report::tree(&connector.describe(), &cases)
     );

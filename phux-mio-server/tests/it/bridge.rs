@@ -155,7 +155,7 @@ fn chmod(path: &std::path::Path, mode: u32) {
 
 #[test]
 fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
-    // [SERVER.BRIDGE.2] Someone else listens where our server would: the bridge says so and
+    // [SERVER.BRIDGE.2] [SERVER.BRIDGE.5] Someone else listens where our server would: the bridge says so and
     // copies nothing, not even the HELLO a client already wrote to its stdin.
     let base = common::private_tempdir();
     let dir = base.path().join("run");
