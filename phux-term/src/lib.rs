@@ -51,4 +51,4 @@ mod tracker;
 mod vt;
 
 pub use screen::SCREEN_SCHEMA_VERSION;
-pub use terminal::Terminal;
+pub use terminal::{MAX_REPLY_BYTES, Terminal};

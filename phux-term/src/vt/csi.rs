@@ -101,6 +101,17 @@ impl Vt {
             (None, b's') => self.save_cursor(),
             (None, b'u') => self.restore_cursor(),
             (Some(b'?'), b'h' | b'l') => self.dec_modes(fin == b'h'),
+            // [OUTPUT.REPLY.1] Queries: see `report` for each reply's form.
+            (None, b'c') if first == 0 => self.primary_attributes(),
+            (Some(b'>'), b'c') if first == 0 => self.secondary_attributes(),
+            (Some(b'>'), b'q') if first == 0 => self.report_version(),
+            (None, b'n') => self.device_status(false, first),
+            (Some(b'?'), b'n') => self.device_status(true, first),
+            (Some(b'$'), b'p') if self.n_intermediates == 1 => self.report_mode(false, first),
+            (Some(b'?'), b'p') if self.intermediates[..self.n_intermediates] == *b"?$" => {
+                self.report_mode(true, first);
+            }
+            (Some(b'?'), b'u') => self.report_kitty_flags(),
             (Some(b' '), b'q') => {
                 let style = p(0, 0);
                 if style <= 6 {

@@ -155,6 +155,7 @@ impl Vt {
         let history = std::mem::take(&mut self.history);
         let title = self.title.take();
         let bells = self.bells;
+        let replies = std::mem::take(&mut self.replies);
         let tracker = std::mem::take(&mut self.tracker);
         *self = Self::new(cols, rows, 0);
         // The tracker applied RIS to the modes itself.
@@ -164,5 +165,7 @@ impl Vt {
         self.history = history;
         self.title = title;
         self.bells = bells;
+        // Nor what it answered before the reset.
+        self.replies = replies;
     }
 }

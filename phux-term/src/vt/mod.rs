@@ -28,6 +28,7 @@ mod edit;
 mod esc;
 mod osc;
 mod parser;
+mod report;
 mod sgr;
 mod text;
 
@@ -211,6 +212,11 @@ pub(crate) struct Vt {
     pub(crate) bells: u32,
     /// The input encoder's modes: every CSI and ESC sequence is handed to it as dispatched.
     pub(crate) tracker: ModeTracker,
+    /// Replies to the program's queries, oldest first, until the server takes them; at most
+    /// [`crate::MAX_REPLY_BYTES`].
+    pub(crate) replies: Vec<u8>,
+    /// The dynamic colours OSC 10, 11 and 12 set and report: foreground, background, cursor.
+    colors: [report::Rgb; 3],
 }
 
 fn default_tabs(cols: u16) -> Vec<bool> {
@@ -253,6 +259,8 @@ impl Vt {
             title: None,
             bells: 0,
             tracker: ModeTracker::default(),
+            replies: Vec::new(),
+            colors: report::DEFAULT_COLORS,
         }
     }
 
@@ -355,6 +363,7 @@ impl Vt {
             + self.history.heap_bytes()
             + self.tabs.capacity()
             + self.osc.capacity()
+            + self.replies.capacity()
             + self.title.as_ref().map_or(0, String::capacity)
     }
 }

@@ -2,6 +2,7 @@
 //! [`Vt::advance`](super::Vt::advance) does not take, one at a time, with UTF-8 decoding,
 //! parameters and intermediates collected for dispatch.
 
+use super::report::OscEnd;
 use super::{MAX_INTERMEDIATES, MAX_OSC, State, Utf8, Vt};
 
 impl Vt {
@@ -66,7 +67,7 @@ impl Vt {
         match b {
             0x18 | 0x1a => {
                 if self.state == S::Osc {
-                    self.osc_end();
+                    self.osc_end(OscEnd::Aborted);
                 }
                 self.execute(b);
                 self.state = S::Ground;
@@ -74,7 +75,7 @@ impl Vt {
             }
             0x1b => {
                 if self.state == S::Osc {
-                    self.osc_end();
+                    self.osc_end(OscEnd::St);
                 }
                 self.enter(S::Escape);
                 return;
@@ -171,7 +172,7 @@ impl Vt {
             S::DcsIgnore | S::SosPmApc => {}
             S::Osc => match b {
                 0x07 => {
-                    self.osc_end();
+                    self.osc_end(OscEnd::Bel);
                     self.state = S::Ground;
                 }
                 0x00..=0x1f => {}
