@@ -111,7 +111,9 @@ impl Vt {
             (Some(b'?'), b'p') if self.intermediates[..self.n_intermediates] == *b"?$" => {
                 self.report_mode(true, first);
             }
-            (Some(b'?'), b'u') => self.report_kitty_flags(),
+            // Only the bare query: its reply, `CSI ? flags u`, echoed back by a program must
+            // not be answered again (an echoing child would loop forever).
+            (Some(b'?'), b'u') if !self.any_digit => self.report_kitty_flags(),
             (Some(b' '), b'q') => {
                 let style = p(0, 0);
                 if style <= 6 {

@@ -170,6 +170,8 @@ pub(crate) struct Vt {
     state: State,
     params: Params,
     param: u16,
+    /// The sequence has a parameter digit (`CSI ? u` is a query, `CSI ? 0 u` is not).
+    any_digit: bool,
     intermediates: [u8; MAX_INTERMEDIATES],
     n_intermediates: usize,
     ignoring: bool,
@@ -229,6 +231,7 @@ impl Vt {
             state: State::Ground,
             params: Params::default(),
             param: 0,
+            any_digit: false,
             intermediates: [0; MAX_INTERMEDIATES],
             n_intermediates: 0,
             ignoring: false,

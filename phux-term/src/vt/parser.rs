@@ -53,6 +53,7 @@ impl Vt {
         if matches!(state, State::Escape | State::CsiEntry | State::DcsEntry) {
             self.params.clear();
             self.param = 0;
+            self.any_digit = false;
             self.n_intermediates = 0;
             self.ignoring = false;
         }
@@ -195,6 +196,7 @@ impl Vt {
     }
 
     fn digit(&mut self, b: u8) {
+        self.any_digit = true;
         if self.params.is_full() {
             self.ignoring = true;
         } else {

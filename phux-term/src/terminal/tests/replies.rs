@@ -125,6 +125,17 @@ fn kitty_keyboard_flags_query() {
     assert_eq!(answer(b"\x1b[>5u\x1b[?1049h\x1b[?u"), "\x1b[?0u");
 }
 
+/// No reply, echoed back to the terminal by a program (a raw-mode `cat`), is a query again:
+/// an echoing child cannot start an endless exchange.
+#[test]
+fn an_echoed_reply_is_not_answered() {
+    let queries: &[u8] = b"\x1b[c\x1b[>c\x1b[>q\x1b[5n\x1b[6n\x1b[?6n\x1b[4$p\x1b[?7$p\x1b[?u\x1b]10;?\x07\x1b]11;?\x1b\\";
+    let replies = answer(queries);
+    // Eleven replies, two of them ended by ST.
+    assert_eq!(replies.matches('\x1b').count(), 11 + 2, "{replies:?}");
+    assert_eq!(answer(replies.as_bytes()), "", "{replies:?}");
+}
+
 /// ctlseqs OSC `Ps = 1 0` / `1 1` / `1 2`: "If a "?" is given rather than a name or RGB
 /// specification, xterm replies with a control sequence of the same form which can be used to
 /// set the corresponding dynamic color", ended as the query was (BEL or ST); further
