@@ -41,6 +41,9 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+#[cfg(any(test, feature = "differential"))]
+#[doc(hidden)]
+pub mod differential;
 mod grid;
 mod history;
 mod kitty;

@@ -165,6 +165,8 @@ impl Vt {
                             self.save_cursor();
                             self.switch_screen(true);
                             self.screen.clear();
+                            // [xterm] `ClearScreen` erases with the background colour.
+                            self.colour_new_rows(0, self.rows);
                         }
                     } else {
                         self.switch_screen(false);

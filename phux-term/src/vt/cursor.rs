@@ -75,6 +75,9 @@ impl Vt {
                     self.history.push(self.screen.top_row());
                 }
                 self.screen.rotate_up(|_| {});
+                if self.erase_coloured() {
+                    self.colour_new_rows(y, y + 1);
+                }
             } else {
                 self.scroll_up(1);
             }
