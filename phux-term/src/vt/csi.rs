@@ -137,12 +137,9 @@ impl Vt {
                     self.origin = set;
                     self.goto(0, 0);
                 }
-                7 => {
-                    self.autowrap = set;
-                    if !set {
-                        self.cur.pending = false;
-                    }
-                }
+                // DECAWM. [xterm] `srm_DECAWM` changes the flag only: a pending wrap stays
+                // pending, taken if DECAWM is set again before the next character.
+                7 => self.autowrap = set,
                 25 => self.cursor_hidden = !set,
                 47 => self.switch_screen(set),
                 1047 => {

@@ -8,6 +8,17 @@ use crate::grid::Cell;
 impl Vt {
     /// Wraps to the start of the next row, marking the row soft-wrapped (as vt100 does: only
     /// when its last cell holds something and the cursor really moves on).
+    /// A character follows a pending wrap: it wraps, or, with DECAWM reset since, it is written
+    /// over the last column. [xterm] `DECRST 7` leaves `do_wrap` as it is (`srm_DECAWM` only
+    /// changes the flag), and the write that finds `do_wrap` set wraps only under WRAPAROUND.
+    fn take_pending_wrap(&mut self) {
+        if self.autowrap {
+            self.wrap();
+        } else {
+            self.cur.pending = false;
+        }
+    }
+
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
@@ -72,7 +83,7 @@ impl Vt {
         let cols = self.cols;
         while let [.., last] = run {
             if self.cur.pending {
-                self.wrap();
+                self.take_pending_wrap();
             }
             let (x, y) = (self.cur.x, self.cur.y);
             let room = usize::from(cols - x);
@@ -162,8 +173,9 @@ impl Vt {
             return;
         }
         if self.cur.pending {
-            self.wrap();
-        } else if self.cur.x + width > self.cols {
+            self.take_pending_wrap();
+        }
+        if self.cur.x + width > self.cols {
             // A wide character at the last column.
             if self.autowrap {
                 self.wrap();

@@ -141,6 +141,28 @@ fn decrc_leaves_autowrap_as_it_is() {
     assert!(t.vt.autowrap, "nor does DECRC turn it off");
 }
 
+/// Resetting DECAWM keeps a pending wrap: xterm's `srm_DECAWM` (charproc.c) only changes the
+/// WRAPAROUND flag, never `do_wrap`, and a character that finds `do_wrap` set wraps only under
+/// WRAPAROUND. `printf '\033[1;80HA\033[?7l\033[?7hB'`: B starts row 2;
+/// `printf '\033[1;80HA\033[?7lB'`: B overwrites A.
+#[test]
+fn resetting_autowrap_keeps_the_pending_wrap() {
+    let t = term(b"\x1b[1;80HA\x1b[?7l");
+    assert!(t.vt.cur.pending, "still pending with DECAWM reset");
+    assert_rebuilt(&t);
+    let t = term(b"\x1b[1;80HA\x1b[?7l\x1b[?7hB");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}A", " ".repeat(79)), "B".to_owned()]
+    );
+    let t = term(b"\x1b[1;80HA\x1b[?7lB");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}B", " ".repeat(79)), String::new()]
+    );
+    assert_eq!((t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending), (79, 0, false));
+}
+
 /// ctlseqs: "CSI Pm e Line Position Relative [rows] (VPR)"; xterm's `CASE_VPR` is
 /// `CursorSet(CursorRow + n)`, bounded like VPA by the screen (the region only in origin
 /// mode), not by the bottom margin as CUD is. `printf
