@@ -49,10 +49,11 @@
 //! alacritty disagree on what a wide character pushed to the edge leaves; [`generate`] never
 //! sets IRM (insert mode itself is pinned in the `xterm` tests).
 //!
-//! Not compared, undecided: REP (`CSI b`). ctlseqs says only "Repeat the preceding graphic
-//! character"; we and alacritty differ on what "preceding" is after a character-set change
-//! (we repeat the character as written, alacritty maps it again) and after RIS or a combining
-//! mark, and xterm's source was not checked in time. [`generate`] emits no REP.
+//! | REP (`CSI b`) after a combining mark | repeats nothing | repeats the mark | xterm `CASE_REP` repeats `lastchar`, set for every printed character, only when `CharWidth(lastchar) > 0` | [`generate`] sends no REP right after a mark |
+//!
+//! Not compared, undecided: REP after RIS. We forget the last character at RIS, alacritty
+//! keeps it; whether xterm's `VTReset` resets `lastchar` was not checked. [`generate`] sends
+//! REP only once a character was printed after the last RIS.
 //!
 //! Not compared, undecided: a combining mark with no character before it on the row (after a
 //! cursor motion to an empty cell): we drop it, alacritty attaches it to the blank under the
@@ -328,6 +329,7 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
     let mut c = Choices { bytes };
     let mut out = Vec::new();
     let mut alternate = false;
+    let mut printed = false;
     // Our model follows the stream as it is generated, for the choices that depend on the
     // cursor (see the table).
     let mut guide = Terminal::new(cols, rows, 0);
@@ -343,8 +345,16 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
             out.push(b'\r');
         }
         match kind {
-            0..=17 => out.extend_from_slice(TEXT[usize::from(c.below(10))].as_bytes()),
-            18..=19 => out.extend(std::iter::repeat_n(b'#', usize::from(n(&mut c, cols)))),
+            0..=17 => {
+                let piece = TEXT[usize::from(c.below(10))];
+                out.extend_from_slice(piece.as_bytes());
+                // No REP right after a combining mark (see the table).
+                printed = piece.is_ascii();
+            }
+            18..=19 => {
+                out.extend(std::iter::repeat_n(b'#', usize::from(n(&mut c, cols))));
+                printed = true;
+            }
             20..=22 => out.extend_from_slice(b"\r\n"),
             23 => out.push(b'\r'),
             24 => out.push(b'\n'),
@@ -457,11 +467,19 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                 out.extend_from_slice(format!("\x1b[{}{fin}", c.below(4)).as_bytes());
             }
 
+            53 if printed => {
+                out.extend_from_slice(format!("\x1b[{}b", c.below(cols + 2)).as_bytes());
+            }
             54 => {
                 alternate = false;
+                // REP waits for a character printed after the reset (see the table).
+                printed = false;
                 out.extend_from_slice(b"\x1bc");
             }
-            _ => out.extend_from_slice(TEXT[usize::from(c.below(4))].as_bytes()),
+            _ => {
+                out.extend_from_slice(TEXT[usize::from(c.below(4))].as_bytes());
+                printed = true;
+            }
         }
     }
     out

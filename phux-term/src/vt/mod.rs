@@ -204,7 +204,7 @@ pub(crate) struct Vt {
     line_feed_mode: bool,
     /// One flag per column: a tab stop is set there.
     pub(crate) tabs: Vec<bool>,
-    last_char: Option<char>,
+    pub(crate) last_char: Option<char>,
     /// Characters REP accounted for without writing them (tests check the bound on work).
     #[cfg(test)]
     pub(crate) rep_skipped: usize,

@@ -141,6 +141,20 @@ fn decrc_leaves_autowrap_as_it_is() {
     assert!(t.vt.autowrap, "nor does DECRC turn it off");
 }
 
+/// REP repeats the character as the program wrote it, through the character set in force at
+/// the REP: xterm's `CASE_REP` passes `lastchar` to `dotext` with `gsets[curgl]`; and after a
+/// combining mark (`CharWidth(lastchar) == 0`) nothing. `printf 'q\033(0\033[2b\033(Bq\033[b'`
+/// shows `q──qq`; `printf 'e\xcc\x81\033[3b'` one `é`.
+#[test]
+fn rep_maps_the_written_character_through_the_current_set() {
+    let t = term(b"q\x1b(0\x1b[2b\x1b(Bq\x1b[b");
+    assert_eq!(lines(&t)[0], "q\u{2500}\u{2500}qq");
+    let t = term(b"\x1b(0q\x1b(B\x1b[b");
+    assert_eq!(lines(&t)[0], "\u{2500}q");
+    let t = term("e\u{301}\x1b[3b".as_bytes());
+    assert_eq!(lines(&t)[0], "e\u{301}");
+}
+
 /// Resetting DECAWM keeps a pending wrap: xterm's `srm_DECAWM` (charproc.c) only changes the
 /// WRAPAROUND flag, never `do_wrap`, and a character that finds `do_wrap` set wraps only under
 /// WRAPAROUND. `printf '\033[1;80HA\033[?7l\033[?7hB'`: B starts row 2;
