@@ -35,6 +35,7 @@
 //! | DECSC / DECRC and the shift state (SO / SI) | GL (and GR) are saved and restored with the designations | only the designations (the shift state is not part of alacritty's saved cursor) | xterm `CursorSave` saves `curgl` / `curgr`; VT510 DECSC saves "character sets (G0, G1, G2, or G3) currently in GL and GR" | [`generate`] sends SI before every save and restore (DECSC, DECRC, SCOSC, SCORC, 1049) |
 //! | DECRC and origin mode | restored with the cursor | not restored | xterm `CursorRestore` restores the `DECSC_FLAGS`, origin mode among them; VT510 DECSC saves "state of origin mode (DECOM)" | [`generate`] sends no restore (DECRC, SCORC, leaving 1049) that would change origin mode |
 //! | CUU, CUD, VPR, CHA, HPA in origin mode with a region below the top | relative to the cursor's row / the column only | the row moves down by the region's top again (they go through the origin-relative `goto` with an absolute row) | ctlseqs CUU / CUD / VPR move relative to the cursor; CHA / HPA "Cursor Character Absolute [column]" do not name a row | [`generate`] sends none of them then |
+//! | DECRC in origin mode of a row below the bottom margin | the row is clamped to the bottom margin | restored as saved | xterm `CursorRestore` moves with `CursorSet(sc->row - top_marg, ...)`, which in origin mode keeps the row at most at `bot_marg` | [`generate`] sends no such restore |
 //! | CBT (`CSI Z`) with no tab stop to the left | to the first column | stays | xterm `TabToPrevStop` stops at column 0 | [`generate`] sends no CBT |
 //!
 //! Not compared: the soft-wrap flag of a row. It shows nowhere on the screen (it joins rows
@@ -437,7 +438,9 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                 // Leaving only while on the alternate screen, and G0 in GL around the save
                 // and restore 1049 makes (see the table).
                 // Nor a leave whose restore would change origin mode (see the table).
-                if !(alternate && guide.vt.saved[0].origin != guide.vt.origin) {
+                let saved = guide.vt.saved[0];
+                let clamped = saved.origin && saved.y > guide.vt.bottom;
+                if !(alternate && (saved.origin != guide.vt.origin || clamped)) {
                     alternate = !alternate;
                     out.push(0x0f);
                     let switch: &[u8] = if alternate {
@@ -453,7 +456,10 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                 out.push(0x0f);
                 let which = usize::from(c.below(4));
                 let vt = &guide.vt;
-                let restores_origin = vt.saved[usize::from(vt.alt_active)].origin != vt.origin;
+                let saved = vt.saved[usize::from(vt.alt_active)];
+                // Nor one that origin mode would clamp into the region (see the table).
+                let restores_origin =
+                    saved.origin != vt.origin || (saved.origin && saved.y > vt.bottom);
                 // No restore that would change origin mode (see the table).
                 if which % 2 == 0 || !restores_origin {
                     out.extend_from_slice([&b"\x1b7"[..], b"\x1b8", b"\x1b[s", b"\x1b[u"][which]);
@@ -635,5 +641,16 @@ mod tests {
             n += 1;
         }
         assert!(n > 0, "no corpus in {}", dir.display());
+    }
+}
+/// A fuzz finding replayed by hand: `PHUX_DIFF_INPUT=path cargo test -p phux-term --lib
+/// repro_file -- --ignored` (minimise it by deleting bytes while it still fails).
+#[cfg(test)]
+mod repro {
+    #[test]
+    #[ignore = "a tool: replays the fuzz input named by PHUX_DIFF_INPUT"]
+    fn repro_file() {
+        let path = std::env::var("PHUX_DIFF_INPUT").unwrap();
+        super::fuzz_one(&std::fs::read(path).unwrap());
     }
 }

@@ -109,15 +109,16 @@ impl Vt {
         };
     }
 
-    /// DECRC. [xterm] `CursorRestore` sets `do_wrap` from the saved flag after moving, and
-    /// leaves DECAWM as it is. With DECAWM now off the flag is dropped: nothing wraps then (a
-    /// pending wrap only exists with DECAWM on here, as DECAWM off cancels it).
+    /// DECRC. [xterm] `CursorRestore` moves with `CursorSet`, which in origin mode keeps the row
+    /// at most at the bottom margin, then sets `do_wrap` from the saved flag, and leaves DECAWM
+    /// as it is (a pending wrap with DECAWM off is taken as an overwrite).
     pub(super) fn restore_cursor(&mut self) {
         let s = self.saved[usize::from(self.alt_active)];
+        let y = s.y.min(self.rows - 1);
         self.cur = Cursor {
             x: s.x.min(self.cols - 1),
-            y: s.y.min(self.rows - 1),
-            pending: s.pending && self.autowrap,
+            y: if s.origin { y.min(self.bottom) } else { y },
+            pending: s.pending,
         };
         self.pen = s.pen;
         self.origin = s.origin;

@@ -155,6 +155,15 @@ fn rep_maps_the_written_character_through_the_current_set() {
     assert_eq!(lines(&t)[0], "e\u{301}");
 }
 
+/// DECRC in origin mode keeps the row within the bottom margin: xterm's `CursorRestore` moves
+/// with `CursorSet(row - top_marg, ...)`, which in origin mode clamps to `bot_marg`.
+/// `printf '\033[?6h\033[4;1H\0337\033[1;3r\0338X'`: X on row 3.
+#[test]
+fn decrc_in_origin_mode_stays_within_the_region() {
+    let t = term(b"\x1b[?6h\x1b[4;1H\x1b7\x1b[1;3r\x1b8X");
+    assert_eq!(lines(&t)[2], "X");
+}
+
 /// Resetting DECAWM keeps a pending wrap: xterm's `srm_DECAWM` (charproc.c) only changes the
 /// WRAPAROUND flag, never `do_wrap`, and a character that finds `do_wrap` set wraps only under
 /// WRAPAROUND. `printf '\033[1;80HA\033[?7l\033[?7hB'`: B starts row 2;
