@@ -25,6 +25,10 @@ impl Vt {
     /// [xterm] Rows `from..to` that scrolling, line insertion or a cleared screen brought in are
     /// erased as ED
     /// erases (`ClearCells` with the background colour): only when there is one to keep.
+    // Cold: a background colour is rare when rows scroll in, and this keeps `linefeed` small
+    // enough to stay inlined in the text loop.
+    #[cold]
+    #[inline(never)]
     pub(super) fn colour_new_rows(&mut self, from: u16, to: u16) {
         if self.erase_coloured() {
             for y in from..to.min(self.rows) {
