@@ -89,6 +89,12 @@ impl TerminalState {
         self.term.take_bells()
     }
 
+    /// The replies to the program's queries since the last call, in the order it asked; see
+    /// [`Terminal::take_replies`] (at most [`phux_term::MAX_REPLY_BYTES`]).
+    pub fn take_replies(&mut self) -> Vec<u8> {
+        self.term.take_replies()
+    }
+
     /// The number of history rows retained.
     pub fn scrollback_len(&self) -> usize {
         self.term.scrollback_len()

@@ -41,6 +41,9 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+#[cfg(any(test, feature = "differential"))]
+#[doc(hidden)]
+pub mod differential;
 mod grid;
 mod history;
 mod kitty;
@@ -51,4 +54,4 @@ mod tracker;
 mod vt;
 
 pub use screen::{CellsTooLarge, SCREEN_SCHEMA_VERSION, ScreenLimits};
-pub use terminal::Terminal;
+pub use terminal::{MAX_REPLY_BYTES, Terminal};

@@ -3,6 +3,11 @@
 use crate::modes::TerminalModes;
 use crate::vt::Vt;
 
+/// The most reply bytes that wait for [`Terminal::take_replies`]: far more than any program's
+/// start-up queries (a few dozen bytes each), small enough that a flood of queries costs
+/// nothing.
+pub const MAX_REPLY_BYTES: usize = 4096;
+
 /// The model of one terminal's output: screens, history, modes and title.
 ///
 /// Feed it what the program writes with [`advance`](Self::advance); read it back with the
@@ -54,6 +59,16 @@ impl Terminal {
     /// The number of BEL characters seen since the last call.
     pub fn take_bells(&mut self) -> u32 {
         std::mem::take(&mut self.vt.bells)
+    }
+
+    /// The replies to the program's queries (device attributes, cursor and status reports,
+    /// mode reports, the version, dynamic colours, kitty keyboard flags) in the order it asked,
+    /// taken out: the caller writes them to the program's input. Empty when there are none.
+    ///
+    /// At most [`MAX_REPLY_BYTES`] wait between two calls; a reply that would go past that is
+    /// dropped whole, so a program flooding queries it never reads cannot grow this.
+    pub fn take_replies(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.vt.replies)
     }
 
     /// The number of history rows retained.

@@ -271,7 +271,7 @@ impl ServerEngine {
     /// Hands a job to the driver, behind every earlier job for the terminal (R8). A terminal
     /// whose queue is full drops fire-and-forget input ([INPUT.FRAME.3]); APPLY_INPUT checks
     /// first and refuses ([INPUT.APPLY.8]).
-    fn queue_job(&mut self, t: LocalTerminal, bytes: Vec<u8>, kind: JobKind) {
+    pub(super) fn queue_job(&mut self, t: LocalTerminal, bytes: Vec<u8>, kind: JobKind) {
         let limit = self.config.max_jobs_per_terminal;
         let Some(term) = self.terminals.get_mut(&t) else {
             return;

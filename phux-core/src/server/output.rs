@@ -8,7 +8,7 @@ use phux_proto::ids::StreamId;
 use phux_proto::{Frame, TerminalId};
 
 use super::connection::Budget;
-use super::terminal::Chunk;
+use super::terminal::{Chunk, JobKind};
 use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
 
 /// A bootstrap frame's length on the wire, near enough to judge a budget: its payload plus
@@ -134,9 +134,18 @@ impl ServerEngine {
             seq,
             bells,
             new_title,
+            replies,
         }) = t.ingest(bytes)
         else {
             // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
+            return;
+        };
+        if !replies.is_empty() && t.accepts_input() {
+            // [OUTPUT.REPLY.2] The chunk's replies are one job of their own, queued behind
+            // every earlier job: never inside an APPLY_INPUT batch.
+            self.queue_job(terminal, replies, JobKind::Reply);
+        }
+        let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
         let mut viewers = std::mem::take(&mut self.viewer_scratch);

@@ -21,6 +21,9 @@ use crate::writer::JobId;
 pub(super) enum JobKind {
     /// Fire-and-forget input (INPUT_*, ROUTE_INPUT): nobody is owed a reply.
     Unacknowledged,
+    /// The terminal's own replies to the program's queries ([OUTPUT.REPLY.1]): nobody is owed
+    /// an answer, and no lease or attachment gates them.
+    Reply,
     /// APPLY_INPUT: the operation and the request to answer.
     Acknowledged {
         op: OperationId,
@@ -64,6 +67,8 @@ pub(super) struct Chunk {
     pub(super) bells: u32,
     /// The title it set, when that differs from the one last announced.
     pub(super) new_title: Option<String>,
+    /// The replies to the queries it made (empty when none), to be written to the PTY.
+    pub(super) replies: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -223,10 +228,13 @@ impl Terminal {
             self.last_title = self.state.title().map(str::to_owned);
             self.last_title.clone().unwrap_or_default()
         });
+        // [OUTPUT.REPLY.1] The model answers every query it knows, whoever is attached.
+        let replies = self.state.take_replies();
         Some(Chunk {
             seq,
             bells,
             new_title,
+            replies,
         })
     }
 

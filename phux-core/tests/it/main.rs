@@ -16,5 +16,6 @@ mod engine_leases;
 mod engine_limits;
 mod engine_output;
 mod engine_regressions;
+mod engine_replies;
 mod engine_schedules;
 mod fuzz_corpus;

@@ -7,6 +7,8 @@ use crate::modes::{KittyFlags, MouseEncoding, MouseTracking};
 use crate::tracker;
 
 mod hostile;
+mod recordings;
+mod replies;
 mod vs_vt100;
 mod xterm;
 

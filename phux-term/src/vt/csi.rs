@@ -101,6 +101,19 @@ impl Vt {
             (None, b's') => self.save_cursor(),
             (None, b'u') => self.restore_cursor(),
             (Some(b'?'), b'h' | b'l') => self.dec_modes(fin == b'h'),
+            // [OUTPUT.REPLY.1] Queries: see `report` for each reply's form.
+            (None, b'c') if first == 0 => self.primary_attributes(),
+            (Some(b'>'), b'c') if first == 0 => self.secondary_attributes(),
+            (Some(b'>'), b'q') if first == 0 => self.report_version(),
+            (None, b'n') => self.device_status(false, first),
+            (Some(b'?'), b'n') => self.device_status(true, first),
+            (Some(b'$'), b'p') if self.n_intermediates == 1 => self.report_mode(false, first),
+            (Some(b'?'), b'p') if self.intermediates[..self.n_intermediates] == *b"?$" => {
+                self.report_mode(true, first);
+            }
+            // Only the bare query: its reply, `CSI ? flags u`, echoed back by a program must
+            // not be answered again (an echoing child would loop forever).
+            (Some(b'?'), b'u') if !self.any_digit => self.report_kitty_flags(),
             (Some(b' '), b'q') => {
                 let style = p(0, 0);
                 if style <= 6 {
@@ -124,12 +137,9 @@ impl Vt {
                     self.origin = set;
                     self.goto(0, 0);
                 }
-                7 => {
-                    self.autowrap = set;
-                    if !set {
-                        self.cur.pending = false;
-                    }
-                }
+                // DECAWM. [xterm] `srm_DECAWM` changes the flag only: a pending wrap stays
+                // pending, taken if DECAWM is set again before the next character.
+                7 => self.autowrap = set,
                 25 => self.cursor_hidden = !set,
                 47 => self.switch_screen(set),
                 1047 => {
@@ -152,6 +162,8 @@ impl Vt {
                             self.save_cursor();
                             self.switch_screen(true);
                             self.screen.clear();
+                            // [xterm] `ClearScreen` erases with the background colour.
+                            self.colour_new_rows(0, self.rows);
                         }
                     } else {
                         self.switch_screen(false);

@@ -75,6 +75,9 @@ impl Vt {
                     self.history.push(self.screen.top_row());
                 }
                 self.screen.rotate_up(|_| {});
+                if self.erase_coloured() {
+                    self.colour_new_rows(y, y + 1);
+                }
             } else {
                 self.scroll_up(1);
             }
@@ -106,15 +109,16 @@ impl Vt {
         };
     }
 
-    /// DECRC. [xterm] `CursorRestore` sets `do_wrap` from the saved flag after moving, and
-    /// leaves DECAWM as it is. With DECAWM now off the flag is dropped: nothing wraps then (a
-    /// pending wrap only exists with DECAWM on here, as DECAWM off cancels it).
+    /// DECRC. [xterm] `CursorRestore` moves with `CursorSet`, which in origin mode keeps the row
+    /// at most at the bottom margin, then sets `do_wrap` from the saved flag, and leaves DECAWM
+    /// as it is (a pending wrap with DECAWM off is taken as an overwrite).
     pub(super) fn restore_cursor(&mut self) {
         let s = self.saved[usize::from(self.alt_active)];
+        let y = s.y.min(self.rows - 1);
         self.cur = Cursor {
             x: s.x.min(self.cols - 1),
-            y: s.y.min(self.rows - 1),
-            pending: s.pending && self.autowrap,
+            y: if s.origin { y.min(self.bottom) } else { y },
+            pending: s.pending,
         };
         self.pen = s.pen;
         self.origin = s.origin;
@@ -155,6 +159,7 @@ impl Vt {
         let history = std::mem::take(&mut self.history);
         let title = self.title.take();
         let bells = self.bells;
+        let replies = std::mem::take(&mut self.replies);
         let tracker = std::mem::take(&mut self.tracker);
         *self = Self::new(cols, rows, 0);
         // The tracker applied RIS to the modes itself.
@@ -164,5 +169,7 @@ impl Vt {
         self.history = history;
         self.title = title;
         self.bells = bells;
+        // Nor what it answered before the reset.
+        self.replies = replies;
     }
 }

@@ -1,17 +1,48 @@
 //! Erase, insert, delete and scroll.
 
 use super::Vt;
-use crate::grid::{Cell, Row};
+use crate::grid::{BG_ATTR_MASK, Cell, Pen, Row};
 
 impl Vt {
-    /// Erases cells `start..end` of row `y` with the pen (vt100 keeps the whole pen; only the
-    /// background shows on an empty cell). A wide character cut by either edge goes entirely.
+    /// Erases cells `start..end` of row `y`, leaving them the [`Self::erase_pen`]. A wide
+    /// character cut by either edge goes entirely.
+    /// What erased cells keep of the pen: the background colour only. [xterm] `ClearCells`
+    /// clears every attribute of the cells it erases (inverse, underline and the rest) and keeps
+    /// the colours; the foreground of a blank cell shows nowhere, so it is not kept either.
+    pub(super) fn erase_pen(&self) -> Pen {
+        Pen {
+            fg: 0,
+            bg: self.pen.bg & !BG_ATTR_MASK,
+        }
+    }
+
+    /// Whether erasing leaves a background colour (otherwise new blanks are already right).
+    #[inline]
+    pub(super) fn erase_coloured(&self) -> bool {
+        self.pen.bg & !BG_ATTR_MASK != 0
+    }
+
+    /// [xterm] Rows `from..to` that scrolling, line insertion or a cleared screen brought in are
+    /// erased as ED
+    /// erases (`ClearCells` with the background colour): only when there is one to keep.
+    // Cold: a background colour is rare when rows scroll in, and this keeps `linefeed` small
+    // enough to stay inlined in the text loop.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn colour_new_rows(&mut self, from: u16, to: u16) {
+        if self.erase_coloured() {
+            for y in from..to.min(self.rows) {
+                self.erase_cells(y, 0, self.cols);
+            }
+        }
+    }
+
     pub(super) fn erase_cells(&mut self, y: u16, start: u16, end: u16) {
         if start >= end {
             return;
         }
         let cols = self.cols;
-        let pen = self.pen;
+        let pen = self.erase_pen();
         let row = self.screen.row_mut(y);
         let style = row.intern(pen, start, end);
         let (s, e) = (usize::from(start), usize::from(end));
@@ -100,6 +131,12 @@ impl Vt {
         {
             last.erase();
         }
+        // [xterm] `InsertChar` clears the inserted cells with `ClearCells`: the background
+        // colour shows in them.
+        if self.erase_coloured() {
+            let start = x + u16::from(in_wide);
+            self.erase_cells(self.cur.y, start, x + n);
+        }
     }
 
     pub(super) fn delete_chars(&mut self, n: u16) {
@@ -131,6 +168,10 @@ impl Vt {
             let shrunk = used.saturating_sub(end - x).max(x);
             row.fill(shrunk, used, Cell::BLANK);
         }
+        // [xterm] `DeleteChar` clears the cells that came in at the end with `ClearCells`.
+        if self.erase_coloured() {
+            self.erase_cells(self.cur.y, cols - (end - x), cols);
+        }
     }
 
     pub(super) fn insert_lines(&mut self, n: u16) {
@@ -141,6 +182,7 @@ impl Vt {
         }
         self.screen.scroll_down(y, self.bottom, n);
         self.screen.row_mut(self.bottom).wrapped = false;
+        self.colour_new_rows(y, y.saturating_add(n).min(self.bottom + 1));
     }
 
     pub(super) fn delete_lines(&mut self, n: u16) {
@@ -150,6 +192,8 @@ impl Vt {
             return;
         }
         self.screen.scroll_up(y, self.bottom, n, |_| {});
+        let bottom = self.bottom + 1;
+        self.colour_new_rows(bottom.saturating_sub(n).max(y), bottom);
     }
 
     /// Scrolls the region up; rows leaving the top of the main screen go to history.
@@ -165,10 +209,15 @@ impl Vt {
                 history.push(row);
             }
         });
+        if self.erase_coloured() {
+            self.colour_new_rows((bottom + 1).saturating_sub(n).max(top), bottom + 1);
+        }
     }
 
     pub(super) fn scroll_down(&mut self, n: u16) {
         self.screen.scroll_down(self.top, self.bottom, n);
         self.screen.row_mut(self.bottom).wrapped = false;
+        let top = self.top;
+        self.colour_new_rows(top, top.saturating_add(n).min(self.bottom + 1));
     }
 }

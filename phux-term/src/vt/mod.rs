@@ -28,6 +28,7 @@ mod edit;
 mod esc;
 mod osc;
 mod parser;
+mod report;
 mod sgr;
 mod text;
 
@@ -169,6 +170,8 @@ pub(crate) struct Vt {
     state: State,
     params: Params,
     param: u16,
+    /// The sequence has a parameter digit (`CSI ? u` is a query, `CSI ? 0 u` is not).
+    any_digit: bool,
     intermediates: [u8; MAX_INTERMEDIATES],
     n_intermediates: usize,
     ignoring: bool,
@@ -201,7 +204,7 @@ pub(crate) struct Vt {
     line_feed_mode: bool,
     /// One flag per column: a tab stop is set there.
     pub(crate) tabs: Vec<bool>,
-    last_char: Option<char>,
+    pub(crate) last_char: Option<char>,
     /// Characters REP accounted for without writing them (tests check the bound on work).
     #[cfg(test)]
     pub(crate) rep_skipped: usize,
@@ -211,6 +214,11 @@ pub(crate) struct Vt {
     pub(crate) bells: u32,
     /// The input encoder's modes: every CSI and ESC sequence is handed to it as dispatched.
     pub(crate) tracker: ModeTracker,
+    /// Replies to the program's queries, oldest first, until the server takes them; at most
+    /// [`crate::MAX_REPLY_BYTES`].
+    pub(crate) replies: Vec<u8>,
+    /// The dynamic colours OSC 10, 11 and 12 set and report: foreground, background, cursor.
+    colors: [report::Rgb; 3],
 }
 
 fn default_tabs(cols: u16) -> Vec<bool> {
@@ -223,6 +231,7 @@ impl Vt {
             state: State::Ground,
             params: Params::default(),
             param: 0,
+            any_digit: false,
             intermediates: [0; MAX_INTERMEDIATES],
             n_intermediates: 0,
             ignoring: false,
@@ -253,6 +262,8 @@ impl Vt {
             title: None,
             bells: 0,
             tracker: ModeTracker::default(),
+            replies: Vec::new(),
+            colors: report::DEFAULT_COLORS,
         }
     }
 
@@ -355,6 +366,7 @@ impl Vt {
             + self.history.heap_bytes()
             + self.tabs.capacity()
             + self.osc.capacity()
+            + self.replies.capacity()
             + self.title.as_ref().map_or(0, String::capacity)
     }
 }

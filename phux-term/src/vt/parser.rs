@@ -2,6 +2,7 @@
 //! [`Vt::advance`](super::Vt::advance) does not take, one at a time, with UTF-8 decoding,
 //! parameters and intermediates collected for dispatch.
 
+use super::report::OscEnd;
 use super::{MAX_INTERMEDIATES, MAX_OSC, State, Utf8, Vt};
 
 impl Vt {
@@ -52,6 +53,7 @@ impl Vt {
         if matches!(state, State::Escape | State::CsiEntry | State::DcsEntry) {
             self.params.clear();
             self.param = 0;
+            self.any_digit = false;
             self.n_intermediates = 0;
             self.ignoring = false;
         }
@@ -66,7 +68,7 @@ impl Vt {
         match b {
             0x18 | 0x1a => {
                 if self.state == S::Osc {
-                    self.osc_end();
+                    self.osc_end(OscEnd::Aborted);
                 }
                 self.execute(b);
                 self.state = S::Ground;
@@ -74,7 +76,7 @@ impl Vt {
             }
             0x1b => {
                 if self.state == S::Osc {
-                    self.osc_end();
+                    self.osc_end(OscEnd::St);
                 }
                 self.enter(S::Escape);
                 return;
@@ -171,7 +173,7 @@ impl Vt {
             S::DcsIgnore | S::SosPmApc => {}
             S::Osc => match b {
                 0x07 => {
-                    self.osc_end();
+                    self.osc_end(OscEnd::Bel);
                     self.state = S::Ground;
                 }
                 0x00..=0x1f => {}
@@ -194,6 +196,7 @@ impl Vt {
     }
 
     fn digit(&mut self, b: u8) {
+        self.any_digit = true;
         if self.params.is_full() {
             self.ignoring = true;
         } else {

@@ -8,6 +8,17 @@ use crate::grid::Cell;
 impl Vt {
     /// Wraps to the start of the next row, marking the row soft-wrapped (as vt100 does: only
     /// when its last cell holds something and the cursor really moves on).
+    /// A character follows a pending wrap: it wraps, or, with DECAWM reset since, it is written
+    /// over the last column. [xterm] `DECRST 7` leaves `do_wrap` as it is (`srm_DECAWM` only
+    /// changes the flag), and the write that finds `do_wrap` set wraps only under WRAPAROUND.
+    fn take_pending_wrap(&mut self) {
+        if self.autowrap {
+            self.wrap();
+        } else {
+            self.cur.pending = false;
+        }
+    }
+
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
@@ -38,6 +49,8 @@ impl Vt {
         {
             let set = self.charsets.next();
             self.print(set.map(b));
+            // REP repeats the byte as written, mapped again then (see `repeat`).
+            self.last_char = Some(char::from(b));
             run = rest;
         }
         let set = self.charsets.gl_set();
@@ -51,6 +64,7 @@ impl Vt {
                 run = &run[same..];
             } else {
                 self.print(set.map(run[0]));
+                self.last_char = Some(char::from(run[0]));
                 run = &run[1..];
             }
         }
@@ -72,7 +86,7 @@ impl Vt {
         let cols = self.cols;
         while let [.., last] = run {
             if self.cur.pending {
-                self.wrap();
+                self.take_pending_wrap();
             }
             let (x, y) = (self.cur.x, self.cur.y);
             let room = usize::from(cols - x);
@@ -162,8 +176,9 @@ impl Vt {
             return;
         }
         if self.cur.pending {
-            self.wrap();
-        } else if self.cur.x + width > self.cols {
+            self.take_pending_wrap();
+        }
+        if self.cur.x + width > self.cols {
             // A wide character at the last column.
             if self.autowrap {
                 self.wrap();
@@ -222,6 +237,9 @@ impl Vt {
 
     /// A zero-width character joins the cell before the cursor.
     fn combine(&mut self, c: char) {
+        // [xterm] A mark is the last printed character too: REP after it repeats nothing
+        // (`CASE_REP` needs `CharWidth(lastchar) > 0`).
+        self.last_char = Some(c);
         let (x, y) = (self.cur.x, self.cur.y);
         let base = if self.cur.pending {
             x
@@ -261,9 +279,20 @@ impl Vt {
     /// (themselves bounded by its capacity) and only the remainder is written. If not (no case
     /// is known), the rest is written out: still at most 65,535 characters.
     pub(super) fn repeat(&mut self, n: u16) {
-        let Some(c) = self.last_char else {
+        let Some(raw) = self.last_char else {
             return;
         };
+        // [xterm] `CASE_REP` passes `lastchar`, the character as the program wrote it, to
+        // `dotext` with GL's set as it is now: a character-set change in between shows.
+        let c = match u8::try_from(raw) {
+            Ok(b @ 0x20..=0x7e) => self.charsets.gl_set().map(b),
+            _ => raw,
+        };
+        self.repeat_char(c, n);
+        self.last_char = Some(raw);
+    }
+
+    fn repeat_char(&mut self, c: char, n: u16) {
         let width = match c.width() {
             Some(w @ 1..) => w.min(2) as u16,
             _ => return,

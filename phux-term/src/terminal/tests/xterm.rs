@@ -141,6 +141,51 @@ fn decrc_leaves_autowrap_as_it_is() {
     assert!(t.vt.autowrap, "nor does DECRC turn it off");
 }
 
+/// REP repeats the character as the program wrote it, through the character set in force at
+/// the REP: xterm's `CASE_REP` passes `lastchar` to `dotext` with `gsets[curgl]`; and after a
+/// combining mark (`CharWidth(lastchar) == 0`) nothing. `printf 'q\033(0\033[2b\033(Bq\033[b'`
+/// shows `q──qq`; `printf 'e\xcc\x81\033[3b'` one `é`.
+#[test]
+fn rep_maps_the_written_character_through_the_current_set() {
+    let t = term(b"q\x1b(0\x1b[2b\x1b(Bq\x1b[b");
+    assert_eq!(lines(&t)[0], "q\u{2500}\u{2500}qq");
+    let t = term(b"\x1b(0q\x1b(B\x1b[b");
+    assert_eq!(lines(&t)[0], "\u{2500}q");
+    let t = term("e\u{301}\x1b[3b".as_bytes());
+    assert_eq!(lines(&t)[0], "e\u{301}");
+}
+
+/// DECRC in origin mode keeps the row within the bottom margin: xterm's `CursorRestore` moves
+/// with `CursorSet(row - top_marg, ...)`, which in origin mode clamps to `bot_marg`.
+/// `printf '\033[?6h\033[4;1H\0337\033[1;3r\0338X'`: X on row 3.
+#[test]
+fn decrc_in_origin_mode_stays_within_the_region() {
+    let t = term(b"\x1b[?6h\x1b[4;1H\x1b7\x1b[1;3r\x1b8X");
+    assert_eq!(lines(&t)[2], "X");
+}
+
+/// Resetting DECAWM keeps a pending wrap: xterm's `srm_DECAWM` (charproc.c) only changes the
+/// WRAPAROUND flag, never `do_wrap`, and a character that finds `do_wrap` set wraps only under
+/// WRAPAROUND. `printf '\033[1;80HA\033[?7l\033[?7hB'`: B starts row 2;
+/// `printf '\033[1;80HA\033[?7lB'`: B overwrites A.
+#[test]
+fn resetting_autowrap_keeps_the_pending_wrap() {
+    let t = term(b"\x1b[1;80HA\x1b[?7l");
+    assert!(t.vt.cur.pending, "still pending with DECAWM reset");
+    assert_rebuilt(&t);
+    let t = term(b"\x1b[1;80HA\x1b[?7l\x1b[?7hB");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}A", " ".repeat(79)), "B".to_owned()]
+    );
+    let t = term(b"\x1b[1;80HA\x1b[?7lB");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}B", " ".repeat(79)), String::new()]
+    );
+    assert_eq!((t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending), (79, 0, false));
+}
+
 /// ctlseqs: "CSI Pm e Line Position Relative [rows] (VPR)"; xterm's `CASE_VPR` is
 /// `CursorSet(CursorRow + n)`, bounded like VPA by the screen (the region only in origin
 /// mode), not by the bottom margin as CUD is. `printf

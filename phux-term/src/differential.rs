@@ -1,0 +1,656 @@
+//! Differential testing against `alacritty_terminal`, a maintained emulator: the same
+//! generated control sequences go to both, and the visible grid (each cell's text, width,
+//! attributes and colours; each row's soft wrap), the cursor and its pending wrap are compared.
+//!
+//! [`generate`] turns arbitrary bytes into a stream weighted towards what real programs write;
+//! [`check`] runs it through both and returns the first difference that is not one of the
+//! decided ones below. The proptest at the bottom and the `vt_differential` fuzz target drive
+//! it. Only tests and the fuzz target build this module (alacritty is a dev-dependency, or an
+//! optional one behind the `differential` feature).
+//!
+//! # Decided differences
+//!
+//! Where the two disagree, xterm decides (ctlseqs; xterm's source where ctlseqs is silent). Each
+//! decided difference is normalised away here, so the comparison checks everything else.
+//!
+//! | Case | xterm (and we) | alacritty | Evidence | Normalised by |
+//! |---|---|---|---|---|
+//! | HT with a pending wrap | the wrap stays pending; the next character wraps | wraps at once (cursor to the next row) | xterm `charproc.c` `CASE_HT` → `TabToNextStop`, which never touches `do_wrap`; issue item 3 | [`generate`] puts a CR before HT / CHT while a wrap is pending (pinned in the `xterm` tests) |
+//! | A tab's cells | unchanged (blank cells stay blank) | a blank cell a tab passes gets `\t` (for copying) | ctlseqs HT "moves the cursor", writes nothing | `\t` in a cell reads as a blank |
+//! | Blink (SGR 5 / 6 / 25) | kept (ctlseqs "Blink") | not modelled | ctlseqs SGR | blink is not compared |
+//! | SGR 21 | double underline | cancels bold | ctlseqs SGR "Ps = 2 1 ⇒ Doubly-underlined (ECMA-48)" | [`generate`] sends no SGR 21 (pinned in the `xterm` tests) |
+//! | Bold with a colour 0-7 | the colour as set (bold brightness is a rendering choice) | the same in the grid | — | — |
+//! | Erased and inserted blanks | the background colour only (BCE) | the same | xterm `ClearCells` (called by ED, EL, ECH, ICH, DCH, IL, DL and scrolling) keeps the colour flags and clears every other attribute | — (we kept the whole pen and left inserted blanks default: fixed) |
+//!
+//! | `CSI ? 1049 l` on the main screen | restores the cursor saved by DECSC | nothing | xterm `charproc.c`, `srm_OPT_ALTBUF_CURSOR`: the reset path is `FromAlternate` then `CursorRestore`, unconditionally; ctlseqs "Use Normal Screen Buffer and restore cursor as in DECRC" | [`generate`] leaves the alternate screen only while on it |
+//! | DCH of more characters than the cursor has to the right | deletes to the end of the row only | also blanks cells left of the cursor (`delete_chars` clears the last `count` cells of the row) | ctlseqs DCH "Delete Ps Character(s)"; xterm `DeleteChar` clamps the count to the columns right of the cursor | [`generate`] clamps DCH counts to the row |
+//! | The second half of a wide character | kept without a style of its own; drawn with its character's | carries the pen too | one character in two columns: a renderer draws it with one style (GET_SCREEN and the bootstrap write the character once) | the second half is compared with the first half's style |
+//! | ED 1 (`CSI 1 J`) with the cursor on the second row | erases the first row too | leaves the first row (`ClearMode::Above` clears the rows above only `if cursor.line > 1`) | ctlseqs ED `Ps = 1` "Erase Above": every row above the cursor | [`generate`] emits no ED 1 while the cursor is on the second row |
+//! | ED, EL, ICH, DCH, IL, DL, ECH, LF, IND, RI with a pending wrap | the wrap is cancelled (the next character overwrites the last column) | the wrap stays pending | xterm `ClearRight`, `ClearLeft`, `InsertChar`, `DeleteChar`, `InsertLine`, `DeleteLine`, `ClearInLine` and the cursor motions (`CursorDown` of `xtermIndex`, `RevIndex`) reset `do_wrap` (`ResetWrap`) | [`generate`] puts a CR before these while a wrap is pending |
+//! | The foreground and bold / dim / italic / hidden of a blank cell | kept as written | dropped where a wide character's orphaned half is blanked | nothing is drawn with them (underline, inverse and strike, which do show, are compared) | not compared on blanks |
+//! | DECOM reset (`CSI ? 6 l`) | homes the cursor | leaves it | VT510 manual DECOM: "the cursor moves to the home position when DECOM is set or reset"; xterm `srm_DECOM` calls `CursorSet(screen, 0, 0, ...)` either way | [`generate`] follows a reset with `CSI H` |
+//! | CUU / CUD (`CSI A`, `CSI B`) from inside the scroll region | stop at the region's margin | ignore the region | xterm `CursorUp` / `CursorDown` stop at `top_marg` / `bot_marg` when the cursor starts inside the region; ctlseqs CUU / CUD | [`generate`] never sends a count that would cross the margin |
+//! | CNL / CPL (`CSI E`, `CSI F`) inside a scroll region | stop at the region's margin, as CUD / CUU do | go past it | xterm `CASE_CNL` / `CASE_CPL` are `CursorDown` / `CursorUp` then a carriage return | [`generate`] sends no CNL / CPL (the `vt100` differential covers them) |
+//! | Erasing the first half of a wide character | both halves become blanks | the second half keeps its spacer flag | both show two blanks | a second half without its first half is compared as a blank |
+//! | DECSC / DECRC and the shift state (SO / SI) | GL (and GR) are saved and restored with the designations | only the designations (the shift state is not part of alacritty's saved cursor) | xterm `CursorSave` saves `curgl` / `curgr`; VT510 DECSC saves "character sets (G0, G1, G2, or G3) currently in GL and GR" | [`generate`] sends SI before every save and restore (DECSC, DECRC, SCOSC, SCORC, 1049) |
+//! | DECRC and origin mode | restored with the cursor | not restored | xterm `CursorRestore` restores the `DECSC_FLAGS`, origin mode among them; VT510 DECSC saves "state of origin mode (DECOM)" | [`generate`] sends no restore (DECRC, SCORC, leaving 1049) that would change origin mode |
+//! | CUU, CUD, VPR, CHA, HPA in origin mode with a region below the top | relative to the cursor's row / the column only | the row moves down by the region's top again (they go through the origin-relative `goto` with an absolute row) | ctlseqs CUU / CUD / VPR move relative to the cursor; CHA / HPA "Cursor Character Absolute [column]" do not name a row | [`generate`] sends none of them then |
+//! | DECRC in origin mode of a row below the bottom margin | the row is clamped to the bottom margin | restored as saved | xterm `CursorRestore` moves with `CursorSet(sc->row - top_marg, ...)`, which in origin mode keeps the row at most at `bot_marg` | [`generate`] sends no such restore |
+//! | CBT (`CSI Z`) with no tab stop to the left | to the first column | stays | xterm `TabToPrevStop` stops at column 0 | [`generate`] sends no CBT |
+//!
+//! Not compared: the soft-wrap flag of a row. It shows nowhere on the screen (it joins rows
+//! when text is copied); we drop it from a row that IL, DL or an erase of its last column
+//! touches, as `vt100` does, and the differential tests against `vt100` compare it.
+//!
+//! Not compared, undecided: writing the last column with DECAWM reset. Alacritty still marks a
+//! wrap pending (taken once DECAWM is set again), we do not; [`generate`] never resets DECAWM
+//! (the overwriting itself is pinned in the `xterm` tests).
+//!
+//! Not compared, undecided: IRM (`CSI 4 h`) with wide characters and character sets: we and
+//! alacritty disagree on what a wide character pushed to the edge leaves; [`generate`] never
+//! sets IRM (insert mode itself is pinned in the `xterm` tests).
+//!
+//! | REP (`CSI b`) after a combining mark | repeats nothing | repeats the mark | xterm `CASE_REP` repeats `lastchar`, set for every printed character, only when `CharWidth(lastchar) > 0` | [`generate`] sends no REP right after a mark |
+//!
+//! Not compared, undecided: REP after RIS. We forget the last character at RIS, alacritty
+//! keeps it; whether xterm's `VTReset` resets `lastchar` was not checked. [`generate`] sends
+//! REP only once a character was printed after the last RIS.
+//!
+//! Not compared, undecided: a combining mark with no character before it on the row (after a
+//! cursor motion to an empty cell): we drop it, alacritty attaches it to the blank under the
+//! cursor. [`generate`] writes marks only right after their base character.
+//!
+//! Not compared, undecided: a pending wrap across `CSI ? 1049 h / l`. We drop it (the wrap
+//! belonged to a character on the screen left behind), alacritty keeps it; [`generate`] puts a
+//! CR before a switch while a wrap is pending.
+//!
+//! Not compared, undecided: the last column a wide character leaves when it wraps. We leave
+//! the cell as it was, alacritty writes a blank with the pen's background (its
+//! `LEADING_WIDE_CHAR_SPACER`); the cell is not compared.
+//!
+//! Not compared, undecided: wide characters. Overwriting one half of a wide character leaves
+//! the other half blank in both, with the pen's background in ours and the default in
+//! alacritty; xterm's source was not checked in time. [`generate`] writes no wide characters
+//! (the differential tests against `vt100` cover them).
+//!
+//! Any other difference is undecided, and [`check`] returns it with the stream that shows it.
+
+// Test-only glue between two grids of at most a few hundred cells: the casts between their
+// index types cannot wrap.
+#![allow(
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation
+)]
+
+use alacritty_terminal::event::VoidListener;
+use alacritty_terminal::grid::Dimensions;
+use alacritty_terminal::index::{Column, Line};
+use alacritty_terminal::term::cell::Flags;
+use alacritty_terminal::term::test::TermSize;
+use alacritty_terminal::term::{Config, Term};
+use alacritty_terminal::vte::ansi::{Color as AColor, Processor};
+
+use crate::Terminal;
+use crate::grid::{
+    BOLD, Color as GridColor, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE, ITALIC, STRIKETHROUGH,
+    UNDERLINE,
+};
+
+/// A cell colour.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Color {
+    /// The default colour.
+    Default,
+    /// A palette index (0-15 the named colours).
+    Idx(u8),
+    /// A direct colour.
+    Rgb(u8, u8, u8),
+}
+
+impl From<GridColor> for Color {
+    fn from(c: GridColor) -> Self {
+        match c {
+            GridColor::Default => Self::Default,
+            GridColor::Idx(i) => Self::Idx(i),
+            GridColor::Rgb(r, g, b) => Self::Rgb(r, g, b),
+        }
+    }
+}
+
+/// A cell as both models can describe it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CellView {
+    /// The base character and its combining marks; a blank is `" "`.
+    pub text: String,
+    /// 0 an ordinary cell, 1 a wide character, 2 the second half of one.
+    pub width: u8,
+    /// [`ATTR_BOLD`] and the other `ATTR_*` bits.
+    pub attrs: u8,
+    /// Foreground and background.
+    pub fg: Color,
+    /// Background.
+    pub bg: Color,
+}
+
+/// Attribute bits of [`CellView::attrs`].
+pub const ATTR_BOLD: u8 = 1;
+const ATTR_DIM: u8 = 2;
+const ATTR_ITALIC: u8 = 4;
+const ATTR_UNDERLINE: u8 = 8;
+const ATTR_DOUBLE_UNDERLINE: u8 = 16;
+const ATTR_INVERSE: u8 = 32;
+const ATTR_HIDDEN: u8 = 64;
+const ATTR_STRIKE: u8 = 128;
+
+/// What is compared: the active screen's cells and soft wraps, the cursor and its pending wrap.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Snapshot {
+    /// Rows of cells, top first.
+    pub rows: Vec<Vec<CellView>>,
+    /// Per row: it soft-wrapped into the next one.
+    pub wrapped: Vec<bool>,
+    /// Cursor column and row, and whether a wrap is pending; `None` when not compared.
+    pub cursor: Option<(u16, u16, bool)>,
+    /// Cells not compared (column, row): see the table.
+    pub unchecked: Vec<(usize, usize)>,
+}
+
+/// Our model's view.
+pub fn ours(t: &Terminal) -> Snapshot {
+    let vt = &t.vt;
+    let mut rows = Vec::new();
+    let mut wrapped = Vec::new();
+    for row in vt.screen.iter() {
+        let mut cells = Vec::with_capacity(row.cells.len());
+        for (x, &cell) in row.cells.iter().enumerate() {
+            let pen = row.pen(cell);
+            let mut text = String::new();
+            let ch = cell.ch();
+            text.push(if ch == '\0' { ' ' } else { ch });
+            text.extend(row.marks_at(x as u16));
+            let flags = [
+                (pen.has(BOLD), ATTR_BOLD),
+                (pen.has(DIM), ATTR_DIM),
+                (pen.has(ITALIC), ATTR_ITALIC),
+                (pen.has(UNDERLINE), ATTR_UNDERLINE),
+                (pen.has_bg(DOUBLE_UNDERLINE), ATTR_DOUBLE_UNDERLINE),
+                (pen.has(INVERSE), ATTR_INVERSE),
+                (pen.has_bg(INVISIBLE), ATTR_HIDDEN),
+                (pen.has_bg(STRIKETHROUGH), ATTR_STRIKE),
+            ];
+            let attrs = flags
+                .iter()
+                .filter(|(on, _)| *on)
+                .fold(0, |acc, (_, bit)| acc | bit);
+            let width = if cell.is_wide() {
+                1
+            } else if cell.is_wide_cont() {
+                2
+            } else {
+                0
+            };
+            if width == 2 {
+                " ".clone_into(&mut text);
+            }
+            cells.push(CellView {
+                text,
+                width,
+                attrs,
+                fg: GridColor::unpack(pen.fg).into(),
+                bg: GridColor::unpack(pen.bg).into(),
+            });
+        }
+        rows.push(cells);
+        wrapped.push(row.wrapped);
+    }
+    Snapshot {
+        rows,
+        wrapped,
+        cursor: Some((vt.cur.x, vt.cur.y, vt.cur.pending)),
+        unchecked: Vec::new(),
+    }
+}
+
+fn color(c: AColor) -> Color {
+    match c {
+        AColor::Named(n) => match n as usize {
+            i @ 0..=15 => Color::Idx(i as u8),
+            _ => Color::Default,
+        },
+        AColor::Indexed(i) => Color::Idx(i),
+        AColor::Spec(rgb) => Color::Rgb(rgb.r, rgb.g, rgb.b),
+    }
+}
+
+/// Alacritty's view, with the decided differences normalised.
+pub fn theirs(t: &Term<VoidListener>) -> Snapshot {
+    let grid = t.grid();
+    let (cols, lines) = (grid.columns(), grid.screen_lines());
+    let mut rows = Vec::with_capacity(lines);
+    let mut wrapped = Vec::with_capacity(lines);
+    let mut unchecked = Vec::new();
+    for y in 0..lines {
+        let row = &grid[Line(y as i32)];
+        let mut cells = Vec::with_capacity(cols);
+        for x in 0..cols {
+            let cell = &row[Column(x)];
+            let f = cell.flags;
+            if f.contains(Flags::LEADING_WIDE_CHAR_SPACER) {
+                unchecked.push((x, y));
+            }
+            let mut text = String::new();
+            // A tab's `\t` reads as the blank it is (decided difference).
+            text.push(if cell.c == '\t' { ' ' } else { cell.c });
+            if let Some(marks) = cell.zerowidth() {
+                text.extend(marks);
+            }
+            let width = if f.contains(Flags::WIDE_CHAR) {
+                1
+            } else if f.contains(Flags::WIDE_CHAR_SPACER) {
+                " ".clone_into(&mut text);
+                2
+            } else {
+                0
+            };
+            let flags = [
+                (Flags::BOLD, ATTR_BOLD),
+                (Flags::DIM, ATTR_DIM),
+                (Flags::ITALIC, ATTR_ITALIC),
+                (Flags::UNDERLINE, ATTR_UNDERLINE),
+                (Flags::DOUBLE_UNDERLINE, ATTR_DOUBLE_UNDERLINE),
+                (Flags::INVERSE, ATTR_INVERSE),
+                (Flags::HIDDEN, ATTR_HIDDEN),
+                (Flags::STRIKEOUT, ATTR_STRIKE),
+            ];
+            let attrs = flags
+                .iter()
+                .filter(|(flag, _)| f.contains(*flag))
+                .fold(0, |acc, (_, bit)| acc | bit);
+            cells.push(CellView {
+                text,
+                width,
+                attrs,
+                fg: color(cell.fg),
+                bg: color(cell.bg),
+            });
+        }
+        wrapped.push(row[Column(cols - 1)].flags.contains(Flags::WRAPLINE));
+        rows.push(cells);
+    }
+    let cursor = &grid.cursor;
+    Snapshot {
+        rows,
+        wrapped,
+        cursor: Some((
+            cursor.point.column.0 as u16,
+            cursor.point.line.0 as u16,
+            cursor.input_needs_wrap,
+        )),
+        unchecked,
+    }
+}
+
+/// A byte source for [`generate`]: arbitrary bytes, read as choices.
+struct Choices<'a> {
+    bytes: &'a [u8],
+}
+
+impl Choices<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.bytes.split_first()?;
+        self.bytes = rest;
+        Some(b)
+    }
+
+    /// A number in `0..n`, 0 when the bytes ran out.
+    fn below(&mut self, n: u16) -> u16 {
+        self.byte().map_or(0, |b| u16::from(b) % n.max(1))
+    }
+}
+
+/// Text pieces: ASCII words, combining marks (after their base character), DEC graphics
+/// letters. No wide characters (see the table).
+const TEXT: [&str; 10] = [
+    "a",
+    "hello",
+    "xyz12",
+    " ",
+    "abc",
+    "q ",
+    "e\u{301}",
+    "x\u{300}\u{302}",
+    "lqk",
+    "~_`",
+];
+
+/// Turns arbitrary bytes into a VT stream weighted like real programs' output: text most of
+/// all, line ends and cursor motion next, then erasing, editing, SGR, regions and modes.
+pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
+    let mut c = Choices { bytes };
+    let mut out = Vec::new();
+    let mut alternate = false;
+    let mut printed = false;
+    // Our model follows the stream as it is generated, for the choices that depend on the
+    // cursor (see the table).
+    let mut guide = Terminal::new(cols, rows, 0);
+    let mut fed = 0;
+    let n = |c: &mut Choices<'_>, max: u16| c.below(max) + 1;
+    while let Some(kind) = c.byte() {
+        guide.advance(&out[fed..]);
+        fed = out.len();
+        let kind = kind % 64;
+        if matches!(kind, 24 | 26 | 43 | 48 | 31..=34 | 52) && guide.vt.cur.pending {
+            // Erasing and editing cancel a pending wrap in xterm, not in alacritty, and a
+            // screen switch is not compared with one (see the table): a CR first.
+            out.push(b'\r');
+        }
+        match kind {
+            0..=17 => {
+                let piece = TEXT[usize::from(c.below(10))];
+                out.extend_from_slice(piece.as_bytes());
+                // No REP right after a combining mark (see the table).
+                printed = piece.is_ascii();
+            }
+            18..=19 => {
+                out.extend(std::iter::repeat_n(b'#', usize::from(n(&mut c, cols))));
+                printed = true;
+            }
+            20..=22 => out.extend_from_slice(b"\r\n"),
+            23 => out.push(b'\r'),
+            24 => out.push(b'\n'),
+            25 => out.push(0x08),
+            26 => out.push(b'\t'),
+            27..=28 => {
+                let (y, x) = (n(&mut c, rows + 1), n(&mut c, cols + 1));
+                out.extend_from_slice(format!("\x1b[{y};{x}H").as_bytes());
+            }
+            29..=30 => {
+                // No CNL / CPL (see the table).
+                let fin = b"ABCDGdae`"[usize::from(c.below(9))] as char;
+                let mut k = c.below(cols).max(1);
+                // CUU / CUD never cross a margin they start inside (see the table).
+                let vt = &guide.vt;
+                let y = vt.cur.y;
+                if fin == 'A' && y >= vt.top {
+                    k = k.min(y - vt.top);
+                } else if fin == 'B' && y <= vt.bottom {
+                    k = k.min(vt.bottom - y);
+                }
+                // No relative row motion, CHA or HPA in origin mode with a region below the
+                // top (see the table).
+                let shifted = vt.origin && vt.top > 0 && matches!(fin, 'A' | 'B' | 'e' | 'G' | '`');
+                if k > 0 && !shifted {
+                    out.extend_from_slice(format!("\x1b[{k}{fin}").as_bytes());
+                }
+            }
+            31..=32 => {
+                let fin = if c.below(2) == 0 { 'J' } else { 'K' };
+                let mode = c.below(3);
+                // ED 1 from the second row is not generated (see the table).
+                if !(fin == 'J' && mode == 1 && guide.vt.cur.y == 1) {
+                    out.extend_from_slice(format!("\x1b[{mode}{fin}").as_bytes());
+                }
+            }
+            33..=34 => {
+                let fin = b"@PLMX"[usize::from(c.below(5))] as char;
+                let mut k = c.below(cols / 2 + 2);
+                if fin == 'P' {
+                    // DCH past the end of the row is not generated (see the table).
+                    k = k.min(cols - guide.vt.cur.x);
+                }
+                out.extend_from_slice(format!("\x1b[{k}{fin}").as_bytes());
+            }
+            35..=39 => sgr(&mut c, &mut out),
+            40 => {
+                let (t, b) = (n(&mut c, rows), n(&mut c, rows));
+                out.extend_from_slice(format!("\x1b[{t};{b}r").as_bytes());
+            }
+            41 => out.extend_from_slice(b"\x1b[r"),
+            42 => {
+                let fin = if c.below(2) == 0 { 'S' } else { 'T' };
+                out.extend_from_slice(format!("\x1b[{}{fin}", c.below(rows)).as_bytes());
+            }
+            43 => {
+                out.extend_from_slice([&b"\x1bD"[..], b"\x1bM", b"\x1bE"][usize::from(c.below(3))]);
+            }
+            44..=45 => {
+                let (mode, set) = (
+                    [("?", 7), ("", 4), ("?", 6), ("?", 25)][usize::from(c.below(4))],
+                    c.below(2) == 0,
+                );
+                // DECAWM is only ever set, IRM only reset (see the table).
+                let set = (set || mode == ("?", 7)) && mode != ("", 4);
+                let hl = if set { 'h' } else { 'l' };
+                out.extend_from_slice(format!("\x1b[{}{}{hl}", mode.0, mode.1).as_bytes());
+                if mode == ("?", 6) && !set {
+                    // Resetting DECOM homes the cursor in xterm only (see the table).
+                    out.extend_from_slice(b"\x1b[H");
+                }
+            }
+            46..=47 => {
+                out.extend_from_slice(
+                    [&b"\x1b(0"[..], b"\x1b(B", b"\x1b)0", b"\x0e", b"\x0f"]
+                        [usize::from(c.below(5))],
+                );
+            }
+            48 => {
+                // Leaving only while on the alternate screen, and G0 in GL around the save
+                // and restore 1049 makes (see the table).
+                // Nor a leave whose restore would change origin mode (see the table).
+                let saved = guide.vt.saved[0];
+                let clamped = saved.origin && saved.y > guide.vt.bottom;
+                if !(alternate && (saved.origin != guide.vt.origin || clamped)) {
+                    alternate = !alternate;
+                    out.push(0x0f);
+                    let switch: &[u8] = if alternate {
+                        b"\x1b[?1049h"
+                    } else {
+                        b"\x1b[?1049l"
+                    };
+                    out.extend_from_slice(switch);
+                }
+            }
+            49..=50 => {
+                // G0 in GL around a save or restore (see the table): SI first.
+                out.push(0x0f);
+                let which = usize::from(c.below(4));
+                let vt = &guide.vt;
+                let saved = vt.saved[usize::from(vt.alt_active)];
+                // Nor one that origin mode would clamp into the region (see the table).
+                let restores_origin =
+                    saved.origin != vt.origin || (saved.origin && saved.y > vt.bottom);
+                // No restore that would change origin mode (see the table).
+                if which % 2 == 0 || !restores_origin {
+                    out.extend_from_slice([&b"\x1b7"[..], b"\x1b8", b"\x1b[s", b"\x1b[u"][which]);
+                }
+            }
+            51 => out
+                .extend_from_slice([&b"\x1bH"[..], b"\x1b[g", b"\x1b[3g"][usize::from(c.below(3))]),
+            52 => {
+                // CHT only: no CBT (see the table).
+                let fin = 'I';
+                out.extend_from_slice(format!("\x1b[{}{fin}", c.below(4)).as_bytes());
+            }
+
+            53 if printed => {
+                out.extend_from_slice(format!("\x1b[{}b", c.below(cols + 2)).as_bytes());
+            }
+            54 => {
+                alternate = false;
+                // REP waits for a character printed after the reset (see the table).
+                printed = false;
+                out.extend_from_slice(b"\x1bc");
+            }
+            _ => {
+                out.extend_from_slice(TEXT[usize::from(c.below(4))].as_bytes());
+                printed = true;
+            }
+        }
+    }
+    out
+}
+
+fn sgr(c: &mut Choices<'_>, out: &mut Vec<u8>) {
+    const SIMPLE: [u16; 24] = [
+        0, 1, 2, 3, 4, 7, 8, 9, 22, 22, 23, 24, 27, 28, 29, 31, 42, 39, 49, 93, 104, 37, 40, 0,
+    ];
+    let mut params = Vec::new();
+    for _ in 0..=c.below(3) {
+        match c.below(8) {
+            0 => params.push(format!("38;5;{}", c.below(256))),
+            1 => params.push(format!(
+                "48;2;{};{};{}",
+                c.below(256),
+                c.below(256),
+                c.below(256)
+            )),
+            _ => params.push(SIMPLE[usize::from(c.below(24))].to_string()),
+        }
+    }
+    out.extend_from_slice(format!("\x1b[{}m", params.join(";")).as_bytes());
+}
+
+/// Feeds `stream` to both models at `cols` x `rows` and returns the first difference that is
+/// not a decided one: its description, or `None` when they agree.
+pub fn check(stream: &[u8], cols: u16, rows: u16) -> Option<String> {
+    let mut ours_t = Terminal::new(cols, rows, 0);
+    ours_t.advance(stream);
+    let size = TermSize::new(usize::from(cols), usize::from(rows));
+    let config = Config {
+        scrolling_history: 0,
+        ..Config::default()
+    };
+    let mut theirs_t = Term::new(config, &size, VoidListener);
+    let mut parser: Processor = Processor::new();
+    parser.advance(&mut theirs_t, stream);
+    let (mut a, mut b) = (ours(&ours_t), theirs(&theirs_t));
+    for snapshot in [&mut a, &mut b] {
+        style_halves_as_their_character(snapshot);
+    }
+    for &(x, y) in &b.unchecked {
+        if let (Some(ours), Some(theirs)) =
+            (a.rows.get(y).and_then(|r| r.get(x)), b.rows.get_mut(y))
+        {
+            theirs[x] = ours.clone();
+        }
+    }
+    b.unchecked.clear();
+    // Soft wraps are not compared (see the table).
+    a.wrapped.clear();
+    b.wrapped.clear();
+    if a == b {
+        return None;
+    }
+    Some(describe(&a, &b))
+}
+
+/// The second half of a wide character takes the style of its first half, and a blank that
+/// shows no foreground (no underline, inverse or strike) has none (see the table).
+fn style_halves_as_their_character(s: &mut Snapshot) {
+    const SHOWS_FOREGROUND: u8 =
+        ATTR_UNDERLINE | ATTR_DOUBLE_UNDERLINE | ATTR_INVERSE | ATTR_STRIKE;
+    for row in &mut s.rows {
+        for x in 0..row.len() {
+            if row[x].width == 2 && (x == 0 || row[x - 1].width != 1) {
+                // An orphaned second half is a blank.
+                row[x].width = 0;
+            }
+            if x > 0 && row[x].width == 2 {
+                let lead = row[x - 1].clone();
+                let half = &mut row[x];
+                (half.attrs, half.fg, half.bg) = (lead.attrs, lead.fg, lead.bg);
+            } else if row[x].text == " " && row[x].attrs & SHOWS_FOREGROUND == 0 {
+                row[x].fg = Color::Default;
+                row[x].attrs = 0;
+            }
+        }
+    }
+}
+
+fn describe(a: &Snapshot, b: &Snapshot) -> String {
+    if a.cursor != b.cursor {
+        return format!("cursor: ours {:?}, alacritty {:?}", a.cursor, b.cursor);
+    }
+    for (y, (ra, rb)) in a.rows.iter().zip(&b.rows).enumerate() {
+        for (x, (ca, cb)) in ra.iter().zip(rb).enumerate() {
+            if ca != cb {
+                return format!("cell ({x}, {y}): ours {ca:?}, alacritty {cb:?}");
+            }
+        }
+    }
+    for (y, (wa, wb)) in a.wrapped.iter().zip(&b.wrapped).enumerate() {
+        if wa != wb {
+            return format!("row {y} soft wrap: ours {wa}, alacritty {wb}");
+        }
+    }
+    "sizes differ".to_owned()
+}
+
+/// The fuzz target's body: the first byte picks a screen size, the rest is [`generate`]d into a
+/// stream that both models must show alike.
+///
+/// # Panics
+///
+/// On an undecided difference, with the stream that shows it.
+pub fn fuzz_one(data: &[u8]) {
+    let Some((&size, rest)) = data.split_first() else {
+        return;
+    };
+    let (cols, rows) = [(20, 6), (10, 4), (80, 24), (2, 2)][usize::from(size % 4)];
+    let stream = generate(rest, cols, rows);
+    if let Some(diff) = check(&stream, cols, rows) {
+        panic!(
+            "{diff}\nsize {cols}x{rows}, stream: {:?}",
+            String::from_utf8_lossy(&stream)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn ours_matches_alacritty_but_for_the_decided_differences(
+            bytes in proptest::collection::vec(any::<u8>(), 0..96),
+            size in 0usize..4,
+        ) {
+            let (cols, rows) = [(20, 6), (10, 4), (80, 24), (2, 2)][size];
+            let stream = generate(&bytes, cols, rows);
+            if let Some(diff) = check(&stream, cols, rows) {
+                return Err(TestCaseError::fail(format!(
+                    "{diff}\nstream: {:?}", String::from_utf8_lossy(&stream)
+                )));
+            }
+        }
+    }
+
+    /// The fuzz target's committed corpus, replayed on stable.
+    #[test]
+    fn the_fuzz_corpus_replays() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/vt_differential");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            fuzz_one(&std::fs::read(entry.unwrap().path()).unwrap());
+            n += 1;
+        }
+        assert!(n > 0, "no corpus in {}", dir.display());
+    }
+}
+/// A fuzz finding replayed by hand: `PHUX_DIFF_INPUT=path cargo test -p phux-term --lib
+/// repro_file -- --ignored` (minimise it by deleting bytes while it still fails).
+#[cfg(test)]
+mod repro {
+    #[test]
+    #[ignore = "a tool: replays the fuzz input named by PHUX_DIFF_INPUT"]
+    fn repro_file() {
+        let path = std::env::var("PHUX_DIFF_INPUT").unwrap();
+        super::fuzz_one(&std::fs::read(path).unwrap());
+    }
+}
