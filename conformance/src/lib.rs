@@ -72,6 +72,7 @@
 #![warn(missing_docs)]
 
 pub mod coverage;
+pub mod netfuzz;
 pub mod pattern;
 pub mod probe;
 pub mod recorder;
