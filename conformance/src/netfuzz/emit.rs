@@ -20,6 +20,15 @@ fn requirement(kind: &Kind) -> &'static str {
         Kind::Unsolicited | Kind::MissingReply(_) => {
             "A server MUST answer every COMMAND that decodes with exactly one COMMAND_RESULT carrying the COMMAND's request id."
         }
+        Kind::ActedAfterFatal { detach: true } => {
+            "A server MUST NOT act on any frame that follows DETACH on the same connection."
+        }
+        Kind::ActedAfterFatal { detach: false } => {
+            "After a fatal error a server MUST ignore every later byte from that connection."
+        }
+        Kind::AcceptedMalformed => {
+            "A server that receives a COMMAND frame with valid framing whose body does not decode MUST answer with an ERROR frame."
+        }
         Kind::OverLimit => {
             "A server MUST send max_chunk_bytes = min(client's value, 262,144) and keep to it."
         }
@@ -119,6 +128,16 @@ pub fn transcript(
         }
         Kind::ClosedWithoutDetached => {
             let _ = writeln!(t, "c1 < DETACHED{{..}}  # [{clause}]");
+        }
+        Kind::AcceptedMalformed => {
+            let _ = writeln!(t, "c1 < ERROR{{..}}  # [{clause}]");
+        }
+        Kind::ActedAfterFatal { detach } => {
+            if !detach {
+                let _ = writeln!(t, "c1 < ERROR{{..}}  # [{clause}]");
+            }
+            let _ = writeln!(t, "c1 < DETACHED{{..}}  # [{clause}]");
+            let _ = writeln!(t, "c1 closed  # [{clause}]");
         }
         Kind::QueueBound => {}
         Kind::ServerDown | Kind::Liveness if !out.single_connection => {

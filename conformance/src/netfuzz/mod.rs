@@ -97,6 +97,9 @@ pub struct FuzzArgs {
     /// Sessions minimisation may run per finding.
     #[arg(long, default_value_t = 500)]
     pub minimise_budget: usize,
+    /// Time minimisation may take per finding (`90s`, `5m`).
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub minimise_time: Duration,
     /// The server's pid, for the resource oracle (RSS and descriptors from /proc).
     #[arg(long)]
     pub pid: Option<u32>,
@@ -132,6 +135,8 @@ pub struct Campaign {
     pub bounds: Bounds,
     /// Sessions minimisation may run per finding.
     pub minimise_budget: usize,
+    /// Time minimisation may take per finding.
+    pub minimise_time: Duration,
     /// The server's pid, for the resource oracle.
     pub pid: Option<u32>,
     /// Print a progress line on stderr once a second.
@@ -149,6 +154,7 @@ impl Default for Campaign {
             shape: Shape::default(),
             bounds: Bounds::default(),
             minimise_budget: 500,
+            minimise_time: Duration::from_mins(2),
             pid: None,
             progress: false,
             stop_at_first: false,
@@ -302,6 +308,7 @@ fn minimise_and_write(
         &finding.kind,
         &c.bounds,
         c.minimise_budget,
+        c.minimise_time,
     );
     // The minimised session's own run gives the transcript (and its detail).
     let out = run_session(connector, &m.actions, &c.bounds);
@@ -390,6 +397,7 @@ pub fn run(args: &FuzzArgs) -> ExitCode {
             ..Bounds::default()
         },
         minimise_budget: args.minimise_budget,
+        minimise_time: args.minimise_time,
         pid: args.pid,
         progress: true,
         stop_at_first: false,

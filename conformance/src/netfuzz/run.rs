@@ -50,6 +50,9 @@ pub enum Kind {
     Undecodable,
     /// A reply for a request id with nothing owed.
     Unsolicited,
+    /// A COMMAND_RESULT where the only thing owed was the ERROR of a COMMAND our decoder
+    /// refuses: the server accepted bytes the spec makes a decode error.
+    AcceptedMalformed,
     /// A COMMAND (of this name) or SPAWN_TERMINAL never answered.
     MissingReply(String),
     /// A frame over the limits HELLO_OK negotiated.
@@ -58,6 +61,11 @@ pub enum Kind {
     ClosedWithoutDetached,
     /// The server ended a connection that broke no rule (the reason given).
     UnexpectedClose(String),
+    /// The server answered a frame sent after one the spec makes fatal (DETACH included).
+    ActedAfterFatal {
+        /// Whether the fatal frame was DETACH.
+        detach: bool,
+    },
     /// More bytes held for a client that stopped reading than the queue bound.
     QueueBound,
 }
@@ -70,10 +78,13 @@ impl Kind {
             Self::Liveness => "liveness".into(),
             Self::Undecodable => "undecodable-reply".into(),
             Self::Unsolicited => "unsolicited-reply".into(),
+            Self::AcceptedMalformed => "accepted-malformed-command".into(),
             Self::MissingReply(c) => format!("missing-reply-{}", c.to_lowercase()),
             Self::OverLimit => "over-limit".into(),
             Self::ClosedWithoutDetached => "closed-without-detached".into(),
             Self::UnexpectedClose(r) => format!("unexpected-close-{}", r.to_lowercase()),
+            Self::ActedAfterFatal { detach: true } => "acted-after-detach".into(),
+            Self::ActedAfterFatal { detach: false } => "acted-after-fatal-error".into(),
             Self::QueueBound => "queue-bound".into(),
         }
     }
@@ -84,8 +95,11 @@ impl Kind {
             Self::ServerDown | Self::Liveness | Self::UnexpectedClose(_) => "PING.ECHO.1",
             Self::Undecodable => "FRAME.HEADER.1",
             Self::Unsolicited | Self::MissingReply(_) => "COMMAND.ENVELOPE.2",
+            Self::AcceptedMalformed => "ERROR.COMMAND.1",
             Self::OverLimit => "HELLO.LIMITS.1",
             Self::ClosedWithoutDetached => "ERROR.FATAL.1",
+            Self::ActedAfterFatal { detach: true } => "DETACH.REQUEST.2",
+            Self::ActedAfterFatal { detach: false } => "ERROR.FATAL.2",
             Self::QueueBound => "QUEUE.BOUND.1",
         }
     }
@@ -502,10 +516,9 @@ impl Runner<'_> {
                     *n -= 1;
                     self.out.replies += 1;
                 } else if s.request_id < CLEANUP_REQUEST {
-                    return Err(finding(
-                        Kind::Unsolicited,
-                        format!("TERMINAL_SPAWNED for request {} not asked", s.request_id),
-                    ));
+                    return Err(
+                        self.unowed(&format!("TERMINAL_SPAWNED for request {}", s.request_id))
+                    );
                 }
                 if let phux_proto::frame::SpawnResult::Ok(id) = s.result
                     && !self.own.contains(&id)
@@ -533,20 +546,46 @@ impl Runner<'_> {
             self.out.replies += 1;
             return Ok(());
         }
-        if error && self.shadow.bad_commands > 0 {
+        if self.shadow.bad_commands > 0 {
             self.shadow.bad_commands -= 1;
             self.out.replies += 1;
-            return Ok(());
+            if error {
+                return Ok(());
+            }
+            return Err(finding(
+                Kind::AcceptedMalformed,
+                format!(
+                    "{what} for request {id}, where only the ERROR of a COMMAND that does not \
+                     decode was owed"
+                ),
+            ));
         }
-        Err(finding(
-            Kind::Unsolicited,
-            format!("{what} for request {id}, which nothing owed"),
-        ))
+        Err(self.unowed(&format!("{what} for request {id}")))
+    }
+
+    /// A reply nothing owed: after a fatal frame, the server acted on what it must ignore.
+    fn unowed(&self, what: &str) -> Finding {
+        match &self.shadow.fatal {
+            Some(why) => finding(
+                Kind::ActedAfterFatal {
+                    detach: why == "DETACH",
+                },
+                format!("{what}, sent after {why}"),
+            ),
+            None => finding(Kind::Unsolicited, format!("{what}, which nothing owed")),
+        }
     }
 
     /// Completes a frame under way (with zero bytes) so a PING can be read, then PINGs the
     /// main connection and reads until its PONG (or the close, or the wait runs out).
     fn sync(&mut self) -> Step {
+        let current = std::mem::replace(&mut self.current, usize::MAX);
+        let result = self.sync_inner();
+        self.current = current;
+        result
+    }
+
+    fn sync_inner(&mut self) -> Step {
         if self.main.closed {
             return Ok(());
         }
@@ -683,10 +722,16 @@ impl Runner<'_> {
         let _ = self.t.set_reading(self.main.key, false);
         self.paused_ever = true;
         self.out.record.push(Recorded::Pause);
-        for _ in 0..count {
-            if let Some(framed) = self.shadow.admit(&bytes, &self.own) {
+        // Writes of ten requests: a server that stops reading while its replies cannot be
+        // written must not leave this client blocked in a write of its own (each small write
+        // costs a socket buffer's worth of overhead, so 300 of them could fill it), and a
+        // server must get the chance to write between reads.
+        for chunk in 0..count.div_ceil(10) {
+            let n = (count - chunk * 10).min(10);
+            let some = bytes.repeat(usize::from(n));
+            if let Some(framed) = self.shadow.admit(&some, &self.own) {
                 self.out.frames += framed.len();
-                let _ = self.t.send(self.main.key, &bytes);
+                let _ = self.t.send(self.main.key, &some);
             }
         }
         self.out.record.push(Recorded::Repeat { count, text });
@@ -755,7 +800,7 @@ impl Runner<'_> {
                 ));
             }
             if self.shadow.fatal.is_none() && !self.paused_ever {
-                let reason = format!(
+                let mut reason = format!(
                     "{:?}",
                     self.main.detached.unwrap_or(DetachReason::REQUESTED)
                 );
@@ -764,8 +809,14 @@ impl Runner<'_> {
                 } else {
                     "with no rule broken"
                 };
+                let kind = if self.shadow.bad_commands > 0 {
+                    Kind::UnexpectedClose(format!("{reason}-after-bad-command"))
+                } else {
+                    Kind::UnexpectedClose(reason.clone())
+                };
+                reason.make_ascii_uppercase();
                 return Err(finding(
-                    Kind::UnexpectedClose(reason.clone()),
+                    kind,
                     format!("the server detached ({reason}) {why}"),
                 ));
             }

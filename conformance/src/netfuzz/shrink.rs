@@ -1,6 +1,8 @@
 //! Minimisation: delta debugging (Zeller's ddmin, complements only) over a session's actions,
 //! then over the body bytes of each mutated frame that is left.
 
+use std::time::{Duration, Instant};
+
 use super::mutate::reframe;
 use super::run::{Bounds, Kind, run_session};
 use super::session::Action;
@@ -22,11 +24,12 @@ struct Oracle<'a> {
     bounds: &'a Bounds,
     runs: usize,
     budget: usize,
+    deadline: Instant,
 }
 
 impl Oracle<'_> {
     fn reproduces(&mut self, actions: &[Action]) -> bool {
-        if self.runs >= self.budget {
+        if self.runs >= self.budget || Instant::now() >= self.deadline {
             return false;
         }
         self.runs += 1;
@@ -64,13 +67,15 @@ fn ddmin<T: Clone>(mut cur: Vec<T>, test: &mut dyn FnMut(&[T]) -> bool) -> Vec<T
     cur
 }
 
-/// Minimises `actions`, which showed a finding of `kind`, in at most `budget` sessions.
+/// Minimises `actions`, which showed a finding of `kind`, in at most `budget` sessions and
+/// `time`.
 pub fn minimise(
     connector: &dyn Connector,
     actions: &[Action],
     kind: &Kind,
     bounds: &Bounds,
     budget: usize,
+    time: Duration,
 ) -> Minimised {
     let mut o = Oracle {
         connector,
@@ -78,6 +83,7 @@ pub fn minimise(
         bounds,
         runs: 0,
         budget,
+        deadline: Instant::now() + time,
     };
     // What came after the finding showed played no part: cut it first.
     let acted = run_session(connector, actions, bounds).acted.max(1);
