@@ -28,6 +28,8 @@
 //! bytes beside it; `phux-conformance run --transcripts OUT --socket …` replays it.
 
 pub mod emit;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mutate;
 pub mod rng;
 pub mod run;

@@ -1,30 +1,61 @@
 //! The fuzzer's entropy: SplitMix64, seeded once per session, so a session is a pure function
-//! of `(campaign seed, session number)` and can be replayed and minimised.
+//! of `(campaign seed, session number)` and can be replayed and minimised. Under cargo-fuzz the
+//! same generator draws from the fuzzer's input instead ([`Rng::from_data`]), so coverage
+//! feedback steers the sessions.
 
 use arbitrary::Unstructured;
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough to drive a generator.
+/// Where the bits come from.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+enum Source {
+    /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, good enough to drive a generator.
+    SplitMix(u64),
+    /// A fuzzer's input, read in order; zeros once it runs out.
+    Data { bytes: Vec<u8>, at: usize },
+}
+
+/// A source of random choices.
+#[derive(Clone, Debug)]
+pub struct Rng(Source);
 
 impl Rng {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(Source::SplitMix(seed))
+    }
+
+    /// Choices read from `data` (a fuzzer's input).
+    pub fn from_data(data: &[u8]) -> Self {
+        Self(Source::Data {
+            bytes: data.to_vec(),
+            at: 0,
+        })
     }
 
     /// The seed of session `index` of a campaign seeded with `seed`.
     pub fn session_seed(seed: u64, index: u64) -> u64 {
-        Self(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
+        Self::new(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        match &mut self.0 {
+            Source::SplitMix(state) => {
+                *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = *state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            }
+            Source::Data { bytes, at } => {
+                let mut word = [0u8; 8];
+                for b in &mut word {
+                    *b = bytes.get(*at).copied().unwrap_or(0);
+                    *at += 1;
+                }
+                u64::from_le_bytes(word)
+            }
+        }
     }
 
     /// A value in `0..n` (`0` when `n` is 0).
@@ -69,6 +100,14 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_is_read_in_order_then_zeros() {
+        let mut r = Rng::from_data(&[1, 0, 0, 0, 0, 0, 0, 0, 2]);
+        assert_eq!(r.next_u64(), 1);
+        assert_eq!(r.next_u64(), 2);
+        assert_eq!(r.next_u64(), 0);
+    }
 
     #[test]
     fn the_same_seed_gives_the_same_stream() {

@@ -89,9 +89,13 @@ struct Draw<'a> {
 
 /// The session of `seed`.
 pub fn generate(seed: u64, shape: &Shape) -> Vec<Action> {
-    let mut rng = Rng::new(seed);
+    generate_from(&mut Rng::new(seed), shape)
+}
+
+/// The session `rng`'s choices make.
+pub fn generate_from(rng: &mut Rng, shape: &Shape) -> Vec<Action> {
     let mut d = Draw {
-        rng: &mut rng,
+        rng,
         next_request: 1,
         spawned: 0,
         operations: Vec::new(),

@@ -354,3 +354,18 @@ fn our_server_survives_a_short_fixed_seed_campaign() {
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(report.sessions, 40);
 }
+
+/// The `netfuzz_session` cargo-fuzz target's committed corpus, replayed through its body on
+/// stable: every input is a session our engine must pass.
+#[test]
+fn the_fuzz_corpus_replays_clean() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/netfuzz_session");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        phux_conformance::netfuzz::fuzzing::session(&std::fs::read(&path).unwrap());
+        files += 1;
+    }
+    assert!(files >= 5, "{files} inputs in {}", dir.display());
+}
