@@ -105,6 +105,17 @@ pub struct FuzzArgs {
     /// The server's pid, for the resource oracle (RSS and descriptors from /proc).
     #[arg(long)]
     pub pid: Option<u32>,
+    /// With `--pid`: stop the campaign when the server's RSS passes this many MiB (a server
+    /// that grows without bound must not take the host down with it).
+    #[arg(long, default_value_t = 4096)]
+    pub max_rss_mb: u64,
+    /// Clamp the terminal sizes sessions ask for to 1024 x 512 (the spec's bound), to fuzz on
+    /// past a server known not to clamp them.
+    #[arg(long)]
+    pub clamp_sizes: bool,
+    /// Print session N of the seed's campaign (its actions) and exit.
+    #[arg(long, value_name = "N")]
+    pub print_session: Option<u64>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -141,10 +152,14 @@ pub struct Campaign {
     pub minimise_time: Duration,
     /// The server's pid, for the resource oracle.
     pub pid: Option<u32>,
+    /// With `pid`: the RSS (KiB) past which the campaign stops.
+    pub max_rss_kb: u64,
     /// Print a progress line on stderr once a second.
     pub progress: bool,
     /// Stop at the first finding.
     pub stop_at_first: bool,
+    /// Write each finding here as soon as it is minimised (see [`write_findings`]).
+    pub out: Option<PathBuf>,
 }
 
 impl Default for Campaign {
@@ -158,8 +173,10 @@ impl Default for Campaign {
             minimise_budget: 500,
             minimise_time: Duration::from_mins(2),
             pid: None,
+            max_rss_kb: 4 * 1024 * 1024,
             progress: false,
             stop_at_first: false,
+            out: None,
         }
     }
 }
@@ -196,6 +213,8 @@ pub struct Report {
     pub fuzzing: Duration,
     /// Findings, one per kind, in the order found.
     pub findings: Vec<Reported>,
+    /// What the resource oracle saw, if it saw growth.
+    pub resources: Option<String>,
 }
 
 impl Report {
@@ -234,6 +253,7 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
     let mut last_progress = Instant::now();
     let mut baseline: Option<(u64, usize)> = None;
     let mut resource_reported = false;
+    let mut last_resources: Option<(u64, usize)> = None;
     let mut number = 0u32;
     loop {
         let fuzzing = started.elapsed().saturating_sub(minimising);
@@ -256,24 +276,44 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
                 by_kind.insert(reported.finding.kind.clone(), report.findings.len());
                 let down = reported.finding.kind == Kind::ServerDown;
                 report.findings.push(reported);
+                if let Some(dir) = &c.out
+                    && let Err(e) = write_findings(dir, &report)
+                {
+                    eprintln!("netfuzz: {}: {e}", dir.display());
+                }
                 if c.stop_at_first || down {
                     break;
                 }
             }
         }
         if let Some(pid) = c.pid
-            && !resource_reported
             && let Some(now) = resources(pid)
         {
+            last_resources = Some(now);
+            if now.0 > c.max_rss_kb {
+                eprintln!(
+                    "netfuzz: resource oracle: pid {pid} holds {} KiB after session {index}, over \
+                     the cap of {} KiB: stopping",
+                    now.0, c.max_rss_kb
+                );
+                report.resources = Some(format!(
+                    "RSS {} KiB after session {index} (over the {} KiB cap)",
+                    now.0, c.max_rss_kb
+                ));
+                break;
+            }
             match baseline {
                 None if index >= 20 => baseline = Some(now),
-                Some((rss, fds)) if now.0 > 2 * rss + 64 * 1024 || now.1 > fds + 64 => {
+                Some((rss, fds))
+                    if !resource_reported && (now.0 > 2 * rss + 64 * 1024 || now.1 > fds + 64) =>
+                {
                     resource_reported = true;
-                    eprintln!(
-                        "netfuzz: resource oracle: pid {pid} grew from {rss} KiB / {fds} fds to \
-                         {} KiB / {} fds by session {index}",
+                    let what = format!(
+                        "grew from {rss} KiB / {fds} fds to {} KiB / {} fds by session {index}",
                         now.0, now.1
                     );
+                    eprintln!("netfuzz: resource oracle: pid {pid} {what}");
+                    report.resources = Some(what);
                 }
                 _ => {}
             }
@@ -281,8 +321,11 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
         if c.progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             report.fuzzing = started.elapsed().saturating_sub(minimising);
+            let server = last_resources.map_or(String::new(), |(rss, fds)| {
+                format!("  server {} MiB, {fds} fds", rss / 1024)
+            });
             eprintln!(
-                "netfuzz: {:>6.0}s  {} sessions ({:.1}/s)  {} frames ({:.0}/s)  {} findings",
+                "netfuzz: {:>6.0}s  {} sessions ({:.1}/s)  {} frames ({:.0}/s)  {} findings{server}",
                 report.fuzzing.as_secs_f64(),
                 report.sessions,
                 report.sessions_per_sec(),
@@ -359,6 +402,20 @@ pub fn write_findings(dir: &Path, report: &Report) -> std::io::Result<()> {
 
 /// `phux-conformance fuzz`.
 pub fn run(args: &FuzzArgs) -> ExitCode {
+    let shape = Shape {
+        max_actions: args.max_actions,
+        arbitrary: args.arbitrary,
+        mutate: args.mutate,
+        violation: args.violation,
+        flood: args.flood,
+    };
+    if let Some(n) = args.print_session {
+        let seed = args.seed.unwrap_or_default();
+        for a in generate(rng::Rng::session_seed(seed, n), &shape) {
+            println!("{a:?}");
+        }
+        return ExitCode::SUCCESS;
+    }
     let connector: Box<dyn Connector> = if let Some(path) = &args.socket {
         Box::new(SocketConnector {
             path: path.clone(),
@@ -385,24 +442,21 @@ pub fn run(args: &FuzzArgs) -> ExitCode {
         seed,
         duration: args.duration,
         max_sessions: args.sessions,
-        shape: Shape {
-            max_actions: args.max_actions,
-            arbitrary: args.arbitrary,
-            mutate: args.mutate,
-            violation: args.violation,
-            flood: args.flood,
-        },
+        shape,
         bounds: Bounds {
             liveness: Duration::from_millis(args.liveness_ms),
             grace: Duration::from_millis(args.grace_ms),
             queue_bound: args.queue_bound,
+            clamp_sizes: args.clamp_sizes,
             ..Bounds::default()
         },
         minimise_budget: args.minimise_budget,
         minimise_time: args.minimise_time,
         pid: args.pid,
+        max_rss_kb: args.max_rss_mb * 1024,
         progress: true,
         stop_at_first: false,
+        out: Some(args.out.clone()),
     };
     let report = campaign(connector.as_ref(), &c);
     println!(
@@ -426,12 +480,11 @@ pub fn run(args: &FuzzArgs) -> ExitCode {
             r.minimised.len()
         );
     }
-    if report.findings.is_empty() {
-        return ExitCode::SUCCESS;
+    if let Some(r) = &report.resources {
+        println!("  resource oracle: {r}");
     }
-    if let Err(e) = write_findings(&args.out, &report) {
-        eprintln!("phux-conformance fuzz: {}: {e}", args.out.display());
-        return ExitCode::from(2);
+    if report.findings.is_empty() && report.resources.is_none() {
+        return ExitCode::SUCCESS;
     }
     println!("  written under {}", args.out.display());
     ExitCode::FAILURE

@@ -25,6 +25,9 @@ pub struct Bounds {
     pub queue_bound: usize,
     /// Actions between two liveness checks.
     pub batch: usize,
+    /// Clamp the sizes sessions ask for to the spec's bound (1024 x 512, [TERMINAL.RESIZE.3]):
+    /// for fuzzing on past a server known not to clamp, which a huge size takes gigabytes.
+    pub clamp_sizes: bool,
 }
 
 impl Default for Bounds {
@@ -34,6 +37,7 @@ impl Default for Bounds {
             grace: Duration::from_secs(10),
             queue_bound: 8 * 1024 * 1024,
             batch: 8,
+            clamp_sizes: false,
         }
     }
 }
@@ -327,6 +331,17 @@ impl Runner<'_> {
     /// notation with `$tK`. `None` when it names a terminal and the session has none.
     fn aim(&self, frame: &Frame) -> Option<(Frame, String)> {
         let mut symbolic = frame.clone();
+        if self.bounds.clamp_sizes {
+            let size = match &mut symbolic {
+                Frame::TerminalResize(r) => Some(&mut r.size),
+                Frame::SpawnTerminal(s) => s.initial_size.as_mut(),
+                _ => None,
+            };
+            if let Some(size) = size {
+                size.cols = size.cols.min(1024);
+                size.rows = size.rows.min(512);
+            }
+        }
         for t in terminals_mut(&mut symbolic) {
             if let TerminalId::Local(id) = t {
                 if self.own.is_empty() {
@@ -352,9 +367,17 @@ impl Runner<'_> {
     }
 
     /// Sends bytes on the main connection if the shadow allows them; records them.
-    fn send(&mut self, bytes: Vec<u8>, text: Option<String>) {
+    fn send(&mut self, bytes: Vec<u8>, text: Option<String>) -> Step {
+        // Bytes that end the connection (a fatal frame, DETACH) wait for the answers to the
+        // spawns still owed: a terminal whose id the session never learns is never killed.
+        if self.shadow.fatal.is_none() && self.shadow.owed_spawns.values().any(|n| *n > 0) {
+            let mut probe = self.shadow.clone();
+            if probe.admit(&bytes, &self.own).is_some() && probe.fatal.is_some() {
+                self.settle_spawns()?;
+            }
+        }
         let Some(framed) = self.shadow.admit(&bytes, &self.own) else {
-            return;
+            return Ok(());
         };
         self.out.frames += framed.len();
         for f in &framed {
@@ -367,6 +390,19 @@ impl Runner<'_> {
         }
         let _ = self.t.send(self.main.key, &bytes);
         self.out.record.push(Recorded::Send { text, bytes });
+        Ok(())
+    }
+
+    /// Reads until every spawn sent has its TERMINAL_SPAWNED (or the grace runs out).
+    fn settle_spawns(&mut self) -> Step {
+        let until = Instant::now() + self.bounds.grace;
+        while !self.main.closed && self.shadow.owed_spawns.values().any(|n| *n > 0) {
+            self.pump(false, Duration::from_millis(20))?;
+            if self.t.virtual_time() || Instant::now() >= until {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Before a frame that names terminals: read the answers to spawns still owed, so the
@@ -386,7 +422,7 @@ impl Runner<'_> {
     fn send_frame(&mut self, frame: &Frame) -> Step {
         self.learn_terminals(frame)?;
         if let Some((real, text)) = self.aim(frame) {
-            self.send(real.to_bytes(), Some(text));
+            self.send(real.to_bytes(), Some(text))?;
         }
         Ok(())
     }
@@ -401,14 +437,11 @@ impl Runner<'_> {
             Action::Mutated(f, m) => {
                 self.learn_terminals(f)?;
                 if let Some((real, _)) = self.aim(f) {
-                    self.send(m.apply(&real.to_bytes()), None);
+                    self.send(m.apply(&real.to_bytes()), None)?;
                 }
                 Ok(())
             }
-            Action::Raw(bytes) => {
-                self.send(bytes.clone(), None);
-                Ok(())
-            }
+            Action::Raw(bytes) => self.send(bytes.clone(), None),
             Action::Flood {
                 operation,
                 request_id,
@@ -594,7 +627,7 @@ impl Runner<'_> {
             if missing > 64 * 1024 {
                 return self.pump(false, Duration::ZERO);
             }
-            self.send(vec![0; missing], None);
+            self.send(vec![0; missing], None)?;
         }
         if self.shadow.fatal.is_some() {
             // Nothing after a fatal frame is answered; read what comes.
