@@ -353,6 +353,52 @@ fn our_server_survives_a_short_fixed_seed_campaign() {
     let found: Vec<_> = report.findings.iter().map(|r| &r.transcript).collect();
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(report.sessions, 40);
+    // Every session killed the terminals it spawned (a kill takes up to the 2 s hangup grace).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = live_terminals(&connector);
+        if left == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} terminals left running"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// How many terminals the server has (GET_STATE on a fresh connection).
+fn live_terminals(connector: &SocketConnector) -> usize {
+    use phux_conformance::netfuzz::run::hello;
+    use phux_proto::command::{CommandResult, CommandValue, StateScope};
+    use phux_proto::frame::CommandFrame;
+
+    let mut t = connector.open().unwrap();
+    let c = t.connect().unwrap();
+    let mut bytes = hello().to_bytes();
+    Frame::Command(CommandFrame {
+        request_id: 1,
+        command: Command::GetState {
+            scope: StateScope::Server,
+        },
+    })
+    .encode(&mut bytes);
+    t.send(c, &bytes).unwrap();
+    let mut d = FrameDecoder::default();
+    loop {
+        match t.recv(c, Duration::from_secs(10)).unwrap() {
+            Recv::Bytes(b) => d.push(&b),
+            other => panic!("no GET_STATE result: {other:?}"),
+        }
+        while let Some(f) = d.poll_frame().unwrap() {
+            if let Frame::CommandResult(r) = f
+                && let CommandResult::OkWith(CommandValue::State(s)) = r.result
+            {
+                return s.terminals.len();
+            }
+        }
+    }
 }
 
 /// The `netfuzz_session` cargo-fuzz target's committed corpus, replayed through its body on
