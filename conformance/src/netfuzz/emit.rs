@@ -11,7 +11,7 @@ const CHECK_NONCE: u64 = 0x6e65_7466_757a_7a21;
 
 fn requirement(kind: &Kind) -> &'static str {
     match kind {
-        Kind::ServerDown | Kind::Liveness | Kind::UnexpectedClose(_) => {
+        Kind::ServerDown | Kind::Liveness | Kind::Stalled | Kind::UnexpectedClose(_) => {
             "A server MUST answer every PING, before or after HELLO, with a PONG carrying the same nonce."
         }
         Kind::Undecodable => {

@@ -50,6 +50,8 @@ pub enum Kind {
     ServerDown,
     /// An honest PING was not answered in time.
     Liveness,
+    /// The fuzzing connection's own PING was not answered in time (the server stalls it).
+    Stalled,
     /// A reply does not decode under our strict decoder.
     Undecodable,
     /// A reply for a request id with nothing owed.
@@ -80,6 +82,7 @@ impl Kind {
         match self {
             Self::ServerDown => "server-down".into(),
             Self::Liveness => "liveness".into(),
+            Self::Stalled => "stalled-connection".into(),
             Self::Undecodable => "undecodable-reply".into(),
             Self::Unsolicited => "unsolicited-reply".into(),
             Self::AcceptedMalformed => "accepted-malformed-command".into(),
@@ -96,7 +99,9 @@ impl Kind {
     /// The clause the finding breaks.
     pub fn clause(&self) -> &'static str {
         match self {
-            Self::ServerDown | Self::Liveness | Self::UnexpectedClose(_) => "PING.ECHO.1",
+            Self::ServerDown | Self::Liveness | Self::Stalled | Self::UnexpectedClose(_) => {
+                "PING.ECHO.1"
+            }
             Self::Undecodable => "FRAME.HEADER.1",
             Self::Unsolicited | Self::MissingReply(_) => "COMMAND.ENVELOPE.2",
             Self::AcceptedMalformed => "ERROR.COMMAND.1",
@@ -651,13 +656,13 @@ impl Runner<'_> {
             if self.t.virtual_time() {
                 // Everything the engine will say has been said.
                 return Err(finding(
-                    Kind::Liveness,
+                    Kind::Stalled,
                     "the main connection's PING went unanswered",
                 ));
             }
             if Instant::now() >= until {
                 return Err(finding(
-                    Kind::Liveness,
+                    Kind::Stalled,
                     format!(
                         "no PONG on the main connection within {:?}",
                         self.bounds.grace
