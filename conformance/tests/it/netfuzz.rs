@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::time::Duration;
 
-use phux_conformance::netfuzz::run::Kind;
+use phux_conformance::netfuzz::run::{Bounds, Kind};
 use phux_conformance::netfuzz::{Campaign, Report, campaign, write_findings};
 use phux_conformance::suite::{Paths, Suite};
 use phux_conformance::transport::{
@@ -347,6 +347,12 @@ fn our_server_survives_a_short_fixed_seed_campaign() {
         seed: 0x7068_7578,
         max_sessions: Some(40),
         duration: Duration::from_mins(10),
+        // Generous: a loaded 2-core machine can take seconds to schedule the server.
+        bounds: Bounds {
+            liveness: Duration::from_secs(10),
+            grace: Duration::from_secs(20),
+            ..Bounds::default()
+        },
         ..Campaign::default()
     };
     let report = campaign(&connector, &c);
