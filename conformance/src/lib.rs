@@ -76,6 +76,7 @@
 
 pub mod coverage;
 pub mod expectations;
+pub mod netfuzz;
 pub mod pattern;
 pub mod probe;
 pub mod recorder;

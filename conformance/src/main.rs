@@ -66,6 +66,8 @@ enum Command {
     },
     /// Run the probe child on this terminal (what transcripts spawn; see `probe` module docs).
     Probe(phux_conformance::probe::ProbeArgs),
+    /// Fuzz a server with stateful sessions and oracles; findings become transcripts.
+    Fuzz(phux_conformance::netfuzz::FuzzArgs),
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +172,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Coverage { paths } => coverage(&paths),
         Command::Probe(args) => phux_conformance::probe::run(&args),
+        Command::Fuzz(args) => phux_conformance::netfuzz::run(&args),
         Command::Record {
             socket,
             out,

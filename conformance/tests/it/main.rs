@@ -11,6 +11,7 @@ mod launch;
 
 mod coverage;
 mod mutants;
+mod netfuzz;
 mod probe_canonical;
 mod probe_raw;
 mod probe_signals;

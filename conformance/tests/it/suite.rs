@@ -74,14 +74,14 @@ impl Drop for Scratch {
 }
 
 /// A `phux-mio-server --socket` child, stopped with SIGTERM (so it ends its terminals).
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    socket: PathBuf,
+    pub(crate) socket: PathBuf,
     _dir: Scratch,
 }
 
 impl Server {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let dir = Scratch::new("sock");
         let socket = dir.0.join("s.sock");
         let child = launch::launch_server(&server_binary(), &socket, None, "error");
