@@ -187,6 +187,33 @@ fn exec_suite_passes_against_mio_server() {
     assert_passes(&connector.describe(), &cases);
 }
 
+/// Through `phux-mio-server bridge` (what `ssh HOST phux-mio-server bridge` runs), one bridge
+/// per connection to a server that outlives them all: the same cases pass as over the socket,
+/// but for those that need a server of their own.
+#[test]
+fn shared_exec_suite_passes_through_the_bridge() {
+    let server = Server::start();
+    let connector = ExecConnector {
+        command: format!(
+            "'{}' bridge --socket '{}'",
+            server_binary().display(),
+            server.socket.display()
+        ),
+        probe: Some(probe()),
+        shared: true,
+    };
+    let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
+    assert_passes(&connector.describe(), &cases);
+    assert!(
+        cases
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Pass))
+            .count()
+            > 100,
+        "too few cases ran through the bridge"
+    );
+}
+
 /// Under `--profile phux` the cases that check (or assume) a rule of ours are SKIPPED, naming
 /// it, and every other case still passes against our engine.
 #[test]
