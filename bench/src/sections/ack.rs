@@ -5,11 +5,11 @@ use serde_json::json;
 use phux_bench::error::Result;
 use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, sink_argv};
 use phux_bench::procs::PhuxServer;
-use phux_bench::report::{Op, Report, fmt, table};
+use phux_bench::report::{Op, Report, fmt};
 use phux_bench::roles::RelayMode;
 use phux_bench::stats::{Summary, ratio, summarize};
 
-use super::{latency_rows, summary_json};
+use super::{latency_table, summary_json};
 use crate::Plan;
 
 pub(crate) fn section_ack(
@@ -88,21 +88,7 @@ pub(crate) fn section_ack(
     ];
     let base = sums[1];
     println!("  (ratios are to the relay: one process doing socket read, PTY write, reply)");
-    print!(
-        "{}",
-        table(
-            &[
-                "contender",
-                "n",
-                "p50 us",
-                "p99 us",
-                "p50 vs limit",
-                "p99 vs limit",
-                "issue"
-            ],
-            &latency_rows(&names, &sums, base, &refs)
-        )
-    );
+    print!("{}", latency_table(&names, &sums, base, &refs));
     let sum_p50 = match (sums[2], sums[3]) {
         (Some(a), Some(b)) => Some(a.p50 + b.p50),
         _ => None,

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use phux_bench::report::fmt;
+use phux_bench::report::{fmt, table};
 use phux_bench::stats::{Summary, ratio};
 
 mod ack;
@@ -28,6 +28,28 @@ fn summary_json(s: Option<Summary>) -> serde_json::Value {
     s.map_or(
         serde_json::Value::Null,
         |s| json!({"n": s.n, "p50_us": s.p50, "p99_us": s.p99, "min_us": s.min, "max_us": s.max}),
+    )
+}
+
+/// The latency table of a section: each contender's n, p50 and p99, and both against `base`
+/// (the limit).
+fn latency_table(
+    names: &[&str],
+    sums: &[Option<Summary>],
+    base: Option<Summary>,
+    refs: &[&str],
+) -> String {
+    table(
+        &[
+            "contender",
+            "n",
+            "p50 us",
+            "p99 us",
+            "p50 vs limit",
+            "p99 vs limit",
+            "issue",
+        ],
+        &latency_rows(names, sums, base, refs),
     )
 }
 

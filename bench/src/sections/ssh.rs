@@ -13,11 +13,11 @@ use phux_bench::client::Client;
 use phux_bench::error::{Context, Error, Result};
 use phux_bench::latency::{self, PhuxTerm, echo_argv};
 use phux_bench::procs::{PhuxServer, self_exe};
-use phux_bench::report::{Report, table};
+use phux_bench::report::Report;
 use phux_bench::ssh::LoopbackSsh;
 use phux_bench::stats::{Summary, summarize};
 
-use super::{latency_rows, summary_json};
+use super::{latency_table, summary_json};
 use crate::Plan;
 
 /// `ssh ... cat`: one byte written, the same byte read back.
@@ -118,21 +118,7 @@ pub(crate) fn section_ssh(
     let refs = ["", "", "the limit"];
     // No target: the figures say what ssh and the bridge's extra hop cost against the limit.
     let base = sums[2];
-    print!(
-        "{}",
-        table(
-            &[
-                "contender",
-                "n",
-                "p50 us",
-                "p99 us",
-                "p50 vs limit",
-                "p99 vs limit",
-                "issue"
-            ],
-            &latency_rows(&names, &sums, base, &refs)
-        )
-    );
+    print!("{}", latency_table(&names, &sums, base, &refs));
     let mut doc = serde_json::Map::new();
     for (name, s) in names.iter().zip(&sums) {
         doc.insert((*name).to_owned(), summary_json(*s));
