@@ -643,14 +643,3 @@ mod tests {
         assert!(n > 0, "no corpus in {}", dir.display());
     }
 }
-/// A fuzz finding replayed by hand: `PHUX_DIFF_INPUT=path cargo test -p phux-term --lib
-/// repro_file -- --ignored` (minimise it by deleting bytes while it still fails).
-#[cfg(test)]
-mod repro {
-    #[test]
-    #[ignore = "a tool: replays the fuzz input named by PHUX_DIFF_INPUT"]
-    fn repro_file() {
-        let path = std::env::var("PHUX_DIFF_INPUT").unwrap();
-        super::fuzz_one(&std::fs::read(path).unwrap());
-    }
-}
