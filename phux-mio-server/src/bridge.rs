@@ -10,6 +10,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::thread;
@@ -81,14 +82,23 @@ pub fn run(stream: UnixStream) -> Result<(), BridgeError> {
         result
     });
     let mut from_server = stream;
-    copy(&mut from_server, &mut io::stdout().lock()).map_err(|source| BridgeError::Copy {
+    // Stdout as a plain file: std's handle is line-buffered, which would split a chunk holding
+    // a newline byte into two writes (two packets through ssh).
+    let mut stdout = io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .map_err(|source| BridgeError::Copy {
+            direction: "server to stdout",
+            source,
+        })?;
+    copy(&mut from_server, &mut stdout).map_err(|source| BridgeError::Copy {
         direction: "server to stdout",
         source,
     })
 }
 
-/// `reader` into `writer`, one bounded chunk at a time, flushing each (stdout is
-/// line-buffered, and protocol frames are not lines). A reset or a broken pipe is the other
+/// `reader` into `writer`, one bounded chunk at a time, each written at once. A reset or a broken pipe is the other
 /// side closing, not a failure.
 fn copy(reader: &mut impl Read, writer: &mut impl Write) -> io::Result<()> {
     let mut buf = vec![0; CHUNK];
