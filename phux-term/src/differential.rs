@@ -42,19 +42,13 @@
 //! when text is copied); we drop it from a row that IL, DL or an erase of its last column
 //! touches, as `vt100` does, and the differential tests against `vt100` compare it.
 //!
-//! Not compared, undecided: writing the last column with DECAWM reset. Alacritty still marks a
-//! wrap pending (taken once DECAWM is set again), we do not; [`generate`] never resets DECAWM
-//! (the overwriting itself is pinned in the `xterm` tests).
-//!
 //! Not compared, undecided: IRM (`CSI 4 h`) with wide characters and character sets: we and
 //! alacritty disagree on what a wide character pushed to the edge leaves; [`generate`] never
 //! sets IRM (insert mode itself is pinned in the `xterm` tests).
 //!
 //! | REP (`CSI b`) after a combining mark | repeats nothing | repeats the mark | xterm `CASE_REP` repeats `lastchar`, set for every printed character, only when `CharWidth(lastchar) > 0` | [`generate`] sends no REP right after a mark |
-//!
-//! Not compared, undecided: REP after RIS. We forget the last character at RIS, alacritty
-//! keeps it; whether xterm's `VTReset` resets `lastchar` was not checked. [`generate`] sends
-//! REP only once a character was printed after the last RIS.
+//! | REP after RIS | repeats nothing until a character is printed | repeats the character printed before the reset | xterm `VTReset` ends in a `longjmp` back to `VTparse`, whose `init_parser` sets `lastchar = -1` ("not a legal IChar"), so `CASE_REP` has nothing to repeat | [`generate`] sends REP only once a character was printed after the last RIS |
+//! | Writing the last column with DECAWM reset | the wrap is pending all the same: the next character overwrites the column, or wraps if DECAWM was set again before it | the same | xterm `dotext` sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND or not; only taking the wrap tests WRAPAROUND | — (we left it unset: fixed) |
 //!
 //! Not compared, undecided: a combining mark with no character before it on the row (after a
 //! cursor motion to an empty cell): we drop it, alacritty attaches it to the blank under the
@@ -419,8 +413,8 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                     [("?", 7), ("", 4), ("?", 6), ("?", 25)][usize::from(c.below(4))],
                     c.below(2) == 0,
                 );
-                // DECAWM is only ever set, IRM only reset (see the table).
-                let set = (set || mode == ("?", 7)) && mode != ("", 4);
+                // IRM is only reset (see the table).
+                let set = set && mode != ("", 4);
                 let hl = if set { 'h' } else { 'l' };
                 out.extend_from_slice(format!("\x1b[{}{}{hl}", mode.0, mode.1).as_bytes());
                 if mode == ("?", 6) && !set {

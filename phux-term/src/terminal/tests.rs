@@ -766,7 +766,7 @@ fn autowrap_and_pending_wrap() {
     // DECAWM off: the last column is overwritten.
     t.advance(b"\x1b[?7l\x1b[3;1Hwxyz123");
     assert_eq!(lines(&t)[2], "wxy3");
-    assert_eq!(cursor(&t), (3, 2, false));
+    assert_eq!(cursor(&t), (3, 2, true), "pending, taken only under DECAWM");
     t.advance(b"\x1b[?7h\x1b[3;4H45");
     assert_eq!(
         lines(&t)[2],

@@ -101,6 +101,7 @@ impl Vt {
                 self.put_ascii(y, x, &run[..room - 1]);
                 self.put_ascii(y, cols - 1, std::slice::from_ref(last));
                 self.cur.x = cols - 1;
+                self.cur.pending = true;
                 self.last_char = Some(char::from(*last));
                 return;
             }
@@ -113,7 +114,7 @@ impl Vt {
             let nx = x + now.len() as u16;
             if nx >= cols {
                 self.cur.x = cols - 1;
-                self.cur.pending = self.autowrap;
+                self.cur.pending = true;
             } else {
                 self.cur.x = nx;
             }
@@ -229,7 +230,7 @@ impl Vt {
         let nx = x + width;
         if nx >= cols {
             self.cur.x = cols - 1;
-            self.cur.pending = self.autowrap;
+            self.cur.pending = true;
         } else {
             self.cur.x = nx;
         }

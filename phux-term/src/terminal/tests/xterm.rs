@@ -183,7 +183,29 @@ fn resetting_autowrap_keeps_the_pending_wrap() {
         lines(&t)[..2],
         [format!("{}B", " ".repeat(79)), String::new()]
     );
-    assert_eq!((t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending), (79, 0, false));
+    assert_eq!((t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending), (79, 0, true));
+}
+
+/// Writing the last column with DECAWM reset still makes the wrap pending: xterm's `dotext`
+/// sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND
+/// or not; only taking it depends on WRAPAROUND. So a wrap made while DECAWM was reset is taken
+/// once DECAWM is set again: `printf '\033[?7l\033[1;79HAB\033[?7hC'` puts C on row 2.
+#[test]
+fn a_write_without_autowrap_leaves_the_wrap_pending() {
+    let t = term(b"\x1b[?7l\x1b[1;79HAB");
+    assert_eq!((t.vt.cur.x, t.vt.cur.y, t.vt.cur.pending), (79, 0, true));
+    assert_rebuilt(&t);
+    let t = term(b"\x1b[?7l\x1b[1;79HAB\x1b[?7hC");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}AB", " ".repeat(78)), "C".to_owned()]
+    );
+    // A run longer than the row, as one write.
+    let t = term(b"\x1b[?7l\x1b[1;75Hvwxyz12\x1b[?7h3");
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}vwxyz2", " ".repeat(74)), "3".to_owned()]
+    );
 }
 
 /// ctlseqs: "CSI Pm e Line Position Relative [rows] (VPR)"; xterm's `CASE_VPR` is
@@ -348,4 +370,15 @@ fn blink_invisible_strikethrough_and_double_underline_in_the_document_and_bootst
     let mut fresh = Terminal::new(80, 24, 0);
     fresh.advance(&t.bootstrap());
     assert_eq!(fresh.screen_value(0, None, true), v);
+}
+
+/// RIS forgets the character REP would repeat: xterm's `VTReset` ends in a `longjmp` back to
+/// `VTparse`, whose `init_parser` sets `lastchar` to -1, so `CASE_REP` finds nothing to
+/// repeat. `printf 'a\033c\033[3bx'`: only x, in the first column.
+#[test]
+fn rep_after_ris_repeats_nothing() {
+    let t = term(b"a\x1bc\x1b[3bx");
+    assert_eq!(lines(&t)[0], "x");
+    let t = term(b"a\x1bcb\x1b[2b");
+    assert_eq!(lines(&t)[0], "bbb");
 }
