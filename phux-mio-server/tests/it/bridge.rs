@@ -320,7 +320,7 @@ fn with_no_handoff_the_bridge_copies_and_the_server_never_holds_its_stdio() {
 
 #[test]
 fn a_killed_bridge_cuts_the_connection_it_handed_over() {
-    // [SERVER.BRIDGE.11] [SERVER.BRIDGE.12] The bridge dies (a killed ssh session kills it): the server ends the
+    // [SERVER.BRIDGE.11] [SERVER.BRIDGE.12] The bridge dies (killing ssh kills it): the server ends the
     // connection as a cut link, gives the flags back and closes the pipes, so the client
     // sees its end of stream.
     let server = Server::start();
