@@ -448,8 +448,15 @@ impl Driver {
             }
             let drains = conn.transport.short_read_drains();
             let read = if conn.may_hand_off {
-                conn.may_hand_off = false;
-                match conn.transport.read_first(buf) {
+                let first = conn.transport.read_first(buf);
+                // Only a read that found something (bytes or the end) was the first.
+                conn.may_hand_off = first.as_ref().is_err_and(|e| {
+                    matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    )
+                });
+                match first {
                     Ok((n, Some((input, output)))) => {
                         if self.host.hand_off(id, input, output) {
                             // The handed input is registered under this token: its readiness

@@ -99,7 +99,9 @@ pub(crate) fn read_first(socket: impl AsFd, buf: &mut [u8]) -> io::Result<First>
     // The offer is sent in one message and the bridge sends nothing else until it is
     // answered, so it is read whole and alone; anything more or less is a byte stream.
     let n = got.bytes;
-    if buf.get(..n) == Some(OFFER) && fds.len() == 2 {
+    // More descriptors than room for two were cut off (and closed): not exactly two.
+    let truncated = got.flags.contains(rustix::net::ReturnFlags::CTRUNC);
+    if buf.get(..n) == Some(OFFER) && fds.len() == 2 && !truncated {
         let mut fds = fds.into_iter();
         if let (Some(input), Some(output)) = (fds.next(), fds.next()) {
             return Ok(First::Offer { input, output });
@@ -251,5 +253,25 @@ mod tests {
             read_first(&server, &mut buf),
             Ok(First::Bytes(30))
         ));
+        // Three descriptors, or more than the buffer holds (the kernel cuts them off): not
+        // exactly two.
+        for count in [3, 16] {
+            let (bridge, server) = mio_pair();
+            let fds: Vec<BorrowedFd<'_>> = (0..count).map(|_| r.as_fd()).collect();
+            let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(count))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(
+                &bridge,
+                &[IoSlice::new(OFFER)],
+                &mut control,
+                SendFlags::empty(),
+            )
+            .expect("send");
+            assert!(
+                matches!(read_first(&server, &mut buf), Ok(First::Bytes(29))),
+                "{count} descriptors taken as an offer"
+            );
+        }
     }
 }
