@@ -119,6 +119,8 @@ enum Role {
     Bridge {
         #[arg(long)]
         socket: PathBuf,
+        #[arg(long)]
+        no_handoff: bool,
     },
     #[command(name = "__relay", hide = true)]
     Relay {
@@ -207,9 +209,12 @@ fn main() -> ExitCode {
         }) => payload::writer(*lines, *hold, *end_marker),
         Some(Role::Stream { rate }) => payload::stream(*rate),
         Some(Role::Relay { socket, mode, argv }) => roles::relay(socket, *mode, argv),
-        Some(Role::Bridge { socket }) => {
+        Some(Role::Bridge { socket, no_handoff }) => {
             let mut args = vec!["phux-mio-server".into(), "bridge".into(), "--socket".into()];
             args.push(socket.clone().into_os_string());
+            if *no_handoff {
+                args.push("--no-handoff".into());
+            }
             return phux_mio_server::run::main(args);
         }
         None => run(&cli),

@@ -3,14 +3,21 @@
 //! above all) reaches a long-lived server. The bridge knows nothing of the protocol: it
 //! copies bytes, in order, both ways.
 //!
-//! Two threads with blocking I/O, one per direction, each with one fixed buffer: nothing is
-//! buffered beyond it (a side that stops reading stops the other side's copy), and the stdio
-//! it was given keeps its file status flags (no `O_NONBLOCK`, which a parent sharing the same
-//! open file would also see).
+//! When its stdin and stdout are both pipes or sockets (as under ssh), it first offers them
+//! to the server ([`crate::handoff`], [SERVER.BRIDGE.6]): a server that takes them reads and
+//! writes them itself, and the bridge only waits for it to close the socket. A server that
+//! declines (an older one, the phux reference) gets a new connection and the copy below.
+//!
+//! The copy: two threads with blocking I/O, one per direction, each with one fixed buffer:
+//! nothing is buffered beyond it (a side that stops reading stops the other side's copy), and
+//! the stdio it was given keeps its file status flags (no `O_NONBLOCK`, which a parent sharing
+//! the same open file would also see).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::fd::AsFd;
+
+use rustix::fs::OFlags;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::thread;
@@ -62,6 +69,80 @@ pub fn connect(target: &Target) -> Result<UnixStream, BridgeError> {
     // [SERVER.BRIDGE.2] SO_PEERCRED is what the peer was at connect time; it cannot be forged.
     verify::check_listener(&stream, &target.path)?;
     Ok(stream)
+}
+
+/// Joins stdin and stdout to the server at `target`: hands them over when `handoff` allows it,
+/// both are pipes or sockets and the server takes them ([SERVER.BRIDGE.6]); copies
+/// otherwise ([`run`]). Returns once the server is done with the connection.
+pub fn join(target: &Target, handoff: bool) -> Result<(), BridgeError> {
+    let stream = connect(target)?;
+    let (stdin, stdout) = (rustix::stdio::stdin(), rustix::stdio::stdout());
+    if !handoff
+        || !crate::handoff::is_pipe_or_socket(stdin)
+        || !crate::handoff::is_pipe_or_socket(stdout)
+    {
+        return run(stream);
+    }
+    if let Some(saved) = hand_over(&stream) {
+        wait_for_close(stream);
+        // [SERVER.BRIDGE.13] The server put them back before it closed the socket; this is for
+        // a server that died without doing so.
+        saved.restore();
+        return Ok(());
+    }
+    // Declined: the offer left nothing usable on that connection (an older server answers
+    // it as a framing violation). A new one, checked as the first was, carries the copy.
+    drop(stream);
+    run(connect(target)?)
+}
+
+/// Stdin's and stdout's file status flags before the handoff.
+struct Saved {
+    stdin: OFlags,
+    stdout: OFlags,
+}
+
+impl Saved {
+    fn restore(&self) {
+        let _ = rustix::fs::fcntl_setfl(rustix::stdio::stdout(), self.stdout);
+        let _ = rustix::fs::fcntl_setfl(rustix::stdio::stdin(), self.stdin);
+    }
+}
+
+/// Offers stdin and stdout to the server and reads its answer: `Some` when it took them (the
+/// flags they had before), `None` when it declined or went away. Waits for the answer however
+/// long it takes: the server checked as ours either answers at once or closes, and giving up
+/// early could leave two readers of stdin.
+fn hand_over(stream: &UnixStream) -> Option<Saved> {
+    let (stdin, stdout) = (rustix::stdio::stdin(), rustix::stdio::stdout());
+    let saved = Saved {
+        stdin: rustix::fs::fcntl_getfl(stdin).ok()?,
+        stdout: rustix::fs::fcntl_getfl(stdout).ok()?,
+    };
+    crate::handoff::offer(stream, stdin, stdout).ok()?;
+    let mut answer = [0u8];
+    loop {
+        match (&*stream).read(&mut answer) {
+            Ok(1) if answer[0] == crate::handoff::ACK => return Some(saved),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // A frame (an older server's ERROR), the end, or a failure: declined.
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the socket until the server closes it. The server sends nothing on it after its
+/// answer; anything that comes is dropped (a bounded buffer, reused).
+fn wait_for_close(mut stream: UnixStream) {
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// Copies stdin to the server and the server to stdout until the server closes: after

@@ -91,6 +91,13 @@ pub struct BridgeArgs {
     /// The server's name, which picks the default socket path (ignored with --socket).
     #[arg(long, value_name = "NAME", default_value = "default")]
     pub name: String,
+
+    /// Copy bytes between stdin/stdout and the socket rather than hand stdin and stdout to
+    /// the server. By default, when both are pipes or sockets (as under ssh), the bridge
+    /// passes them to the server, which then reads and writes them itself, and only waits
+    /// for the server to be done; it copies when they are not, or when the server declines.
+    #[arg(long)]
+    pub no_handoff: bool,
 }
 
 /// Where Linux says how many pseudo-terminals the host may have open at once.
@@ -242,6 +249,12 @@ mod tests {
             panic!("not a bridge: {c:?}");
         };
         assert_eq!((args.name.as_str(), args.socket), ("work", None));
+        assert!(!args.no_handoff);
+        let c = Config::try_parse_from(["x", "bridge", "--no-handoff"]).expect("parse");
+        let Some(Command::Bridge(args)) = c.command else {
+            panic!("not a bridge: {c:?}");
+        };
+        assert!(args.no_handoff);
         assert!(Config::try_parse_from(["x", "--stdio", "bridge"]).is_err());
     }
 }

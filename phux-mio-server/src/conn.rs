@@ -2,7 +2,7 @@
 //! its closing state.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use mio::net::UnixStream;
 use mio::unix::SourceFd;
@@ -11,6 +11,7 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use crate::flush::Queued;
+use crate::handoff::{First, Handed};
 pub use crate::queue::{Chunk, FlushState, WriteQueue};
 use crate::timer::{Timer, TimerTable};
 
@@ -23,8 +24,13 @@ pub const READ_CHUNK: usize = 64 * 1024;
 pub(crate) struct Conn {
     pub(crate) transport: Transport,
     read_token: Token,
-    /// Equal to `read_token` unless the transport is split (stdio).
+    /// Equal to `read_token` unless the transport is split (stdio, a bridge's handoff).
     write_token: Token,
+    /// A bridge's socket, watched for its end once the bridge handed the connection over.
+    control_token: Option<Token>,
+    /// No byte has been read yet from this socket peer that passed the uid check: its first
+    /// read may carry a bridge's handoff ([SERVER.BRIDGE.9]).
+    pub(crate) may_hand_off: bool,
     pub(crate) queue: WriteQueue,
     /// Whether `WRITABLE` is part of the registration now: held only while the queue is not
     /// empty and the kernel had no room for it.
@@ -55,6 +61,8 @@ impl Conn {
             transport,
             read_token,
             write_token,
+            control_token: None,
+            may_hand_off: false,
             queue: WriteQueue::new(),
             writable: false,
             read_done: false,
@@ -72,6 +80,54 @@ impl Conn {
     /// The token writability comes under (the read token unless the transport is split).
     pub(crate) fn write_token(&self) -> Token {
         self.write_token
+    }
+
+    /// The token a bridge's socket comes under, once it handed the connection over.
+    pub(crate) fn control_token(&self) -> Option<Token> {
+        self.control_token
+    }
+
+    /// Serves the connection on descriptors a bridge handed over ([SERVER.BRIDGE.9]): the
+    /// socket's registration gives way to the handed input's (under the same read token), the
+    /// output gets `write_token`, and the bridge's socket `control_token`. Only before any
+    /// byte was queued or read: the caller checks.
+    pub(crate) fn hand_off(
+        &mut self,
+        input: OwnedFd,
+        output: OwnedFd,
+        tokens: (Token, Token),
+        registry: &Registry,
+    ) -> HandOff {
+        let Some(socket) = self.transport.take_socket() else {
+            return HandOff::Refused(io::Error::other("not a socket connection"));
+        };
+        let handed = match Handed::take(input, output, socket) {
+            Ok(handed) => handed,
+            Err((e, socket)) => {
+                self.transport = Transport::Unix(socket);
+                return HandOff::Refused(e);
+            }
+        };
+        let (write_token, control_token) = tokens;
+        let control = handed.control.as_raw_fd();
+        let input = handed.input.as_raw_fd();
+        self.transport = Transport::Handoff(handed);
+        self.write_token = write_token;
+        let registered = registry
+            .deregister(&mut SourceFd(&control))
+            .and_then(|()| {
+                registry.register(&mut SourceFd(&input), self.read_token, Interest::READABLE)
+            })
+            .and_then(|()| {
+                registry.register(&mut SourceFd(&control), control_token, Interest::READABLE)
+            });
+        match registered {
+            Ok(()) => {
+                self.control_token = Some(control_token);
+                HandOff::Taken
+            }
+            Err(e) => HandOff::Broken(e),
+        }
     }
 
     /// Whether the connection waits for writability.
@@ -159,7 +215,21 @@ impl Conn {
             let fd = self.transport.write_fd().as_raw_fd();
             let _ = registry.deregister(&mut SourceFd(&fd));
         }
+        if let (Some(_), Transport::Handoff(h)) = (self.control_token, &self.transport) {
+            let _ = registry.deregister(&mut SourceFd(&h.control.as_raw_fd()));
+        }
     }
+}
+
+/// What became of a bridge's handoff.
+#[derive(Debug)]
+pub(crate) enum HandOff {
+    /// The connection is served on the handed descriptors now.
+    Taken,
+    /// Not taken, nothing changed: the offer's bytes are handled as any others.
+    Refused(io::Error),
+    /// Taken, but the poll would not watch the new descriptors: the connection must close.
+    Broken(io::Error),
 }
 
 /// How a client reaches us.
@@ -169,6 +239,9 @@ pub enum Transport {
     Unix(UnixStream),
     /// The one `--stdio` client: we read stdin and write stdout (both set non-blocking).
     Stdio,
+    /// A peer whose bridge handed over its stdin and stdout ([SERVER.BRIDGE.9]): read from
+    /// the one, written to the other (both set non-blocking while served).
+    Handoff(Handed),
 }
 
 impl Transport {
@@ -177,6 +250,7 @@ impl Transport {
         match self {
             Self::Unix(s) => s.as_fd(),
             Self::Stdio => rustix::stdio::stdin(),
+            Self::Handoff(h) => h.input.as_fd(),
         }
     }
 
@@ -185,19 +259,21 @@ impl Transport {
         match self {
             Self::Unix(s) => s.as_fd(),
             Self::Stdio => rustix::stdio::stdout(),
+            Self::Handoff(h) => h.output.as_fd(),
         }
     }
 
     /// Whether reading and writing use separate fds (and so separate mio registrations).
     pub fn split(&self) -> bool {
-        matches!(self, Self::Stdio)
+        matches!(self, Self::Stdio | Self::Handoff(_))
     }
 
     /// Whether a read shorter than its buffer took everything the peer had sent by then: true
     /// of a stream socket, whose reads gather every queued segment. A `--stdio` stdin may be
-    /// a terminal, which hands out one line per read however many are waiting.
+    /// a terminal, which hands out one line per read however many are waiting. A handed-off
+    /// input is a pipe or a socket, never a terminal; a pipe's read also takes all it holds.
     pub fn short_read_drains(&self) -> bool {
-        matches!(self, Self::Unix(_))
+        matches!(self, Self::Unix(_) | Self::Handoff(_))
     }
 
     /// One non-blocking read. `Ok(0)` is end of stream.
@@ -205,6 +281,39 @@ impl Transport {
         match self {
             Self::Unix(s) => s.read(buf),
             Self::Stdio => fd_read(rustix::stdio::stdin(), buf),
+            Self::Handoff(h) => fd_read(h.input.as_fd(), buf),
+        }
+    }
+
+    /// The first read of a socket peer: also takes the descriptors of a bridge's handoff
+    /// ([SERVER.BRIDGE.9]) when the bytes are exactly its offer. `Ok((n, None))` is `n` bytes,
+    /// as [`Self::read`] gives them.
+    pub(crate) fn read_first(
+        &mut self,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Option<(OwnedFd, OwnedFd)>)> {
+        let Self::Unix(s) = self else {
+            return self.read(buf).map(|n| (n, None));
+        };
+        match crate::handoff::read_first(&*s, buf) {
+            Ok(First::Offer { input, output }) => {
+                Ok((crate::handoff::OFFER.len(), Some((input, output))))
+            }
+            Ok(First::Bytes(n)) => Ok((n, None)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the socket back out of the transport, for a handoff; `None` (the transport left
+    /// as it was) on any other.
+    pub(crate) fn take_socket(&mut self) -> Option<UnixStream> {
+        if !matches!(self, Self::Unix(_)) {
+            return None;
+        }
+        // `Stdio` only stands in until the caller puts a transport back.
+        match std::mem::replace(self, Self::Stdio) {
+            Self::Unix(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -222,6 +331,7 @@ impl Write for Transport {
         match self {
             Self::Unix(s) => s.write(buf),
             Self::Stdio => rustix::io::write(rustix::stdio::stdout(), buf).map_err(Into::into),
+            Self::Handoff(h) => rustix::io::write(&h.output, buf).map_err(Into::into),
         }
     }
 
@@ -229,6 +339,7 @@ impl Write for Transport {
         match self {
             Self::Unix(s) => s.write_vectored(bufs),
             Self::Stdio => rustix::io::writev(rustix::stdio::stdout(), bufs).map_err(Into::into),
+            Self::Handoff(h) => rustix::io::writev(&h.output, bufs).map_err(Into::into),
         }
     }
 

@@ -283,6 +283,11 @@ impl Driver {
                         self.host.write_conn(id, &mut Recycle(&mut self.engine));
                     }
                 }
+                // [SERVER.BRIDGE.11] The bridge never writes after the handoff: any readiness
+                // on its socket is its end.
+                Some(Source::ConnControl(id)) => {
+                    self.host.bridge_gone(id, &mut Recycle(&mut self.engine));
+                }
                 Some(Source::Master(t)) => {
                     if readable {
                         self.read_master(t, token, ended);
@@ -442,10 +447,38 @@ impl Driver {
                 return;
             }
             let drains = conn.transport.short_read_drains();
+            let read = if conn.may_hand_off {
+                let first = conn.transport.read_first(buf);
+                // Only a read that found something (bytes or the end) was the first.
+                conn.may_hand_off = first.as_ref().is_err_and(|e| {
+                    matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    )
+                });
+                match first {
+                    Ok((n, Some((input, output)))) => {
+                        if self.host.hand_off(id, input, output) {
+                            // The handed input is registered under this token: its readiness
+                            // (a HELLO already waiting included) comes with the next poll.
+                            return;
+                        }
+                        // Refused: the offer is bytes like any others (a framing violation).
+                        Ok(n)
+                    }
+                    Ok((n, None)) => Ok(n),
+                    Err(e) => Err(e),
+                }
+            } else {
+                conn.transport.read(buf)
+            };
+            let Some(conn) = self.host.conns.get_mut(&id) else {
+                return;
+            };
             // The engine's answers to earlier reads (an ERROR for a bad frame, say) were
             // performed and flushed as each was fed, so a peer that half-closes after writing
             // still sees them when the read below finds its end.
-            match conn.transport.read(buf) {
+            match read {
                 Ok(0) => {
                     return self
                         .host

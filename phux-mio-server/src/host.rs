@@ -22,7 +22,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use crate::child::ChildExit;
 use crate::clock::Clock;
-use crate::conn::{Chunk, Conn, FlushState, Transport, WriteQueue};
+use crate::conn::{Chunk, Conn, FlushState, HandOff, Transport, WriteQueue};
 use crate::flush::{Decision, FlushPolicy, Output};
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
@@ -51,6 +51,8 @@ impl Recycle<'_> {
 pub(crate) enum Source {
     ConnRead(ConnId),
     ConnWrite(ConnId),
+    /// A bridge's socket, held while the connection is served on what it handed over.
+    ConnControl(ConnId),
     Master(LocalTerminal),
     Pidfd(LocalTerminal),
 }
@@ -244,8 +246,12 @@ impl Host {
         } else {
             read_token
         };
+        // [SERVER.BRIDGE.9] Only a socket peer that passed the uid check may hand over
+        // descriptors: the same check as for any connection, made at accept.
+        let may_hand_off = matches!(transport, Transport::Unix(_)) && peer.authorized;
         match Conn::open(transport, read_token, write_token, self.poll.registry()) {
-            Ok(conn) => {
+            Ok(mut conn) => {
+                conn.may_hand_off = may_hand_off;
                 self.conns.insert(id, conn);
                 info!(conn = id.0, local = peer.local_socket, "connection opened");
                 Ok(id)
@@ -256,6 +262,87 @@ impl Host {
                 Err(e)
             }
         }
+    }
+
+    /// A bridge offered its stdin and stdout on the connection's first read
+    /// ([SERVER.BRIDGE.9]). Taken only while nothing was queued for the connection (the
+    /// engine refuses an over-limit peer at once, and that refusal must reach it as bytes):
+    /// then the connection is served on them and the bridge gets [`ACK`](crate::handoff::ACK).
+    /// Returns whether it was taken; when not, the descriptors are closed unchanged and the
+    /// offer's bytes are the caller's to handle as any others.
+    pub(crate) fn hand_off(
+        &mut self,
+        id: ConnId,
+        input: std::os::fd::OwnedFd,
+        output: std::os::fd::OwnedFd,
+    ) -> bool {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        if !conn.queue.is_empty() || conn.is_closing() || conn.reported {
+            debug!(
+                conn = id.0,
+                "handoff refused: the connection is already answered"
+            );
+            return false;
+        }
+        let write_token = self.sources.add(Source::ConnWrite(id));
+        let control_token = self.sources.add(Source::ConnControl(id));
+        match conn.hand_off(
+            input,
+            output,
+            (write_token, control_token),
+            self.poll.registry(),
+        ) {
+            HandOff::Taken => {}
+            HandOff::Refused(e) => {
+                warn!(conn = id.0, error = %e, "handoff refused");
+                self.sources.remove(write_token);
+                self.sources.remove(control_token);
+                return false;
+            }
+            HandOff::Broken(e) => {
+                error!(conn = id.0, error = %e, "cannot watch a handed-off connection");
+                self.sources.remove(control_token);
+                self.close_now(id);
+                return true;
+            }
+        }
+        // The answer before any byte is read from what was handed over: a bridge that never
+        // sees it falls back to copying, and must find its stdin untouched.
+        let acked = match &conn.transport {
+            Transport::Handoff(h) => {
+                matches!(
+                    io::Write::write(&mut &h.control, &[crate::handoff::ACK]),
+                    Ok(1)
+                )
+            }
+            _ => false,
+        };
+        if acked {
+            debug!(
+                conn = id.0,
+                "serving the connection on the descriptors its bridge handed over"
+            );
+        } else {
+            debug!(
+                conn = id.0,
+                "the bridge went away before the handoff's answer"
+            );
+            self.close_now(id);
+        }
+        true
+    }
+
+    /// The bridge that handed the connection over ended (or wrote to) its socket: it was
+    /// killed, or its transport cut. The connection ends as a cut link does
+    /// ([SERVER.BRIDGE.11]).
+    pub(crate) fn bridge_gone(&mut self, id: ConnId, recycle: &mut Recycle<'_>) {
+        let cut = io::Error::new(
+            io::ErrorKind::ConnectionReset,
+            "the bridge that handed the connection over is gone",
+        );
+        self.peer_gone(id, Some(&cut), recycle);
     }
 
     /// The peer ended its stream or the transport failed. Whatever is already queued still
@@ -414,9 +501,12 @@ impl Host {
         conn.deregister(self.poll.registry());
         self.sources.remove(conn.read_token());
         self.sources.remove(conn.write_token());
+        if let Some(token) = conn.control_token() {
+            self.sources.remove(token);
+        }
         conn.transport.shutdown();
         let was_reported = conn.reported;
-        let stdio = conn.transport.split();
+        let stdio = matches!(conn.transport, Transport::Stdio);
         drop(conn);
         info!(conn = id.0, "connection closed");
         if !was_reported {

@@ -14,7 +14,8 @@
 //! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
 //!   own deadlines; [`clock`]: the only reader of the OS clock.
 //! - [`memory`]: the heap given back to the system after a load.
-//! - [`bridge`]: not the loop: `phux-mio-server bridge` joins stdio to a running server.
+//! - [`bridge`]: not the loop: `phux-mio-server bridge` joins stdio to a running server,
+//!   by handing its stdin and stdout to it ([`handoff`]) or by copying.
 //! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
 //!   children.
 //!
@@ -32,6 +33,7 @@ pub mod config;
 pub mod conn;
 pub mod driver;
 mod flush;
+pub mod handoff;
 mod host;
 pub mod memory;
 pub mod nofile;

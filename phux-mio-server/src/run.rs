@@ -51,8 +51,7 @@ where
 fn run_bridge(args: &BridgeArgs) -> ExitCode {
     let result = crate::verify::target(args.socket.as_deref(), &args.name)
         .map_err(crate::bridge::BridgeError::from)
-        .and_then(|target| crate::bridge::connect(&target))
-        .and_then(crate::bridge::run);
+        .and_then(|target| crate::bridge::join(&target, !args.no_handoff));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

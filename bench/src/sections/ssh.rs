@@ -1,7 +1,8 @@
 //! Section 6, ssh: acknowledged input and keystroke echo through `ssh localhost
 //! phux-mio-server bridge` (how `phuxctl --ssh HOST` reaches a server), against plain ssh
-//! running `cat` (one byte there and back: the limit any server behind ssh has). The bench
-//! starts an sshd of its own on loopback; without sshd the section is skipped with the reason.
+//! running `cat` (one byte there and back: the limit any server behind ssh has), with the
+//! copying bridge (`--no-handoff`) and the local socket alongside. The bench starts an sshd of
+//! its own on loopback; without sshd the section is skipped with the reason.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -13,9 +14,9 @@ use phux_bench::client::Client;
 use phux_bench::error::{Context, Error, Result};
 use phux_bench::latency::{self, PhuxTerm, echo_argv};
 use phux_bench::procs::{PhuxServer, self_exe};
-use phux_bench::report::Report;
+use phux_bench::report::{Op, Report, fmt};
 use phux_bench::ssh::LoopbackSsh;
-use phux_bench::stats::{Summary, summarize};
+use phux_bench::stats::{Summary, ratio, summarize};
 
 use super::{latency_table, summary_json};
 use crate::Plan;
@@ -88,37 +89,91 @@ pub(crate) fn section_ssh(
         Some(bin) => format!("'{}' bridge --socket '{socket}'", bin.display()),
         None => format!("'{}' __bridge --socket '{socket}'", self_exe()?.display()),
     };
-    let mut client = Client::over_command(&ssh.command(&bridge))?;
-    client.hello()?;
-    let mut phux = PhuxTerm::over(client, &echo_argv())?;
+    // The bridge hands ssh's pipes to the server; `--no-handoff` is the copying bridge, and
+    // the local socket is the same server with no ssh at all: the three together say where
+    // the time over ssh cat goes.
+    let term = |command: &str| -> Result<PhuxTerm> {
+        let mut client = Client::over_command(&ssh.command(command))?;
+        client.hello()?;
+        PhuxTerm::over(client, &echo_argv())
+    };
+    let mut handed = term(&bridge)?;
+    let mut copied = term(&format!("{bridge} --no-handoff"))?;
+    let mut local = PhuxTerm::over(server.client()?, &echo_argv())?;
     let mut cat = SshCat::start(&ssh)?;
     latency::warm_up();
     for i in 0..20u8 {
-        phux.apply()?;
-        phux.echo(char::from(b'a' + i % 26))?;
+        for phux in [&mut handed, &mut copied, &mut local] {
+            phux.apply()?;
+            phux.echo(char::from(b'a' + i % 26))?;
+        }
         cat.round_trip()?;
     }
-    let mut s: [Vec<f64>; 3] = Default::default();
+    let mut s: [Vec<f64>; 7] = Default::default();
     for _ in 0..plan.lat_rounds {
-        for i in 0..plan.lat_ops {
-            s[0].push(phux.apply()?);
-            // The batch's echo is read by the next wait, never mistaken for a key's.
-            s[1].push(phux.echo(char::from(b'k' + (i % 10) as u8))?);
+        for (k, phux) in [&mut handed, &mut copied, &mut local]
+            .into_iter()
+            .enumerate()
+        {
+            for i in 0..plan.lat_ops {
+                s[2 * k].push(phux.apply()?);
+                // The batch's echo is read by the next wait, never mistaken for a key's.
+                s[2 * k + 1].push(phux.echo(char::from(b'k' + (i % 10) as u8))?);
+            }
         }
         for _ in 0..plan.lat_ops {
-            s[2].push(cat.round_trip()?);
+            s[6].push(cat.round_trip()?);
         }
     }
     let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
     let names = [
         "APPLY_INPUT -> OK through ssh + bridge",
         "INPUT_KEY -> echo through ssh + bridge",
+        "APPLY_INPUT -> OK, bridge --no-handoff",
+        "INPUT_KEY -> echo, bridge --no-handoff",
+        "APPLY_INPUT -> OK on the local socket",
+        "INPUT_KEY -> echo on the local socket",
         "ssh cat: 1 byte round trip",
     ];
-    let refs = ["", "", "the limit"];
-    // No target: the figures say what ssh and the bridge's extra hop cost against the limit.
-    let base = sums[2];
+    let refs = [
+        "<= 1.2x",
+        "<= 1.2x",
+        "",
+        "",
+        "no ssh",
+        "no ssh",
+        "the limit",
+    ];
+    let base = sums[6];
     print!("{}", latency_table(&names, &sums, base, &refs));
+    let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
+    let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
+    // What ssh and the bridge add to the server's own path, against what ssh adds to cat's.
+    let over = |i: usize| match (p50(i), p50(i + 4)) {
+        (Some(a), Some(b)) => Some(a - b),
+        _ => None,
+    };
+    println!(
+        "  ssh + handed bridge add {} us (APPLY_INPUT) / {} us (echo) to the local socket's p50; \
+         ssh cat's whole round trip is {} us",
+        fmt(over(0), 1),
+        fmt(over(1), 1),
+        fmt(p50(6), 1)
+    );
+    for (name, i) in [("APPLY_INPUT", 0), ("echo", 1)] {
+        report.target(
+            format!("{name} through ssh + bridge p50 / ssh cat p50"),
+            ratio(p50(i), p50(6)),
+            Op::AtMost,
+            1.2,
+        );
+        report.target(
+            format!("{name} through ssh + bridge p99 / ssh cat p99"),
+            ratio(p99(i), p99(6)),
+            Op::AtMost,
+            1.2,
+        );
+    }
     let mut doc = serde_json::Map::new();
     for (name, s) in names.iter().zip(&sums) {
         doc.insert((*name).to_owned(), summary_json(*s));

@@ -199,3 +199,304 @@ fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
         "the one connection it got carried bytes"
     );
 }
+
+/// Whether process `pid` holds a descriptor of the pipe `end` belongs to: what shows that a
+/// bridge handed its stdio to the server (which never opens a pipe of the test's otherwise).
+fn holds_pipe(pid: u32, end: &OwnedFd) -> bool {
+    let ino = rustix::fs::fstat(end).expect("fstat").st_ino;
+    let want = format!("pipe:[{ino}]");
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.filter_map(Result::ok)
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == want.as_str()))
+    })
+}
+
+/// A bridge on two fresh pipes, with `extra` arguments, and a client on the far ends. The
+/// test keeps a descriptor of the bridge's stdin's read end and stdout's write end, to see
+/// their flags and who holds them.
+struct Piped {
+    process: KillOnDrop,
+    client: Client,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    before: (OFlags, OFlags),
+}
+
+fn piped_bridge(socket: &std::path::Path, extra: &[&str]) -> Piped {
+    let (in_read, in_write) = pipe_with(PipeFlags::CLOEXEC).expect("pipe");
+    let (out_read, out_write) = pipe_with(PipeFlags::CLOEXEC).expect("pipe");
+    let before = (flags(&in_read), flags(&out_write));
+    assert!(!before.0.contains(OFlags::NONBLOCK) && !before.1.contains(OFlags::NONBLOCK));
+    let process = bridge(socket)
+        .args(extra)
+        .stdin(Stdio::from(in_read.try_clone().expect("dup")))
+        .stdout(Stdio::from(out_write.try_clone().expect("dup")))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start bridge");
+    Piped {
+        process: KillOnDrop(process),
+        client: Client::stdio(File::from(in_write), File::from(out_read)),
+        stdin: in_read,
+        stdout: out_write,
+        before,
+    }
+}
+
+/// A short program through the connection: it is served, whichever way.
+fn echo_through(c: &mut Client, word: &str) {
+    let terminal = c.spawn(&["/bin/sh"]);
+    assert_eq!(
+        c.command(Command::AttachTerminal {
+            terminal: terminal.clone()
+        }),
+        CommandResult::Ok
+    );
+    let apply = ApplyInput {
+        operation_id: OperationId::from_u128(9).expect("id"),
+        terminal: terminal.clone(),
+        events: vec![InputEvent::Paste(PasteEvent {
+            trust: PasteTrust::Trusted,
+            data: format!("echo {word}-$((40+2))\r").into_bytes(),
+        })],
+    };
+    assert_eq!(c.command(Command::ApplyInput(apply)), CommandResult::Ok);
+    let marker = format!("{word}-42");
+    let end = Instant::now() + DEADLINE;
+    while !contains(&c.output_of(&terminal), marker.as_bytes()) {
+        assert!(c.recv(end).is_some(), "no {marker} through the bridge");
+    }
+}
+
+#[test]
+fn a_bridge_on_pipes_hands_them_to_the_server_which_gives_them_back_as_it_found_them() {
+    // [SERVER.BRIDGE.6] [SERVER.BRIDGE.7] [SERVER.BRIDGE.9] [SERVER.BRIDGE.12] [SERVER.BRIDGE.13]
+    // [SERVER.BRIDGE.4]
+    let server = Server::start();
+    let server_pid = server.process.id();
+    let mut p = piped_bridge(&server.socket, &[]);
+    p.client.hello();
+    // The server itself holds both pipes and has made them non-blocking: it reads and
+    // writes them, and the bridge copies nothing.
+    assert!(
+        holds_pipe(server_pid, &p.stdin),
+        "the server never got stdin"
+    );
+    assert!(
+        holds_pipe(server_pid, &p.stdout),
+        "the server never got stdout"
+    );
+    assert!(flags(&p.stdin).contains(OFlags::NONBLOCK));
+    assert!(flags(&p.stdout).contains(OFlags::NONBLOCK));
+    echo_through(&mut p.client, "handed");
+
+    // Stdin ends: the server ends the connection, puts the flags back, lets the pipes go and
+    // closes the bridge's socket; the bridge exits 0.
+    p.client.close_writer();
+    assert_eq!(wait_exit(&mut p.process.0, "bridge did not exit"), Some(0));
+    assert_eq!(
+        (flags(&p.stdin), flags(&p.stdout)),
+        p.before,
+        "flags after the handoff"
+    );
+    assert!(!holds_pipe(server_pid, &p.stdin) && !holds_pipe(server_pid, &p.stdout));
+    // The server serves on.
+    server.connect().hello();
+}
+
+#[test]
+fn with_no_handoff_the_bridge_copies_and_the_server_never_holds_its_stdio() {
+    // [SERVER.BRIDGE.6] `--no-handoff`: the bridge of [SERVER.BRIDGE.1], stdio untouched.
+    let server = Server::start();
+    let server_pid = server.process.id();
+    let mut p = piped_bridge(&server.socket, &["--no-handoff"]);
+    p.client.hello();
+    echo_through(&mut p.client, "copied");
+    assert!(!holds_pipe(server_pid, &p.stdin) && !holds_pipe(server_pid, &p.stdout));
+    assert_eq!((flags(&p.stdin), flags(&p.stdout)), p.before);
+    p.client.close_writer();
+    assert_eq!(wait_exit(&mut p.process.0, "bridge did not exit"), Some(0));
+}
+
+#[test]
+fn a_killed_bridge_cuts_the_connection_it_handed_over() {
+    // [SERVER.BRIDGE.11] [SERVER.BRIDGE.12] The bridge dies (killing ssh kills it): the server ends the
+    // connection as a cut link, gives the flags back and closes the pipes, so the client
+    // sees its end of stream.
+    let server = Server::start();
+    let server_pid = server.process.id();
+    let mut p = piped_bridge(&server.socket, &[]);
+    p.client.hello();
+    assert!(holds_pipe(server_pid, &p.stdin), "no handoff");
+    p.process.0.kill().expect("kill the bridge");
+    p.process.0.wait().expect("reap the bridge");
+    assert!(
+        common::eventually(|| !holds_pipe(server_pid, &p.stdin)),
+        "the server still holds the pipes of a dead bridge"
+    );
+    assert_eq!(
+        (flags(&p.stdin), flags(&p.stdout)),
+        p.before,
+        "flags after the cut"
+    );
+    // Nobody else holds the write end now: the client's read ends.
+    let Piped {
+        mut client, stdout, ..
+    } = p;
+    drop(stdout);
+    assert!(client.wait_eof(), "the client never saw the cut");
+    server.connect().hello();
+}
+
+#[test]
+fn after_a_server_that_died_holding_its_stdio_the_bridge_restores_the_flags_itself() {
+    // [SERVER.BRIDGE.13] [SERVER.BRIDGE.4] SIGKILL leaves the server no time to put the flags
+    // back; the bridge sees its socket close and does it before exiting 0.
+    let mut server = Server::start();
+    let server_pid = server.process.id();
+    let mut p = piped_bridge(&server.socket, &[]);
+    p.client.hello();
+    assert!(holds_pipe(server_pid, &p.stdin), "no handoff");
+    assert!(flags(&p.stdin).contains(OFlags::NONBLOCK));
+    server.process.kill().expect("kill the server");
+    server.process.wait().expect("reap the server");
+    assert_eq!(wait_exit(&mut p.process.0, "bridge did not exit"), Some(0));
+    assert_eq!(
+        (flags(&p.stdin), flags(&p.stdout)),
+        p.before,
+        "flags after the bridge"
+    );
+}
+
+/// The phux reference server (`PHUX_REF_BIN`) on a socket in `dir`, with its own HOME and
+/// XDG directories; `None` when the variable is unset.
+fn reference_server(dir: &std::path::Path) -> Option<(KillOnDrop, std::path::PathBuf)> {
+    let bin = std::env::var_os("PHUX_REF_BIN")?;
+    let run = dir.join("run");
+    std::fs::create_dir(&run).expect("mkdir");
+    chmod(&run, 0o700);
+    let socket = run.join("ref.sock");
+    let mut cmd = Process::new(bin);
+    cmd.arg("server").arg("--socket").arg(&socket);
+    for (var, sub) in [
+        ("HOME", ""),
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CACHE_HOME", "cache"),
+    ] {
+        cmd.env(var, dir.join(sub));
+    }
+    let process = cmd
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("SHELL", "/bin/sh")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the reference server");
+    let process = KillOnDrop(process);
+    assert!(
+        common::eventually(|| std::os::unix::net::UnixStream::connect(&socket).is_ok()),
+        "the reference server never listened"
+    );
+    Some((process, socket))
+}
+
+#[test]
+fn against_a_server_that_declines_the_handoff_the_bridge_copies() {
+    // [SERVER.BRIDGE.6] [SERVER.BRIDGE.8] The phux reference knows no handoff: it answers the offer as the
+    // framing violation it is, and the bridge reconnects and copies.
+    let dir = common::private_tempdir();
+    let Some((reference, socket)) = reference_server(dir.path()) else {
+        println!("skipped: PHUX_REF_BIN is not set");
+        return;
+    };
+    let mut p = piped_bridge(&socket, &[]);
+    let ok = p.client.hello();
+    assert_eq!(ok.server_id.len(), 16);
+    assert!(!holds_pipe(reference.0.id(), &p.stdin));
+    assert_eq!((flags(&p.stdin), flags(&p.stdout)), p.before);
+    p.client.close_writer();
+    assert_eq!(wait_exit(&mut p.process.0, "bridge did not exit"), Some(0));
+}
+
+/// A peer that offers a handoff with a pipe of its own (the server may have refused it and
+/// closed first: the refusal comes at accept), then reports the first byte of the
+/// answer, how many bytes came before the server closed, and whether anyone else still holds
+/// the pipe's read end once it closed its own.
+const FOREIGN_OFFER: &str = r#"import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+r, w = os.pipe()
+try:
+    socket.send_fds(s, [b"\0\0\0\0phux-mio-server handoff 1"], [r, w])
+except (BrokenPipeError, ConnectionResetError):
+    pass  # refused and closed before the offer went out: its answer is still there to read
+os.close(r)
+data = b""
+while True:
+    try:
+        chunk = s.recv(4096)
+    except ConnectionResetError:
+        break  # closed with the offer unread: Linux reports that as a reset
+    if not chunk:
+        break
+    data += chunk
+print("first", data[:1].hex(), "bytes", len(data))
+# The end of stream may come a moment before the server's last reference goes: poll.
+deadline = time.monotonic() + 30
+state = "pipe-held"
+while time.monotonic() < deadline:
+    try:
+        os.write(w, b"x")
+    except BrokenPipeError:
+        state = "pipe-closed"
+        break
+    time.sleep(0.01)
+print(state)
+"#;
+
+#[test]
+fn a_peer_of_another_user_cannot_hand_over_descriptors() {
+    // [SERVER.BRIDGE.9] [SERVER.BRIDGE.10] [SERVER.PEER.1] The uid check holds for a handoff as for any
+    // connection: a peer running as `nobody` that offers descriptors is refused with a frame,
+    // never the acknowledgement, and the server keeps nothing it was sent.
+    const PYTHON: &str = "/usr/bin/python3";
+    if !rustix::process::geteuid().is_root() || !common::have("setpriv") {
+        println!("skipped: needs root and setpriv to run a peer as nobody");
+        return;
+    }
+    if !std::path::Path::new(PYTHON).is_file() {
+        println!("skipped: no {PYTHON} for the test peer");
+        return;
+    }
+    let server = Server::start();
+    // Opened on purpose, so that only the peer-uid check stands in the way.
+    let dir = server.socket.parent().expect("socket directory");
+    chmod(dir, 0o711);
+    chmod(&server.socket, 0o666);
+    let out = Process::new("setpriv")
+        .args([
+            &format!("--reuid={}", common::NOBODY),
+            &format!("--regid={}", common::NOBODY),
+            "--clear-groups",
+            PYTHON,
+            "-c",
+            FOREIGN_OFFER,
+        ])
+        .arg(&server.socket)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the peer as nobody");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A frame (the refusal's ERROR) starts with 00: not AC, and not silence.
+    assert!(said.starts_with("first 00 bytes "), "{said}");
+    assert!(said.contains("pipe-closed"), "{said}");
+    server.connect().hello();
+}
