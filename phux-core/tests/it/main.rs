@@ -18,4 +18,5 @@ mod engine_output;
 mod engine_regressions;
 mod engine_replies;
 mod engine_schedules;
+mod engine_upgrade;
 mod fuzz_corpus;
