@@ -19,4 +19,5 @@ mod engine_regressions;
 mod engine_replies;
 mod engine_schedules;
 mod engine_upgrade;
+mod engine_upgrade_state;
 mod fuzz_corpus;

@@ -374,8 +374,9 @@ impl Vt {
             && rows >= 1
             && self.screen.cols() == cols
             && self.screen.rows() == rows
-            && self.other.cols() == cols
-            && (self.other.rows() == rows || self.other.rows() == 0)
+            // The alternate screen has no rows until first entered, and keeps its width
+            // from then on only while it has rows.
+            && (self.other.rows() == 0 || (self.other.cols() == cols && self.other.rows() == rows))
             && self.tabs.len() == usize::from(cols);
         let cursors = self.cur.x < cols
             && self.cur.y < rows
