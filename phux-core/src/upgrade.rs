@@ -83,18 +83,22 @@ pub fn reads_version(version: u32) -> bool {
 
 /// The image of `engine` and the driver's `host` state, in the current version.
 pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
-    let value = (engine, host);
+    encode_value(&(engine, host))
+}
+
+/// The image of a value that serializes as `(EngineState, H)` does.
+pub(crate) fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
     // Measured first, then written once into a buffer of the right size: an image of many
     // megabytes is never copied by a growing buffer, nor again behind its header.
     // Neither pass can fail on these types (every value postcard meets is one it writes);
     // were one to, the image's empty body is refused on reading, never misread.
-    let size = postcard::serialize_with_flavor(&value, postcard::ser_flavors::Size::default())
-        .unwrap_or(0);
+    let size =
+        postcard::serialize_with_flavor(value, postcard::ser_flavors::Size::default()).unwrap_or(0);
     let mut image = Vec::with_capacity(HEADER_LEN + size);
     image.extend_from_slice(&MAGIC);
     image.extend_from_slice(&STATE_VERSION.to_le_bytes());
     image.extend_from_slice(&(size as u64).to_le_bytes());
-    if postcard::serialize_with_flavor(&value, Append(&mut image)).is_err() {
+    if postcard::serialize_with_flavor(value, Append(&mut image)).is_err() {
         image.truncate(HEADER_LEN);
         image[12..HEADER_LEN].copy_from_slice(&0u64.to_le_bytes());
     }
