@@ -12,8 +12,10 @@
 //! version.
 //!
 //! Decoding never panics and never allocates from a count it has not checked: postcard checks
-//! each length against the input left before it takes the bytes, and every value that
-//! deserializes is checked against the invariants the engine and the VT model rely on.
+//! a byte string's or a string's length against the input left before it takes the bytes, and
+//! a sequence's claimed count preallocates at most 1 MiB (serde's cautious size hint) and grows
+//! only as its elements actually decode; every value that deserializes is checked against the
+//! invariants the engine and the VT model rely on.
 //!
 //! ```
 //! use phux_core::server::{ServerConfig, ServerEngine};
