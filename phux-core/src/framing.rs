@@ -16,7 +16,7 @@ use phux_proto::framing;
 const KEEP_CAPACITY: usize = 4096;
 
 /// Splits a byte stream into decoded frames.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FrameDecoder {
     /// Received bytes; those before `start` are already framed.
     buf: Vec<u8>,
@@ -108,6 +108,41 @@ impl FrameDecoder {
     /// Whether a framing error has fused the decoder.
     pub fn is_failed(&self) -> bool {
         self.failed.is_some()
+    }
+}
+
+/// A decoder as data: the bytes not yet framed and whether it is fused. Only a closed
+/// connection has a fused decoder, and a closed connection's decoder is never read again, so
+/// the error it fused on is not carried: a fused decoder reads back fused with a framing error
+/// of its own.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct DecoderState {
+    #[serde(with = "phux_term::bytes")]
+    pending: Vec<u8>,
+    fused: bool,
+}
+
+impl serde::Serialize for FrameDecoder {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        DecoderState {
+            pending: self.buf.get(self.start..).unwrap_or_default().to_vec(),
+            fused: self.failed.is_some(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FrameDecoder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let state = DecoderState::deserialize(d)?;
+        let failed = state.fused.then(|| {
+            DecodeError::new(phux_proto::decode_error::DecodeErrorKind::FrameLength { len: 0 })
+        });
+        Ok(Self {
+            buf: state.pending,
+            start: 0,
+            failed,
+        })
     }
 }
 

@@ -20,7 +20,7 @@ use crate::time::Instant;
 pub const COMPLETION_BOUND: Duration = Duration::from_secs(5);
 
 /// A terminal's unresolved operation.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PendingOp {
     /// The operation.
     pub op: OperationId,
@@ -66,7 +66,7 @@ pub enum LaneMisuse {
 }
 
 /// Per-terminal admission of acknowledged operations. See the [module docs](self).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AckLane {
     // A BTreeMap so `handle_timeout` reports in a deterministic order.
     slots: BTreeMap<TerminalId, PendingOp>,

@@ -102,7 +102,7 @@ impl LeaseHeld {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 struct Held {
     holder: ClientId,
     mode: AcquireMode,
@@ -117,7 +117,7 @@ impl Held {
 }
 
 /// Per-terminal input leases. See the [module docs](self).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LeaseTable {
     // Only held leases have an entry. A BTreeMap so multi-lease results (disconnect, expiry)
     // come out in a deterministic order.

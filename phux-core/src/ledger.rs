@@ -51,15 +51,17 @@ pub const CAPACITY: usize = 65_536;
 pub const SHARE: usize = CAPACITY / 8;
 
 /// Who created a record: the engine's id for the client, counted against [`SHARE`].
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize, serde::Deserialize,
+)]
 pub struct Owner(pub u32);
 
 /// SHA-256 of an operation's canonical payload. Computed by the caller, compared here.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PayloadDigest(pub [u8; 32]);
 
 /// Where one operation stands.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum OperationState {
     /// Bound to its digest without a result: not handed off yet, or refused before handoff.
     Bound,
@@ -150,15 +152,17 @@ pub enum LedgerMisuse {
 }
 
 /// The APPLY_INPUT dedupe ledger. See the [module docs](self).
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct OperationLedger {
     // SipHash with a per-process key: ids are chosen by peers, so a keyed hash keeps a client
     // from flooding one bucket. Iteration order never leaves this type.
+    #[serde(with = "crate::upgrade::sorted_map")]
     records: HashMap<OperationId, Record>,
     // Every record that still has a horizon to reach, in admission order (oldest first).
     // Records only leave from the front, so the queue and the map never disagree.
     order: VecDeque<(Instant, OperationId)>,
     // Records held per owner; an owner with none has no entry.
+    #[serde(with = "crate::upgrade::sorted_map")]
     owned: HashMap<Owner, usize>,
     capacity: usize,
     share: usize,
@@ -167,7 +171,7 @@ pub struct OperationLedger {
     clock: Instant,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
     digest: PayloadDigest,
     owner: Owner,

@@ -14,6 +14,7 @@
 //! | [`ledger`], [`lane`], [`lease`] | APPLY_INPUT dedupe, one acknowledged job per terminal, input authority |
 //! | [`encoder`] | input atoms to PTY bytes under one mode snapshot |
 //! | [`terminal`] | the server's view of a terminal's output (the `phux-term` model plus its sequence numbers) |
+//! | [`upgrade`] | the engine's whole state as one versioned image, for an in-place upgrade |
 //! | `sim` (feature) | a simulated PTY and clock: the one non-production driver |
 //!
 //! # Driving the server engine
@@ -81,6 +82,7 @@ pub mod server;
 pub mod sim;
 pub mod terminal;
 pub mod time;
+pub mod upgrade;
 pub mod writer;
 
 pub use time::Instant;

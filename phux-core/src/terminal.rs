@@ -30,6 +30,7 @@ use crate::modes::TerminalModes;
 pub struct SeqExhausted;
 
 /// The server's model of one terminal's output: grid, modes, sequence number and title.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct TerminalState {
     /// Screens, history, modes and title.
     term: Terminal,

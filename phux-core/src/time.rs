@@ -11,6 +11,7 @@ use std::time::Duration;
 /// A point in time: microseconds since a driver-chosen epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Instant(u64);
 
 impl Instant {

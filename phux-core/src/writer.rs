@@ -37,12 +37,14 @@ use phux_proto::command::CommandResult;
 pub const LINUX_CANONICAL_LIMIT: usize = 4095;
 
 /// Names one PTY write job, echoed back by the driver in `WriteDone`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize, serde::Deserialize,
+)]
 pub struct JobId(pub u64);
 
 /// What happened to a job's bytes: the one outcome type of the writer, the engine and the
 /// dedupe ledger (which caches it as an operation's final result).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum WriteOutcome {
     /// Every byte was accepted by the PTY master (COMMAND_RESULT OK).
     Written,
@@ -178,9 +180,10 @@ pub enum Step {
     Idle,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Job {
     id: JobId,
+    #[serde(with = "phux_term::bytes")]
     bytes: Vec<u8>,
     written: usize,
     /// The guard has passed this job since its last wait, so its first byte may go.
@@ -188,7 +191,7 @@ struct Job {
 }
 
 /// One terminal's pending write jobs, oldest first, and what they left on the current line.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PtyWriter {
     jobs: VecDeque<Job>,
     line: PendingLine,
@@ -304,7 +307,7 @@ fn partial(written: usize) -> WriteOutcome {
 
 /// The unterminated line the writer's bytes left in the line discipline, counted under each
 /// reading of CR, since which applies is known only when the termios is read.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct PendingLine {
     /// Bytes since the last LF (CR as content: the longest reading).
     since_lf: usize,

@@ -194,6 +194,7 @@ impl Host {
             ServerAction::Signal { terminal, signal } => debug!(%terminal, ?signal, "signal"),
             ServerAction::Kill { terminal } => debug!(%terminal, "kill"),
             ServerAction::Shutdown => debug!("shutdown"),
+            ServerAction::Upgrade { binary } => debug!(?binary, "upgrade"),
         }
         match action {
             ServerAction::Send { conn, bytes } => {
@@ -231,6 +232,11 @@ impl Host {
             }
             ServerAction::Kill { terminal } => self.kill(terminal),
             ServerAction::Shutdown => self.begin_shutdown(),
+            // Until this driver can exec a new image, every upgrade fails and the server
+            // keeps serving (the engine resumes writing and answers the requester).
+            ServerAction::Upgrade { .. } => self.report(ServerEvent::UpgradeFailed {
+                reason: "this server cannot upgrade in place".to_owned(),
+            }),
         }
     }
 

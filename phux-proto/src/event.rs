@@ -5,6 +5,7 @@ use crate::ids::ClientId;
 /// A terminal's process lifecycle as `terminal_control` reports it (u8; others are errors).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Lifecycle {
     /// The child runs (wire 0).
     Running,

@@ -7,6 +7,7 @@ use std::fmt;
 /// Positional encoding: tag `00` ‖ id u32, or tag `01` ‖ host str ‖ id u32.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TerminalId {
     /// A terminal owned by the server the client is talking to.
     Local(u32),
@@ -48,6 +49,7 @@ impl fmt::Display for TerminalId {
 /// A client connection's id as the server names it on the wire (u32).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ClientId(pub u32);
 
 impl fmt::Display for ClientId {
@@ -111,6 +113,22 @@ impl<'a> arbitrary::Arbitrary<'a> for OperationId {
     }
 }
 
+#[cfg(feature = "serde")]
+impl serde::Serialize for OperationId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+// The all-zero id is refused here as on the wire.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for OperationId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bytes = <[u8; 16]>::deserialize(d)?;
+        Self::new(bytes).ok_or_else(|| serde::de::Error::custom("zero operation id"))
+    }
+}
+
 macro_rules! nonzero_u64_id {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
@@ -143,6 +161,22 @@ macro_rules! nonzero_u64_id {
             fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
                 let value: u64 = u.arbitrary()?;
                 Ok(Self(value.max(1)))
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_u64(self.0)
+            }
+        }
+
+        // Zero is refused here as on the wire: a value that decodes is a valid id.
+        #[cfg(feature = "serde")]
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let value = u64::deserialize(d)?;
+                Self::new(value).ok_or_else(|| serde::de::Error::custom("zero id"))
             }
         }
     };

@@ -16,9 +16,10 @@ const MIN_COMPACT: usize = 16 << 10;
 const WRAPPED: u64 = 1 << 63;
 
 /// A bounded ring of history rows, oldest first.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct History {
     /// Row text, back to back. `bytes[0]` is at absolute offset `origin`.
+    #[serde(with = "crate::bytes")]
     bytes: Vec<u8>,
     origin: u64,
     /// Absolute offset where the oldest retained row starts.
@@ -126,6 +127,34 @@ impl History {
         if dead >= MIN_COMPACT && dead * 4 >= self.bytes.len() {
             self.bytes.drain(..dead);
             self.origin = self.first;
+        }
+    }
+
+    /// Whether the offsets agree with the log, as every method relies on (for a history that
+    /// was read back as data).
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        let end = self.origin.checked_add(self.bytes.len() as u64);
+        let ok = self.ends.len() <= self.capacity
+            && (self.head == 0 || self.head < self.ends.len())
+            && (self.head == 0 || self.ends.len() == self.capacity)
+            && self.origin <= self.first
+            && end.is_some_and(|end| {
+                if self.first > end {
+                    return false;
+                }
+                let (newer, older) = self.ends.split_at(self.head);
+                let mut at = self.first;
+                older.iter().chain(newer).all(|&e| {
+                    let e = e & !WRAPPED;
+                    let fine = at <= e && e <= end;
+                    at = e;
+                    fine
+                })
+            });
+        if ok {
+            Ok(())
+        } else {
+            Err("history: offsets do not match the log")
         }
     }
 

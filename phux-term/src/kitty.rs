@@ -7,7 +7,7 @@ use crate::modes::KittyFlags;
 pub(crate) const KITTY_STACK_DEPTH: usize = 16;
 
 /// One screen's flag stack: the flags in force plus up to [`KITTY_STACK_DEPTH`] saved entries.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct KittyStack {
     current: u8,
     /// Saved entries, oldest first; only `saved[..len]` is meaningful.
@@ -16,6 +16,11 @@ pub(crate) struct KittyStack {
 }
 
 impl KittyStack {
+    /// Whether the saved count is within the stack (for a stack read back as data).
+    pub(crate) fn is_valid(&self) -> bool {
+        usize::from(self.len) <= KITTY_STACK_DEPTH
+    }
+
     /// The flags in force.
     pub(crate) fn current(&self) -> KittyFlags {
         KittyFlags(self.current)

@@ -41,6 +41,8 @@
 #![warn(missing_docs)]
 
 mod bootstrap;
+#[doc(hidden)]
+pub mod bytes;
 #[cfg(any(test, feature = "differential"))]
 #[doc(hidden)]
 pub mod differential;

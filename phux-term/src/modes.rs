@@ -7,6 +7,7 @@
 /// Which mouse events the program asked for (DEC private modes 9 / 1000 / 1002 / 1003).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum MouseTracking {
     /// No mouse reporting.
     #[default]
@@ -24,6 +25,7 @@ pub enum MouseTracking {
 /// How mouse reports are encoded (DEC private modes 1005 / 1006 / 1015 / 1016).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum MouseEncoding {
     /// `CSI M Cb Cx Cy`, one byte each (coordinates up to 223).
     #[default]
@@ -41,6 +43,7 @@ pub enum MouseEncoding {
 /// The kitty keyboard protocol's progressive-enhancement flags (`CSI = flags u`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct KittyFlags(pub u8);
 
 impl KittyFlags {
@@ -66,6 +69,7 @@ impl KittyFlags {
 /// Everything the input encoder needs to know about the terminal, as one snapshot.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct TerminalModes {
     /// DECCKM (`CSI ? 1 h`): cursor keys send `SS3 A` instead of `CSI A`.
     pub application_cursor_keys: bool,

@@ -12,6 +12,7 @@ pub const MAX_REPLY_BYTES: usize = 4096;
 ///
 /// Feed it what the program writes with [`advance`](Self::advance); read it back with the
 /// getters, [`screen_json`](Self::screen_json) and [`bootstrap`](Self::bootstrap).
+#[derive(Clone)]
 pub struct Terminal {
     /// Parser, screens, history and the mode tracker.
     pub(crate) vt: Vt,
@@ -80,6 +81,28 @@ impl Terminal {
     /// parser's buffers (not the allocator's own overhead).
     pub fn heap_bytes(&self) -> usize {
         self.vt.heap_bytes()
+    }
+}
+
+/// The whole model as data, exactly: both screens, the history, the parser mid-sequence (a
+/// chunk cut inside an escape sequence or a UTF-8 character continues the same way after a
+/// round trip), modes, character sets, saved cursors, pen, tab stops, kitty stacks, title,
+/// colours, pending bells and replies. A server carries its terminals across an in-place
+/// upgrade with it; the format is the derived serde form of the model's fields, so it changes
+/// with them (the server's state version says which).
+impl serde::Serialize for Terminal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.vt.serialize(s)
+    }
+}
+
+/// Reading a model back checks every invariant its code indexes by: a model that
+/// deserializes is one the parser and the screen operations can run on without panicking.
+impl<'de> serde::Deserialize<'de> for Terminal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let vt = Vt::deserialize(d)?;
+        vt.check().map_err(serde::de::Error::custom)?;
+        Ok(Self { vt })
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) struct Advance {
     pub(crate) hit: Option<Hit>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 enum State {
     /// Text, and the bodies of OSC / DCS / SOS / PM / APC strings: none of their bytes matter
     /// here, and every one of them is left by ESC (which starts a new sequence) or CAN / SUB.
@@ -49,7 +49,7 @@ enum State {
 }
 
 /// The scanner plus the modes it maintains.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ModeTracker {
     state: State,
     /// First intermediate (or private marker) byte of the sequence, 0 if none.
@@ -72,6 +72,18 @@ pub(crate) struct ModeTracker {
 }
 
 impl ModeTracker {
+    /// Whether the scanner's counters are within its arrays (for a tracker read back as data).
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        if self.groups <= MAX_PARAMS
+            && self.total <= MAX_PARAMS
+            && self.kitty.iter().all(KittyStack::is_valid)
+        {
+            Ok(())
+        } else {
+            Err("mode tracker: counters out of range")
+        }
+    }
+
     /// The modes in force, with the kitty flags of the active screen.
     pub(crate) fn modes(&self) -> TerminalModes {
         let mut modes = self.modes;

@@ -48,7 +48,7 @@ pub fn terminals_mut(frame: &mut Frame) -> Vec<&mut TerminalId> {
             Command::PutFile(p) => vec![&mut p.terminal],
             Command::KillTerminals { terminals } => terminals.iter_mut().collect(),
             Command::GetState { .. }
-            | Command::Upgrade
+            | Command::Upgrade { .. }
             | Command::DetachClients { .. }
             | Command::Shutdown => Vec::new(),
         },

@@ -37,7 +37,7 @@ pub const MAX_ENCODED_BATCH: usize = 65_536;
 ///
 /// Our rule R16: the cell size is the last VIEWPORT_RESIZE's `pixel_w / cols` and
 /// `pixel_h / rows`; without pixel sizes it is 1x1 (cell-quantized clients then send cells).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CellGeometry {
     /// Width of one cell in pixels; never 0.
     pub cell_width_px: u16,

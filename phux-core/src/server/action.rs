@@ -76,6 +76,15 @@ pub enum ServerAction {
     },
     /// Every connection has been told; stop once the queued bytes are flushed.
     Shutdown,
+    /// Upgrade in place: check that the binary reads this state version, wait for
+    /// [`ServerEngine::upgrade_quiet`], export the state and exec the binary; report
+    /// `UpgradeFailed` if anything fails. No write job is handed out until then.
+    ///
+    /// [`ServerEngine::upgrade_quiet`]: super::ServerEngine::upgrade_quiet
+    Upgrade {
+        /// The new binary's path; `None` = the binary the server was started from.
+        binary: Option<String>,
+    },
 }
 
 /// A TERMINAL_OUTPUT frame sent to several viewers: the head (everything through the output

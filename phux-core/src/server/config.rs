@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Server-wide settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ServerConfig {
     /// This incarnation's id (HELLO_OK field 5): 16 random bytes from the driver's OS RNG.
     pub server_id: Vec<u8>,

@@ -11,7 +11,7 @@ use crate::encoder::CellGeometry;
 use crate::framing::FrameDecoder;
 
 /// Where a connection is in its life.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Phase {
     /// Only HELLO and PING are accepted.
     AwaitHello,
@@ -21,7 +21,7 @@ pub(super) enum Phase {
     Closed,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Connection {
     pub(super) id: ConnId,
     pub(super) client: ClientId,
@@ -125,7 +125,7 @@ impl Request {
 }
 
 /// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Budget {
     /// TERMINAL_OUTPUT and BOOTSTRAP_BEGIN / CHUNK / READY: may be tombstoned.
     Output,
@@ -135,7 +135,7 @@ pub(super) enum Budget {
 
 /// Unsent bytes in queue order, so the driver's `Sent{n}` reports (which know nothing of
 /// frames) can be charged back to the right budget.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Outbound {
     segments: std::collections::VecDeque<(Budget, usize)>,
     pub(super) output: usize,

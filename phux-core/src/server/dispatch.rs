@@ -205,8 +205,8 @@ impl ServerEngine {
                     );
                 }
             }
-            Command::Upgrade
-            | Command::ReportAsked { .. }
+            Command::Upgrade { binary } => self.cmd_upgrade(id, rid, binary),
+            Command::ReportAsked { .. }
             | Command::DetachClients { .. }
             | Command::PutFile(_)
             | Command::ReportAgentState { .. } => {

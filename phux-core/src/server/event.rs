@@ -7,12 +7,16 @@ use phux_proto::TerminalId;
 
 /// A connection, as the driver names it. The driver picks the values; they must be unique
 /// among open connections.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize, serde::Deserialize,
+)]
 pub struct ConnId(pub u64);
 
 /// A terminal of this server, as the engine and its driver name it: the `N` of the wire's
 /// `local:N`. Like every terminal id it means something only within one server incarnation.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, serde::Serialize, serde::Deserialize,
+)]
 pub struct LocalTerminal(pub u32);
 
 impl LocalTerminal {
@@ -35,7 +39,7 @@ impl fmt::Display for LocalTerminal {
 }
 
 /// What the driver knows about a peer when it connects.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PeerInfo {
     /// Whether the peer is on the server's local Unix socket (SHUTDOWN is accepted only there).
     pub local_socket: bool,
@@ -137,6 +141,24 @@ pub enum ServerEvent<'a> {
     },
     /// The driver was asked to stop (SIGTERM, SIGINT).
     ShutdownRequested,
+    /// The driver was asked to upgrade by a signal (SIGUSR2): as UPGRADE, with nobody to
+    /// answer. Ignored while an upgrade is pending.
+    UpgradeRequested {
+        /// The new binary's path; `None` = the server's own.
+        binary: Option<String>,
+    },
+    /// The driver could not carry out an `Upgrade` action (the new binary refused the state
+    /// version, did not start, did not adopt): the old engine keeps serving, writes resume.
+    UpgradeFailed {
+        /// Why, for the requester.
+        reason: String,
+    },
+    /// Reported to the engine restored from the state ([`ServerEngine::from_state`]) once the
+    /// new image serves every connection and terminal: the requester is answered OK, writes
+    /// resume.
+    ///
+    /// [`ServerEngine::from_state`]: super::ServerEngine::from_state
+    UpgradeDone,
     /// A wake-up at or after [`ServerEngine::poll_timeout`](super::ServerEngine::poll_timeout).
     Timeout,
 }

@@ -183,7 +183,11 @@ impl ServerEngine {
                 // [INPUT.ORDER.1] The whole batch is one job, handed off in order.
                 // Both records were created above by this call; neither can be missing.
                 let _ = self.ledger.handed_off(op);
-                let _ = self.lane.handed_off(now, &apply.terminal);
+                // [SERVER.UPGRADE.3] A job held by a pending upgrade reaches the writer only
+                // when the upgrade ends: its completion bound starts then.
+                if self.upgrade.is_none() {
+                    let _ = self.lane.handed_off(now, &apply.terminal);
+                }
                 self.queue_job(
                     t,
                     bytes,
@@ -282,6 +286,11 @@ impl ServerEngine {
         let job = JobId(self.next_job);
         self.next_job += 1;
         term.jobs.push_back((job, kind));
+        if self.upgrade.is_some() {
+            // [SERVER.UPGRADE.3] No new write job while an upgrade is pending: it waits.
+            term.held.push_back((job, bytes));
+            return;
+        }
         // [INPUT.CANON.1] Every job passes the canonical-line guard in the terminal's
         // `PtyWriter`, right before its first byte.
         self.actions.push_back(ServerAction::Write {
@@ -298,6 +307,9 @@ impl ServerEngine {
         let Some(pos) = term.jobs.iter().position(|(j, _)| *j == job) else {
             return; // Unknown or duplicate completion: a driver bug, ignored.
         };
+        if term.held.iter().any(|(j, _)| *j == job) {
+            return; // Not handed out yet: a driver bug, ignored.
+        }
         let Some((_, kind)) = term.jobs.remove(pos) else {
             return;
         };
@@ -361,17 +373,24 @@ impl ServerEngine {
             return;
         };
         let jobs: Vec<_> = term.jobs.drain(..).collect();
-        for (_, kind) in jobs {
+        let held: Vec<JobId> = term.held.drain(..).map(|(job, _)| job).collect();
+        for (job, kind) in jobs {
             if let JobKind::Acknowledged {
                 op,
                 conn,
                 request_id,
             } = kind
             {
+                // A held job never reached the driver: none of its bytes were written.
+                let outcome = if held.contains(&job) {
+                    WriteOutcome::NotWritten
+                } else {
+                    WriteOutcome::Unknown
+                };
                 let tid = TerminalId::from(t);
                 if self.lane.complete(&tid, op).is_some() {
-                    let _ = self.ledger.complete(op, WriteOutcome::Unknown);
-                    self.send_result(conn, request_id, WriteOutcome::Unknown.to_result());
+                    let _ = self.ledger.complete(op, outcome);
+                    self.send_result(conn, request_id, outcome.to_result());
                 }
             }
         }

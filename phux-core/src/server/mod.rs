@@ -41,6 +41,7 @@ mod connection;
 mod dispatch;
 mod event;
 mod events;
+mod export;
 mod handshake;
 mod input;
 mod lifecycle;
@@ -48,6 +49,7 @@ mod outbound;
 mod output;
 mod state;
 mod terminal;
+mod upgrade;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -68,7 +70,9 @@ pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
 pub use config::{ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
+pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -93,6 +97,8 @@ pub struct ServerEngine {
     next_stream: u64,
     next_job: u64,
     shutting_down: bool,
+    /// An upgrade is pending ([SERVER.UPGRADE.3]): no new write job reaches a PTY.
+    upgrade: Option<upgrade::PendingUpgrade>,
     /// Emptied `Send` buffers the driver gave back ([`Self::reclaim`]), reused for new sends.
     spare: Vec<Vec<u8>>,
     /// Shared frame heads whose every copy was written ([`Self::reclaim_shared`]).
@@ -121,6 +127,7 @@ impl ServerEngine {
             next_stream: 1,
             next_job: 1,
             shutting_down: false,
+            upgrade: None,
             spare: Vec::new(),
             spare_heads: Vec::new(),
             viewer_scratch: Vec::new(),
@@ -205,6 +212,9 @@ impl ServerEngine {
                 self.on_child_exited(terminal, exit_status);
             }
             ServerEvent::ShutdownRequested => self.shutdown("server is shutting down"),
+            ServerEvent::UpgradeRequested { binary } => self.begin_upgrade(None, binary),
+            ServerEvent::UpgradeFailed { reason } => self.on_upgrade_failed(now, &reason),
+            ServerEvent::UpgradeDone => self.on_upgrade_done(now),
             ServerEvent::Timeout => self.on_timeout(now),
         }
     }

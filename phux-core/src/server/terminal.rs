@@ -17,7 +17,7 @@ use crate::terminal::TerminalState;
 use crate::writer::JobId;
 
 /// Why a job exists: who is owed an answer when it completes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum JobKind {
     /// Fire-and-forget input (INPUT_*, ROUTE_INPUT): nobody is owed a reply.
     Unacknowledged,
@@ -33,7 +33,7 @@ pub(super) enum JobKind {
 }
 
 /// An attached connection's output stream for this terminal.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Viewer {
     pub(super) stream: StreamId,
     pub(super) bootstrap: BootstrapId,
@@ -43,7 +43,7 @@ pub(super) struct Viewer {
 }
 
 /// A terminal-scoped event subscription.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct EventFilter {
     /// `None`: SUBSCRIBE_EVENTS scoped to the terminal (every agent event about it).
     /// `Some(types)`: SUBSCRIBE_TERMINAL_EVENTS, the per-terminal path, which carries only
@@ -71,7 +71,7 @@ pub(super) struct Chunk {
     pub(super) replies: Vec<u8>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Terminal {
     pub(super) id: super::LocalTerminal,
     pub(super) state: TerminalState,
@@ -87,10 +87,43 @@ pub(super) struct Terminal {
     pub(super) subscribers: BTreeMap<ConnId, EventFilter>,
     /// Jobs handed to the driver and not yet reported done, in write order.
     pub(super) jobs: VecDeque<(JobId, JobKind)>,
+    /// The newest of `jobs`, held back while an upgrade is pending ([SERVER.UPGRADE.3]):
+    /// their bytes, not yet handed to the driver.
+    #[serde(with = "held_jobs")]
+    pub(super) held: VecDeque<(JobId, Vec<u8>)>,
     /// A KILL was requested; TERMINAL_CLOSED follows the driver's ChildExited.
     pub(super) killing: bool,
     /// The title last announced with title_changed.
     pub(super) last_title: Option<String>,
+}
+
+/// Held jobs with their bytes as byte strings.
+mod held_jobs {
+    use std::collections::VecDeque;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::writer::JobId;
+
+    #[derive(Serialize, Deserialize)]
+    struct Held(JobId, #[serde(with = "phux_term::bytes")] Vec<u8>);
+
+    pub(super) fn serialize<S: Serializer>(
+        held: &VecDeque<(JobId, Vec<u8>)>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(held.iter().map(|(job, bytes)| Held(*job, bytes.clone())))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<VecDeque<(JobId, Vec<u8>)>, D::Error> {
+        let held = Vec::<Held>::deserialize(d)?;
+        Ok(held
+            .into_iter()
+            .map(|Held(job, bytes)| (job, bytes))
+            .collect())
+    }
 }
 
 impl Terminal {
@@ -112,6 +145,7 @@ impl Terminal {
             viewers: BTreeMap::new(),
             subscribers: BTreeMap::new(),
             jobs: VecDeque::new(),
+            held: VecDeque::new(),
             killing: false,
             last_title: None,
         }

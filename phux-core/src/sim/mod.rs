@@ -186,6 +186,8 @@ pub struct Harness {
     pty_read: Option<usize>,
     shut_down: bool,
     request_counter: u32,
+    /// An `Upgrade` action is not yet carried out or failed.
+    upgrade_asked: bool,
 }
 
 impl fmt::Debug for Harness {
@@ -250,12 +252,55 @@ impl Harness {
             pty_read: None,
             shut_down: false,
             request_counter: 0,
+            upgrade_asked: false,
         }
     }
 
     /// The current server incarnation (1, then +1 per [`Harness::restart_server`]).
     pub fn incarnation(&self) -> u32 {
         self.incarnation
+    }
+
+    /// Whether the engine asked for an upgrade the harness has not yet carried out or failed
+    /// ([`Harness::fail_upgrade`], [`Harness::upgrade_in_place`]); the action, with its
+    /// binary, is in [`Harness::actions`].
+    pub fn upgrade_asked(&self) -> bool {
+        self.upgrade_asked
+    }
+
+    /// Reports the pending upgrade failed with `reason`, and performs what the engine asks.
+    pub fn fail_upgrade(&mut self, reason: &str) {
+        self.upgrade_asked = false;
+        self.server.handle(
+            self.now,
+            ServerEvent::UpgradeFailed {
+                reason: reason.to_owned(),
+            },
+        );
+        self.settle();
+    }
+
+    /// Carries out the pending upgrade as a real driver does, in process: waits for
+    /// [`ServerEngine::upgrade_quiet`] (completing nothing itself: scripted writes must have
+    /// been completed), exports the state, writes it to an image and reads it back, restores a
+    /// new engine from it with the same configuration, and reports `UpgradeDone` to it.
+    /// Connections, PTYs and the clock carry over untouched, as the driver's fds and clock
+    /// epoch do across an exec. Returns the image's size.
+    pub fn upgrade_in_place(&mut self) -> Result<usize, String> {
+        if !self.upgrade_asked {
+            return Err("no upgrade was asked for".to_owned());
+        }
+        self.settle();
+        let image = self.server.export_image(&()).map_err(|e| e.to_string())?;
+        let (state, ()) = crate::upgrade::decode_image(&image).map_err(|e| e.to_string())?;
+        self.server =
+            ServerEngine::from_state(self.config.clone(), state).map_err(|e| e.to_string())?;
+        self.upgrade_asked = false;
+        self.log
+            .push(|| format!("# upgraded in place: image of {} bytes", image.len()));
+        self.server.handle(self.now, ServerEvent::UpgradeDone);
+        self.settle();
+        Ok(image.len())
     }
 
     /// Whether the engine asked the driver to stop (`ServerAction::Shutdown`).

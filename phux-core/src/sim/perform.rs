@@ -142,6 +142,11 @@ impl Harness {
                 }
                 self.record_action(ServerAction::Kill { terminal });
             }
+            ServerAction::Upgrade { binary } => {
+                self.log.push(|| format!("# upgrade requested: {binary:?}"));
+                self.upgrade_asked = true;
+                self.record_action(ServerAction::Upgrade { binary });
+            }
             ServerAction::Shutdown => {
                 self.log.push(|| "# server shutdown".to_owned());
                 self.shut_down = true;

@@ -151,7 +151,7 @@ fn ready(server_id: &[u8]) -> ClientEngine {
 fn hello_flow_offers_raw_profile_and_remembers_server_id() {
     let mut engine = ClientEngine::new(ClientConfig::default());
     assert_eq!(
-        engine.command(Command::Upgrade),
+        engine.command(Command::Upgrade { binary: None }),
         Err(ApiMisuse::NotReady),
         "no command before a connection"
     );
@@ -170,7 +170,7 @@ fn hello_flow_offers_raw_profile_and_remembers_server_id() {
     assert_eq!(caps.max_chunk_bytes.get(), 256 * 1024);
     assert_eq!(caps.max_history_page_bytes.get(), 1024 * 1024);
     assert_eq!(
-        engine.command(Command::Upgrade),
+        engine.command(Command::Upgrade { binary: None }),
         Err(ApiMisuse::NotReady),
         "no command before HELLO_OK"
     );
@@ -211,7 +211,7 @@ fn commands_correlate_by_request_id_in_any_order() {
             terminal: TerminalId::Local(2),
         })
         .unwrap();
-    let c = engine.command(Command::Upgrade).unwrap();
+    let c = engine.command(Command::Upgrade { binary: None }).unwrap();
     assert!(a != b && b != c && a != 0);
     let io = drain(&mut engine);
     assert_eq!(io.sent.len(), 3);
@@ -264,7 +264,7 @@ fn commands_correlate_by_request_id_in_any_order() {
         ]
     );
     // A command still pending when the connection drops is abandoned, not silently lost.
-    let d = engine.command(Command::Upgrade).unwrap();
+    let d = engine.command(Command::Upgrade { binary: None }).unwrap();
     engine.handle_disconnected(t(6));
     let io = drain(&mut engine);
     assert_eq!(

@@ -518,7 +518,7 @@ fn error_codes_sent_are_named_codes() {
             },
         },
     );
-    h.request(c, Command::Upgrade);
+    h.request(c, Command::DetachClients { session: None });
     h.send_raw(c, &hex("0000000c 31 01040400000001 0204017e"));
     h.settle();
     let mut codes = Vec::new();

@@ -18,4 +18,6 @@ mod engine_output;
 mod engine_regressions;
 mod engine_replies;
 mod engine_schedules;
+mod engine_upgrade;
+mod engine_upgrade_state;
 mod fuzz_corpus;

@@ -69,8 +69,12 @@ pub enum Command {
         /// The event types wanted; unknown values are kept (our rule R5).
         event_types: Vec<TerminalEventType>,
     },
-    /// 0x0e: re-exec the server (no body).
-    Upgrade,
+    /// 0x0e: re-exec the server. phux 0.8 gives it no body; beyond phux, the body may carry
+    /// one `str`: the path of the binary to exec (absent = the server's own binary).
+    Upgrade {
+        /// The new binary's path; `None` = the binary the server was started from.
+        binary: Option<String>,
+    },
     /// 0x0f: take the terminal's input lease.
     AcquireInput {
         /// The terminal.
@@ -172,7 +176,7 @@ impl Command {
             Self::KillTerminals { .. } => Self::KILL_TERMINALS,
             Self::GetTerminalState { .. } => Self::GET_TERMINAL_STATE,
             Self::SubscribeTerminalEvents { .. } => Self::SUBSCRIBE_TERMINAL_EVENTS,
-            Self::Upgrade => Self::UPGRADE,
+            Self::Upgrade { .. } => Self::UPGRADE,
             Self::AcquireInput { .. } => Self::ACQUIRE_INPUT,
             Self::ReleaseInput { .. } => Self::RELEASE_INPUT,
             Self::SignalTerminal { .. } => Self::SIGNAL_TERMINAL,
@@ -229,6 +233,7 @@ pub enum StateScope {
 /// ACQUIRE_INPUT's mode (u8; other values are decode errors).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AcquireMode {
     /// 0: fail with INPUT_LEASE_HELD if another client holds the lease.
     Cooperative,
@@ -350,7 +355,10 @@ impl Command {
                     event_types,
                 }
             }
-            Self::UPGRADE => Self::Upgrade,
+            // An empty body is phux 0.8's UPGRADE; a `str` names the binary (ours).
+            Self::UPGRADE => Self::Upgrade {
+                binary: if r.is_empty() { None } else { Some(r.str()?) },
+            },
             Self::ACQUIRE_INPUT => Self::AcquireInput {
                 terminal: TerminalId::read(r)?,
                 mode: match r.u8()? {
@@ -445,7 +453,12 @@ impl Command {
                 out.put_u16(event_types.len() as u16);
                 out.extend(event_types.iter().map(|t| t.0));
             }
-            Self::Upgrade | Self::Shutdown => {}
+            Self::Upgrade { binary } => {
+                if let Some(binary) = binary {
+                    out.put_len_bytes(binary.as_bytes());
+                }
+            }
+            Self::Shutdown => {}
             Self::AcquireInput {
                 terminal,
                 mode,

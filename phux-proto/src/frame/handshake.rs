@@ -88,6 +88,22 @@ impl ByteLimit {
     }
 }
 
+#[cfg(feature = "serde")]
+impl serde::Serialize for ByteLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u32(self.0)
+    }
+}
+
+// Outside 1..=8 MiB is refused here as on the wire.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ByteLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let value = u32::deserialize(d)?;
+        Self::new(value).ok_or_else(|| serde::de::Error::custom("byte limit outside 1..=8 MiB"))
+    }
+}
+
 #[cfg(feature = "arbitrary")]
 impl<'a> arbitrary::Arbitrary<'a> for ByteLimit {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {

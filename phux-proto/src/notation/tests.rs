@@ -338,6 +338,19 @@ fn examples() -> Vec<(&'static str, Frame)> {
             ),
         ),
         (
+            "COMMAND{request_id=18 command=UPGRADE{}}",
+            command(18, Command::Upgrade { binary: None }),
+        ),
+        (
+            "COMMAND{request_id=19 command=UPGRADE{binary=\"/usr/bin/phux-mio-server\"}}",
+            command(
+                19,
+                Command::Upgrade {
+                    binary: Some("/usr/bin/phux-mio-server".to_owned()),
+                },
+            ),
+        ),
+        (
             "COMMAND{request_id=14 command=SHUTDOWN{}}",
             command(14, Command::Shutdown),
         ),
@@ -707,7 +720,7 @@ fn separators_may_be_commas_and_newlines_and_bare_names_are_empty_records() {
         "COMMAND{request_id=1 command=UPGRADE}"
             .parse::<Frame>()
             .unwrap(),
-        command(1, Command::Upgrade)
+        command(1, Command::Upgrade { binary: None })
     );
     // Integer fields take either radix; the rendering is the field's own.
     assert_eq!(

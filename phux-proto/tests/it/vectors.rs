@@ -737,3 +737,27 @@ fn frame_type_names() {
     assert_eq!(FrameType(0x91).to_string(), "0x91");
     assert_eq!(CommandResult::Ok, CommandResult::Ok);
 }
+
+// [SERVER.UPGRADE.1] UPGRADE as phux 0.8 sends it (no body) is `binary: None`; our optional
+// `str` body names the binary, and both encode back to the same bytes.
+#[test]
+fn upgrade_with_and_without_a_binary() {
+    let bare = Frame::Command(CommandFrame {
+        request_id: 5,
+        command: Command::Upgrade { binary: None },
+    });
+    let bytes = hex("0000000c31010404000000050204010e");
+    assert_eq!(bare.to_bytes(), bytes);
+    assert_eq!(Frame::decode(&bytes), Ok(bare));
+    let named = Frame::Command(CommandFrame {
+        request_id: 5,
+        command: Command::Upgrade {
+            binary: Some("/b".to_owned()),
+        },
+    });
+    let bytes = hex("0000001231010404000000050204070e000000022f62");
+    assert_eq!(named.to_bytes(), bytes);
+    assert_eq!(Frame::decode(&bytes), Ok(named));
+    // A length that runs past the value is a decode error, never a guess.
+    assert!(Frame::decode(&hex("0000001231010404000000050204070e000000092f62")).is_err());
+}

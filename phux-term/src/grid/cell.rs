@@ -58,7 +58,7 @@ impl Color {
 }
 
 /// The pen: colours and attributes applied to what is written next.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Pen {
     /// Foreground colour plus [`ATTR_MASK`] bits.
     pub(crate) fg: u32,

@@ -15,6 +15,7 @@
 
 mod cell;
 mod ring;
+mod state;
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@ use super::Row;
 use super::collect;
 
 /// One screen's rows as a ring: visual row `y` is `rows[(top + y) % len]`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Grid {
     rows: Vec<Row>,
     top: usize,
@@ -18,6 +18,19 @@ impl Grid {
             rows: (0..rows).map(|_| Row::new(cols)).collect(),
             top: 0,
             cols,
+        }
+    }
+
+    /// Whether every row is `cols` wide and the ring's start names a row (for a grid that was
+    /// read back as data).
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        let ok = u16::try_from(self.rows.len()).is_ok()
+            && (self.top < self.rows.len() || (self.rows.is_empty() && self.top == 0))
+            && self.rows.iter().all(|r| r.cols() == self.cols);
+        if ok {
+            Ok(())
+        } else {
+            Err("grid: rows do not match")
         }
     }
 

@@ -9,6 +9,7 @@ use crate::tracker;
 mod hostile;
 mod recordings;
 mod replies;
+mod state;
 mod vs_vt100;
 mod xterm;
 

@@ -5,7 +5,7 @@
 //! and a character decoded from UTF-8 is shown as it is.
 
 /// A 94-character set a G register can hold.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Charset {
     #[default]
     Ascii,
@@ -59,7 +59,7 @@ impl Charset {
 }
 
 /// The four G registers, which one is invoked into GL, and a pending single shift.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Charsets {
     pub(crate) g: [Charset; 4],
     /// The register invoked into GL (0-3).

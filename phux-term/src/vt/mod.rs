@@ -42,7 +42,7 @@ const MAX_OSC: usize = 4096;
 /// `vt100` keeps at most this many bytes of text per cell (a base character plus marks).
 const MAX_CELL_BYTES: usize = 18;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 enum State {
     #[default]
     Ground,
@@ -62,7 +62,7 @@ enum State {
 }
 
 /// CSI parameters grouped like `vte`'s: `len[i]` at a group's first index is its length.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Params {
     vals: [u16; MAX_PARAMS],
     group: [u8; MAX_PARAMS],
@@ -132,7 +132,7 @@ impl<'a> Iterator for ParamIter<'a> {
 
 /// UTF-8 decoding state in the ground state: continuation bytes still expected and the bounds
 /// of the next one (the first continuation byte of some lead bytes is narrower).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Utf8 {
     need: u8,
     cp: u32,
@@ -142,7 +142,7 @@ struct Utf8 {
 
 /// The cursor. `x` is always a valid column; `pending` is xterm's wrap-pending state after a
 /// character was written to the last column (the next printed character wraps first).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Cursor {
     pub(crate) x: u16,
     pub(crate) y: u16,
@@ -152,7 +152,7 @@ pub(crate) struct Cursor {
 /// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the
 /// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`) and the
 /// character sets, but not DECAWM.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Saved {
     pub(crate) x: u16,
     pub(crate) y: u16,
@@ -164,7 +164,7 @@ pub(crate) struct Saved {
 
 /// The parser plus both screens, the cursor, the pen, the modes that change how output is
 /// drawn, the title, the bell count and the history.
-#[derive(Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Vt {
     // Parser.
     state: State,
@@ -207,6 +207,7 @@ pub(crate) struct Vt {
     pub(crate) last_char: Option<char>,
     /// Characters REP accounted for without writing them (tests check the bound on work).
     #[cfg(test)]
+    #[serde(skip)]
     pub(crate) rep_skipped: usize,
 
     pub(crate) history: History,
@@ -357,6 +358,47 @@ impl Vt {
         self.tabs.resize(usize::from(cols), false);
         for c in old..usize::from(cols) {
             self.tabs[c] = c > 0 && c % 8 == 0;
+        }
+    }
+
+    /// Whether every invariant the parser and the screen operations index by holds: sizes,
+    /// cursors, the scroll region, tab stops, parser counters and the history's offsets. A
+    /// model read back as data is checked with it before use.
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        self.screen.check()?;
+        self.other.check()?;
+        self.history.check()?;
+        self.tracker.check()?;
+        let (cols, rows) = (self.cols, self.rows);
+        let sizes = cols >= 1
+            && rows >= 1
+            && self.screen.cols() == cols
+            && self.screen.rows() == rows
+            // The alternate screen has no rows until first entered, and keeps its width
+            // from then on only while it has rows.
+            && (self.other.rows() == 0 || (self.other.cols() == cols && self.other.rows() == rows))
+            && self.tabs.len() == usize::from(cols);
+        let cursors = self.cur.x < cols
+            && self.cur.y < rows
+            && self.top <= self.bottom
+            && self.bottom < rows
+            && self.saved.iter().all(|s| s.x < cols && s.y < rows);
+        let charsets = [self.charsets]
+            .iter()
+            .chain(self.saved.iter().map(|s| &s.charsets))
+            .all(|c| c.gl < 4 && matches!(c.single, 0 | 2 | 3));
+        let parser = self.params.len <= MAX_PARAMS
+            && self.params.open <= self.params.len
+            && self.n_intermediates <= MAX_INTERMEDIATES
+            && self.utf8.need <= 3
+            && self.osc.len() <= MAX_OSC
+            && self.replies.len() <= crate::MAX_REPLY_BYTES;
+        match (sizes, cursors, charsets, parser) {
+            (false, ..) => Err("terminal: screen sizes do not match"),
+            (_, false, ..) => Err("terminal: a cursor or the scroll region is off the screen"),
+            (_, _, false, _) => Err("terminal: a character set register out of range"),
+            (.., false) => Err("terminal: parser state out of range"),
+            _ => Ok(()),
         }
     }
 

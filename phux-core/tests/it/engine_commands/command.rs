@@ -41,7 +41,7 @@ fn unsupported_allocated_command_is_invalid_command_and_connection_stays() {
     // [COMMAND.UNSUPPORTED.1]
     let mut h = Harness::new();
     let c = h.client();
-    let r = h.request(c, Command::Upgrade);
+    let r = h.request(c, Command::DetachClients { session: None });
     assert_eq!(
         r.as_ref().and_then(error_code),
         Some(ErrorCode::INVALID_COMMAND)

@@ -37,7 +37,7 @@ record!(PutFile = "PUT_FILE" {
 });
 
 /// The command's upper-case wire name with its fields: `ATTACH_TERMINAL{terminal=local:1}`,
-/// `UPGRADE{}`.
+/// `UPGRADE{}`, `UPGRADE{binary="/usr/bin/phux-mio-server"}`.
 impl ToValue for Command {
     fn to_value(&self) -> Value {
         let rec = Rec::new(self.name());
@@ -73,7 +73,8 @@ impl ToValue for Command {
             } => rec
                 .req("terminal", terminal)
                 .req("event_types", event_types),
-            Self::Upgrade | Self::Shutdown => rec,
+            Self::Upgrade { binary } => rec.opt("binary", binary.as_ref()),
+            Self::Shutdown => rec,
             Self::AcquireInput {
                 terminal,
                 mode,
@@ -143,7 +144,9 @@ impl FromValue for Command {
                     terminal: r.req("terminal")?,
                     event_types: r.req("event_types")?,
                 },
-                "UPGRADE" => Self::Upgrade,
+                "UPGRADE" => Self::Upgrade {
+                    binary: r.opt("binary")?,
+                },
                 "ACQUIRE_INPUT" => Self::AcquireInput {
                     terminal: r.req("terminal")?,
                     mode: r.req("mode")?,

@@ -1,0 +1,247 @@
+//! The engine's whole state as data ([`EngineState`]), for an in-place upgrade: exported when
+//! quiet, restored into a new engine that goes on exactly where the old one stopped.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::connection::Connection;
+use super::terminal::Terminal;
+use super::upgrade::PendingUpgrade;
+use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
+use crate::lane::AckLane;
+use crate::lease::LeaseTable;
+use crate::ledger::OperationLedger;
+use crate::time::Instant;
+
+/// Everything a [`ServerEngine`] knows, as plain data ([SERVER.UPGRADE.STATE.1]): every
+/// connection (phase, HELLO state, the bytes its decoder holds, its queued bytes by budget,
+/// negotiated limits, cell geometry, subscriptions, paused streams, handshake deadline), every
+/// terminal (the VT model exactly, output seq, lifecycle, viewers with their stream and
+/// bootstrap ids, subscribers, jobs in progress and held, the spawner owed a reply), the
+/// dedupe ledger, the leases with their deadlines, the acknowledged-input lane, the id
+/// counters, a pending upgrade's requester and the configuration, `server_id` included.
+///
+/// Instants are as the engine holds them (microseconds since the driver's epoch): the new
+/// image must keep the same clock epoch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EngineState {
+    config: ServerConfig,
+    conns: Vec<Connection>,
+    queued: usize,
+    handshakes: Vec<(Instant, ConnId)>,
+    terminals: Vec<Terminal>,
+    ledger: OperationLedger,
+    leases: LeaseTable,
+    lane: AckLane,
+    next_client: u32,
+    next_terminal: u32,
+    next_stream: u64,
+    next_job: u64,
+    shutting_down: bool,
+    upgrade: Option<PendingUpgrade>,
+}
+
+/// Why the engine cannot be exported now.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotQuiet {
+    /// Actions wait to be drained by the driver.
+    #[error("{count} actions are not drained")]
+    ActionsQueued {
+        /// How many.
+        count: usize,
+    },
+    /// A write job is with the driver and not reported done.
+    #[error("terminal {terminal} has input in progress")]
+    WriteInProgress {
+        /// The terminal.
+        terminal: LocalTerminal,
+    },
+}
+
+/// Why a state cannot become an engine.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The configuration names another server id: the incarnation must not change.
+    #[error("the configuration's server id differs from the state's")]
+    ServerIdChanged,
+    /// The state breaks an invariant the engine relies on.
+    #[error("inconsistent state: {0}")]
+    Inconsistent(&'static str),
+}
+
+impl EngineState {
+    /// The configuration the exporting engine ran with (its `server_id` is the one a restored
+    /// engine must keep).
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The incarnation id.
+    pub fn server_id(&self) -> &[u8] {
+        &self.config.server_id
+    }
+
+    /// The connections, in id order.
+    pub fn connections(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns.iter().map(|c| c.id)
+    }
+
+    /// The terminals with their child's pid (`None` while the spawn is unanswered), in id
+    /// order.
+    pub fn terminals(&self) -> impl Iterator<Item = (LocalTerminal, Option<u32>)> + '_ {
+        self.terminals.iter().map(|t| (t.id, t.pid))
+    }
+
+    /// Whether an upgrade was pending at export (it is, for a state exported to upgrade).
+    pub fn is_upgrading(&self) -> bool {
+        self.upgrade.is_some()
+    }
+}
+
+/// [`EngineState`] borrowed from a live engine: the same fields in the same order, so it
+/// serializes to the same bytes without copying the engine first.
+#[derive(Serialize)]
+pub(crate) struct EngineStateRef<'a> {
+    config: &'a ServerConfig,
+    conns: Vec<&'a Connection>,
+    queued: usize,
+    handshakes: &'a BTreeSet<(Instant, ConnId)>,
+    terminals: Vec<&'a Terminal>,
+    ledger: &'a OperationLedger,
+    leases: &'a LeaseTable,
+    lane: &'a AckLane,
+    next_client: u32,
+    next_terminal: u32,
+    next_stream: u64,
+    next_job: u64,
+    shutting_down: bool,
+    upgrade: &'a Option<PendingUpgrade>,
+}
+
+impl ServerEngine {
+    /// Checks that the engine is quiet ([SERVER.UPGRADE.STATE.4]).
+    fn check_quiet(&self) -> Result<(), NotQuiet> {
+        if !self.actions.is_empty() {
+            return Err(NotQuiet::ActionsQueued {
+                count: self.actions.len(),
+            });
+        }
+        if let Some(t) = self
+            .terminals
+            .values()
+            .find(|t| t.jobs.len() != t.held.len())
+        {
+            return Err(NotQuiet::WriteInProgress { terminal: t.id });
+        }
+        Ok(())
+    }
+
+    /// The image of the whole state and the driver's `host` state, once quiet: the bytes
+    /// [`upgrade::encode_image`](crate::upgrade::encode_image) makes of
+    /// [`Self::export_state`], without copying the engine first (an upgrade of a big server
+    /// holds one image in memory, not a copy of the state besides).
+    pub fn export_image<H: Serialize>(&self, host: &H) -> Result<Vec<u8>, NotQuiet> {
+        self.check_quiet()?;
+        let state = EngineStateRef {
+            config: &self.config,
+            conns: self.conns.values().collect(),
+            queued: self.queued,
+            handshakes: &self.handshakes,
+            terminals: self.terminals.values().collect(),
+            ledger: &self.ledger,
+            leases: &self.leases,
+            lane: &self.lane,
+            next_client: self.next_client,
+            next_terminal: self.next_terminal,
+            next_stream: self.next_stream,
+            next_job: self.next_job,
+            shutting_down: self.shutting_down,
+            upgrade: &self.upgrade,
+        };
+        Ok(crate::upgrade::encode_value(&(state, host)))
+    }
+
+    /// The whole state, once quiet: no action queued, no write job with the driver
+    /// ([SERVER.UPGRADE.STATE.4]). Jobs held back by a pending upgrade are part of the state.
+    pub fn export_state(&self) -> Result<EngineState, NotQuiet> {
+        self.check_quiet()?;
+        Ok(EngineState {
+            config: self.config.clone(),
+            conns: self.conns.values().cloned().collect(),
+            queued: self.queued,
+            handshakes: self.handshakes.iter().copied().collect(),
+            terminals: self.terminals.values().cloned().collect(),
+            ledger: self.ledger.clone(),
+            leases: self.leases.clone(),
+            lane: self.lane.clone(),
+            next_client: self.next_client,
+            next_terminal: self.next_terminal,
+            next_stream: self.next_stream,
+            next_job: self.next_job,
+            shutting_down: self.shutting_down,
+            upgrade: self.upgrade.clone(),
+        })
+    }
+
+    /// An engine that goes on exactly where the one that exported `state` stopped: every
+    /// later event gives the same actions, byte for byte ([SERVER.UPGRADE.STATE.2]).
+    /// `config` is the new image's; its `server_id` must be the state's.
+    pub fn from_state(config: ServerConfig, state: EngineState) -> Result<Self, StateError> {
+        if config.server_id != state.config.server_id {
+            return Err(StateError::ServerIdChanged);
+        }
+        let mut conns = BTreeMap::new();
+        for conn in state.conns {
+            if conn.cells.cell_width_px == 0 || conn.cells.cell_height_px == 0 {
+                return Err(StateError::Inconsistent("a connection's cell size is zero"));
+            }
+            if conns.insert(conn.id, conn).is_some() {
+                return Err(StateError::Inconsistent("a connection appears twice"));
+            }
+        }
+        let mut terminals = BTreeMap::new();
+        for term in state.terminals {
+            let tail = term.jobs.len().checked_sub(term.held.len());
+            let held_are_newest = tail.is_some_and(|tail| {
+                term.jobs
+                    .iter()
+                    .skip(tail)
+                    .map(|(job, _)| job)
+                    .eq(term.held.iter().map(|(job, _)| job))
+            });
+            if !held_are_newest {
+                return Err(StateError::Inconsistent(
+                    "held jobs are not the newest of a terminal's jobs",
+                ));
+            }
+            if terminals.insert(term.id, term).is_some() {
+                return Err(StateError::Inconsistent("a terminal appears twice"));
+            }
+        }
+        let handshakes: BTreeSet<(Instant, ConnId)> = state.handshakes.into_iter().collect();
+        Ok(Self {
+            config,
+            conns,
+            queued: state.queued,
+            shedding: false,
+            handshakes,
+            terminals,
+            ledger: state.ledger,
+            leases: state.leases,
+            lane: state.lane,
+            actions: VecDeque::new(),
+            next_client: state.next_client,
+            next_terminal: state.next_terminal,
+            next_stream: state.next_stream,
+            next_job: state.next_job,
+            shutting_down: state.shutting_down,
+            upgrade: state.upgrade,
+            spare: Vec::new(),
+            spare_heads: Vec::new(),
+            viewer_scratch: Vec::new(),
+        })
+    }
+}
