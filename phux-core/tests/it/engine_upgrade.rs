@@ -404,3 +404,69 @@ fn held_input_has_its_whole_completion_bound_after_the_upgrade() {
     assert_eq!(h.take_result(c, op), Some(CommandResult::Ok));
     assert_eq!(h.pty(&t).read_log(), b"slow");
 }
+
+/// The committed image of [`pinned_state`], written by the build that fixed the layout of
+/// state version 1.
+const PINNED_IMAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/state-v1.image");
+
+/// A state that touches most of what an image carries: an attached viewer, output cut inside
+/// a UTF-8 character, a held lease, input held behind the upgrade.
+fn pinned_state() -> Vec<u8> {
+    let (mut h, c, t) = setup();
+    let viewer = h.client();
+    let attach = h.request(
+        viewer,
+        Command::AttachTerminal {
+            terminal: t.clone(),
+        },
+    );
+    assert!(attach.is_some());
+    h.pty(&t)
+        .script(b"pinned \x1b[1;31mstate\x1b[m\r\n\x1b]0;title\x07cut \xe4\xb8");
+    h.settle();
+    let lease = h.request(
+        viewer,
+        Command::AcquireInput {
+            terminal: t.clone(),
+            mode: phux_proto::command::AcquireMode::Cooperative,
+            ttl_ms: 60_000,
+        },
+    );
+    assert_eq!(lease, Some(CommandResult::Ok));
+    ask_upgrade(&mut h, c, None);
+    let op = h.next_request_id();
+    h.send(
+        viewer,
+        &command_frame(op, apply_input(7, &t, vec![paste(b"held")])),
+    );
+    h.settle();
+    h.server.export_image(&()).expect("quiet")
+}
+
+#[test]
+fn the_layout_of_state_version_1_is_pinned() {
+    // [SERVER.UPGRADE.STATE.3] A binary reads every version it was built to read: the image an
+    // earlier build wrote still decodes, and the same state still makes the same bytes. When
+    // this fails, the layout changed: bump STATE_VERSION and keep reading version 1 (or, if the
+    // change is only to the scenario above, write the fixture again with
+    // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit).
+    let now = pinned_state();
+    if std::env::var_os("PHUX_WRITE_STATE_FIXTURE").is_some() {
+        std::fs::write(PINNED_IMAGE, &now).expect("write the fixture");
+    }
+    let pinned = std::fs::read(PINNED_IMAGE).expect("the committed fixture");
+    assert_eq!(phux_core::upgrade::image_version(&pinned), Ok(1));
+    let (state, ()) =
+        phux_core::upgrade::decode_image::<()>(&pinned).expect("version 1 still decodes");
+    let config = state.config().clone();
+    let restored =
+        phux_core::server::ServerEngine::from_state(config, state).expect("and restores");
+    assert_eq!(restored.connection_count(), 2);
+    assert_eq!(restored.terminal_count(), 1);
+    assert!(
+        now == pinned,
+        "the same state makes other bytes than version 1's ({} vs {} bytes): the layout changed",
+        now.len(),
+        pinned.len()
+    );
+}
