@@ -1,0 +1,215 @@
+//! An upgrade that cannot happen changes nothing: a new binary that exits at once, one that
+//! hangs, one that refuses the state version, one that is not there. Each time the requester
+//! gets an ERROR naming the reason, every client is still served, the terminals still run, and
+//! a later good upgrade works. A second UPGRADE while one is under way is refused. And a new
+//! image that cannot read the state goes back to the previous binary with the reason.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use phux_proto::command::{Command, CommandResult};
+use phux_proto::frame::CommandFrame;
+use phux_proto::{ErrorCode, Frame, TerminalId};
+
+use crate::support::client::{Client, DEADLINE, Server, contains};
+use crate::upgrade_chaos::{LoggedServer, paste, ping, screen};
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn upgrade_to(c: &mut Client, binary: &Path) -> CommandResult {
+    c.command(Command::Upgrade {
+        binary: Some(binary.to_str().expect("utf-8").to_owned()),
+    })
+}
+
+/// The ERROR an upgrade got, with its text; panics on anything else.
+fn refusal(result: CommandResult) -> String {
+    match result {
+        CommandResult::Error { code, message } => {
+            // [SERVER.UPGRADE.EXEC.4] Request-scoped: the server failed, not the request.
+            assert_eq!(code, ErrorCode::INTERNAL_ERROR, "{message}");
+            message
+        }
+        other => panic!("the upgrade did not fail: {other:?}"),
+    }
+}
+
+/// Every client answers a ping and a command, and the echo terminal still echoes.
+fn all_served(clients: &mut [&mut Client], echo: &TerminalId, round: u64) {
+    for (i, c) in clients.iter_mut().enumerate() {
+        ping(c, round * 100 + i as u64);
+        let _ = screen(c, echo);
+        assert!(!c.eof);
+    }
+    let word = format!("alive{round}");
+    let first = &mut *clients[0];
+    assert_eq!(
+        first.command(Command::ApplyInput(paste(
+            0x5500_0000 + u128::from(round),
+            echo,
+            format!("{word}\n").as_bytes()
+        ))),
+        CommandResult::Ok
+    );
+    let end = Instant::now() + DEADLINE;
+    while !screen(first, echo).contains(&word) {
+        assert!(Instant::now() < end, "the terminal stopped running");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
+    // [SERVER.UPGRADE.EXEC.2] [SERVER.UPGRADE.EXEC.4]
+    let mut fixture = LoggedServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut a = fixture.server.connect();
+    let hello = a.hello();
+    let mut b = fixture.server.connect();
+    b.hello();
+    let echo = a.spawn(&["cat"]);
+    assert_eq!(
+        b.command(Command::AttachTerminal {
+            terminal: echo.clone()
+        }),
+        CommandResult::Ok
+    );
+    all_served(&mut [&mut a, &mut b], &echo, 1);
+
+    let exits = script(dir.path(), "exits", "exit 0");
+    let text = refusal(upgrade_to(&mut a, &exits));
+    assert!(
+        text.contains("upgrade failed") && text.contains("without confirming"),
+        "{text}"
+    );
+    all_served(&mut [&mut a, &mut b], &echo, 2);
+
+    let refuses = script(
+        dir.path(),
+        "refuses",
+        "echo \"state version $2 is not one I read\" >&2; exit 3",
+    );
+    let text = refusal(upgrade_to(&mut b, &refuses));
+    assert!(
+        text.contains("is not one I read") && text.contains("exit status: 3"),
+        "{text}"
+    );
+    all_served(&mut [&mut a, &mut b], &echo, 3);
+
+    let text = refusal(upgrade_to(
+        &mut a,
+        Path::new("/nonexistent/phux-mio-server"),
+    ));
+    assert!(text.contains("cannot run"), "{text}");
+    all_served(&mut [&mut a, &mut b], &echo, 4);
+
+    // One that hangs is killed at the check's deadline; meanwhile everyone is served, and a
+    // second upgrade is refused at once.
+    let hangs = script(dir.path(), "hangs", "exec sleep 100000");
+    a.send(&Frame::Command(CommandFrame {
+        request_id: 9000,
+        command: Command::Upgrade {
+            binary: Some(hangs.to_str().expect("utf-8").to_owned()),
+        },
+    }));
+    let second = b.command(Command::Upgrade { binary: None });
+    assert!(
+        matches!(&second, CommandResult::Error { .. }),
+        "a second upgrade was not refused: {second:?}"
+    );
+    ping(&mut b, 77);
+    let hung = a.wait_for("the hung upgrade's answer", |f| match f {
+        Frame::CommandResult(r) if r.request_id == 9000 => Some(r.result.clone()),
+        _ => None,
+    });
+    let text = refusal(hung);
+    assert!(text.contains("did not answer"), "{text}");
+    all_served(&mut [&mut a, &mut b], &echo, 5);
+    assert_eq!(fixture.adoptions(), 0, "a failed upgrade exec'd");
+
+    // The real binary still upgrades, and the server is the same one.
+    let good = PathBuf::from(env!("CARGO_BIN_EXE_phux-mio-server"));
+    assert_eq!(upgrade_to(&mut a, &good), CommandResult::Ok);
+    assert_eq!(fixture.adoptions(), 1);
+    all_served(&mut [&mut a, &mut b], &echo, 6);
+    let mut c = fixture.server.connect();
+    assert_eq!(c.hello().server_id, hello.server_id);
+    assert!(fixture.server.process.try_wait().expect("wait").is_none());
+}
+
+#[test]
+fn check_upgrade_confirms_its_version_and_refuses_others() {
+    // [SERVER.UPGRADE.EXEC.2]
+    let exe = env!("CARGO_BIN_EXE_phux-mio-server");
+    let version = phux_core::upgrade::STATE_VERSION;
+    let out = std::process::Command::new(exe)
+        .args(["--check-upgrade", &version.to_string()])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{out:?}");
+    assert!(contains(
+        &out.stdout,
+        phux_mio_server::upgrade::check_line(version).as_bytes()
+    ));
+    let out = std::process::Command::new(exe)
+        .args(["--check-upgrade", &(version + 1000).to_string()])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(contains(&out.stderr, b"cannot read upgrade state version"));
+}
+
+#[test]
+fn a_new_image_that_cannot_read_the_state_goes_back_to_the_previous_binary() {
+    // [SERVER.UPGRADE.EXEC.6] The "previous binary" is a script that records how it was
+    // exec'd; the "image" is not one.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("args");
+    let previous = script(
+        dir.path(),
+        "previous",
+        &format!("printf '%s\\n' \"$@\" > {}", record.display()),
+    );
+    let garbage = dir.path().join("garbage");
+    std::fs::write(&garbage, b"not an image at all").expect("write");
+    let exe = env!("CARGO_BIN_EXE_phux-mio-server");
+    let status = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg("exec 5<\"$1\" 6<\"$2\"; exec \"$0\" --adopt-image 6 --previous-exe 5")
+        .arg(exe)
+        .arg(&previous)
+        .arg(&garbage)
+        .status()
+        .expect("run");
+    assert!(status.success(), "{status:?}");
+    let args = std::fs::read_to_string(&record).expect("the previous binary ran");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(
+        &args[..3],
+        ["--adopt-image", "6", "--adopt-failed"],
+        "{args:?}"
+    );
+    assert!(args[3].contains("cannot read the state"), "{args:?}");
+}
+
+#[test]
+fn a_server_without_terminals_upgrades_and_answers() {
+    // [SERVER.UPGRADE.EXEC.4] The smallest case: one client, nothing else.
+    let server = Server::start();
+    let mut c = server.connect();
+    let hello = c.hello();
+    assert_eq!(
+        c.command(Command::Upgrade { binary: None }),
+        CommandResult::Ok
+    );
+    ping(&mut c, 1);
+    let mut d = server.connect();
+    assert_eq!(d.hello().server_id, hello.server_id);
+}
