@@ -74,7 +74,7 @@ fn run_bridge(args: &BridgeArgs) -> ExitCode {
 }
 
 /// `--check-upgrade VERSION`: whether this binary reads upgrade state `version`
-/// ([SERVER.UPGRADE.EXEC.2]).
+/// ([SERVER.UPGRADE.EXEC.8]).
 fn check_upgrade(version: u32) -> ExitCode {
     if phux_core::upgrade::reads_version(version) {
         println!("{}", check_line(version));

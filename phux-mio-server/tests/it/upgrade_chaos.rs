@@ -142,7 +142,7 @@ fn input_loop(mut c: Client, terminal: &TerminalId, stop: &AtomicBool) -> Vec<u6
             pending.retain(|p| *p != id);
             match result {
                 CommandResult::Ok => ok = true,
-                // [INPUT.LANE] The retry found the original still in its lane.
+                // [INPUT.LANE.1] The retry found the original still in its lane.
                 CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {}
                 other => panic!("tok{k}: {other:?}"),
             }

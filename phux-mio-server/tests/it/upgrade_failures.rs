@@ -145,7 +145,7 @@ fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
 
 #[test]
 fn check_upgrade_confirms_its_version_and_refuses_others() {
-    // [SERVER.UPGRADE.EXEC.2]
+    // [SERVER.UPGRADE.EXEC.8]
     let exe = env!("CARGO_BIN_EXE_phux-mio-server");
     let version = phux_core::upgrade::STATE_VERSION;
     let out = std::process::Command::new(exe)
