@@ -76,11 +76,23 @@ impl Driver {
         self.upgrade.context = Some(context);
     }
 
-    /// Once per turn: starts what the engine asked for, and moves the one under way on.
+    /// Once per turn: starts what the engine asked for, and moves the one under way on, as
+    /// far as it goes without waiting (a check that passed is followed by the quiet test at
+    /// once, not at the next wake-up).
     pub(super) fn upgrade_step(&mut self) {
         while let Some(binary) = self.host.upgrades.pop_front() {
             self.begin_upgrade(binary);
         }
+        loop {
+            let before = std::mem::discriminant(&self.upgrade.phase);
+            self.upgrade_advance();
+            if std::mem::discriminant(&self.upgrade.phase) == before {
+                return;
+            }
+        }
+    }
+
+    fn upgrade_advance(&mut self) {
         let now = self.host.clock.now();
         match std::mem::take(&mut self.upgrade.phase) {
             Phase::Idle => {}

@@ -54,3 +54,4 @@ mod socket_stale;
 mod stdio_flags;
 mod upgrade_chaos;
 mod upgrade_failures;
+mod upgrade_stdio;

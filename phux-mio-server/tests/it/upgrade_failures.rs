@@ -10,9 +10,11 @@ use std::time::Instant;
 
 use phux_proto::command::{Command, CommandResult};
 use phux_proto::frame::CommandFrame;
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use crate::support::client::{Client, DEADLINE, Server, contains};
+use crate::support::client::{Client, DEADLINE, Server, contains, pid_of_terminal};
+use crate::support::common::{eventually, proc_state};
 use crate::upgrade_chaos::{LoggedServer, paste, ping, screen};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -212,4 +214,90 @@ fn a_server_without_terminals_upgrades_and_answers() {
     ping(&mut c, 1);
     let mut d = server.connect();
     assert_eq!(d.hello().server_id, hello.server_id);
+}
+
+#[test]
+fn a_write_that_cannot_finish_fails_the_upgrade_and_is_then_delivered() {
+    // [SERVER.UPGRADE.EXEC.3] A stopped child leaves its paste half written: the upgrade waits
+    // for it no longer than its bound, fails naming the terminal, and the paste is delivered
+    // once the child runs again.
+    let fixture = LoggedServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("read.log");
+    std::fs::write(&out, "").expect("create");
+    let mut a = fixture.server.connect();
+    a.hello();
+    let terminal = a.spawn(&[
+        "sh",
+        "-c",
+        &format!("stty -echo; echo READY; exec cat >> {}", out.display()),
+    ]);
+    let end = Instant::now() + DEADLINE;
+    while !screen(&mut a, &terminal).contains("READY") {
+        assert!(Instant::now() < end, "the child never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        a.command(Command::SignalTerminal {
+            terminal: terminal.clone(),
+            signal: phux_proto::command::Signal::Freeze,
+        }),
+        CommandResult::Ok
+    );
+    let child = pid_of_terminal(&mut a, &terminal);
+    assert!(eventually(|| proc_state(child) == Some('T')), "not stopped");
+    // Far more than a terminal's input queue holds (some 68 KiB: the line discipline's 4 KiB
+    // and the flip buffers' 64 KiB): three plain-input jobs of 60 KiB, the last in progress.
+    let chunks: Vec<String> = (0..3)
+        .map(|c| {
+            use std::fmt::Write as _;
+            let mut chunk = String::new();
+            for i in 0..3600 {
+                let _ = writeln!(chunk, "chunk{c}-line{i:05}");
+            }
+            chunk
+        })
+        .collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        a.send(&Frame::Command(CommandFrame {
+            request_id: 7000 + i as u32,
+            command: Command::RouteInput {
+                terminal: terminal.clone(),
+                event: InputEvent::Paste(PasteEvent {
+                    trust: PasteTrust::Trusted,
+                    data: chunk.clone().into_bytes(),
+                }),
+            },
+        }));
+    }
+    // On the same connection, so the jobs are under way before the upgrade begins.
+    let text = refusal(a.command(Command::Upgrade { binary: None }));
+    let mut b = fixture.server.connect();
+    b.hello();
+    assert!(
+        text.contains("input in progress") && text.contains(&terminal.to_string()),
+        "{text}"
+    );
+    ping(&mut b, 1);
+    assert_eq!(fixture.adoptions(), 0);
+    assert_eq!(
+        b.command(Command::SignalTerminal {
+            terminal: terminal.clone(),
+            signal: phux_proto::command::Signal::Resume,
+        }),
+        CommandResult::Ok
+    );
+    // Every byte reaches the child once, in order.
+    let want = chunks.concat();
+    let end = Instant::now() + DEADLINE;
+    while std::fs::read_to_string(&out).unwrap_or_default().len() < want.len() {
+        assert!(Instant::now() < end, "the input never arrived whole");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(std::fs::read_to_string(&out).expect("read"), want);
+    // And now the upgrade goes through.
+    assert_eq!(
+        b.command(Command::Upgrade { binary: None }),
+        CommandResult::Ok
+    );
 }
