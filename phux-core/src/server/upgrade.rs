@@ -74,7 +74,9 @@ impl ServerEngine {
         requester: Option<(ConnId, u32)>,
         binary: Option<String>,
     ) {
-        if self.upgrade.is_some() {
+        // A server shutting down has told every client so: it does not come back as another
+        // image (no connection is open to ask, so only a signal gets here).
+        if self.upgrade.is_some() || self.shutting_down {
             return;
         }
         self.upgrade = Some(PendingUpgrade { requester });

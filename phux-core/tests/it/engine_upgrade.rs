@@ -177,7 +177,7 @@ fn queued_input_is_not_started_while_upgrading_and_resumes_after_a_failure() {
 
 #[test]
 fn upgrade_quiet_waits_for_the_job_in_progress() {
-    // [SERVER.UPGRADE.3]
+    // [SERVER.UPGRADE.3] [SERVER.UPGRADE.STATE.4]
     let mut h = Harness::new();
     h.spawn_mode = ChildMode::Record;
     h.set_scripted_writes(true);
@@ -366,4 +366,17 @@ fn an_in_place_upgrade_is_seen_as_a_pause_only() {
             .and_then(error_code),
         Some(ErrorCode::INPUT_LEASE_HELD)
     );
+}
+
+#[test]
+fn a_server_shutting_down_does_not_upgrade() {
+    // [SERVER.UPGRADE.7]
+    let (mut h, _c, _t) = setup();
+    h.server.handle(h.now, ServerEvent::ShutdownRequested);
+    h.settle();
+    h.server
+        .handle(h.now, ServerEvent::UpgradeRequested { binary: None });
+    h.settle();
+    assert!(upgrade_actions(&h).is_empty());
+    assert!(!h.server.is_upgrading());
 }

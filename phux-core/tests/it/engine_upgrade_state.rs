@@ -580,7 +580,7 @@ proptest! {
         run(&steps, split)?;
     }
 
-    /// [SERVER.UPGRADE.STATE.3] Arbitrary bytes are refused with a typed error, never a
+    /// [SERVER.UPGRADE.STATE.5] Arbitrary bytes are refused with a typed error, never a
     /// panic, with or without a valid header in front.
     #[test]
     fn arbitrary_bytes_never_panic_the_decoder(
@@ -600,7 +600,8 @@ proptest! {
         }
     }
 
-    /// A real image with one byte changed is refused or restores into an engine that runs.
+    /// [SERVER.UPGRADE.STATE.5] A real image with one byte changed is refused or restores
+    /// into an engine that runs.
     #[test]
     fn a_corrupted_image_is_refused_or_runs(
         steps in proptest::collection::vec(step(), 0..30),
@@ -652,7 +653,7 @@ fn an_unknown_version_is_refused_before_its_body() {
 
 #[test]
 fn a_truncated_image_is_refused_typed() {
-    // [SERVER.UPGRADE.STATE.1]
+    // [SERVER.UPGRADE.STATE.1] [SERVER.UPGRADE.STATE.5]
     let mut world = World::default();
     let mut a = ServerEngine::new(config());
     for step in prelude() {

@@ -102,7 +102,7 @@ proptest! {
         prop_assert_eq!(image(&a), image(&b));
     }
 
-    /// Bytes that are not a model are refused, never a panic; a model that reads back is
+    /// [SERVER.UPGRADE.STATE.5] Bytes that are not a model are refused, never a panic; a model that reads back is
     /// one the terminal can run on.
     #[test]
     fn arbitrary_bytes_never_make_a_model_that_panics(
