@@ -342,8 +342,11 @@ pub fn memfd_image(bytes: &[u8]) -> io::Result<OwnedFd> {
 /// Reads a whole image from its memfd, from the start (a fallback reads it a second time).
 pub fn read_image(fd: &OwnedFd) -> io::Result<Vec<u8>> {
     rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+    // Sized once from the file (tens of MB for a large state), not grown by doubling; the
+    // size is only a hint, what the read finds is what counts.
+    let size = rustix::fs::fstat(fd).map_or(0, |st| usize::try_from(st.st_size).unwrap_or(0));
     let mut file = std::fs::File::from(fd.try_clone()?);
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(size);
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
 }

@@ -223,6 +223,8 @@ impl Driver {
         let Some(context) = &self.upgrade.context else {
             return Err(UpgradeError::NotQuiet("no upgrade context".to_owned()));
         };
+        let clock = self.host.clock;
+        let started = clock.now();
         let state = self
             .engine
             .export_state()
@@ -243,7 +245,9 @@ impl Driver {
             conns,
             terminals,
         };
+        let exported = clock.now();
         let bytes = encode_image(&state, &image);
+        let encoded = clock.now();
         let memfd = memfd_image(&bytes).map_err(UpgradeError::Handover)?;
         let own = open_own_exe().map_err(UpgradeError::Handover)?;
         let mut fds = self.host.inherited_fds();
@@ -258,14 +262,21 @@ impl Driver {
             "--previous-exe".into(),
             own.as_raw_fd().to_string().into(),
         ];
+        let micros = |a: Instant, b: Instant| b.saturating_duration_since(a).as_micros();
         info!(
             binary = %binary.display(),
             image_bytes = bytes.len(),
             conns = image.conns.len(),
             terminals = image.terminals.len(),
+            export_us = micros(started, exported),
+            encode_us = micros(exported, encoded),
+            handover_us = micros(encoded, clock.now()),
             "upgrade: exec"
         );
+        // `state` and `bytes` live until the exec, which discards them with the address space
+        // at no cost; freed before it, they would delay the new image.
         let source = exec(binary, &args);
+        drop((state, bytes));
         drop(fds);
         drop(inherit);
         error!(error = %source, "upgrade: exec failed");
@@ -350,13 +361,17 @@ fn adopt_image(
     failed: Option<&str>,
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
+    let timer = crate::clock::Clock::new();
     let (state, image) = decode_image::<HostImage>(bytes)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let decode_us = timer.now().as_micros();
+    let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
+    let decoded = clock.now();
     init_logging(&image.launch);
     let config = crate::run::engine_config(&image.launch);
     let engine = ServerEngine::from_state(config, state)
         .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
-    let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
+    let restored = clock.now();
     let context = UpgradeContext {
         binary: if failed.is_some() {
             image.previous_binary.clone()
@@ -411,7 +426,19 @@ fn adopt_image(
         },
         stdio_flags,
     };
-    info!(conns, terminals, "upgrade: adopted the state");
+    info!(
+        conns,
+        terminals,
+        decode_us,
+        restore_us = restored.saturating_duration_since(decoded).as_micros(),
+        watch_us = driver
+            .host
+            .clock
+            .now()
+            .saturating_duration_since(restored)
+            .as_micros(),
+        "upgrade: adopted the state"
+    );
     // [SERVER.UPGRADE.EXEC.5] The bytes queued before the exec leave first, then the answer.
     driver.flush();
     let event = match failed {
