@@ -326,7 +326,7 @@ fn upgrade(
     session.command_ok(Command::Upgrade { binary })?;
     match what {
         Some(binary) => println!("upgraded: the server now runs {binary}"),
-        None => println!("upgraded: the server now runs its own binary afresh"),
+        None => println!("upgraded: the server runs its own binary anew, as it is on disk now"),
     }
     Ok(EXIT_OK)
 }

@@ -169,7 +169,7 @@ fn input_loop(mut c: Client, terminal: &TerminalId, stop: &AtomicBool) -> Vec<u6
 }
 
 /// A process's open descriptors and what each names.
-fn fds_of(pid: u32) -> Vec<(i32, String)> {
+pub(crate) fn fds_of(pid: u32) -> Vec<(i32, String)> {
     let dir = format!("/proc/{pid}/fd");
     std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{dir}: {e}"))

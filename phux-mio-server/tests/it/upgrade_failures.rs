@@ -15,7 +15,7 @@ use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use crate::support::client::{Client, DEADLINE, Server, contains, pid_of_terminal};
 use crate::support::common::{eventually, proc_state};
-use crate::upgrade_chaos::{LoggedServer, paste, ping, screen};
+use crate::upgrade_chaos::{LoggedServer, fds_of, paste, ping, screen};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
@@ -76,6 +76,13 @@ fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
     let mut b = fixture.server.connect();
     b.hello();
     let echo = a.spawn(&["cat"]);
+    let inherited = |c: &mut Client| {
+        let t = c.spawn(&["sleep", "100000"]);
+        let mut fds = fds_of(pid_of_terminal(c, &t));
+        fds.retain(|(fd, _)| *fd > 2);
+        fds
+    };
+    let baseline = inherited(&mut a);
     assert_eq!(
         b.command(Command::AttachTerminal {
             terminal: echo.clone()
@@ -135,11 +142,29 @@ fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
     all_served(&mut [&mut a, &mut b], &echo, 5);
     assert_eq!(fixture.adoptions(), 0, "a failed upgrade exec'd");
 
+    // One that says yes and then is gone: the exec fails, and the server serves on with its
+    // descriptors close-on-exec again (the next child inherits nothing new).
+    let version = phux_core::upgrade::STATE_VERSION;
+    let vanishes = script(
+        dir.path(),
+        "vanishes",
+        &format!(
+            "echo '{}'; rm -f \"$0\"",
+            phux_mio_server::upgrade::check_line(version)
+        ),
+    );
+    let text = refusal(upgrade_to(&mut a, &vanishes));
+    assert!(text.contains("exec") && text.contains("failed"), "{text}");
+    // [SERVER.UPGRADE.EXEC.7]
+    assert_eq!(inherited(&mut a), baseline);
+    all_served(&mut [&mut a, &mut b], &echo, 6);
+    assert_eq!(fixture.adoptions(), 0, "a failed upgrade exec'd");
+
     // The real binary still upgrades, and the server is the same one.
     let good = PathBuf::from(env!("CARGO_BIN_EXE_phux-mio-server"));
     assert_eq!(upgrade_to(&mut a, &good), CommandResult::Ok);
     assert_eq!(fixture.adoptions(), 1);
-    all_served(&mut [&mut a, &mut b], &echo, 6);
+    all_served(&mut [&mut a, &mut b], &echo, 7);
     let mut c = fixture.server.connect();
     assert_eq!(c.hello().server_id, hello.server_id);
     assert!(fixture.server.process.try_wait().expect("wait").is_none());
