@@ -13,6 +13,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket. SIGHUP
 /// is a shutdown, not a reload: the server has nothing to reload, and a hangup means the
 /// terminal or SSH session it was started from is gone (use nohup or setsid to outlive it).
+///
+/// SIGUSR2 (or `phuxctl upgrade`, the UPGRADE command) upgrades the server in place to the
+/// binary it was started from, as that file is now: the same process execs it, and every
+/// terminal, connection and pending operation carries over. If the new binary cannot take
+/// the state over, the old one serves on.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "phux-mio-server",

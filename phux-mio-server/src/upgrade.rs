@@ -194,6 +194,9 @@ pub enum UpgradeError {
     /// Another upgrade is in progress.
     #[error("an upgrade is already in progress")]
     Busy,
+    /// This server was started without what an upgrade needs (its own binary's path).
+    #[error("this server cannot upgrade in place: it could not name its own binary at start")]
+    Unavailable,
     /// Writing the image, or preparing the descriptors, failed.
     #[error("cannot hand the state over: {0}")]
     Handover(#[source] io::Error),

@@ -137,12 +137,13 @@ impl Driver {
 
     fn begin_upgrade(&mut self, binary: Option<String>) {
         if !matches!(self.upgrade.phase, Phase::Idle) {
-            return self.upgrade_failed(&UpgradeError::Busy);
+            // The engine asks for one upgrade at a time ([SERVER.UPGRADE.4]) and hears how it
+            // ended before it can ask again: a second one now would be a driver bug. The one
+            // under way goes on; answering this one would answer its requester.
+            return error!(error = %UpgradeError::Busy, "an Upgrade action during an upgrade; ignored");
         }
         let Some(context) = &self.upgrade.context else {
-            return self.upgrade_failed(&UpgradeError::NotQuiet(
-                "this server was not started to upgrade in place".to_owned(),
-            ));
+            return self.upgrade_failed(&UpgradeError::Unavailable);
         };
         let binary = binary.map_or_else(|| context.binary.clone(), PathBuf::from);
         info!(binary = %binary.display(), version = STATE_VERSION, "upgrade: checking the new binary");
