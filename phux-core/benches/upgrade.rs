@@ -5,8 +5,11 @@
 //! - `upgrade/encode`: the image written from the state;
 //! - `upgrade/decode`: the image read back (every model checked);
 //! - `upgrade/restore`: [`ServerEngine::from_state`];
-//! - `upgrade/round_trip`: the four together, what the two images spend between the request
-//!   and the new image serving, the exec and the driver's own state aside.
+//! - `upgrade/export_image`: [`ServerEngine::export_image`], the image straight from the
+//!   engine (export and encode without the copy);
+//! - `upgrade/round_trip`: export_image, decode and restore: what the two images spend
+//!   between the request and the new image serving, the exec and the driver's own state
+//!   aside.
 //!
 //! Before timing it prints the image's size.
 
@@ -115,10 +118,12 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    g.bench_function("export_image", |b| {
+        b.iter(|| black_box(engine.export_image(&())));
+    });
     g.bench_function("round_trip", |b| {
         b.iter(|| {
-            let state = engine.export_state().expect("quiet");
-            let image = upgrade::encode_image(&state, &());
+            let image = engine.export_image(&()).expect("quiet");
             let (state, ()) = upgrade::decode_image(&image).expect("reads back");
             black_box(ServerEngine::from_state(config.clone(), state))
         });

@@ -12,8 +12,10 @@
 //! version.
 //!
 //! Decoding never panics and never allocates from a count it has not checked: postcard checks
-//! each length against the input left before it takes the bytes, and every value that
-//! deserializes is checked against the invariants the engine and the VT model rely on.
+//! a byte string's or a string's length against the input left before it takes the bytes, and
+//! a sequence's claimed count preallocates at most 1 MiB (serde's cautious size hint) and grows
+//! only as its elements actually decode; every value that deserializes is checked against the
+//! invariants the engine and the VT model rely on.
 //!
 //! ```
 //! use phux_core::server::{ServerConfig, ServerEngine};
@@ -83,16 +85,47 @@ pub fn reads_version(version: u32) -> bool {
 
 /// The image of `engine` and the driver's `host` state, in the current version.
 pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
-    // Neither value holds anything postcard cannot write (no maps with non-string keys
-    // matter to it, no sequences of unknown length), so an error here is a bug in a type's
-    // Serialize impl; the empty body it would leave is refused on reading.
-    let body = postcard::to_stdvec(&(engine, host)).unwrap_or_default();
-    let mut image = Vec::with_capacity(HEADER_LEN + body.len());
+    encode_value(&(engine, host))
+}
+
+/// The image of a value that serializes as `(EngineState, H)` does.
+pub(crate) fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
+    // Measured first, then written once into a buffer of the right size: an image of many
+    // megabytes is never copied by a growing buffer, nor again behind its header.
+    // Neither pass can fail on these types (every value postcard meets is one it writes);
+    // were one to, the image's empty body is refused on reading, never misread.
+    let size =
+        postcard::serialize_with_flavor(value, postcard::ser_flavors::Size::default()).unwrap_or(0);
+    let mut image = Vec::with_capacity(HEADER_LEN + size);
     image.extend_from_slice(&MAGIC);
     image.extend_from_slice(&STATE_VERSION.to_le_bytes());
-    image.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    image.extend_from_slice(&body);
+    image.extend_from_slice(&(size as u64).to_le_bytes());
+    if postcard::serialize_with_flavor(value, Append(&mut image)).is_err() {
+        image.truncate(HEADER_LEN);
+        image[12..HEADER_LEN].copy_from_slice(&0u64.to_le_bytes());
+    }
     image
+}
+
+/// A postcard output that appends to a buffer the caller sized.
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for Append<'_> {
+    type Output = ();
+
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        self.0.push(byte);
+        Ok(())
+    }
+
+    fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
 }
 
 /// The state version an image says it holds, without decoding its body.

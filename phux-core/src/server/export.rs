@@ -101,10 +101,29 @@ impl EngineState {
     }
 }
 
+/// [`EngineState`] borrowed from a live engine: the same fields in the same order, so it
+/// serializes to the same bytes without copying the engine first.
+#[derive(Serialize)]
+pub(crate) struct EngineStateRef<'a> {
+    config: &'a ServerConfig,
+    conns: Vec<&'a Connection>,
+    queued: usize,
+    handshakes: &'a BTreeSet<(Instant, ConnId)>,
+    terminals: Vec<&'a Terminal>,
+    ledger: &'a OperationLedger,
+    leases: &'a LeaseTable,
+    lane: &'a AckLane,
+    next_client: u32,
+    next_terminal: u32,
+    next_stream: u64,
+    next_job: u64,
+    shutting_down: bool,
+    upgrade: &'a Option<PendingUpgrade>,
+}
+
 impl ServerEngine {
-    /// The whole state, once quiet: no action queued, no write job with the driver
-    /// ([SERVER.UPGRADE.STATE.4]). Jobs held back by a pending upgrade are part of the state.
-    pub fn export_state(&self) -> Result<EngineState, NotQuiet> {
+    /// Checks that the engine is quiet ([SERVER.UPGRADE.STATE.4]).
+    fn check_quiet(&self) -> Result<(), NotQuiet> {
         if !self.actions.is_empty() {
             return Err(NotQuiet::ActionsQueued {
                 count: self.actions.len(),
@@ -117,6 +136,38 @@ impl ServerEngine {
         {
             return Err(NotQuiet::WriteInProgress { terminal: t.id });
         }
+        Ok(())
+    }
+
+    /// The image of the whole state and the driver's `host` state, once quiet: the bytes
+    /// [`upgrade::encode_image`](crate::upgrade::encode_image) makes of
+    /// [`Self::export_state`], without copying the engine first (an upgrade of a big server
+    /// holds one image in memory, not a copy of the state besides).
+    pub fn export_image<H: Serialize>(&self, host: &H) -> Result<Vec<u8>, NotQuiet> {
+        self.check_quiet()?;
+        let state = EngineStateRef {
+            config: &self.config,
+            conns: self.conns.values().collect(),
+            queued: self.queued,
+            handshakes: &self.handshakes,
+            terminals: self.terminals.values().collect(),
+            ledger: &self.ledger,
+            leases: &self.leases,
+            lane: &self.lane,
+            next_client: self.next_client,
+            next_terminal: self.next_terminal,
+            next_stream: self.next_stream,
+            next_job: self.next_job,
+            shutting_down: self.shutting_down,
+            upgrade: &self.upgrade,
+        };
+        Ok(crate::upgrade::encode_value(&(state, host)))
+    }
+
+    /// The whole state, once quiet: no action queued, no write job with the driver
+    /// ([SERVER.UPGRADE.STATE.4]). Jobs held back by a pending upgrade are part of the state.
+    pub fn export_state(&self) -> Result<EngineState, NotQuiet> {
+        self.check_quiet()?;
         Ok(EngineState {
             config: self.config.clone(),
             conns: self.conns.values().cloned().collect(),

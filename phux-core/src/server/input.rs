@@ -183,7 +183,11 @@ impl ServerEngine {
                 // [INPUT.ORDER.1] The whole batch is one job, handed off in order.
                 // Both records were created above by this call; neither can be missing.
                 let _ = self.ledger.handed_off(op);
-                let _ = self.lane.handed_off(now, &apply.terminal);
+                // [SERVER.UPGRADE.3] A job held by a pending upgrade reaches the writer only
+                // when the upgrade ends: its completion bound starts then.
+                if self.upgrade.is_none() {
+                    let _ = self.lane.handed_off(now, &apply.terminal);
+                }
                 self.queue_job(
                     t,
                     bytes,

@@ -213,8 +213,8 @@ impl ServerEngine {
             }
             ServerEvent::ShutdownRequested => self.shutdown("server is shutting down"),
             ServerEvent::UpgradeRequested { binary } => self.begin_upgrade(None, binary),
-            ServerEvent::UpgradeFailed { reason } => self.on_upgrade_failed(&reason),
-            ServerEvent::UpgradeDone => self.on_upgrade_done(),
+            ServerEvent::UpgradeFailed { reason } => self.on_upgrade_failed(now, &reason),
+            ServerEvent::UpgradeDone => self.on_upgrade_done(now),
             ServerEvent::Timeout => self.on_timeout(now),
         }
     }

@@ -2,10 +2,12 @@
 //! reaches a PTY (queued input waits, as behind a busy writer), so the driver can wait for the
 //! jobs in progress to finish ([`ServerEngine::upgrade_quiet`]) and export the state.
 
-use phux_proto::ErrorCode;
 use phux_proto::command::CommandResult;
+use phux_proto::{ErrorCode, TerminalId};
 
+use super::terminal::JobKind;
 use super::{ConnId, ServerAction, ServerEngine};
+use crate::time::Instant;
 
 /// The longest binary path UPGRADE may name (Linux's `PATH_MAX`).
 pub const MAX_UPGRADE_BINARY_LEN: usize = 4096;
@@ -84,7 +86,7 @@ impl ServerEngine {
     }
 
     /// The driver could not upgrade: the requester hears why, and writing resumes.
-    pub(super) fn on_upgrade_failed(&mut self, reason: &str) {
+    pub(super) fn on_upgrade_failed(&mut self, now: Instant, reason: &str) {
         let Some(upgrade) = self.upgrade.take() else {
             return;
         };
@@ -98,11 +100,11 @@ impl ServerEngine {
                 format!("upgrade failed: {reason}"),
             );
         }
-        self.release_held_jobs();
+        self.release_held_jobs(now);
     }
 
     /// The new image adopted the state: the requester hears OK from it, and writing resumes.
-    pub(super) fn on_upgrade_done(&mut self) {
+    pub(super) fn on_upgrade_done(&mut self, now: Instant) {
         let Some(upgrade) = self.upgrade.take() else {
             return;
         };
@@ -110,13 +112,21 @@ impl ServerEngine {
             // [SERVER.UPGRADE.6] OK comes from the new image, so it proves the new image serves.
             self.send_result(conn, rid, CommandResult::Ok);
         }
-        self.release_held_jobs();
+        self.release_held_jobs(now);
     }
 
-    /// Hands every job held during the upgrade to the driver, in queue order per terminal.
-    fn release_held_jobs(&mut self) {
+    /// Hands every job held during the upgrade to the driver, in queue order per terminal; an
+    /// acknowledged one's completion bound starts now ([INPUT.LANE.3]).
+    fn release_held_jobs(&mut self, now: Instant) {
         for (&terminal, term) in &mut self.terminals {
             for (job, bytes) in term.held.drain(..) {
+                let acknowledged = term
+                    .jobs
+                    .iter()
+                    .any(|(j, kind)| *j == job && matches!(kind, JobKind::Acknowledged { .. }));
+                if acknowledged {
+                    let _ = self.lane.handed_off(now, &TerminalId::from(terminal));
+                }
                 self.actions.push_back(ServerAction::Write {
                     terminal,
                     job,

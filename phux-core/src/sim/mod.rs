@@ -291,8 +291,7 @@ impl Harness {
             return Err("no upgrade was asked for".to_owned());
         }
         self.settle();
-        let state = self.server.export_state().map_err(|e| e.to_string())?;
-        let image = crate::upgrade::encode_image(&state, &());
+        let image = self.server.export_image(&()).map_err(|e| e.to_string())?;
         let (state, ()) = crate::upgrade::decode_image(&image).map_err(|e| e.to_string())?;
         self.server =
             ServerEngine::from_state(self.config.clone(), state).map_err(|e| e.to_string())?;

@@ -380,3 +380,27 @@ fn a_server_shutting_down_does_not_upgrade() {
     assert!(upgrade_actions(&h).is_empty());
     assert!(!h.server.is_upgrading());
 }
+
+#[test]
+fn held_input_has_its_whole_completion_bound_after_the_upgrade() {
+    // [SERVER.UPGRADE.3] [INPUT.LANE.3] The 5 s bound counts from the handoff to the writer,
+    // which for input held by an upgrade is when the upgrade ends.
+    let (mut h, c, t) = setup();
+    let rid = ask_upgrade(&mut h, c, None);
+    let op = h.next_request_id();
+    h.send(
+        c,
+        &command_frame(op, apply_input(31, &t, vec![paste(b"slow")])),
+    );
+    h.settle();
+    h.advance(std::time::Duration::from_secs(8));
+    assert_eq!(
+        h.take_result(c, op),
+        None,
+        "not unknown: it was never handed out"
+    );
+    h.fail_upgrade("the new binary hung");
+    assert!(h.take_result(c, rid).is_some());
+    assert_eq!(h.take_result(c, op), Some(CommandResult::Ok));
+    assert_eq!(h.pty(&t).read_log(), b"slow");
+}

@@ -536,9 +536,13 @@ fn quiesce(
     Ok(())
 }
 
+/// The engine's image, made both ways: from a copy of the state, and straight from the
+/// engine; they must be the same bytes.
 fn image(engine: &ServerEngine) -> Vec<u8> {
     let state = engine.export_state().expect("quiet");
-    upgrade::encode_image(&state, &0u8)
+    let image = upgrade::encode_image(&state, &0u8);
+    assert_eq!(engine.export_image(&0u8).expect("quiet"), image);
+    image
 }
 
 fn run(steps: &[Step], split: usize) -> Result<(), TestCaseError> {
