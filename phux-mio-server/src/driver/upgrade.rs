@@ -13,7 +13,7 @@ use mio::Interest;
 use mio::unix::SourceFd;
 use phux_core::server::{ServerEngine, ServerEvent};
 use phux_core::time::Instant;
-use phux_core::upgrade::{STATE_VERSION, decode_image, encode_image};
+use phux_core::upgrade::{STATE_VERSION, decode_image};
 use tracing::{error, info, warn};
 
 use super::{Driver, LISTENER, SIGNALS, UPGRADE_CHECK};
@@ -226,10 +226,6 @@ impl Driver {
         };
         let clock = self.host.clock;
         let started = clock.now();
-        let state = self
-            .engine
-            .export_state()
-            .map_err(|e| UpgradeError::NotQuiet(e.to_string()))?;
         let (conns, terminals, next_conn) = self.host.image_parts();
         let image = HostImage {
             clock_epoch_nanos: self.host.clock.epoch_nanos(),
@@ -246,8 +242,11 @@ impl Driver {
             conns,
             terminals,
         };
-        let exported = clock.now();
-        let bytes = encode_image(&state, &image);
+        // The engine's state and ours in one image, straight from the engine (no copy of it).
+        let bytes = self
+            .engine
+            .export_image(&image)
+            .map_err(|e| UpgradeError::NotQuiet(e.to_string()))?;
         let encoded = clock.now();
         let memfd = memfd_image(&bytes).map_err(UpgradeError::Handover)?;
         let own = open_own_exe().map_err(UpgradeError::Handover)?;
@@ -269,15 +268,14 @@ impl Driver {
             image_bytes = bytes.len(),
             conns = image.conns.len(),
             terminals = image.terminals.len(),
-            export_us = micros(started, exported),
-            encode_us = micros(exported, encoded),
+            export_us = micros(started, encoded),
             handover_us = micros(encoded, clock.now()),
             "upgrade: exec"
         );
-        // `state` and `bytes` live until the exec, which discards them with the address space
-        // at no cost; freed before it, they would delay the new image.
+        // `bytes` lives until the exec, which discards it with the address space at no cost;
+        // freed before it, it would delay the new image.
         let source = exec(binary, &args);
-        drop((state, bytes));
+        drop(bytes);
         drop(fds);
         drop(inherit);
         error!(error = %source, "upgrade: exec failed");
