@@ -192,8 +192,9 @@ fn count_lines(path: &Path) -> std::collections::HashMap<String, usize> {
 
 #[test]
 fn twenty_upgrades_under_load_are_seen_as_a_pause() {
-    // [SERVER.UPGRADE.EXEC.1] [SERVER.UPGRADE.EXEC.4] [SERVER.UPGRADE.EXEC.5]
-    // [SERVER.UPGRADE.EXEC.7] [SERVER.ID.1]
+    // [SERVER.UPGRADE.EXEC.1] [SERVER.UPGRADE.EXEC.3] [SERVER.UPGRADE.EXEC.5]
+    // [SERVER.UPGRADE.EXEC.7] [SERVER.ID.1] [SERVER.UPGRADE.3] [SERVER.UPGRADE.6]
+    // [SERVER.UPGRADE.7] [SERVER.UPGRADE.STATE.2]
     let mut fixture = LoggedServer::start();
     let server = &fixture.server;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -283,8 +284,11 @@ fn twenty_upgrades_under_load_are_seen_as_a_pause() {
             assert_eq!(fixture.adoptions(), i + 1, "an OK without an exec");
         }
         fixture.wait_adoptions(i + 1);
-        // [SERVER.UPGRADE.EXEC.5] The screen model crossed exactly.
+        // [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2] The screen model crossed exactly,
+        // and the incarnation is the same one.
         assert_eq!(screen(&mut control, &quiet_term), before, "upgrade {i}");
+        let mut newcomer = server.connect();
+        assert_eq!(newcomer.hello().server_id, hello.server_id, "upgrade {i}");
     }
 
     stop.store(true, Ordering::Relaxed);

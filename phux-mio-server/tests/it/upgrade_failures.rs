@@ -68,7 +68,7 @@ fn all_served(clients: &mut [&mut Client], echo: &TerminalId, round: u64) {
 
 #[test]
 fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
-    // [SERVER.UPGRADE.EXEC.2] [SERVER.UPGRADE.EXEC.4]
+    // [SERVER.UPGRADE.EXEC.2] [SERVER.UPGRADE.EXEC.4] [SERVER.UPGRADE.4] [SERVER.UPGRADE.5]
     let mut fixture = LoggedServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut a = fixture.server.connect();
