@@ -304,6 +304,10 @@ pub fn adopt(
     failed: Option<&str>,
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
+    // First of all: the exec reset SIGTERM, SIGINT, SIGHUP and SIGUSR2 to their default, which
+    // ends the process, and every child with it. Caught from here on, they wait in the
+    // self-pipe until the loop runs.
+    let signals = Signals::new().map_err(|e| AdoptError(format!("signals: {e}")))?;
     let mut owned = adopt_fds(&[args.image])
         .map_err(|e| AdoptError(format!("cannot take the image's descriptor: {e}")))?;
     let memfd = owned
@@ -321,7 +325,7 @@ pub fn adopt(
     let bytes =
         read_image(&memfd).map_err(|e| AdoptError(format!("cannot read the image: {e}")))?;
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        adopt_image(&bytes, failed, init_logging)
+        adopt_image(&bytes, failed, signals, init_logging)
     }));
     let reason = match built {
         Ok(Ok(driver)) => {
@@ -358,6 +362,7 @@ pub fn adopt(
 fn adopt_image(
     bytes: &[u8],
     failed: Option<&str>,
+    mut signals: Signals,
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
     let timer = crate::clock::Clock::new();
@@ -380,7 +385,6 @@ fn adopt_image(
         launch: image.launch.clone(),
     };
     let poll = mio::Poll::new().map_err(|e| AdoptError(format!("poll: {e}")))?;
-    let mut signals = Signals::new().map_err(|e| AdoptError(format!("signals: {e}")))?;
     signals
         .register(poll.registry(), SIGNALS)
         .map_err(|e| AdoptError(format!("signals: {e}")))?;
