@@ -194,6 +194,10 @@ pub enum UpgradeError {
     /// Another upgrade is in progress.
     #[error("an upgrade is already in progress")]
     Busy,
+    /// A signal arrived while the state was being handed over: it is acted on by this image
+    /// instead (a shutdown must not be lost in the exec).
+    #[error("a signal arrived during the handover")]
+    Interrupted(Vec<crate::signals::ServerSignal>),
     /// This server was started without what an upgrade needs (its own binary's path).
     #[error("this server cannot upgrade in place: it could not name its own binary at start")]
     Unavailable,

@@ -267,20 +267,8 @@ impl Driver {
         match token {
             LISTENER => self.accept_all(),
             SIGNALS => {
-                for sig in self.host.signals.pending() {
-                    match sig {
-                        ServerSignal::Shutdown(sig) => {
-                            info!(signal = ?sig, "shutdown requested");
-                            self.feed(ServerEvent::ShutdownRequested);
-                        }
-                        // [SERVER.UPGRADE.EXEC.1] SIGUSR2: an upgrade to our own binary, with
-                        // no requester to answer.
-                        ServerSignal::Upgrade => {
-                            info!("upgrade requested by SIGUSR2");
-                            self.feed(ServerEvent::UpgradeRequested { binary: None });
-                        }
-                    }
-                }
+                let signals = self.host.signals.pending();
+                self.on_signals(signals);
             }
             UPGRADE_CHECK => self.on_check_exit(),
             _ => match self.host.sources.get(token) {
@@ -320,6 +308,24 @@ impl Driver {
                 }
                 None => trace!(?token, "event for a source already gone"),
             },
+        }
+    }
+
+    /// The signals that arrived: shutdown, or an upgrade to our own binary.
+    fn on_signals(&mut self, signals: Vec<ServerSignal>) {
+        for sig in signals {
+            match sig {
+                ServerSignal::Shutdown(sig) => {
+                    info!(signal = ?sig, "shutdown requested");
+                    self.feed(ServerEvent::ShutdownRequested);
+                }
+                // [SERVER.UPGRADE.EXEC.1] SIGUSR2: an upgrade to our own binary, with
+                // no requester to answer.
+                ServerSignal::Upgrade => {
+                    info!("upgrade requested by SIGUSR2");
+                    self.feed(ServerEvent::UpgradeRequested { binary: None });
+                }
+            }
         }
     }
 

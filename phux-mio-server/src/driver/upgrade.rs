@@ -200,6 +200,10 @@ impl Driver {
     fn commit(&mut self, binary: &Path) {
         match self.hand_over(binary) {
             Ok(never) => match never {},
+            Err(UpgradeError::Interrupted(signals)) => {
+                self.upgrade_failed(&UpgradeError::Interrupted(Vec::new()));
+                self.on_signals(signals);
+            }
             Err(e) => self.upgrade_failed(&e),
         }
     }
@@ -250,6 +254,12 @@ impl Driver {
         let encoded = clock.now();
         let memfd = memfd_image(&bytes).map_err(UpgradeError::Handover)?;
         let own = open_own_exe().map_err(UpgradeError::Handover)?;
+        // The self-pipe does not cross the exec: a signal caught since the loop last read it
+        // would be lost. Read last thing before the exec, it is acted on here instead.
+        let signals = self.host.signals.pending();
+        if !signals.is_empty() {
+            return Err(UpgradeError::Interrupted(signals));
+        }
         let mut fds = self.host.inherited_fds();
         fds.push(memfd.as_fd());
         fds.push(own.as_fd());
