@@ -236,6 +236,7 @@ impl Driver {
             self.on_deadlines();
             self.upgrade_step();
         }
+        self.abandon_upgrade();
         self.host.finish();
         Ok(())
     }

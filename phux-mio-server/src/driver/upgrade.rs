@@ -124,6 +124,14 @@ impl Driver {
         }
     }
 
+    /// The server is stopping: a check still running is killed and reaped, not left behind.
+    pub(super) fn abandon_upgrade(&mut self) {
+        if let Phase::Checking { checker, .. } = std::mem::take(&mut self.upgrade.phase) {
+            self.forget_checker(&checker);
+            let _ = checker.kill();
+        }
+    }
+
     /// The check's pidfd became readable.
     pub(super) fn on_check_exit(&mut self) {
         if let Phase::Checking { checker, until } = std::mem::take(&mut self.upgrade.phase) {

@@ -326,3 +326,43 @@ fn a_write_that_cannot_finish_fails_the_upgrade_and_is_then_delivered() {
         CommandResult::Ok
     );
 }
+
+#[test]
+fn a_shutdown_during_the_check_ends_the_check_too() {
+    // [SERVER.UPGRADE.EXEC.2] [SERVER.SHUTDOWN.3] A binary that hangs in its check is not left
+    // running when the server stops meanwhile.
+    let mut fixture = LoggedServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pidfile = dir.path().join("check.pid");
+    let hangs = script(
+        dir.path(),
+        "hangs",
+        &format!("echo $$ > {}; exec sleep 100000", pidfile.display()),
+    );
+    let mut a = fixture.server.connect();
+    a.hello();
+    a.send(&Frame::Command(CommandFrame {
+        request_id: 1,
+        command: Command::Upgrade {
+            binary: Some(hangs.to_str().expect("utf-8").to_owned()),
+        },
+    }));
+    let end = Instant::now() + DEADLINE;
+    let check: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < end, "the check never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let server = rustix::process::Pid::from_raw(fixture.server.pid()).expect("pid");
+    rustix::process::kill_process(server, rustix::process::Signal::TERM).expect("SIGTERM");
+    assert_eq!(fixture.server.wait_exit(), Some(0));
+    assert!(
+        eventually(|| crate::support::client::is_dead(check)),
+        "the check outlived the server"
+    );
+}
