@@ -93,6 +93,11 @@ pub struct Config {
     /// Internal: this is the previous image taking its state back, for this reason.
     #[arg(long, value_name = "REASON", hide = true, requires = "adopt_image")]
     pub adopt_failed: Option<String>,
+
+    /// Internal: the arguments the first image was started with, shown after `--` so that
+    /// the upgraded process still reads as it was started; not interpreted.
+    #[arg(last = true, hide = true, requires = "adopt_image")]
+    pub started_as: Vec<OsString>,
 }
 
 /// What else the binary does.

@@ -141,6 +141,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         max_terminals: config.max_terminals(),
         log_directive: config.log_level.directive().to_owned(),
         log_file: config.log_file.clone(),
+        args: std::env::args_os().skip(1).collect(),
     };
     let engine_config = engine_config(&launch);
     // [SERVER.UPGRADE.EXEC.1] Resolved now, as nginx does: the file may be replaced later.

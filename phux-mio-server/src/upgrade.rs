@@ -93,6 +93,9 @@ pub struct Launch {
     pub log_directive: String,
     /// `--log-file`.
     pub log_file: Option<PathBuf>,
+    /// The command-line arguments the first image was started with, after the program name:
+    /// every image shows them after its own (`ps`, `pgrep -f` find the server as started).
+    pub args: Vec<OsString>,
 }
 
 /// The listening socket.

@@ -274,12 +274,14 @@ impl Driver {
         // [SERVER.UPGRADE.EXEC.4] Only now do the descriptors cross an exec; if it fails,
         // dropping `inherit` makes them close-on-exec again.
         let inherit = Inherit::clear(&fds).map_err(UpgradeError::Handover)?;
-        let args: Vec<OsString> = vec![
+        let mut args: Vec<OsString> = vec![
             "--adopt-image".into(),
             memfd.as_raw_fd().to_string().into(),
             "--previous-exe".into(),
             own.as_raw_fd().to_string().into(),
+            "--".into(),
         ];
+        args.extend(context.launch.args.iter().cloned());
         let micros = |a: Instant, b: Instant| b.saturating_duration_since(a).as_micros();
         info!(
             binary = %binary.display(),
