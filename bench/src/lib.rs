@@ -21,3 +21,4 @@ pub mod ssh;
 pub mod stats;
 pub mod throughput;
 pub mod tmux;
+pub mod upgrade;

@@ -23,7 +23,7 @@ use phux_bench::{payload, tmux};
 
 use sections::{
     section_ack, section_core, section_echo, section_hostile, section_scale, section_ssh,
-    section_throughput,
+    section_throughput, section_upgrade,
 };
 
 /// Benchmarks the phux server against a direct PTY drain, a minimal relay, tmux and dtach.
@@ -90,6 +90,8 @@ enum Section {
     Ssh,
     /// 7. The hostile world, each attack with an honest client alongside (`--only hostile`).
     Hostile,
+    /// 8. The in-place upgrade of a loaded server (runs a built phux-mio-server binary).
+    Upgrade,
 }
 
 /// The helper roles the bench runs as copies of itself (hidden from --help).
@@ -265,7 +267,7 @@ fn run(cli: &Cli) -> Result<()> {
     );
     let server_bin = cli.server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
-    let sections: [(Section, SectionFn<'_>); 7] = [
+    let sections: [(Section, SectionFn<'_>); 8] = [
         (Section::Throughput, &|r| {
             section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
         }),
@@ -284,6 +286,7 @@ fn run(cli: &Cli) -> Result<()> {
             section_hostile(r, server_bin);
             Ok(())
         }),
+        (Section::Upgrade, &|r| section_upgrade(r, server_bin)),
     ];
     for (s, f) in sections {
         if wanted(cli, s) {

@@ -80,7 +80,7 @@ fn fill_argv(file: Option<&Path>) -> Vec<String> {
 }
 
 /// Spawns `count` terminals on one connection, pipelined in batches.
-fn spawn_many(c: &mut Client, argv: &[String], count: usize) -> Result<Vec<TerminalId>> {
+pub(crate) fn spawn_many(c: &mut Client, argv: &[String], count: usize) -> Result<Vec<TerminalId>> {
     let mut ids = Vec::with_capacity(count);
     let mut left = count;
     while left > 0 {

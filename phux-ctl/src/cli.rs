@@ -145,6 +145,19 @@ pub enum CtlCommand {
         #[arg(value_parser = parse_size, value_name = "COLSxROWS")]
         size: (u16, u16),
     },
+    /// Upgrade the server in place to a new binary, keeping every terminal, connection and
+    /// pending operation; print what happened.
+    ///
+    /// The server first asks the binary whether it reads its state (`--check-upgrade`), then
+    /// execs it with the same pid; clients see only a pause. Prints `upgraded` and exits 0
+    /// once the new binary serves; otherwise prints why and exits 4 (the old binary serves on,
+    /// nothing lost). The wait defaults to 60 s (--timeout SECS).
+    Upgrade {
+        /// The new binary (default: the binary the server was started from, as it is on
+        /// disk now). A relative path is taken from this shell's directory.
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     ///
     /// For bash: `phuxctl completions bash > ~/.local/share/bash-completion/completions/phuxctl`.

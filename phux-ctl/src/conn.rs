@@ -484,6 +484,11 @@ impl Session {
         }
     }
 
+    /// How long each later command waits for its answer.
+    pub fn set_command_timeout(&mut self, timeout: Duration) {
+        self.command_timeout = timeout;
+    }
+
     /// Sends a command and requires OK (a refusal is an error).
     pub fn command_ok(
         &mut self,

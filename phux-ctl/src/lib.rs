@@ -229,6 +229,10 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Paste(args) => Some(read_paste(args.file.as_ref())?),
         _ => None,
     };
+    let upgrade_binary = match &cli.command {
+        CtlCommand::Upgrade { binary: Some(path) } => Some(absolute_binary(path)?),
+        _ => None,
+    };
     let spawn_cwd = match &cli.command {
         CtlCommand::Spawn(args) => args.cwd.as_deref().map(checked_cwd).transpose()?,
         _ => None,
@@ -287,10 +291,44 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         }
         CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
         CtlCommand::Resize { id, size } => resize(&mut session, &id, size)?,
+        CtlCommand::Upgrade { .. } => upgrade(&mut session, upgrade_binary, cli.timeout)?,
         // Handled before connecting.
         CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man => EXIT_OK,
     };
     Ok(code)
+}
+
+/// How long `upgrade` waits for its answer by default: the server's check of the new binary
+/// (at most 5 s), its wait for quiet terminals (at most 2 s) and the exec, on a loaded host.
+pub const UPGRADE_TIMEOUT: Duration = Duration::from_mins(1);
+
+/// The binary `upgrade --binary` names, as an absolute path: the server runs in another
+/// directory.
+fn absolute_binary(path: &std::path::Path) -> Result<String, CtlError> {
+    let absolute = std::path::absolute(path)
+        .map_err(|e| CtlError::Local(format!("{}: {e}", path.display())))?;
+    absolute.into_os_string().into_string().map_err(|p| {
+        CtlError::Local(format!(
+            "{}: the path must be UTF-8 to travel in UPGRADE",
+            std::path::Path::new(&p).display()
+        ))
+    })
+}
+
+/// UPGRADE; prints `upgraded` once the new image answers OK.
+fn upgrade(
+    session: &mut Session,
+    binary: Option<String>,
+    timeout: Option<Duration>,
+) -> Result<u8, CtlError> {
+    session.set_command_timeout(timeout.unwrap_or(UPGRADE_TIMEOUT));
+    let what = binary.clone();
+    session.command_ok(Command::Upgrade { binary })?;
+    match what {
+        Some(binary) => println!("upgraded: the server now runs {binary}"),
+        None => println!("upgraded: the server runs its own binary anew, as it is on disk now"),
+    }
+    Ok(EXIT_OK)
 }
 
 /// How long a run waits for the server (`--timeout`, or the defaults).

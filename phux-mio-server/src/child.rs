@@ -252,6 +252,24 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
 }
 
 impl PtyChild {
+    /// A child the previous server image started (an upgrade): the exec kept the pid, so it
+    /// is still our child, reaped through its pidfd as before.
+    pub(crate) fn adopt(
+        master: Option<OwnedFd>,
+        pid: i32,
+        pidfd: OwnedFd,
+        exit: Option<ChildExit>,
+    ) -> io::Result<Self> {
+        let pid =
+            Pid::from_raw(pid).ok_or_else(|| io::Error::other(format!("invalid pid {pid}")))?;
+        Ok(Self {
+            master: master.map(PtyMaster::adopt),
+            pid,
+            pidfd,
+            exit,
+        })
+    }
+
     /// The master, for `mio::unix::SourceFd` (readable: output; writable: room for input).
     /// `None` after [`PtyChild::close_master`].
     pub fn master_fd(&self) -> Option<BorrowedFd<'_>> {

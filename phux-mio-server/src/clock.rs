@@ -1,37 +1,46 @@
-//! The server's clock: the only place that reads `std::time::Instant::now()`.
+//! The server's clock: the only place that reads the OS clock.
 //!
 //! The engine takes time as a value ([`phux_core::time::Instant`], microseconds since an
-//! epoch the driver chooses). Our epoch is the moment the clock was made, so values stay
-//! small and a log line's `t+...` reads as time since start.
+//! epoch the driver chooses). Our epoch is an absolute `CLOCK_MONOTONIC` reading, taken when
+//! the server started, so values stay small, a log line's `t+...` reads as time since start,
+//! and an upgraded image that is handed the same epoch continues the same instants: the
+//! monotonic clock is system-wide and does not restart with an exec
+//! ([SERVER.UPGRADE.EXEC.5]).
 
-use std::time::{Duration, Instant as StdInstant};
+use std::time::Duration;
 
 use phux_core::time::Instant;
+use rustix::time::{ClockId, clock_gettime};
 
 /// Maps the monotonic OS clock onto the engine's microsecond instants.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    epoch: StdInstant,
+    /// `CLOCK_MONOTONIC` at the epoch, in nanoseconds.
+    epoch_nanos: u64,
 }
 
 impl Clock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
         Self {
-            epoch: StdInstant::now(),
+            epoch_nanos: monotonic_nanos(),
         }
+    }
+
+    /// A clock whose epoch is `epoch_nanos` (a [`Self::epoch_nanos`] of an earlier image).
+    pub fn with_epoch(epoch_nanos: u64) -> Self {
+        Self { epoch_nanos }
+    }
+
+    /// The epoch as an absolute `CLOCK_MONOTONIC` reading, in nanoseconds.
+    pub fn epoch_nanos(&self) -> u64 {
+        self.epoch_nanos
     }
 
     /// The current instant.
     pub fn now(&self) -> Instant {
-        // Whole seconds and the microseconds within one, without `as_micros`'s 128-bit
-        // division: this runs several times per keystroke.
-        let since = self.epoch.elapsed();
-        let micros = since
-            .as_secs()
-            .saturating_mul(1_000_000)
-            .saturating_add(u64::from(since.subsec_micros()));
-        Instant::from_micros(micros)
+        let since = monotonic_nanos().saturating_sub(self.epoch_nanos);
+        Instant::from_micros(since / 1000)
     }
 
     /// How long to wait from now until `deadline` (zero if it has passed), rounded up to a
@@ -50,6 +59,14 @@ impl Default for Clock {
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds (it starts near boot, so it is never negative).
+fn monotonic_nanos() -> u64 {
+    let t = clock_gettime(ClockId::Monotonic);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +79,16 @@ mod tests {
         assert!(b >= a);
         // Built a moment ago: well under a minute, whatever the machine's load.
         assert!(a.as_micros() < 60_000_000);
+    }
+
+    #[test]
+    fn a_clock_with_the_same_epoch_reads_the_same_instants() {
+        let first = Clock::new();
+        let later = Clock::with_epoch(first.epoch_nanos());
+        let a = first.now();
+        let b = later.now();
+        let c = first.now();
+        assert!(a <= b && b <= c);
     }
 
     #[test]

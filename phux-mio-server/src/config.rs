@@ -13,6 +13,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// DETACHED{SERVER_SHUTDOWN}, ends every terminal's program and removes the socket. SIGHUP
 /// is a shutdown, not a reload: the server has nothing to reload, and a hangup means the
 /// terminal or SSH session it was started from is gone (use nohup or setsid to outlive it).
+///
+/// SIGUSR2 (or `phuxctl upgrade`, the UPGRADE command) upgrades the server in place to the
+/// binary it was started from, as that file is now: the same process execs it, and every
+/// terminal, connection and pending operation carries over. If the new binary cannot take
+/// the state over, the old one serves on.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "phux-mio-server",
@@ -69,6 +74,30 @@ pub struct Config {
     /// is taken as given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_terminals: Option<u32>,
+
+    /// Say whether this binary can take over a running server's state of version VERSION, and
+    /// exit: 0 with a confirmation line on stdout if it can, 1 if it cannot. A running server
+    /// asks its next binary this before an upgrade (`phuxctl upgrade`, SIGUSR2).
+    #[arg(long, value_name = "VERSION", conflicts_with_all = ["stdio", "socket"])]
+    pub check_upgrade: Option<u32>,
+
+    /// Internal: take over the state a previous image of the server left in this descriptor
+    /// (the upgrade execs the new binary with it).
+    #[arg(long, value_name = "FD", hide = true, conflicts_with_all = ["stdio", "socket"])]
+    pub adopt_image: Option<i32>,
+
+    /// Internal: the previous image's binary, open, to go back to if adopting fails.
+    #[arg(long, value_name = "FD", hide = true, requires = "adopt_image")]
+    pub previous_exe: Option<i32>,
+
+    /// Internal: this is the previous image taking its state back, for this reason.
+    #[arg(long, value_name = "REASON", hide = true, requires = "adopt_image")]
+    pub adopt_failed: Option<String>,
+
+    /// Internal: the arguments the first image was started with, shown after `--` so that
+    /// the upgraded process still reads as it was started; not interpreted.
+    #[arg(last = true, hide = true, requires = "adopt_image")]
+    pub started_as: Vec<OsString>,
 }
 
 /// What else the binary does.
@@ -187,6 +216,7 @@ mod tests {
             "--shell",
             "--max-connections",
             "--max-terminals",
+            "--check-upgrade",
         ] {
             let line = help
                 .lines()

@@ -72,6 +72,33 @@ impl Conn {
         })
     }
 
+    /// A connection the previous server image held (an upgrade), registered by the caller
+    /// already (for reading unless `read_done`), its unwritten bytes queued again.
+    pub(crate) fn adopted(
+        transport: Transport,
+        (read_token, write_token, control_token): (Token, Token, Option<Token>),
+        may_hand_off: bool,
+        pending: Vec<u8>,
+        read_done: bool,
+        reported: bool,
+    ) -> Self {
+        let mut queue = WriteQueue::new();
+        queue.push(pending);
+        Self {
+            transport,
+            read_token,
+            write_token,
+            control_token,
+            may_hand_off,
+            queue,
+            writable: false,
+            read_done,
+            reported,
+            urgent: true,
+            timers: TimerTable::default(),
+        }
+    }
+
     /// The token readability comes under.
     pub(crate) fn read_token(&self) -> Token {
         self.read_token
@@ -370,6 +397,19 @@ pub(crate) struct StdioFlags {
 }
 
 impl StdioFlags {
+    /// The flags as raw bits, stdin's then stdout's (for an upgrade's image).
+    pub(crate) fn bits(&self) -> (u32, u32) {
+        (self.stdin.bits(), self.stdout.bits())
+    }
+
+    /// The flags an earlier image saved (see [`Self::bits`]).
+    pub(crate) fn from_bits((stdin, stdout): (u32, u32)) -> Self {
+        Self {
+            stdin: OFlags::from_bits_retain(stdin),
+            stdout: OFlags::from_bits_retain(stdout),
+        }
+    }
+
     /// Saves both fds' flags before either is changed (they may be one file description).
     pub(crate) fn save() -> io::Result<Self> {
         Ok(Self {

@@ -168,6 +168,30 @@ impl Handed {
     }
 }
 
+impl Handed {
+    /// The file status flags the descriptors had when they were handed over (input, output).
+    pub(crate) fn given_flags(&self) -> (OFlags, OFlags) {
+        (self.input_flags, self.output_flags)
+    }
+
+    /// Descriptors a previous server image took over (an upgrade): already non-blocking, with
+    /// the flags to put back that it read at the handoff.
+    pub(crate) fn adopted(
+        input: OwnedFd,
+        output: OwnedFd,
+        control: mio::net::UnixStream,
+        (input_flags, output_flags): (OFlags, OFlags),
+    ) -> Self {
+        Self {
+            input,
+            output,
+            control,
+            input_flags,
+            output_flags,
+        }
+    }
+}
+
 impl Drop for Handed {
     fn drop(&mut self) {
         // [SERVER.BRIDGE.12] Back as they came, in the order `--stdio` uses (right when the two

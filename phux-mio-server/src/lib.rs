@@ -19,10 +19,12 @@
 //! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
 //!   children.
 //!
-//! `unsafe` appears twice: in [`child::spawn`]'s `pre_exec` hook, where std offers no safe way
-//! to make the slave the child's controlling terminal, and in [`memory::trim`], glibc's
-//! `malloc_trim`, which neither std nor rustix offers. The crate denies `unsafe_code`, and
-//! those two places allow it.
+//! `unsafe` appears in three places: in [`child::spawn`]'s `pre_exec` hook, where std offers no
+//! safe way to make the slave the child's controlling terminal; in [`memory::trim`], glibc's
+//! `malloc_trim`, which neither std nor rustix offers; and in [`upgrade`], where the new image
+//! of an in-place upgrade takes ownership of the descriptors the previous image left it by
+//! number (`OwnedFd::from_raw_fd`), which no safe API can do. The crate denies `unsafe_code`,
+//! and those places allow it.
 
 #![deny(unsafe_code)]
 
@@ -45,12 +47,13 @@ pub mod signals;
 pub mod socket;
 mod terminal;
 mod timer;
+pub mod upgrade;
 pub mod verify;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};
 pub use rand::server_id;
-pub use signals::{ShutdownSignal, Signals};
+pub use signals::{ServerSignal, ShutdownSignal, Signals};
 pub use socket::{
     DirPolicy, PeerError, ServerSocket, SocketError, check_peer, peer_uid, socket_path,
 };

@@ -70,6 +70,12 @@ impl PtyMaster {
         Ok((master, slave))
     }
 
+    /// A master the previous server image left us (an upgrade): still non-blocking, as the
+    /// flag belongs to the open file description.
+    pub(crate) fn adopt(fd: OwnedFd) -> Self {
+        Self { fd }
+    }
+
     /// Reads what the child wrote, without blocking. `EINTR` is retried.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<PtyRead> {
         if buf.is_empty() {

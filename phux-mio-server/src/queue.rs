@@ -93,6 +93,16 @@ impl WriteQueue {
         self.len
     }
 
+    /// A copy of every byte not yet written, in order (for an upgrade's image).
+    pub fn unwritten(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            let from = if i == 0 { self.offset } else { 0 };
+            out.extend_from_slice(chunk.bytes().get(from..).unwrap_or_default());
+        }
+        out
+    }
+
     /// Forgets everything queued (the peer is gone).
     pub fn clear(&mut self) {
         self.chunks.clear();
@@ -328,6 +338,22 @@ mod tests {
                 Chunk::Owned(_)
             ] if Arc::ptr_eq(h, &head) && *t == tail));
         }
+    }
+
+    #[test]
+    fn unwritten_is_what_is_left_after_a_partial_write() {
+        let mut q = WriteQueue::new();
+        q.push(b"hello ".to_vec());
+        q.push(b"world".to_vec());
+        let mut w = Limited {
+            got: Vec::new(),
+            room: 8,
+            per_call: 100,
+            fail_when_full: false,
+        };
+        let _ = q.flush_to(&mut w);
+        assert_eq!(q.unwritten(), b"rld");
+        assert_eq!(q.unwritten().len(), q.len());
     }
 
     #[test]

@@ -14,8 +14,9 @@ use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{BridgeArgs, Command, Config};
-use crate::driver::{Driver, Listen};
+use crate::driver::{AdoptArgs, Driver, Listen, UpgradeContext};
 use crate::socket::{DirPolicy, ServerSocket, socket_path};
+use crate::upgrade::{Launch, check_line};
 
 /// The mode a new `--log-file` is created with: the owner's alone ([SERVER.LOG.2]).
 const LOG_FILE_MODE: u32 = 0o600;
@@ -32,7 +33,17 @@ where
     if let Some(Command::Bridge(bridge)) = &config.command {
         return run_bridge(bridge);
     }
-    if let Err(e) = init_logging(&config) {
+    if let Some(version) = config.check_upgrade {
+        return check_upgrade(version);
+    }
+    if let Some(image) = config.adopt_image {
+        let args = AdoptArgs {
+            image,
+            previous_exe: config.previous_exe,
+        };
+        return run_adopted(args, config.adopt_failed.as_deref());
+    }
+    if let Err(e) = init_logging(config.log_level.directive(), config.log_file.as_deref()) {
         eprintln!("phux-mio-server: {e}");
         return ExitCode::from(2);
     }
@@ -61,8 +72,59 @@ fn run_bridge(args: &BridgeArgs) -> ExitCode {
     }
 }
 
+/// `--check-upgrade VERSION`: whether this binary reads upgrade state `version`
+/// ([SERVER.UPGRADE.EXEC.8]).
+fn check_upgrade(version: u32) -> ExitCode {
+    if phux_core::upgrade::reads_version(version) {
+        println!("{}", check_line(version));
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "phux-mio-server: cannot read upgrade state version {version} (this binary reads \
+             versions {:?})",
+            phux_core::upgrade::READS_VERSIONS
+        );
+        ExitCode::FAILURE
+    }
+}
+
+/// `--adopt-image FD`: the new image of an upgrade takes the state over and serves on. If it
+/// cannot, `adopt` has exec'd the previous binary, which takes the state back; this returns
+/// only when that is impossible too.
+fn run_adopted(args: AdoptArgs, failed: Option<&str>) -> ExitCode {
+    let logging = |launch: &Launch| {
+        if let Err(e) = init_logging(&launch.log_directive, launch.log_file.as_deref()) {
+            eprintln!("phux-mio-server: {e}");
+        }
+    };
+    let result = crate::driver::adopt(args, failed, logging)
+        .map_err(std::io::Error::from)
+        .and_then(Driver::run);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %e, "fatal");
+            eprintln!("phux-mio-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The engine's configuration from what the command line chose (the same on every image).
+pub(crate) fn engine_config(launch: &Launch) -> ServerConfig {
+    let mut engine_config = ServerConfig::new(launch.server_id.clone());
+    engine_config
+        .default_command
+        .clone_from(&launch.default_command);
+    engine_config.max_connections = launch.max_connections;
+    engine_config.max_terminals = launch.max_terminals;
+    engine_config.frames_per_receive = crate::driver::FRAMES_PER_TURN;
+    engine_config
+}
+
 fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
-    // [SERVER.ID.1] One draw from the OS RNG at start, kept for the life of the process.
+    // [SERVER.ID.1] One draw from the OS RNG at start, kept for the life of the process (and
+    // across its upgrades).
     let server_id = crate::server_id()?;
     // [SERVER.LIMIT.4] Descriptors up to the hard limit, so that connections and terminals
     // do not run out at the default soft limit.
@@ -71,11 +133,21 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         Ok(None) => {}
         Err(e) => warn!(error = %e, "cannot raise the descriptor limit"),
     }
-    let mut engine_config = ServerConfig::new(server_id.to_vec());
-    engine_config.default_command = config.default_command();
-    engine_config.max_connections = config.max_connections as usize;
-    engine_config.max_terminals = config.max_terminals();
-    engine_config.frames_per_receive = crate::driver::FRAMES_PER_TURN;
+    let launch = Launch {
+        server_id: server_id.to_vec(),
+        default_command: config.default_command(),
+        max_connections: config.max_connections as usize,
+        max_terminals: config.max_terminals(),
+        log_directive: config.log_level.directive().to_owned(),
+        log_file: config.log_file.clone(),
+        args: std::env::args_os().skip(1).collect(),
+    };
+    let engine_config = engine_config(&launch);
+    // [SERVER.UPGRADE.EXEC.1] Resolved now, as nginx does: the file may be replaced later.
+    let context = std::env::current_exe().map(|binary| UpgradeContext { binary, launch });
+    if let Err(e) = &context {
+        warn!(error = %e, "cannot name our own binary; upgrades will be refused");
+    }
     info!(
         max_connections = engine_config.max_connections,
         max_terminals = engine_config.max_terminals,
@@ -86,7 +158,11 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     if config.stdio {
         // [SERVER.STDIO.1] One client on stdin/stdout; stdout carries only the protocol.
         info!("serving one client on stdin/stdout");
-        return Ok(Driver::new(engine, Listen::Stdio)?.run()?);
+        let mut driver = Driver::new(engine, Listen::Stdio)?;
+        if let Ok(context) = context {
+            driver.enable_upgrade(context);
+        }
+        return Ok(driver.run()?);
     }
 
     // An explicit path may sit in a shared sticky directory such as /tmp; the default
@@ -98,7 +174,10 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     };
     let path = socket_path(config.socket.clone(), &config.name)?;
     let socket = ServerSocket::bind_with(&path, policy)?;
-    let driver = Driver::new(engine, Listen::Socket(socket))?;
+    let mut driver = Driver::new(engine, Listen::Socket(socket))?;
+    if let Ok(context) = context {
+        driver.enable_upgrade(context);
+    }
     info!(socket = %path.display(), "listening");
     // Scripts wait for this line before connecting.
     let mut out = std::io::stdout().lock();
@@ -109,10 +188,13 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn init_logging(config: &Config) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let filter = EnvFilter::new(config.log_level.directive());
+fn init_logging(
+    directive: &str,
+    log_file: Option<&std::path::Path>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let filter = EnvFilter::new(directive);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match &config.log_file {
+    match log_file {
         Some(path) => {
             // [SERVER.LOG.2] Created owner-only: even without secrets ([SERVER.LOG.1]) a log
             // tells who ran what, and when. An existing file keeps its mode.

@@ -181,6 +181,21 @@ impl ServerSocket {
         })
     }
 
+    /// The socket the previous server image bound (an upgrade), with the device and inode of
+    /// its file, so that only that file is removed at shutdown.
+    pub fn adopt(listener: UnixListener, path: PathBuf, dev_ino: (u64, u64)) -> Self {
+        Self {
+            listener,
+            path,
+            dev_ino,
+        }
+    }
+
+    /// The socket file's device and inode.
+    pub fn dev_ino(&self) -> (u64, u64) {
+        self.dev_ino
+    }
+
     /// The listener, to register with mio and to `accept` from.
     pub fn listener(&self) -> &UnixListener {
         &self.listener

@@ -79,6 +79,36 @@ impl Term {
         })
     }
 
+    /// A terminal the previous server image held (an upgrade): its master and pidfd
+    /// registered by the caller already under these tokens, no job pending (the engine was
+    /// quiet), its exit, drain and kill state as they were.
+    pub(crate) fn adopted(id: LocalTerminal, child: PtyChild, state: Adopted) -> Self {
+        let mut timers = TimerTable::default();
+        if let Some(at) = state.exit_drain {
+            timers.set(Timer::ExitDrain, at);
+        }
+        if let Some(at) = state.kill_grace {
+            timers.set(Timer::KillGrace, at);
+        }
+        Self {
+            id,
+            exited: child.exit(),
+            child,
+            master: state.master,
+            pidfd: state.pidfd,
+            jobs: PtyWriter::new(),
+            writable: false,
+            eof: state.eof,
+            killing: state.killing,
+            timers,
+        }
+    }
+
+    /// Whether no job waits for the master.
+    pub(crate) fn idle(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
     /// The master's token, while it is registered.
     pub(crate) fn master_token(&self) -> Option<Token> {
         self.master
@@ -167,6 +197,17 @@ impl Term {
         }
         [master, pidfd]
     }
+}
+
+/// What an adopted terminal brings besides its child (see [`Term::adopted`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Adopted {
+    pub(crate) master: Option<Token>,
+    pub(crate) pidfd: Option<Token>,
+    pub(crate) eof: bool,
+    pub(crate) killing: bool,
+    pub(crate) exit_drain: Option<Instant>,
+    pub(crate) kill_grace: Option<Instant>,
 }
 
 /// The engine's spawn request as the OS layer takes it.

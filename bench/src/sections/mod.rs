@@ -14,6 +14,7 @@ mod hostile;
 mod scale;
 mod ssh;
 mod throughput;
+mod upgrade;
 
 pub(crate) use ack::section_ack;
 pub(crate) use criterion::section_core;
@@ -22,6 +23,7 @@ pub(crate) use hostile::section_hostile;
 pub(crate) use scale::section_scale;
 pub(crate) use ssh::section_ssh;
 pub(crate) use throughput::section_throughput;
+pub(crate) use upgrade::section_upgrade;
 
 const MIB: f64 = 1_048_576.0;
 fn summary_json(s: Option<Summary>) -> serde_json::Value {

@@ -317,6 +317,10 @@ impl Runner<'_> {
                     !transport.can_restart(),
                     "the runner does not own this server's process: it cannot restart it",
                 ),
+                "upgrade" => (
+                    !transport.can_upgrade(),
+                    "this transport cannot carry the server over to a new image in place",
+                ),
                 "fresh-server" => (
                     transport.shared_server(),
                     "needs a server no other case uses (it fills the server's ledger, which \

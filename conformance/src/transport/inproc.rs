@@ -234,6 +234,18 @@ fn sim_process(spec: &SpawnSpec) -> SimProcess {
     }
 }
 
+impl Sim {
+    /// An UPGRADE the engine accepted is carried out as a driver would, once the engine is
+    /// quiet: its state crosses into a new engine through an image (see
+    /// `Harness::upgrade_in_place`). Until then it waits, as a real driver's does.
+    fn carry_out_upgrade(&mut self) {
+        if self.h.upgrade_asked() {
+            // Not quiet yet (a write still in progress): tried again at the next turn.
+            let _ = self.h.upgrade_in_place();
+        }
+    }
+}
+
 fn conn_id(key: ConnKey) -> ConnId {
     ConnId(key as u64)
 }
@@ -248,6 +260,10 @@ impl Transport for Sim {
     }
 
     fn can_restart(&self) -> bool {
+        true
+    }
+
+    fn can_upgrade(&self) -> bool {
         true
     }
 
@@ -320,6 +336,7 @@ impl Transport for Sim {
 
     fn recv(&mut self, conn: ConnKey, _wait: Duration) -> Result<Recv, TransportError> {
         self.h.settle();
+        self.carry_out_upgrade();
         let c = conn_id(conn);
         if !self.h.conns.contains_key(&c) {
             return Ok(Recv::Closed);
@@ -359,5 +376,6 @@ impl Transport for Sim {
 
     fn advance(&mut self, by: Duration) {
         self.h.advance(by);
+        self.carry_out_upgrade();
     }
 }

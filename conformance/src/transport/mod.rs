@@ -86,6 +86,12 @@ pub trait Transport {
     fn can_restart(&self) -> bool {
         false
     }
+    /// Whether the server can upgrade its image in place on UPGRADE (`upgrade`): a real server
+    /// on its local socket execs a binary, the in-process transport carries the engine's state
+    /// over to a new engine when it asks. A case that sends UPGRADE needs it.
+    fn can_upgrade(&self) -> bool {
+        false
+    }
     /// Replaces the server by a new incarnation, as a crash and a fresh start would: every
     /// connection ends at once and the new server knows nothing of the old one's state.
     fn restart(&mut self) -> Result<(), TransportError> {

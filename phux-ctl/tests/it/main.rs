@@ -19,3 +19,4 @@ mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
 mod ctl_spawn_list_kill;
 mod ctl_trust;
+mod ctl_upgrade;

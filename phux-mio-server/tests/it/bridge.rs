@@ -253,7 +253,9 @@ fn echo_through(c: &mut Client, word: &str) {
         CommandResult::Ok
     );
     let apply = ApplyInput {
-        operation_id: OperationId::from_u128(9).expect("id"),
+        // One operation per word: the ledger outlives an upgrade.
+        operation_id: OperationId::from_u128(word.bytes().fold(9, |a, b| a * 31 + u128::from(b)))
+            .expect("id"),
         terminal: terminal.clone(),
         events: vec![InputEvent::Paste(PasteEvent {
             trust: PasteTrust::Trusted,
@@ -499,4 +501,37 @@ fn a_peer_of_another_user_cannot_hand_over_descriptors() {
     assert!(said.starts_with("first 00 bytes "), "{said}");
     assert!(said.contains("pipe-closed"), "{said}");
     server.connect().hello();
+}
+
+#[test]
+fn a_handed_over_connection_crosses_an_upgrade() {
+    // [SERVER.UPGRADE.EXEC.5] [SERVER.BRIDGE.11] [SERVER.BRIDGE.12] The pipes a bridge handed
+    // over, its socket and the flags to give back all cross the exec: the same connection is
+    // served after it, and a bridge killed after it still cuts the connection and gets its
+    // flags back.
+    let server = Server::start();
+    let server_pid = server.process.id();
+    let mut p = piped_bridge(&server.socket, &[]);
+    let hello = p.client.hello();
+    assert!(holds_pipe(server_pid, &p.stdin), "no handoff");
+    echo_through(&mut p.client, "before");
+    assert_eq!(
+        p.client.command(Command::Upgrade { binary: None }),
+        CommandResult::Ok
+    );
+    assert!(holds_pipe(server_pid, &p.stdin) && holds_pipe(server_pid, &p.stdout));
+    assert!(flags(&p.stdin).contains(OFlags::NONBLOCK));
+    echo_through(&mut p.client, "after");
+    assert_eq!(server.connect().hello().server_id, hello.server_id);
+    p.process.0.kill().expect("kill the bridge");
+    p.process.0.wait().expect("reap the bridge");
+    assert!(
+        common::eventually(|| !holds_pipe(server_pid, &p.stdin)),
+        "the upgraded server did not see the bridge go"
+    );
+    assert_eq!(
+        (flags(&p.stdin), flags(&p.stdout)),
+        p.before,
+        "flags after an upgrade and a cut"
+    );
 }

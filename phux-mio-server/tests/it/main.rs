@@ -52,3 +52,6 @@ mod socket_peer_uid;
 mod socket_refuse_open_dir;
 mod socket_stale;
 mod stdio_flags;
+mod upgrade_chaos;
+mod upgrade_failures;
+mod upgrade_stdio;

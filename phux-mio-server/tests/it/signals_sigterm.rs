@@ -1,14 +1,14 @@
-//! SIGTERM, SIGINT and SIGHUP arrive as mio readiness instead of ending the process.
+//! SIGTERM, SIGINT, SIGHUP and SIGUSR2 arrive as mio readiness instead of ending the process.
 
 use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
-use phux_mio_server::{ShutdownSignal, Signals};
+use phux_mio_server::{ServerSignal, ShutdownSignal, Signals};
 use rustix::process::{Signal, getpid, kill_process};
 
 const SIGNALS: Token = Token(7);
 
-fn wait_for(poll: &mut Poll, signals: &mut Signals, want: ShutdownSignal) {
+fn wait_for(poll: &mut Poll, signals: &mut Signals, want: ServerSignal) {
     let mut events = Events::with_capacity(4);
     let end = Instant::now() + Duration::from_secs(30);
     loop {
@@ -28,7 +28,7 @@ fn wait_for(poll: &mut Poll, signals: &mut Signals, want: ShutdownSignal) {
 }
 
 #[test]
-fn sigterm_sigint_and_sighup_become_readiness() {
+fn sigterm_sigint_sighup_and_sigusr2_become_readiness() {
     // [SERVER.SIGNAL.1] SIGHUP is caught too, not left to end the process.
     let mut poll = Poll::new().expect("poll");
     let mut signals = Signals::new().expect("signals");
@@ -38,11 +38,27 @@ fn sigterm_sigint_and_sighup_become_readiness() {
     assert!(signals.pending().is_empty());
 
     kill_process(getpid(), Signal::TERM).expect("raise SIGTERM");
-    wait_for(&mut poll, &mut signals, ShutdownSignal::Terminate);
+    wait_for(
+        &mut poll,
+        &mut signals,
+        ServerSignal::Shutdown(ShutdownSignal::Terminate),
+    );
 
     kill_process(getpid(), Signal::INT).expect("raise SIGINT");
-    wait_for(&mut poll, &mut signals, ShutdownSignal::Interrupt);
+    wait_for(
+        &mut poll,
+        &mut signals,
+        ServerSignal::Shutdown(ShutdownSignal::Interrupt),
+    );
 
     kill_process(getpid(), Signal::HUP).expect("raise SIGHUP");
-    wait_for(&mut poll, &mut signals, ShutdownSignal::Hangup);
+    wait_for(
+        &mut poll,
+        &mut signals,
+        ServerSignal::Shutdown(ShutdownSignal::Hangup),
+    );
+
+    // [SERVER.UPGRADE.EXEC.1] SIGUSR2 asks for an upgrade, and does not end the process.
+    kill_process(getpid(), Signal::USR2).expect("raise SIGUSR2");
+    wait_for(&mut poll, &mut signals, ServerSignal::Upgrade);
 }

@@ -58,11 +58,14 @@ use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
 use crate::host::{Host, Recycle, Source};
 use crate::pty::PtyRead;
-use crate::signals::Signals;
+use crate::signals::{ServerSignal, Signals};
 use crate::socket::{ServerSocket, check_peer};
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
+pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt};
+
+mod upgrade;
 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
@@ -79,7 +82,9 @@ pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
-const FIRST_DYNAMIC: usize = 2;
+/// The pidfd of a running `--check-upgrade`.
+const UPGRADE_CHECK: Token = Token(2);
+const FIRST_DYNAMIC: usize = 3;
 
 /// Where clients come from.
 #[derive(Debug)]
@@ -99,6 +104,8 @@ pub struct Driver {
     buf: Vec<u8>,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// An in-place upgrade: whether this server may, and the one under way.
+    upgrade: upgrade::Upgrade,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
@@ -151,6 +158,7 @@ impl Driver {
             host: Host::new(poll, listener, signals, FIRST_DYNAMIC),
             buf: vec![0; READ_CHUNK],
             ready: Vec::new(),
+            upgrade: upgrade::Upgrade::default(),
             stdio_flags,
         };
         if let Some(flags) = &driver.stdio_flags {
@@ -226,7 +234,9 @@ impl Driver {
             }
             self.ready = ready;
             self.on_deadlines();
+            self.upgrade_step();
         }
+        self.abandon_upgrade();
         self.host.finish();
         Ok(())
     }
@@ -240,6 +250,7 @@ impl Driver {
             self.host.nearest.get(),
             self.host.timers.next_timeout(),
             self.engine.poll_timeout(),
+            self.upgrade.deadline(),
         ]
         .into_iter()
         .flatten()
@@ -257,11 +268,10 @@ impl Driver {
         match token {
             LISTENER => self.accept_all(),
             SIGNALS => {
-                for sig in self.host.signals.pending() {
-                    info!(signal = ?sig, "shutdown requested");
-                    self.feed(ServerEvent::ShutdownRequested);
-                }
+                let signals = self.host.signals.pending();
+                self.on_signals(signals);
             }
+            UPGRADE_CHECK => self.on_check_exit(),
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {
                     if readable {
@@ -304,6 +314,24 @@ impl Driver {
                 }
                 None => trace!(?token, "event for a source already gone"),
             },
+        }
+    }
+
+    /// The signals that arrived: shutdown, or an upgrade to our own binary.
+    fn on_signals(&mut self, signals: Vec<ServerSignal>) {
+        for sig in signals {
+            match sig {
+                ServerSignal::Shutdown(sig) => {
+                    info!(signal = ?sig, "shutdown requested");
+                    self.feed(ServerEvent::ShutdownRequested);
+                }
+                // [SERVER.UPGRADE.EXEC.1] SIGUSR2: an upgrade to our own binary, with
+                // no requester to answer.
+                ServerSignal::Upgrade => {
+                    info!("upgrade requested by SIGUSR2");
+                    self.feed(ServerEvent::UpgradeRequested { binary: None });
+                }
+            }
         }
     }
 

@@ -1,0 +1,482 @@
+//! The driver's half of an in-place upgrade: the steps of `crate::upgrade` in the loop's
+//! order. An upgrade begins with the engine's `Upgrade` action (an UPGRADE command, or
+//! SIGUSR2 fed as `UpgradeRequested`), runs its check while the loop serves on, waits for
+//! the engine to be quiet, and ends in one of two ways: this process becomes the new image
+//! (which answers the requester), or the engine is fed `UpgradeFailed` and nothing changed.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use mio::Interest;
+use mio::unix::SourceFd;
+use phux_core::server::{ServerEngine, ServerEvent};
+use phux_core::time::Instant;
+use phux_core::upgrade::{STATE_VERSION, decode_image};
+use tracing::{error, info, warn};
+
+use super::{Driver, LISTENER, SIGNALS, UPGRADE_CHECK};
+use crate::conn::{READ_CHUNK, StdioFlags};
+use crate::host::{Host, Recycle};
+use crate::signals::Signals;
+use crate::socket::ServerSocket;
+use crate::upgrade::{
+    CHECK_TIMEOUT, Checker, HostImage, Inherit, Launch, ListenerImage, QUIESCE_BOUND, UpgradeError,
+    adopt_fds, exec, fd_path, memfd_image, open_own_exe, read_image,
+};
+
+/// What a server needs to know to upgrade itself: its own binary and how it was started.
+#[derive(Debug, Clone)]
+pub struct UpgradeContext {
+    /// The binary this image runs, resolved when it started (an UPGRADE without a binary and
+    /// SIGUSR2 exec it).
+    pub binary: PathBuf,
+    /// The engine configuration and log settings the next image rebuilds.
+    pub launch: Launch,
+}
+
+/// Where the upgrade stands.
+#[derive(Debug, Default)]
+pub(super) enum Phase {
+    /// None under way.
+    #[default]
+    Idle,
+    /// `--check-upgrade` runs; killed at `until`.
+    Checking { checker: Checker, until: Instant },
+    /// The check passed; waiting for the engine to be quiet until `until`.
+    Quiescing { binary: PathBuf, until: Instant },
+}
+
+/// The driver's upgrade state.
+#[derive(Debug, Default)]
+pub(super) struct Upgrade {
+    context: Option<UpgradeContext>,
+    phase: Phase,
+}
+
+impl Upgrade {
+    /// The deadline of the step under way, for the poll timeout.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Idle => None,
+            Phase::Checking { until, .. } | Phase::Quiescing { until, .. } => Some(*until),
+        }
+    }
+}
+
+/// How an adoption went wrong, and whether the previous image can take the state back.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AdoptError(pub String);
+
+impl Driver {
+    /// Lets this driver upgrade in place (without it, an upgrade is refused with a reason).
+    pub fn enable_upgrade(&mut self, context: UpgradeContext) {
+        self.upgrade.context = Some(context);
+    }
+
+    /// Once per turn: starts what the engine asked for, and moves the one under way on, as
+    /// far as it goes without waiting (a check that passed is followed by the quiet test at
+    /// once, not at the next wake-up).
+    pub(super) fn upgrade_step(&mut self) {
+        while let Some(binary) = self.host.upgrades.pop_front() {
+            self.begin_upgrade(binary);
+        }
+        loop {
+            let before = std::mem::discriminant(&self.upgrade.phase);
+            self.upgrade_advance();
+            if std::mem::discriminant(&self.upgrade.phase) == before {
+                return;
+            }
+        }
+    }
+
+    fn upgrade_advance(&mut self) {
+        let now = self.host.clock.now();
+        match std::mem::take(&mut self.upgrade.phase) {
+            Phase::Idle => {}
+            Phase::Checking { mut checker, until } => match checker.verdict() {
+                Some(verdict) => self.checked(checker, verdict),
+                None if now >= until => {
+                    self.forget_checker(&checker);
+                    self.upgrade_failed(&checker.kill());
+                }
+                None => self.upgrade.phase = Phase::Checking { checker, until },
+            },
+            Phase::Quiescing { binary, until } => {
+                // [SERVER.UPGRADE.EXEC.3] No job in progress anywhere: the state is whole.
+                if self.engine.upgrade_quiet() {
+                    self.commit(&binary);
+                } else if now >= until {
+                    let busy = self
+                        .host
+                        .not_ready_for_upgrade()
+                        .unwrap_or_else(|| "a terminal has input in progress".to_owned());
+                    self.upgrade_failed(&UpgradeError::NotQuiet(format!(
+                        "{busy} after {} ms",
+                        QUIESCE_BOUND.as_millis()
+                    )));
+                } else {
+                    self.upgrade.phase = Phase::Quiescing { binary, until };
+                }
+            }
+        }
+    }
+
+    /// The server is stopping: a check still running is killed and reaped, not left behind.
+    pub(super) fn abandon_upgrade(&mut self) {
+        if let Phase::Checking { checker, .. } = std::mem::take(&mut self.upgrade.phase) {
+            self.forget_checker(&checker);
+            let _ = checker.kill();
+        }
+    }
+
+    /// The check's pidfd became readable.
+    pub(super) fn on_check_exit(&mut self) {
+        if let Phase::Checking { checker, until } = std::mem::take(&mut self.upgrade.phase) {
+            let mut checker = checker;
+            match checker.verdict() {
+                Some(verdict) => self.checked(checker, verdict),
+                None => self.upgrade.phase = Phase::Checking { checker, until },
+            }
+        }
+    }
+
+    fn begin_upgrade(&mut self, binary: Option<String>) {
+        if !matches!(self.upgrade.phase, Phase::Idle) {
+            // The engine asks for one upgrade at a time ([SERVER.UPGRADE.4]) and hears how it
+            // ended before it can ask again: a second one now would be a driver bug. The one
+            // under way goes on; answering this one would answer its requester.
+            return error!(error = %UpgradeError::Busy, "an Upgrade action during an upgrade; ignored");
+        }
+        let Some(context) = &self.upgrade.context else {
+            return self.upgrade_failed(&UpgradeError::Unavailable);
+        };
+        let binary = binary.map_or_else(|| context.binary.clone(), PathBuf::from);
+        info!(binary = %binary.display(), version = STATE_VERSION, "upgrade: checking the new binary");
+        // [SERVER.UPGRADE.EXEC.2] The new binary must say it reads our state version.
+        let checker = match Checker::start(&binary, STATE_VERSION) {
+            Ok(checker) => checker,
+            Err(e) => return self.upgrade_failed(&e),
+        };
+        let fd = checker.pidfd().as_raw_fd();
+        if let Err(e) = self.host.poll.registry().register(
+            &mut SourceFd(&fd),
+            UPGRADE_CHECK,
+            Interest::READABLE,
+        ) {
+            // Without the pidfd's readiness the deadline still ends the wait: poll the verdict.
+            warn!(error = %e, "cannot watch the upgrade check; polling it");
+        }
+        let until = self.host.clock.now() + CHECK_TIMEOUT;
+        self.upgrade.phase = Phase::Checking { checker, until };
+    }
+
+    fn checked(&mut self, checker: Checker, verdict: Result<(), UpgradeError>) {
+        self.forget_checker(&checker);
+        match verdict {
+            Ok(()) => {
+                info!(binary = %checker.binary.display(), "upgrade: the new binary reads our state; quiescing");
+                let until = self.host.clock.now() + QUIESCE_BOUND;
+                self.upgrade.phase = Phase::Quiescing {
+                    binary: checker.binary,
+                    until,
+                };
+            }
+            Err(e) => self.upgrade_failed(&e),
+        }
+    }
+
+    fn forget_checker(&self, checker: &Checker) {
+        let fd = checker.pidfd().as_raw_fd();
+        let _ = self.host.poll.registry().deregister(&mut SourceFd(&fd));
+    }
+
+    /// [SERVER.UPGRADE.EXEC.4] Nothing changed: the engine answers the requester and resumes.
+    fn upgrade_failed(&mut self, e: &UpgradeError) {
+        self.upgrade.phase = Phase::Idle;
+        warn!(reason = %e, "upgrade failed; serving on");
+        self.feed(ServerEvent::UpgradeFailed {
+            reason: e.to_string(),
+        });
+        self.flush();
+    }
+
+    /// The engine is quiet: hand everything over and exec `binary`. Returns only if the
+    /// upgrade failed, the engine then told so.
+    fn commit(&mut self, binary: &Path) {
+        match self.hand_over(binary) {
+            Ok(never) => match never {},
+            Err(UpgradeError::Interrupted(signals)) => {
+                self.upgrade_failed(&UpgradeError::Interrupted(Vec::new()));
+                self.on_signals(signals);
+            }
+            Err(e) => self.upgrade_failed(&e),
+        }
+    }
+
+    fn hand_over(&mut self, binary: &Path) -> Result<std::convert::Infallible, UpgradeError> {
+        // What the engine queued goes out now, as far as the peers take it; the rest crosses
+        // in the image and is written first by the new image.
+        self.flush();
+        let ids: Vec<_> = self.host.conns.keys().copied().collect();
+        for id in ids {
+            self.host.write_conn(id, &mut Recycle(&mut self.engine));
+        }
+        self.feed_observed();
+        if let Some(why) = self.host.not_ready_for_upgrade() {
+            return Err(UpgradeError::NotQuiet(why));
+        }
+        if !self.host.events.is_empty() || !self.host.upgrades.is_empty() {
+            return Err(UpgradeError::NotQuiet(
+                "events are waiting to be handled".to_owned(),
+            ));
+        }
+        let Some(context) = &self.upgrade.context else {
+            return Err(UpgradeError::NotQuiet("no upgrade context".to_owned()));
+        };
+        let clock = self.host.clock;
+        let started = clock.now();
+        let (conns, terminals, next_conn) = self.host.image_parts();
+        let image = HostImage {
+            clock_epoch_nanos: self.host.clock.epoch_nanos(),
+            binary: binary.to_owned(),
+            previous_binary: context.binary.clone(),
+            launch: context.launch.clone(),
+            listener: self.host.listener.as_ref().map(|l| ListenerImage {
+                fd: l.listener().as_raw_fd(),
+                path: l.path().to_owned(),
+                dev_ino: l.dev_ino(),
+            }),
+            stdio_flags: self.stdio_flags.as_ref().map(StdioFlags::bits),
+            next_conn,
+            conns,
+            terminals,
+        };
+        // The engine's state and ours in one image, straight from the engine (no copy of it).
+        let bytes = self
+            .engine
+            .export_image(&image)
+            .map_err(|e| UpgradeError::NotQuiet(e.to_string()))?;
+        let encoded = clock.now();
+        let memfd = memfd_image(&bytes).map_err(UpgradeError::Handover)?;
+        let own = open_own_exe().map_err(UpgradeError::Handover)?;
+        // The self-pipe does not cross the exec: a signal caught since the loop last read it
+        // would be lost. Read last thing before the exec, it is acted on here instead.
+        let signals = self.host.signals.pending();
+        if !signals.is_empty() {
+            return Err(UpgradeError::Interrupted(signals));
+        }
+        let mut fds = self.host.inherited_fds();
+        fds.push(memfd.as_fd());
+        fds.push(own.as_fd());
+        // [SERVER.UPGRADE.EXEC.4] Only now do the descriptors cross an exec; if it fails,
+        // dropping `inherit` makes them close-on-exec again.
+        let inherit = Inherit::clear(&fds).map_err(UpgradeError::Handover)?;
+        let mut args: Vec<OsString> = vec![
+            "--adopt-image".into(),
+            memfd.as_raw_fd().to_string().into(),
+            "--previous-exe".into(),
+            own.as_raw_fd().to_string().into(),
+            "--".into(),
+        ];
+        args.extend(context.launch.args.iter().cloned());
+        let micros = |a: Instant, b: Instant| b.saturating_duration_since(a).as_micros();
+        info!(
+            binary = %binary.display(),
+            image_bytes = bytes.len(),
+            conns = image.conns.len(),
+            terminals = image.terminals.len(),
+            export_us = micros(started, encoded),
+            handover_us = micros(encoded, clock.now()),
+            "upgrade: exec"
+        );
+        // `bytes` lives until the exec, which discards it with the address space at no cost;
+        // freed before it, it would delay the new image.
+        let source = exec(binary, &args);
+        drop(bytes);
+        drop(fds);
+        drop(inherit);
+        error!(error = %source, "upgrade: exec failed");
+        Err(UpgradeError::Exec {
+            binary: binary.to_owned(),
+            source,
+        })
+    }
+}
+
+/// What `phux-mio-server --adopt-image` was handed on its command line.
+#[derive(Debug, Clone, Copy)]
+pub struct AdoptArgs {
+    /// The image's memfd.
+    pub image: RawFd,
+    /// The previous image's binary, open; absent when this *is* the previous image taking
+    /// the state back.
+    pub previous_exe: Option<RawFd>,
+}
+
+/// The new image, first thing: takes the state the previous image left, and either returns
+/// a driver ready to run (the requester answered) or, when it cannot, execs the previous
+/// binary to take it back. `init_logging` sets the log up from the image's settings.
+pub fn adopt(
+    args: AdoptArgs,
+    failed: Option<&str>,
+    init_logging: impl FnOnce(&Launch),
+) -> Result<Driver, AdoptError> {
+    // First of all: the exec reset SIGTERM, SIGINT, SIGHUP and SIGUSR2 to their default, which
+    // ends the process, and every child with it. Caught from here on, they wait in the
+    // self-pipe until the loop runs.
+    let signals = Signals::new().map_err(|e| AdoptError(format!("signals: {e}")))?;
+    let mut owned = adopt_fds(&[args.image])
+        .map_err(|e| AdoptError(format!("cannot take the image's descriptor: {e}")))?;
+    let memfd = owned
+        .pop()
+        .ok_or_else(|| AdoptError("no image".to_owned()))?;
+    let previous = match args.previous_exe {
+        Some(raw) => Some(
+            adopt_fds(&[raw])
+                .ok()
+                .and_then(|mut v| v.pop())
+                .ok_or_else(|| AdoptError("cannot take the previous binary".to_owned()))?,
+        ),
+        None => None,
+    };
+    let bytes =
+        read_image(&memfd).map_err(|e| AdoptError(format!("cannot read the image: {e}")))?;
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        adopt_image(&bytes, failed, signals, init_logging)
+    }));
+    let reason = match built {
+        Ok(Ok(driver)) => {
+            // [SERVER.UPGRADE.EXEC.7] Adopted: nothing of the handover is inherited further.
+            drop(previous);
+            drop(memfd);
+            return Ok(driver);
+        }
+        Ok(Err(e)) => e.0,
+        Err(_) => "the new image panicked while adopting the state".to_owned(),
+    };
+    // [SERVER.UPGRADE.EXEC.6] Nothing is owned yet but the image and the previous binary: the
+    // previous image takes the state back, and tells the requester why.
+    let Some(previous) = previous else {
+        return Err(AdoptError(format!(
+            "the previous image could not take its state back either: {reason}"
+        )));
+    };
+    error!(reason = %reason, "cannot adopt the state; going back to the previous binary");
+    let args: Vec<OsString> = vec![
+        "--adopt-image".into(),
+        memfd.as_raw_fd().to_string().into(),
+        "--adopt-failed".into(),
+        reason.clone().into(),
+    ];
+    let e = exec(&fd_path(previous.as_raw_fd()), &args);
+    Err(AdoptError(format!(
+        "{reason}; and exec of the previous binary failed: {e}"
+    )))
+}
+
+/// Decodes the image, rebuilds the engine and the host, and answers the requester. Every
+/// fallible step that does not need the descriptors comes before they are owned.
+fn adopt_image(
+    bytes: &[u8],
+    failed: Option<&str>,
+    mut signals: Signals,
+    init_logging: impl FnOnce(&Launch),
+) -> Result<Driver, AdoptError> {
+    let timer = crate::clock::Clock::new();
+    let (state, image) = decode_image::<HostImage>(bytes)
+        .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let decode_us = timer.now().as_micros();
+    let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
+    let decoded = clock.now();
+    init_logging(&image.launch);
+    let config = crate::run::engine_config(&image.launch);
+    let engine = ServerEngine::from_state(config, state)
+        .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
+    let restored = clock.now();
+    let context = UpgradeContext {
+        binary: if failed.is_some() {
+            image.previous_binary.clone()
+        } else {
+            image.binary.clone()
+        },
+        launch: image.launch.clone(),
+    };
+    let poll = mio::Poll::new().map_err(|e| AdoptError(format!("poll: {e}")))?;
+    signals
+        .register(poll.registry(), SIGNALS)
+        .map_err(|e| AdoptError(format!("signals: {e}")))?;
+    if let Some(l) = &image.listener {
+        poll.registry()
+            .register(&mut SourceFd(&l.fd), LISTENER, Interest::READABLE)
+            .map_err(|e| AdoptError(format!("listener: {e}")))?;
+    }
+    let mut host = Host::new(poll, None, signals, super::FIRST_DYNAMIC);
+    host.clock = clock;
+    host.set_stdio(image.listener.is_none());
+    let registered = host
+        .register_image(&image)
+        .map_err(|e| AdoptError(format!("cannot watch the descriptors: {e}")))?;
+    // Past this point every descriptor is ours: nothing below may fail but the impossible.
+    let fds = adopt_fds(&image.fds()).map_err(|e| AdoptError(format!("descriptors: {e}")))?;
+    for fd in &fds {
+        // [SERVER.UPGRADE.EXEC.7] No child of ours inherits them.
+        let _ = crate::upgrade::set_cloexec(fd);
+    }
+    let mut fds = fds.into_iter();
+    if let Some(l) = &image.listener {
+        let fd: OwnedFd = fds
+            .next()
+            .ok_or_else(|| AdoptError("no listener".to_owned()))?;
+        let std = std::os::unix::net::UnixListener::from(fd);
+        let listener = mio::net::UnixListener::from_std(std);
+        host.listener = Some(ServerSocket::adopt(listener, l.path.clone(), l.dev_ino));
+    }
+    let stdio_flags = image.stdio_flags.map(StdioFlags::from_bits);
+    let (conns, terminals) = (image.conns.len(), image.terminals.len());
+    host.adopt_image(image, registered, &mut fds)
+        .map_err(|e| AdoptError(format!("cannot adopt: {e}")))?;
+    let mut driver = Driver {
+        engine,
+        host,
+        buf: vec![0; READ_CHUNK],
+        ready: Vec::new(),
+        upgrade: Upgrade {
+            context: Some(context),
+            phase: Phase::Idle,
+        },
+        stdio_flags,
+    };
+    info!(
+        conns,
+        terminals,
+        decode_us,
+        restore_us = restored.saturating_duration_since(decoded).as_micros(),
+        watch_us = driver
+            .host
+            .clock
+            .now()
+            .saturating_duration_since(restored)
+            .as_micros(),
+        "upgrade: adopted the state"
+    );
+    // [SERVER.UPGRADE.EXEC.5] The bytes queued before the exec leave first, then the answer.
+    driver.flush();
+    let event = match failed {
+        None => ServerEvent::UpgradeDone,
+        Some(reason) => ServerEvent::UpgradeFailed {
+            reason: reason.to_owned(),
+        },
+    };
+    driver.feed(event);
+    driver.flush();
+    Ok(driver)
+}
+
+impl From<AdoptError> for io::Error {
+    fn from(e: AdoptError) -> Self {
+        Self::other(e.0)
+    }
+}
