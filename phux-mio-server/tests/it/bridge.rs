@@ -320,6 +320,22 @@ fn with_no_handoff_the_bridge_copies_and_the_server_never_holds_its_stdio() {
     assert_eq!(wait_exit(&mut p.process.0, "bridge did not exit"), Some(0));
 }
 
+/// Kills the bridge (as killing ssh does) and waits until the server lets its pipes go, with
+/// the flags they were handed over with ([SERVER.BRIDGE.11] [SERVER.BRIDGE.12]).
+fn kill_and_see_the_pipes_given_back(p: &mut Piped, server_pid: u32, when: &str) {
+    p.process.0.kill().expect("kill the bridge");
+    p.process.0.wait().expect("reap the bridge");
+    assert!(
+        common::eventually(|| !holds_pipe(server_pid, &p.stdin)),
+        "the server still holds the pipes of a dead bridge ({when})"
+    );
+    assert_eq!(
+        (flags(&p.stdin), flags(&p.stdout)),
+        p.before,
+        "flags {when}"
+    );
+}
+
 #[test]
 fn a_killed_bridge_cuts_the_connection_it_handed_over() {
     // [SERVER.BRIDGE.11] [SERVER.BRIDGE.12] The bridge dies (killing ssh kills it): the server ends the
@@ -330,17 +346,7 @@ fn a_killed_bridge_cuts_the_connection_it_handed_over() {
     let mut p = piped_bridge(&server.socket, &[]);
     p.client.hello();
     assert!(holds_pipe(server_pid, &p.stdin), "no handoff");
-    p.process.0.kill().expect("kill the bridge");
-    p.process.0.wait().expect("reap the bridge");
-    assert!(
-        common::eventually(|| !holds_pipe(server_pid, &p.stdin)),
-        "the server still holds the pipes of a dead bridge"
-    );
-    assert_eq!(
-        (flags(&p.stdin), flags(&p.stdout)),
-        p.before,
-        "flags after the cut"
-    );
+    kill_and_see_the_pipes_given_back(&mut p, server_pid, "after the cut");
     // Nobody else holds the write end now: the client's read ends.
     let Piped {
         mut client, stdout, ..
@@ -523,15 +529,5 @@ fn a_handed_over_connection_crosses_an_upgrade() {
     assert!(flags(&p.stdin).contains(OFlags::NONBLOCK));
     echo_through(&mut p.client, "after");
     assert_eq!(server.connect().hello().server_id, hello.server_id);
-    p.process.0.kill().expect("kill the bridge");
-    p.process.0.wait().expect("reap the bridge");
-    assert!(
-        common::eventually(|| !holds_pipe(server_pid, &p.stdin)),
-        "the upgraded server did not see the bridge go"
-    );
-    assert_eq!(
-        (flags(&p.stdin), flags(&p.stdout)),
-        p.before,
-        "flags after an upgrade and a cut"
-    );
+    kill_and_see_the_pipes_given_back(&mut p, server_pid, "after an upgrade and a cut");
 }
