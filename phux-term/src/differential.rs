@@ -37,6 +37,7 @@
 //! | CUU, CUD, VPR, CHA, HPA in origin mode with a region below the top | relative to the cursor's row / the column only | the row moves down by the region's top again (they go through the origin-relative `goto` with an absolute row) | ctlseqs CUU / CUD / VPR move relative to the cursor; CHA / HPA "Cursor Character Absolute [column]" do not name a row | [`generate`] sends none of them then |
 //! | DECRC in origin mode of a row below the bottom margin | the row is clamped to the bottom margin | restored as saved | xterm `CursorRestore` moves with `CursorSet(sc->row - top_marg, ...)`, which in origin mode keeps the row at most at `bot_marg` | [`generate`] sends no such restore |
 //! | CBT (`CSI Z`) with no tab stop to the left | to the first column | stays | xterm `TabToPrevStop` stops at column 0 | [`generate`] sends no CBT |
+//! | `CSI ? 1049 h` with a pending wrap | cancelled (the switch clears the screen) | kept | xterm `srm_OPT_ALTBUF_CURSOR` set is `CursorSave`, `ToAlternate`, `ClearScreen`, and `ClearScreen` calls `ResetWrap`; `ToAlternate` / `FromAlternate` / `SwitchBufs` never touch `do_wrap` (so a bare 47 / 1047 switch keeps it in xterm; we drop it, see `switch_screen`, and [`generate`] sends neither); the reset is `FromAlternate` then `CursorRestore`, which gives back the saved wrap in both | [`generate`] puts a CR before entering while a wrap is pending |
 //!
 //! Not compared: the soft-wrap flag of a row. It shows nowhere on the screen (it joins rows
 //! when text is copied); we drop it from a row that IL, DL or an erase of its last column
@@ -53,10 +54,6 @@
 //! Not compared, undecided: a combining mark with no character before it on the row (after a
 //! cursor motion to an empty cell): we drop it, alacritty attaches it to the blank under the
 //! cursor. [`generate`] writes marks only right after their base character.
-//!
-//! Not compared, undecided: a pending wrap across `CSI ? 1049 h / l`. We drop it (the wrap
-//! belonged to a character on the screen left behind), alacritty keeps it; [`generate`] puts a
-//! CR before a switch while a wrap is pending.
 //!
 //! Not compared, undecided: the last column a wide character leaves when it wraps. We leave
 //! the cell as it was, alacritty writes a blank with the pen's background (its
@@ -334,9 +331,10 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
         guide.advance(&out[fed..]);
         fed = out.len();
         let kind = kind % 64;
-        if matches!(kind, 24 | 26 | 43 | 48 | 31..=34 | 52) && guide.vt.cur.pending {
-            // Erasing and editing cancel a pending wrap in xterm, not in alacritty, and a
-            // screen switch is not compared with one (see the table): a CR first.
+        let entering = kind == 48 && !alternate;
+        if (matches!(kind, 24 | 26 | 43 | 31..=34 | 52) || entering) && guide.vt.cur.pending {
+            // Erasing, editing and entering the 1049 screen cancel a pending wrap in xterm,
+            // not in alacritty (see the table): a CR first.
             out.push(b'\r');
         }
         match kind {

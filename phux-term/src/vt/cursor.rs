@@ -140,7 +140,12 @@ impl Vt {
     }
 
     /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm, but not
-    /// its wrap-pending state.
+    /// its wrap-pending state. Where xterm differs: its `ToAlternate`, `FromAlternate` and
+    /// `SwitchBufs` never touch `do_wrap`, so a bare 47 or 1047 switch keeps a pending wrap
+    /// (1049 set and a 1047 reset clear the screen, and `ClearScreen` cancels it; 1049 reset
+    /// restores the saved one). We drop it: the wrap would then be pending over the other
+    /// screen's last column, empty as often as not, which the bootstrap could only make with a
+    /// save and restore that overwrites a saved cursor.
     pub(super) fn switch_screen(&mut self, alternate: bool) {
         if alternate == self.alt_active {
             return;
@@ -150,7 +155,6 @@ impl Vt {
         }
         std::mem::swap(&mut self.screen, &mut self.other);
         self.alt_active = alternate;
-        // The pending wrap belonged to a character on the screen just left.
         self.cur.pending = false;
     }
 

@@ -382,3 +382,40 @@ fn rep_after_ris_repeats_nothing() {
     let t = term(b"a\x1bcb\x1b[2b");
     assert_eq!(lines(&t)[0], "bbb");
 }
+
+/// 1049 and the pending wrap: xterm's `srm_OPT_ALTBUF_CURSOR` set is `CursorSave`,
+/// `ToAlternate`, `ClearScreen` (whose `ResetWrap` cancels it), also when the alternate screen
+/// is already shown (`ToAlternate` then does nothing, the save and the clear still happen);
+/// reset is `FromAlternate`, `CursorRestore` (which gives back the saved wrap).
+/// `printf '\033[1;80HA\033[?1049hB'`: B in column 80 of row 1;
+/// `printf '\033[1;80HA\033[?1049h\033[?1049lB'`: B starts row 2 of the main screen.
+/// (A bare 47 / 1047 switch keeps the wrap in xterm and not here: see `switch_screen`.)
+#[test]
+fn entering_1049_cancels_the_pending_wrap_and_leaving_restores_it() {
+    let t = term(b"\x1b[1;80HA\x1b[?1049hB");
+    assert_eq!(lines(&t)[0], format!("{}B", " ".repeat(79)));
+    assert_eq!(cursor(&t), (79, 0, true));
+    let mut t = term(b"\x1b[1;80HA\x1b[?1049h");
+    assert_eq!(cursor(&t), (79, 0, false), "1049 set cancels it");
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[?1049l");
+    assert_eq!(
+        cursor(&t),
+        (79, 0, true),
+        "1049 reset restores the saved one"
+    );
+    assert_rebuilt(&t);
+    t.advance(b"B");
+    assert_eq!(lines(&t)[..2], [format!("{}A", " ".repeat(79)), "B".into()]);
+    // 1049 set on the alternate screen saves (its own slot) and clears it again.
+    let mut t = term(b"\x1b[?1049hxy\x1b[44m\x1b[?1049h");
+    assert_eq!(lines(&t)[0], "");
+    assert_eq!(pen_at(&t, 0, 0).bg, crate::grid::Color::Idx(4).pack());
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[5;5H\x1b8z");
+    assert_eq!(
+        lines(&t)[0],
+        "  z",
+        "DECRC finds the cursor saved on the alternate screen"
+    );
+}
