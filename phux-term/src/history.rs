@@ -16,7 +16,7 @@ const MIN_COMPACT: usize = 16 << 10;
 const WRAPPED: u64 = 1 << 63;
 
 /// A bounded ring of history rows, oldest first.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct History {
     /// Row text, back to back. `bytes[0]` is at absolute offset `origin`.
     bytes: Vec<u8>,

@@ -164,7 +164,7 @@ pub(crate) struct Saved {
 
 /// The parser plus both screens, the cursor, the pen, the modes that change how output is
 /// drawn, the title, the bell count and the history.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Vt {
     // Parser.
     state: State,
@@ -208,6 +208,11 @@ pub(crate) struct Vt {
     /// Characters REP accounted for without writing them (tests check the bound on work).
     #[cfg(test)]
     pub(crate) rep_skipped: usize,
+    /// Writes and edits where alacritty, the differential tests' oracle, is known to part from
+    /// xterm (a wide character cut in two, or one that does not fit the row): the differential
+    /// generator leaves out what would add one (see `differential`).
+    #[cfg(any(test, feature = "differential"))]
+    pub(crate) hazards: u32,
 
     pub(crate) history: History,
     pub(crate) title: Option<String>,
@@ -258,12 +263,24 @@ impl Vt {
             last_char: None,
             #[cfg(test)]
             rep_skipped: 0,
+            #[cfg(any(test, feature = "differential"))]
+            hazards: 0,
             history: History::new(scrollback),
             title: None,
             bells: 0,
             tracker: ModeTracker::default(),
             replies: Vec::new(),
             colors: report::DEFAULT_COLORS,
+        }
+    }
+
+    /// Counts a hazard (see [`Vt::hazards`]); nothing outside the differential tests.
+    #[inline]
+    #[allow(clippy::unused_self)]
+    pub(super) fn hazard(&mut self) {
+        #[cfg(any(test, feature = "differential"))]
+        {
+            self.hazards += 1;
         }
     }
 

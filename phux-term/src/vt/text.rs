@@ -19,6 +19,37 @@ impl Vt {
         }
     }
 
+    /// A wide character about to wrap from the last column, which xterm leaves as it is and
+    /// alacritty overwrites with a blank in the pen (its `LEADING_WIDE_CHAR_SPACER`, not
+    /// compared while it keeps that flag, but a later write can take the flag away): a hazard
+    /// unless the cell already shows as that blank would.
+    fn wide_wrap_hazard(&mut self) {
+        let row = self.screen.row(self.cur.y);
+        let cell = row.cells[usize::from(self.cols - 1)];
+        // Nor does alacritty shift the next row for IRM then (it decides before wrapping).
+        if self.insert
+            || cell.has_contents()
+            || cell.is_wide_cont()
+            || !super::edit::looks_like(row.pen(cell), self.pen)
+        {
+            self.hazard();
+        }
+    }
+
+    /// IRM text shifting the row by `n` at once: alacritty shifts one character at a time,
+    /// cutting a wide character that passes the right margin on the way (xterm shifts the run
+    /// at once, as we do): a hazard when one would.
+    #[cold]
+    #[inline(never)]
+    fn insert_run_hazard(&mut self, n: u16) {
+        let (x, cols) = (self.cur.x, self.cols);
+        let row = self.screen.row(self.cur.y);
+        let from = x.max(cols.saturating_sub(n + 1));
+        if (from..cols.saturating_sub(1)).any(|p| row.cells[usize::from(p)].is_wide()) {
+            self.hazard();
+        }
+    }
+
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
@@ -96,6 +127,7 @@ impl Vt {
                 // rest right (each one after it inserts at the last column, moving nothing
                 // on), which also ends the row's soft wrap, however the run was split.
                 if self.insert {
+                    self.insert_run_hazard(room as u16);
                     self.insert_chars(room as u16 - 1);
                 }
                 self.put_ascii(y, x, &run[..room - 1]);
@@ -108,6 +140,7 @@ impl Vt {
             let (now, rest) = run.split_at(room.min(run.len()));
             if self.insert {
                 // IRM: the row's rest moves right first; what passes the margin is lost.
+                self.insert_run_hazard(now.len() as u16);
                 self.insert_chars(now.len() as u16);
             }
             self.put_ascii(y, x, now);
@@ -133,17 +166,18 @@ impl Vt {
         if text.is_empty() {
             return;
         }
+        let (start, end) = (usize::from(x), usize::from(x) + text.len());
+        let cut = {
+            let cells = &self.screen.row(y).cells;
+            cells[start].is_wide_cont() || cells.get(end).is_some_and(|c| c.is_wide_cont())
+        };
+        if cut {
+            self.blank_cut_halves(y, x, end as u16, true);
+        }
         let pen = self.pen;
         let row = self.screen.row_mut(y);
-        let (start, end) = (usize::from(x), usize::from(x) + text.len());
         let style = row.intern(pen, x, end as u16);
-        // Overwriting half of a wide character blanks its other half (as vt100 does).
-        if start > 0 && row.cells[start - 1].is_wide() {
-            row.cells[start - 1].erase();
-            row.drop_marks(x - 1, x);
-        }
         let cells = &mut row.cells[start..end];
-        let tail_was_wide = cells[cells.len() - 1].is_wide();
         // A run of one (`yes`, an echoed key) is common enough to skip the unrolled loop's
         // set-up: about 3% of ingesting `yes`.
         if let [b] = text {
@@ -153,13 +187,57 @@ impl Vt {
                 *cell = Cell::ascii(b, style);
             }
         }
-        let mut touched = end;
-        if tail_was_wide && end < row.cells.len() {
-            row.cells[end] = Cell::new(' ', style);
-            touched += 1;
-        }
         row.drop_marks(x, end as u16);
-        row.touch(touched as u16);
+        row.touch(end as u16);
+    }
+
+    /// Before cells `x..end` of row `y` are written: the other half of a wide character the
+    /// write cuts becomes a blank. [xterm] `WriteText` finds them with `DamagedCurCells` and
+    /// clears them with `ClearInLine` (`ClearCells`: the pen's colours, no attributes), except
+    /// when the write starts at the last column, where `DamagedCells` finds nothing
+    /// (`nn` is 0) and `ScrnWriteText` makes the first half a space that keeps its own style.
+    #[cold]
+    #[inline(never)]
+    fn blank_cut_halves(&mut self, y: u16, x: u16, end: u16, narrow: bool) {
+        let cols = self.cols;
+        let erase = self.erase_pen();
+        let row = self.screen.row(y);
+        let (xi, ei) = (usize::from(x), usize::from(end));
+        let lead = (x > 0 && row.cells[xi].is_wide_cont()).then(|| row.pen(row.cells[xi - 1]));
+        let tail = (ei < row.cells.len() && row.cells[ei].is_wide_cont())
+            .then(|| row.pen(row.cells[ei - 1]));
+        // Alacritty keeps the wide character's own style on the half it leaves: a hazard
+        // wherever that shows differently from the blank xterm leaves.
+        for pen in [lead.filter(|_| x + 1 < cols), tail].into_iter().flatten() {
+            if !super::edit::looks_like(pen, erase) {
+                self.hazard();
+            }
+        }
+        let row = self.screen.row_mut(y);
+        if lead.is_some() {
+            if x + 1 == cols {
+                row.cells[xi - 1] = row.cells[xi - 1].space_in_its_style();
+            } else {
+                let style = row.intern(erase, x - 1, x);
+                row.cells[xi - 1] = Cell::erased(style);
+            }
+            row.drop_marks(x - 1, x);
+        }
+        if tail.is_some() {
+            let style = row.intern(erase, end, end + 1);
+            // `ClearCells` writes a space; we keep one where a narrow write cut the character
+            // (so the row's soft wrap stays drawable) and empty the cell after a wide one, which
+            // on the last column ends the soft wrap, as an erase there does (both as vt100).
+            if narrow {
+                row.cells[ei] = Cell::new(' ', style);
+            } else {
+                row.cells[ei] = Cell::erased(style);
+                if end + 1 == cols {
+                    row.wrapped = false;
+                }
+            }
+            row.touch(end + 1);
+        }
     }
 
     /// Prints one character (any width).
@@ -180,52 +258,49 @@ impl Vt {
             self.take_pending_wrap();
         }
         if self.cur.x + width > self.cols {
-            // A wide character at the last column.
+            // A wide character at the last column. [xterm] `dotext` fits nothing there: with
+            // DECAWM it wraps first (`force_wrap`), leaving the last column as it was; without,
+            // the character is dropped and no wrap is pending.
             if self.autowrap {
+                self.wide_wrap_hazard();
                 self.wrap();
             } else {
-                self.cur.x = self.cols - width;
+                // Alacritty leaves a wrap pending.
+                self.hazard();
+                self.last_char = Some(c);
+                return;
             }
         }
         if self.insert {
+            // (Alacritty's shift by two turns a wide character it moves round: a hazard.)
+            self.insert_run_hazard(width);
             self.insert_chars(width);
         }
         let (x, y) = (self.cur.x, self.cur.y);
+        let end = x + width;
+        let cut = {
+            let cells = &self.screen.row(y).cells;
+            cells[usize::from(x)].is_wide_cont()
+                || cells
+                    .get(usize::from(end))
+                    .is_some_and(|c| c.is_wide_cont())
+        };
+        if cut {
+            self.blank_cut_halves(y, x, end, width == 1);
+        }
         let cols = self.cols;
         let pen = self.pen;
         let row = self.screen.row_mut(y);
-        let style = row.intern(pen, x, x + 1);
+        let style = row.intern(pen, x, end);
         let xi = usize::from(x);
-        let was_wide = row.cells[xi].is_wide();
-        row.cells[xi] = if width == 2 {
-            Cell::wide(c, style)
-        } else {
-            Cell::new(c, style)
-        };
-        row.drop_marks(x, x + 1);
-        row.touch(x + 1);
-        if xi > 0 && row.cells[xi - 1].is_wide() {
-            row.cells[xi - 1].erase();
-            row.drop_marks(x - 1, x);
-        }
-        if was_wide && width == 1 && x + 1 < cols {
-            row.cells[xi + 1] = Cell::new(' ', style);
-            row.touch(x + 2);
-        }
-        if !was_wide && width == 2 {
-            let next_was_wide = row.cells[xi + 1].is_wide();
+        if width == 2 {
+            row.cells[xi] = Cell::wide(c, style);
             row.cells[xi + 1] = Cell::WIDE_CONT;
-            row.drop_marks(x + 1, x + 2);
-            row.touch(x + 2);
-            if next_was_wide && x + 2 < cols {
-                row.cells[xi + 2] = Cell::erased(style);
-                row.drop_marks(x + 2, x + 3);
-                row.touch(x + 3);
-                if x + 2 == cols - 1 {
-                    row.wrapped = false;
-                }
-            }
+        } else {
+            row.cells[xi] = Cell::new(c, style);
         }
+        row.drop_marks(x, end);
+        row.touch(end);
         self.last_char = Some(c);
         let nx = x + width;
         if nx >= cols {
@@ -358,6 +433,7 @@ impl Vt {
                 let fit = usize::from(self.cols.saturating_sub(self.cur.x) / width);
                 if self.insert && !self.cur.pending && fit > 1 {
                     let k = fit.min(left);
+                    self.insert_run_hazard(k as u16 * width);
                     self.insert_chars(k as u16 * width);
                     self.insert = false;
                     for _ in 0..k {

@@ -419,3 +419,91 @@ fn entering_1049_cancels_the_pending_wrap_and_leaving_restores_it() {
         "DECRC finds the cursor saved on the alternate screen"
     );
 }
+
+/// Overwriting one half of a wide character blanks the other: xterm's `WriteText` finds it
+/// with `DamagedCurCells` and clears it with `ClearInLine` (`ClearCells`: a space in the pen's
+/// colours, no attributes), except for a write starting at the last column, where
+/// `DamagedCells` finds nothing (`nn` is 0) and `ScrnWriteText` turns the first half into a
+/// space keeping its own attributes and colours. `printf '\033[4;41m中\033[m\033[44m\033[1;1Hx'`:
+/// column 2 a blue blank, not underlined; `printf '\033[1;79H\033[4;41m中\033[m\033[1;80Hx'`:
+/// column 79 a red, underlined blank.
+#[test]
+fn the_half_a_write_leaves_of_a_wide_character_is_a_blank_in_the_pen() {
+    let blue = crate::grid::Color::Idx(4).pack();
+    let red_underlined = Pen {
+        fg: UNDERLINE,
+        bg: crate::grid::Color::Idx(1).pack(),
+    };
+    for at in ["1", "2"] {
+        let t = term(format!("\x1b[4;41m中\x1b[m\x1b[44m\x1b[1;{at}Hx").as_bytes());
+        let other = u16::from(at == "1");
+        assert_eq!(
+            pen_at(&t, other, 0),
+            Pen { fg: 0, bg: blue },
+            "writing at column {at}"
+        );
+        assert_eq!(lines(&t)[0].trim(), "x");
+        assert_rebuilt(&t);
+    }
+    let t = term("\x1b[1;79H\x1b[4;41m中\x1b[m\x1b[44m\x1b[1;80Hx".as_bytes());
+    assert_eq!(
+        pen_at(&t, 78, 0),
+        red_underlined,
+        "at the last column: its own style"
+    );
+    assert_eq!(lines(&t)[0], format!("{}x", " ".repeat(79)));
+    assert_rebuilt(&t);
+    // A wide character over the first half of another: both neighbours blank, in the pen.
+    let t = term("中文\x1b[44m\x1b[1;2H字".as_bytes());
+    assert_eq!(lines(&t)[0], " 字");
+    assert_eq!([pen_at(&t, 0, 0).bg, pen_at(&t, 3, 0).bg], [blue, blue]);
+    assert_rebuilt(&t);
+    // DCH and ECH cutting one clear the other half in the pen too (`DeleteChar`,
+    // `ClearRight`).
+    let t = term("ab中cd\x1b[44m\x1b[1;4H\x1b[P".as_bytes());
+    assert_eq!(lines(&t)[0], "ab cd");
+    assert_eq!(pen_at(&t, 2, 0).bg, blue);
+    let t = term("ab中cd\x1b[44m\x1b[1;4H\x1b[X".as_bytes());
+    assert_eq!(lines(&t)[0], "ab  cd");
+    assert_eq!([pen_at(&t, 2, 0).bg, pen_at(&t, 3, 0).bg], [blue, blue]);
+}
+
+/// IRM and ICH inside a wide character, or cutting one at the right margin: xterm's
+/// `InsertChar` clears it first (`DamagedCurCells`, `ClearInLine`: blanks in the pen's
+/// colours), then shifts. `printf '中文\033[1;2H\033[4hx\033[4l'`: ` x 文` (the 中 is gone);
+/// on a 6-column screen `printf 'abcd中\r\033[42m\033[4hX'`: `Xabcd` and a green last column.
+#[test]
+fn insertion_inside_a_wide_character_clears_it() {
+    let t = term("中文\x1b[1;2H\x1b[4hx\x1b[4l".as_bytes());
+    assert_eq!(lines(&t)[0], " x 文");
+    assert_rebuilt(&t);
+    let t = term("中文\x1b[1;2H\x1b[@".as_bytes());
+    assert_eq!(lines(&t)[0], "   文");
+    let mut t = Terminal::new(6, 2, 0);
+    t.advance("abcd中\r\x1b[42m\x1b[4hX".as_bytes());
+    assert_eq!(lines(&t)[0], "Xabcd");
+    assert_eq!(pen_at(&t, 5, 0).bg, crate::grid::Color::Idx(2).pack());
+    assert_rebuilt(&t);
+}
+
+/// A wide character with one column left: xterm's `dotext` fits nothing there; with DECAWM
+/// it wraps first (`force_wrap`, then `WrapLine`), leaving the last column as it was; without
+/// DECAWM the character is dropped and no wrap is pending. `printf '\033[1;80Hx\033[1;80H中'`:
+/// x stays, 中 starts row 2; `printf '\033[?7l\033[1;80H中Z\033[?7hW'`: Z in column 80 (its
+/// write makes a wrap pending), W starts row 2.
+#[test]
+fn a_wide_character_at_the_last_column() {
+    let t = term("\x1b[1;80Hx\x1b[1;80H中".as_bytes());
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}x", " ".repeat(79)), "中".into()]
+    );
+    assert_eq!(cursor(&t), (2, 1, false));
+    let t = term("\x1b[?7l\x1b[1;80H中".as_bytes());
+    assert_eq!((lines(&t)[0].as_str(), cursor(&t)), ("", (79, 0, false)));
+    let t = term("\x1b[?7l\x1b[1;80H中Z\x1b[?7hW".as_bytes());
+    assert_eq!(lines(&t)[..2], [format!("{}Z", " ".repeat(79)), "W".into()]);
+    // REP repeats it, dropped again.
+    let t = term("\x1b[?7l\x1b[1;79H中\x1b[2b".as_bytes());
+    assert_eq!((lines(&t)[0].trim(), cursor(&t)), ("中", (79, 0, false)));
+}
