@@ -44,6 +44,7 @@
 //! | A wide character cut in two by a write, DCH or ECH / EL / ED | the other half becomes a blank in the pen's colours with no attributes; but a write starting at the last column makes the first half a space in its own style | the other half keeps the wide character's style (after DCH or an erase it stays as it was) | xterm `WriteText`, `DeleteChar`, `ClearRight`, `ClearLeft`: `DamagedCurCells` then `ClearInLine` (`ClearCells`); a write at the last column: `DamagedCells` finds nothing (`nn` is 0) and `ScrnWriteText` sets `chars[-1] = ' '`, leaving its attributes and colours | a hazard where the blank would show differently (background, underline, inverse, strike; any DCH or erase cut) |
 //! | IRM or ICH inside a wide character, or cutting one at the right margin | the character is cleared (both halves blank in the pen's colours) before the shift | the halves are moved apart; its IRM shifts one character at a time (cutting a wide character on the way out) and by two for a wide one (turning a wide character round) | xterm `InsertChar`: `DamagedCurCells` at the cursor and at `max_col - n + 1`, `ClearInLine`, then the shift; `WriteText` inserts a run's width at once | hazards |
 //! | A wide character with one column left, DECAWM set | wraps first, leaving the last column as it was | writes a blank in the pen there (`LEADING_WIDE_CHAR_SPACER`), and does not shift the next row for IRM | xterm `dotext`: the character does not fit, `force_wrap` then `WrapLine`, nothing written to the last column | the cell is not compared while alacritty flags it; a hazard unless it already shows as that blank (a later write can take the flag away), or with IRM on |
+//! | A combining mark after a cursor motion or an edit | joins the cell under the cursor (after a write, and a tab, the cell last written) | joins the cell before the cursor (under it when a wrap is pending or in the first column) | xterm `doparsing`: `use_col = char_was_written ? last_written_col : cur_col`; `dotext` sets `char_was_written`, `ResetWrap` (every motion and edit; not `TabToNextStop`) clears it | [`generate`] writes a mark alone only where both put it on the same cell |
 //! | A wide character with one column left, DECAWM reset | dropped, no wrap pending | dropped, a wrap pending | xterm `dotext`: without WRAPAROUND no `force_wrap`, `do_wrap = need_wrap` (false); the characters are left unwritten | a hazard |
 //! | `CSI ? 1049 h` with a pending wrap | cancelled (the switch clears the screen) | kept | xterm `srm_OPT_ALTBUF_CURSOR` set is `CursorSave`, `ToAlternate`, `ClearScreen`, and `ClearScreen` calls `ResetWrap`; `ToAlternate` / `FromAlternate` / `SwitchBufs` never touch `do_wrap` (so a bare 47 / 1047 switch keeps it in xterm; we drop it, see `switch_screen`, and [`generate`] sends neither); the reset is `FromAlternate` then `CursorRestore`, which gives back the saved wrap in both | [`generate`] puts a CR before entering while a wrap is pending |
 //!
@@ -55,9 +56,15 @@
 //! | REP after RIS | repeats nothing until a character is printed | repeats the character printed before the reset | xterm `VTReset` ends in a `longjmp` back to `VTparse`, whose `init_parser` sets `lastchar = -1` ("not a legal IChar"), so `CASE_REP` has nothing to repeat | [`generate`] sends REP only once a character was printed after the last RIS |
 //! | Writing the last column with DECAWM reset | the wrap is pending all the same: the next character overwrites the column, or wraps if DECAWM was set again before it | the same | xterm `dotext` sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND or not; only taking the wrap tests WRAPAROUND | — (we left it unset: fixed) |
 //!
-//! Not compared, undecided: a combining mark with no character before it on the row (after a
-//! cursor motion to an empty cell): we drop it, alacritty attaches it to the blank under the
-//! cursor. [`generate`] writes marks only right after their base character.
+//! Not compared, undecided: a combining mark, after a cursor motion or an edit, over a cell
+//! that holds nothing. xterm's `doparsing` adds it to the cell under the cursor when that
+//! cell's character is at least a space (`getXtermCell(...) >= ' '`: one an erase left, as
+//! `ClearCells` writes spaces), and otherwise (a cell never written, or one a scroll brought
+//! in: `ScrnClearLines` zeroes them) lets it through as a character of its own, which
+//! `dotext` writes into the cell with `WriteText`, the cursor moving one column on. Our cells
+//! do not tell an erased cell from one never written, and we put it on a blank; alacritty
+//! puts it on the cell before the cursor. [`generate`] writes a mark alone only on a cell that
+//! holds a character.
 //!
 //! Any other difference is undecided, and [`check`] returns it with the stream that shows it.
 
@@ -470,6 +477,23 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
             53 if printed => {
                 out.extend_from_slice(format!("\x1b[{}b", c.below(cols + 2)).as_bytes());
             }
+            55 => {
+                // A combining mark on its own, after whatever came before: only where
+                // alacritty puts it on the same cell as xterm, one that holds a character
+                // (see the table), and while the cell has room for it.
+                let vt = &guide.vt;
+                let (x, y) = mark_target_alacritty(vt);
+                let ours = vt.mark_target();
+                let row = vt.screen.row(ours.1);
+                let cell = row.cells[usize::from(ours.0)];
+                let room = cell.ch().len_utf8() + row.marks_len(ours.0) <= 12;
+                if ours == (x, y) && cell.has_contents() && room {
+                    out.extend_from_slice(
+                        ["\u{301}", "\u{302}\u{303}"][usize::from(c.below(2))].as_bytes(),
+                    );
+                    printed = false;
+                }
+            }
             54 => {
                 alternate = false;
                 // REP waits for a character printed after the reset (see the table).
@@ -484,7 +508,7 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
         // Where alacritty is known to part from xterm (a wide character cut in two, or one
         // that does not fit the row: see the table), our model counts a hazard: what would
         // add one is left out.
-        if matches!(kind, 0..=19 | 31..=34 | 53 | 55..) && out.len() > mark {
+        if matches!(kind, 0..=19 | 31..=34 | 53 | 56..) && out.len() > mark {
             let mut trial = guide.vt.clone();
             trial.advance(&out[mark..]);
             if trial.hazards > guide.vt.hazards {
@@ -494,6 +518,22 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The cell alacritty puts a combining mark on: the one before the cursor (under it when a
+/// wrap is pending or in the first column), the first half of a wide character.
+fn mark_target_alacritty(vt: &crate::vt::Vt) -> (u16, u16) {
+    let (x, y) = (vt.cur.x, vt.cur.y);
+    let x = if vt.cur.pending {
+        x
+    } else {
+        x.saturating_sub(1)
+    };
+    if x > 0 && vt.screen.row(y).cells[usize::from(x)].is_wide_cont() {
+        (x - 1, y)
+    } else {
+        (x, y)
+    }
 }
 
 fn sgr(c: &mut Choices<'_>, out: &mut Vec<u8>) {

@@ -46,7 +46,7 @@ impl Vt {
             (None, b'T') => self.scroll_down(p(0, 1)),
             (None, b'X') => {
                 let n = p(0, 1);
-                self.cur.pending = false;
+                self.reset_wrap();
                 let (x, y) = (self.cur.x, self.cur.y);
                 let end = x.saturating_add(n).min(self.cols);
                 self.erase_cells(y, x, end);
@@ -166,7 +166,7 @@ impl Vt {
                         self.switch_screen(true);
                         self.screen.clear();
                         self.colour_new_rows(0, self.rows);
-                        self.cur.pending = false;
+                        self.reset_wrap();
                     } else {
                         self.switch_screen(false);
                         self.restore_cursor();

@@ -76,7 +76,7 @@ impl Vt {
     }
 
     pub(super) fn erase_line(&mut self, mode: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         match mode {
             0 => self.erase_cells(y, x, self.cols),
@@ -87,7 +87,7 @@ impl Vt {
     }
 
     pub(super) fn erase_display(&mut self, mode: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         match mode {
             0 => {
@@ -114,7 +114,7 @@ impl Vt {
     }
 
     pub(super) fn insert_chars(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         let cols = self.cols;
         let n = n.min(cols - x);
@@ -150,7 +150,7 @@ impl Vt {
     }
 
     pub(super) fn delete_chars(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let x = self.cur.x;
         let row = self.screen.row_mut(self.cur.y);
         let cols = row.cols();
@@ -198,7 +198,7 @@ impl Vt {
     }
 
     pub(super) fn insert_lines(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let y = self.cur.y;
         if y < self.top || y > self.bottom {
             return;
@@ -209,7 +209,7 @@ impl Vt {
     }
 
     pub(super) fn delete_lines(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let y = self.cur.y;
         if y < self.top || y > self.bottom {
             return;

@@ -205,6 +205,12 @@ pub(crate) struct Vt {
     /// One flag per column: a tab stop is set there.
     pub(crate) tabs: Vec<bool>,
     pub(crate) last_char: Option<char>,
+    /// A character was written since the last cursor motion or edit (xterm's
+    /// `char_was_written`, which `ResetWrap` clears): a combining mark joins the cell at
+    /// `last_written` (xterm's `last_written_col` / `last_written_row`), else the cell under
+    /// the cursor.
+    pub(crate) written: bool,
+    pub(crate) last_written: (u16, u16),
     /// Characters REP accounted for without writing them (tests check the bound on work).
     #[cfg(test)]
     pub(crate) rep_skipped: usize,
@@ -261,6 +267,8 @@ impl Vt {
             line_feed_mode: false,
             tabs: default_tabs(cols),
             last_char: None,
+            written: false,
+            last_written: (0, 0),
             #[cfg(test)]
             rep_skipped: 0,
             #[cfg(any(test, feature = "differential"))]
@@ -272,6 +280,14 @@ impl Vt {
             replies: Vec::new(),
             colors: report::DEFAULT_COLORS,
         }
+    }
+
+    /// [xterm] `ResetWrap`: no wrap pending, and no character just written (`char_was_written`)
+    /// for a combining mark to join.
+    #[inline]
+    pub(super) fn reset_wrap(&mut self) {
+        self.cur.pending = false;
+        self.written = false;
     }
 
     /// Counts a hazard (see [`Vt::hazards`]); nothing outside the differential tests.
@@ -308,7 +324,7 @@ impl Vt {
                 match bytes[i] {
                     b'\r' => {
                         self.cur.x = 0;
-                        self.cur.pending = false;
+                        self.reset_wrap();
                         i += 1;
                         continue;
                     }
@@ -358,7 +374,7 @@ impl Vt {
         // Keep the cursor on the same text: it moves up by the rows that left the top.
         self.cur.y = self.cur.y.saturating_sub(pushed).min(rows - 1);
         self.cur.x = self.cur.x.min(cols - 1);
-        self.cur.pending = false;
+        self.reset_wrap();
         for s in &mut self.saved {
             s.x = s.x.min(cols - 1);
             s.y = s.y.min(rows - 1);

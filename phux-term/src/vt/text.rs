@@ -135,6 +135,8 @@ impl Vt {
                 self.cur.x = cols - 1;
                 self.cur.pending = true;
                 self.last_char = Some(char::from(*last));
+                self.written = true;
+                self.last_written = (cols - 1, y);
                 return;
             }
             let (now, rest) = run.split_at(room.min(run.len()));
@@ -154,6 +156,8 @@ impl Vt {
             run = rest;
             if run.is_empty() {
                 self.last_char = now.last().map(|&b| char::from(b));
+                self.written = true;
+                self.last_written = (nx - 1, y);
             }
         }
     }
@@ -268,6 +272,8 @@ impl Vt {
                 // Alacritty leaves a wrap pending.
                 self.hazard();
                 self.last_char = Some(c);
+                // (`dotext` still sets `char_was_written`, the column where it was.)
+                self.written = true;
                 return;
             }
         }
@@ -302,6 +308,8 @@ impl Vt {
         row.drop_marks(x, end);
         row.touch(end);
         self.last_char = Some(c);
+        self.written = true;
+        self.last_written = (end - 1, y);
         let nx = x + width;
         if nx >= cols {
             self.cur.x = cols - 1;
@@ -311,25 +319,35 @@ impl Vt {
         }
     }
 
-    /// A zero-width character joins the cell before the cursor.
+    /// The cell a combining mark joins: [xterm] the combining path of `doparsing` uses
+    /// `last_written_col` / `last_written_row` while `char_was_written` (a character was
+    /// written and no cursor motion or edit came since: `ResetWrap` clears it; a tab does
+    /// not), else the cell under the cursor. Either way the first half of a wide character.
+    pub(crate) fn mark_target(&self) -> (u16, u16) {
+        let (x, y) = if self.written {
+            self.last_written
+        } else {
+            (self.cur.x, self.cur.y)
+        };
+        let (x, y) = (x.min(self.cols - 1), y.min(self.rows - 1));
+        let cells = &self.screen.row(y).cells;
+        if x > 0 && cells[usize::from(x)].is_wide_cont() {
+            (x - 1, y)
+        } else {
+            (x, y)
+        }
+    }
+
+    /// A zero-width character joins a cell (see [`mark_target`](Self::mark_target)). One
+    /// under the cursor that holds nothing gets it on a blank: xterm attaches it to a cell
+    /// an erase left (a space there), but writes it as a character of its own (the cursor
+    /// moving on) in a cell never written, which we do not tell apart.
     fn combine(&mut self, c: char) {
         // [xterm] A mark is the last printed character too: REP after it repeats nothing
         // (`CASE_REP` needs `CharWidth(lastchar) > 0`).
         self.last_char = Some(c);
-        let (x, y) = (self.cur.x, self.cur.y);
-        let base = if self.cur.pending {
-            x
-        } else if x == 0 {
-            return;
-        } else {
-            x - 1
-        };
+        let (base, y) = self.mark_target();
         let row = self.screen.row_mut(y);
-        let base = if row.cells[usize::from(base)].is_wide_cont() && base > 0 {
-            base - 1
-        } else {
-            base
-        };
         let bytes = row.cells[usize::from(base)].ch().len_utf8() + row.marks_len(base);
         if bytes >= MAX_CELL_BYTES {
             return;

@@ -507,3 +507,42 @@ fn a_wide_character_at_the_last_column() {
     let t = term("\x1b[?7l\x1b[1;79H中\x1b[2b".as_bytes());
     assert_eq!((lines(&t)[0].trim(), cursor(&t)), ("中", (79, 0, false)));
 }
+
+/// Where a combining mark goes: xterm's `doparsing` puts it on `last_written_col` /
+/// `last_written_row` while `char_was_written` holds (set by `dotext`, cleared by `ResetWrap`,
+/// which every cursor motion and edit calls and a tab does not), else on the cell under the
+/// cursor (`cur_col`). `printf 'abc\033[2D\xcc\x81'`: on b; `printf 'ab\t\xcc\x81'`: on b;
+/// `printf 'ab\r\xcc\x81'`: on a; `printf '\033[1;79HAB\xcc\x81'`: on B.
+#[test]
+fn a_combining_mark_joins_the_last_written_cell_or_the_one_under_the_cursor() {
+    let t = term("abc\x1b[2D\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "ab\u{301}c");
+    assert_eq!(cursor(&t), (1, 0, false), "the cursor stays");
+    assert_rebuilt(&t);
+    let t = term("ab\t\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "ab\u{301}");
+    assert_eq!(cursor(&t), (8, 0, false));
+    let t = term("ab\r\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "a\u{301}b");
+    let t = term("\x1b[1;79HAB\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], format!("{}AB\u{301}", " ".repeat(78)));
+    // On the second half of a wide character: its first half.
+    let t = term("中\x1b[1;2H\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "中\u{301}");
+    // After DECRC (which calls `CursorSet`): under the cursor, even with the wrap pending.
+    let t = term("\x1b[1;79HAB\x1b7\x1b[3;1HQ\x1b8\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], format!("{}AB\u{301}", " ".repeat(78)));
+    // On a cell an erase left (a space in xterm's `ClearCells`): a blank with the mark.
+    let t = term("xyz\x1b[D\x1b[K\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "xy \u{301}");
+    assert_rebuilt(&t);
+}
+
+/// The bootstrap gives back a pending wrap over an emptied last column with DECRC, which
+/// also restores the saved character sets: the live ones are set from those.
+#[test]
+fn a_restored_pending_wrap_with_other_character_sets_is_rebuilt() {
+    let t = term(b"\x1b[?1047h\x1b[1;80Hx\x1b(0\x1b7\x1b(B\x1b[2J\x1b8\x1b(B");
+    assert!(!t.vt.charsets.active());
+    assert_rebuilt(&t);
+}
