@@ -141,11 +141,6 @@ impl Cell {
         }
     }
 
-    /// Erases this cell, keeping its style.
-    pub(crate) fn erase(&mut self) {
-        self.code = 0;
-    }
-
     /// The character (`'\0'` if none).
     pub(crate) fn ch(self) -> char {
         // Cells are only ever built from a `char`, so the fallback is never taken.
