@@ -25,7 +25,6 @@
 //! | SGR 21 | double underline | cancels bold | ctlseqs SGR "Ps = 2 1 ⇒ Doubly-underlined (ECMA-48)" | [`generate`] sends no SGR 21 (pinned in the `xterm` tests) |
 //! | Bold with a colour 0-7 | the colour as set (bold brightness is a rendering choice) | the same in the grid | — | — |
 //! | Erased and inserted blanks | the background colour only (BCE) | the same | xterm `ClearCells` (called by ED, EL, ECH, ICH, DCH, IL, DL and scrolling) keeps the colour flags and clears every other attribute | — (we kept the whole pen and left inserted blanks default: fixed) |
-//!
 //! | `CSI ? 1049 l` on the main screen | restores the cursor saved by DECSC | nothing | xterm `charproc.c`, `srm_OPT_ALTBUF_CURSOR`: the reset path is `FromAlternate` then `CursorRestore`, unconditionally; ctlseqs "Use Normal Screen Buffer and restore cursor as in DECRC" | [`generate`] leaves the alternate screen only while on it |
 //! | DCH of more characters than the cursor has to the right | deletes to the end of the row only | also blanks cells left of the cursor (`delete_chars` clears the last `count` cells of the row) | ctlseqs DCH "Delete Ps Character(s)"; xterm `DeleteChar` clamps the count to the columns right of the cursor | [`generate`] clamps DCH counts to the row |
 //! | The second half of a wide character | kept without a style of its own; drawn with its character's | carries the pen too | one character in two columns: a renderer draws it with one style (GET_SCREEN and the bootstrap write the character once) | the second half is compared with the first half's style |
@@ -47,14 +46,12 @@
 //! | A combining mark after a cursor motion or an edit | joins the cell under the cursor (after a write, and a tab, the cell last written) | joins the cell before the cursor (under it when a wrap is pending or in the first column) | xterm `doparsing`: `use_col = char_was_written ? last_written_col : cur_col`; `dotext` sets `char_was_written`, `ResetWrap` (every motion and edit; not `TabToNextStop`) clears it | [`generate`] writes a mark alone only where both put it on the same cell |
 //! | A wide character with one column left, DECAWM reset | dropped, no wrap pending | dropped, a wrap pending | xterm `dotext`: without WRAPAROUND no `force_wrap`, `do_wrap = need_wrap` (false); the characters are left unwritten | a hazard |
 //! | `CSI ? 1049 h` with a pending wrap | cancelled (the switch clears the screen) | kept | xterm `srm_OPT_ALTBUF_CURSOR` set is `CursorSave`, `ToAlternate`, `ClearScreen`, and `ClearScreen` calls `ResetWrap`; `ToAlternate` / `FromAlternate` / `SwitchBufs` never touch `do_wrap` (so a bare 47 / 1047 switch keeps it in xterm; we drop it, see `switch_screen`, and [`generate`] sends neither); the reset is `FromAlternate` then `CursorRestore`, which gives back the saved wrap in both | [`generate`] puts a CR before entering while a wrap is pending |
+//! | REP (`CSI b`) after anything but a printed character (a control, a finished sequence, REP itself, RIS) | repeats nothing; after a combining mark, the character before it | repeats the last character printed, whatever came since (a mark too) | xterm `doparsing` sets `lastchar` for each printed character; its combining path goes on to the next character before the line that would change it; back in the ground state after anything else it sets `lastchar = thischar`, which is -1 ("not a legal IChar"), and `CASE_REP` needs `CharWidth(lastchar) > 0` (pinned in the `xterm` tests) | [`generate`] sends REP only right after a piece of text that ends in a character |
+//! | Writing the last column with DECAWM reset | the wrap is pending all the same: the next character overwrites the column, or wraps if DECAWM was set again before it | the same | xterm `dotext` sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND or not; only taking the wrap tests WRAPAROUND | — (we left it unset: fixed) |
 //!
 //! Not compared: the soft-wrap flag of a row. It shows nowhere on the screen (it joins rows
 //! when text is copied); we drop it from a row that IL, DL or an erase of its last column
 //! touches, as `vt100` does, and the differential tests against `vt100` compare it.
-//!
-//! | REP (`CSI b`) after a combining mark | repeats nothing | repeats the mark | xterm `CASE_REP` repeats `lastchar`, set for every printed character, only when `CharWidth(lastchar) > 0` | [`generate`] sends no REP right after a mark |
-//! | REP after RIS | repeats nothing until a character is printed | repeats the character printed before the reset | xterm `VTReset` ends in a `longjmp` back to `VTparse`, whose `init_parser` sets `lastchar = -1` ("not a legal IChar"), so `CASE_REP` has nothing to repeat | [`generate`] sends REP only once a character was printed after the last RIS |
-//! | Writing the last column with DECAWM reset | the wrap is pending all the same: the next character overwrites the column, or wraps if DECAWM was set again before it | the same | xterm `dotext` sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND or not; only taking the wrap tests WRAPAROUND | — (we left it unset: fixed) |
 //!
 //! Not compared, undecided: a combining mark, after a cursor motion or an edit, over a cell
 //! that holds nothing. xterm's `doparsing` adds it to the cell under the cursor when that
@@ -338,6 +335,8 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
         guide.advance(&out[fed..]);
         fed = out.len();
         let (mark, was_printed) = (out.len(), printed);
+        // REP only right after a printed character (see the table): anything else clears it.
+        printed = false;
         let kind = kind % 64;
         let entering = kind == 48 && !alternate;
         if (matches!(kind, 24 | 26 | 43 | 31..=34 | 52) || entering) && guide.vt.cur.pending {
@@ -474,7 +473,7 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                 out.extend_from_slice(format!("\x1b[{}{fin}", c.below(4)).as_bytes());
             }
 
-            53 if printed => {
+            53 if was_printed => {
                 out.extend_from_slice(format!("\x1b[{}b", c.below(cols + 2)).as_bytes());
             }
             55 => {

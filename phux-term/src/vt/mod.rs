@@ -204,6 +204,8 @@ pub(crate) struct Vt {
     line_feed_mode: bool,
     /// One flag per column: a tab stop is set there.
     pub(crate) tabs: Vec<bool>,
+    /// What REP repeats: the character printed last, while nothing but combining marks came
+    /// after it ([xterm] `sp->lastchar`).
     pub(crate) last_char: Option<char>,
     /// A character was written since the last cursor motion or edit (xterm's
     /// `char_was_written`, which `ResetWrap` clears): a combining mark joins the cell at
@@ -325,11 +327,13 @@ impl Vt {
                     b'\r' => {
                         self.cur.x = 0;
                         self.reset_wrap();
+                        self.last_char = None;
                         i += 1;
                         continue;
                     }
                     b'\n' if !self.line_feed_mode => {
                         self.linefeed();
+                        self.last_char = None;
                         i += 1;
                         continue;
                     }
@@ -342,6 +346,11 @@ impl Vt {
                 self.ground(b);
             } else {
                 self.step(b);
+                // [xterm] A sequence (or string) ended: `doparsing`, back in the ground state,
+                // sets `lastchar` to -1 (after REP has used it).
+                if self.state == State::Ground {
+                    self.last_char = None;
+                }
             }
         }
     }

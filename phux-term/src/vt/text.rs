@@ -343,9 +343,9 @@ impl Vt {
     /// an erase left (a space there), but writes it as a character of its own (the cursor
     /// moving on) in a cell never written, which we do not tell apart.
     fn combine(&mut self, c: char) {
-        // [xterm] A mark is the last printed character too: REP after it repeats nothing
-        // (`CASE_REP` needs `CharWidth(lastchar) > 0`).
-        self.last_char = Some(c);
+        // [xterm] The combining path of `doparsing` leaves `lastchar` as it was (it goes on
+        // to the next character before the line that sets it): REP after a mark repeats the
+        // character before it.
         let (base, y) = self.mark_target();
         let row = self.screen.row_mut(y);
         let bytes = row.cells[usize::from(base)].ch().len_utf8() + row.marks_len(base);
@@ -377,7 +377,7 @@ impl Vt {
             return;
         };
         // [xterm] `CASE_REP` passes `lastchar`, the character as the program wrote it, to
-        // `dotext` with GL's set as it is now: a character-set change in between shows.
+        // `dotext` with GL's set: a character a single shift mapped is repeated through GL.
         let c = match u8::try_from(raw) {
             Ok(b @ 0x20..=0x7e) => self.charsets.gl_set().map(b),
             _ => raw,

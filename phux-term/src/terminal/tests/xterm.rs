@@ -141,18 +141,37 @@ fn decrc_leaves_autowrap_as_it_is() {
     assert!(t.vt.autowrap, "nor does DECRC turn it off");
 }
 
-/// REP repeats the character as the program wrote it, through the character set in force at
-/// the REP: xterm's `CASE_REP` passes `lastchar` to `dotext` with `gsets[curgl]`; and after a
-/// combining mark (`CharWidth(lastchar) == 0`) nothing. `printf 'q\033(0\033[2b\033(Bq\033[b'`
-/// shows `q──qq`; `printf 'e\xcc\x81\033[3b'` one `é`.
+/// REP repeats the character printed last only while nothing but combining marks came after
+/// it: `doparsing` sets `lastchar` for each printed character, its combining path goes on to
+/// the next character before the line that would change it, and back in the ground state
+/// after anything else (a control, a finished sequence, REP itself) it sets `lastchar` to -1,
+/// for which `CASE_REP` (`CharWidth(lastchar) > 0`) does nothing. `CASE_REP` passes the
+/// character as written to `dotext` with GL's set. `printf 'q\033(0\033[2b\033(Bq\033[b'`:
+/// `qqq`; `printf 'e\xcc\x81\033[2b'`: `éee`; `printf '\033*0\033Nq\033[b'`: `─q`.
 #[test]
-fn rep_maps_the_written_character_through_the_current_set() {
+fn rep_repeats_only_right_after_a_printed_character() {
     let t = term(b"q\x1b(0\x1b[2b\x1b(Bq\x1b[b");
-    assert_eq!(lines(&t)[0], "q\u{2500}\u{2500}qq");
-    let t = term(b"\x1b(0q\x1b(B\x1b[b");
-    assert_eq!(lines(&t)[0], "\u{2500}q");
-    let t = term("e\u{301}\x1b[3b".as_bytes());
-    assert_eq!(lines(&t)[0], "e\u{301}");
+    assert_eq!(
+        lines(&t)[0],
+        "qqq",
+        "nothing after ESC ( 0, the second q once"
+    );
+    let t = term("e\u{301}\x1b[2b".as_bytes());
+    assert_eq!(lines(&t)[0], "e\u{301}ee");
+    let t = term(b"\x1b*0\x1bNq\x1b[b");
+    assert_eq!(
+        lines(&t)[0],
+        "\u{2500}q",
+        "through GL, not the single shift's set"
+    );
+    for between in ["\r\n", "\x1b[1m", "\x07", "\x1b]0;t\x07", "\x1b[b"] {
+        let t = term(format!("ab{between}\x1b[3b").as_bytes());
+        assert_eq!(
+            lines(&t).concat(),
+            if between == "\x1b[b" { "abb" } else { "ab" },
+            "{between:?}"
+        );
+    }
 }
 
 /// DECRC in origin mode keeps the row within the bottom margin: xterm's `CursorRestore` moves
