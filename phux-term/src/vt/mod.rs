@@ -298,7 +298,7 @@ impl Vt {
     pub(super) fn hazard(&mut self) {
         #[cfg(any(test, feature = "differential"))]
         {
-            self.hazards += 1;
+            self.hazards = self.hazards.saturating_add(1);
         }
     }
 
