@@ -251,8 +251,12 @@ fn push_layout(out: &mut String, vt: &Vt) {
     // A pending wrap over an empty last column (the row changed after it was saved, then
     // DECRC) cannot be drawn, but the saved cursor gives it back when it is that cursor.
     let restorable = (slot.x, slot.y, slot.pending, slot.origin) == (cur.x, cur.y, true, vt.origin);
+    // The character sets the fresh terminal has once the cursor is placed.
+    let mut charsets = Charsets::default();
     if cur.pending && restorable {
         out.push_str("\x1b8");
+        // DECRC gave back the saved character sets too.
+        charsets.restore(slot.charsets);
     } else if !(cur.pending && push_last_column(out, &vt.screen, cur.y, row)) {
         let _ = write!(out, "\x1b[{row};{}H", cur.x + 1);
     }
@@ -267,7 +271,7 @@ fn push_layout(out: &mut String, vt: &Vt) {
     if vt.insert {
         out.push_str("\x1b[4h");
     }
-    push_charsets(out, Charsets::default(), vt.charsets);
+    push_charsets(out, charsets, vt.charsets);
 }
 
 /// Designates and invokes the character sets `to` where they differ from `from` (which the

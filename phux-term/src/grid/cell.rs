@@ -133,9 +133,12 @@ impl Cell {
         Self { code: 0, style }
     }
 
-    /// Erases this cell, keeping its style.
-    pub(crate) fn erase(&mut self) {
-        self.code = 0;
+    /// A space in this cell's style, neither half of a wide character.
+    pub(crate) fn space_in_its_style(self) -> Self {
+        Self {
+            code: u32::from(' '),
+            style: self.style,
+        }
     }
 
     /// The character (`'\0'` if none).
@@ -155,14 +158,6 @@ impl Cell {
 
     pub(crate) fn is_wide_cont(self) -> bool {
         self.code & WIDE_CONT != 0
-    }
-
-    pub(crate) fn set_wide_cont(&mut self, on: bool) {
-        if on {
-            self.code |= WIDE_CONT;
-        } else {
-            self.code &= !WIDE_CONT;
-        }
     }
 
     pub(crate) fn has_contents(self) -> bool {

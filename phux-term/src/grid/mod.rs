@@ -309,11 +309,13 @@ impl Row {
         if let Some(extra) = &mut self.extra {
             extra.marks.split_off(&cols);
         }
-        // A wide character cut in half by the new edge becomes a blank, marks and all.
+        // A wide character cut in half by the new edge becomes a space in its style, marks
+        // dropped (a space, not an erased cell: an erased cell keeps only a background, which
+        // the bootstrap could not give back otherwise).
         if let Some(last) = self.cells.last_mut()
             && last.is_wide()
         {
-            last.erase();
+            *last = last.space_in_its_style();
             self.drop_marks(cols - 1, cols);
         }
         self.wrapped = false;

@@ -46,7 +46,7 @@ impl Vt {
             (None, b'T') => self.scroll_down(p(0, 1)),
             (None, b'X') => {
                 let n = p(0, 1);
-                self.cur.pending = false;
+                self.reset_wrap();
                 let (x, y) = (self.cur.x, self.cur.y);
                 let end = x.saturating_add(n).min(self.cols);
                 self.erase_cells(y, x, end);
@@ -158,13 +158,15 @@ impl Vt {
                 }
                 1049 => {
                     if set {
-                        if !self.alt_active {
-                            self.save_cursor();
-                            self.switch_screen(true);
-                            self.screen.clear();
-                            // [xterm] `ClearScreen` erases with the background colour.
-                            self.colour_new_rows(0, self.rows);
-                        }
+                        // [xterm] `srm_OPT_ALTBUF_CURSOR`: `CursorSave`, `ToAlternate` (nothing
+                        // when already there), then `ClearScreen`, which erases with the
+                        // background colour and cancels a pending wrap (`ResetWrap`), on
+                        // the alternate screen already shown too.
+                        self.save_cursor();
+                        self.switch_screen(true);
+                        self.screen.clear();
+                        self.colour_new_rows(0, self.rows);
+                        self.reset_wrap();
                     } else {
                         self.switch_screen(false);
                         self.restore_cursor();

@@ -6,7 +6,7 @@ use crate::grid::{Cell, Grid};
 impl Vt {
     pub(super) fn set_x(&mut self, x: u16) {
         self.cur.x = x.min(self.cols - 1);
-        self.cur.pending = false;
+        self.reset_wrap();
     }
 
     /// CUP: `row` and `col` 0-based, relative to the scroll region in origin mode.
@@ -23,7 +23,7 @@ impl Vt {
     pub(super) fn cursor_up(&mut self, n: u16) {
         let min = if self.cur.y >= self.top { self.top } else { 0 };
         self.cur.y = self.cur.y.saturating_sub(n).max(min);
-        self.cur.pending = false;
+        self.reset_wrap();
     }
 
     pub(super) fn cursor_down(&mut self, n: u16) {
@@ -33,7 +33,7 @@ impl Vt {
             self.rows - 1
         };
         self.cur.y = self.cur.y.saturating_add(n).min(max);
-        self.cur.pending = false;
+        self.reset_wrap();
     }
 
     pub(super) fn cursor_forward(&mut self, n: u16) {
@@ -84,7 +84,7 @@ impl Vt {
         } else if y + 1 < self.rows {
             self.cur.y = y + 1;
         }
-        self.cur.pending = false;
+        self.reset_wrap();
     }
 
     pub(super) fn reverse_index(&mut self) {
@@ -93,7 +93,7 @@ impl Vt {
         } else {
             self.cur.y = self.cur.y.saturating_sub(1);
         }
-        self.cur.pending = false;
+        self.reset_wrap();
     }
 
     /// DECSC (and SCOSC, 1048, 1049). [xterm] `CursorSave` saves the wrap-pending flag with
@@ -120,6 +120,8 @@ impl Vt {
             y: if s.origin { y.min(self.bottom) } else { y },
             pending: s.pending,
         };
+        // (`CursorSet` calls `ResetWrap`; only `do_wrap` is given back.)
+        self.written = false;
         self.pen = s.pen;
         self.origin = s.origin;
         self.charsets.restore(s.charsets);
@@ -140,7 +142,12 @@ impl Vt {
     }
 
     /// Shows the alternate (`true`) or main screen. The cursor is shared, as in xterm, but not
-    /// its wrap-pending state.
+    /// its wrap-pending state. Where xterm differs: its `ToAlternate`, `FromAlternate` and
+    /// `SwitchBufs` never touch `do_wrap`, so a bare 47 or 1047 switch keeps a pending wrap
+    /// (1049 set and a 1047 reset clear the screen, and `ClearScreen` cancels it; 1049 reset
+    /// restores the saved one). We drop it: the wrap would then be pending over the other
+    /// screen's last column, empty as often as not, which the bootstrap could only make with a
+    /// save and restore that overwrites a saved cursor.
     pub(super) fn switch_screen(&mut self, alternate: bool) {
         if alternate == self.alt_active {
             return;
@@ -150,7 +157,6 @@ impl Vt {
         }
         std::mem::swap(&mut self.screen, &mut self.other);
         self.alt_active = alternate;
-        // The pending wrap belonged to a character on the screen just left.
         self.cur.pending = false;
     }
 

@@ -1,7 +1,9 @@
 //! Erase, insert, delete and scroll.
 
 use super::Vt;
-use crate::grid::{BG_ATTR_MASK, Cell, Pen, Row};
+use crate::grid::{
+    BG_ATTR_MASK, Cell, DOUBLE_UNDERLINE, INVERSE, Pen, Row, STRIKETHROUGH, UNDERLINE,
+};
 
 impl Vt {
     /// Erases cells `start..end` of row `y`, leaving them the [`Self::erase_pen`]. A wide
@@ -43,11 +45,21 @@ impl Vt {
         }
         let cols = self.cols;
         let pen = self.erase_pen();
+        let (s, e) = (usize::from(start), usize::from(end));
+        {
+            let cells = &self.screen.row(y).cells;
+            if (s > 0 && cells[s].is_wide_cont()) || cells.get(e).is_some_and(|c| c.is_wide_cont())
+            {
+                // Alacritty leaves the half outside the range as it was.
+                self.hazard();
+            }
+        }
         let row = self.screen.row_mut(y);
         let style = row.intern(pen, start, end);
-        let (s, e) = (usize::from(start), usize::from(end));
+        // [xterm] `ClearRight` / `ClearLeft` clear the rest of a wide character the range cuts
+        // (`DamagedCurCells`, `ClearInLine2`) as they clear the range: in the pen's colours.
         if row.cells[s].is_wide_cont() && s > 0 {
-            row.cells[s - 1].erase();
+            row.cells[s - 1] = Cell::erased(style);
             row.drop_marks(start - 1, start);
         }
         // vt100 drops the soft wrap when the last column (or a wide character ending there)
@@ -58,13 +70,13 @@ impl Vt {
             row.wrapped = false;
         }
         if row.cells[e - 1].is_wide() && e < row.cells.len() {
-            row.cells[e].erase();
+            row.cells[e] = Cell::erased(style);
         }
         row.fill(start, end, Cell::erased(style));
     }
 
     pub(super) fn erase_line(&mut self, mode: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         match mode {
             0 => self.erase_cells(y, x, self.cols),
@@ -75,7 +87,7 @@ impl Vt {
     }
 
     pub(super) fn erase_display(&mut self, mode: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         match mode {
             0 => {
@@ -102,45 +114,43 @@ impl Vt {
     }
 
     pub(super) fn insert_chars(&mut self, n: u16) {
-        self.cur.pending = false;
-        let x = self.cur.x;
-        let row = self.screen.row_mut(self.cur.y);
-        let cols = row.cols();
+        self.reset_wrap();
+        let (x, y) = (self.cur.x, self.cur.y);
+        let cols = self.cols;
         let n = n.min(cols - x);
-        row.wrapped = false;
+        self.screen.row_mut(y).wrapped = false;
         if n == 0 {
             return;
         }
-        let (xi, ni) = (usize::from(x), usize::from(n));
-        // As in vt100: inserting inside a wide character keeps it whole, the blank taking over
-        // as its right half.
-        let in_wide = row.cells[xi].is_wide_cont();
-        if in_wide {
-            row.cells[xi].set_wide_cont(false);
+        // [xterm] `InsertChar`: a wide character the cursor is inside of, and one the shift
+        // would cut at the right margin, become blanks first (`DamagedCurCells`,
+        // `ClearInLine`: the pen's colours).
+        let edge = cols - n;
+        // (Alacritty moves the halves apart: hazards.)
+        if x > 0 && self.screen.row(y).cells[usize::from(x)].is_wide_cont() {
+            self.hazard();
+            self.erase_cells(y, x - 1, x + 1);
         }
+        if edge > x && self.screen.row(y).cells[usize::from(edge)].is_wide_cont() {
+            self.hazard();
+            self.erase_cells(y, edge - 1, edge + 1);
+        }
+        let (xi, ni) = (usize::from(x), usize::from(n));
+        let row = self.screen.row_mut(y);
         row.cells[xi..].rotate_right(ni);
         row.cells[xi..xi + ni].fill(Cell::BLANK);
-        if in_wide {
-            row.cells[xi].set_wide_cont(true);
-        }
         row.shift_marks_right(x, n);
         let used = row.used().saturating_add(n);
         row.touch(used);
-        if let Some(last) = row.cells.last_mut()
-            && last.is_wide()
-        {
-            last.erase();
-        }
         // [xterm] `InsertChar` clears the inserted cells with `ClearCells`: the background
         // colour shows in them.
         if self.erase_coloured() {
-            let start = x + u16::from(in_wide);
-            self.erase_cells(self.cur.y, start, x + n);
+            self.erase_cells(y, x, x + n);
         }
     }
 
     pub(super) fn delete_chars(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let x = self.cur.x;
         let row = self.screen.row_mut(self.cur.y);
         let cols = row.cols();
@@ -150,14 +160,27 @@ impl Vt {
             return;
         }
         let (from, to) = (usize::from(x), usize::from(end));
-        // A wide character cut by either edge loses its other half (as vt100 does).
-        for i in [from, to - 1] {
-            if row.cells[i].is_wide() && i + 1 < row.cells.len() {
-                row.cells[i + 1].erase();
-            } else if row.cells[i].is_wide_cont() && i > 0 {
-                row.cells[i - 1].erase();
+        // A wide character cut by either edge loses its other half: [xterm] `DeleteChar`
+        // clears it first (`DamagedCurCells`, `ClearInLine`: the pen's colours).
+        let cut_head = from > 0 && row.cells[from].is_wide_cont();
+        let cut_tail = row.cells[to - 1].is_wide() && to < row.cells.len();
+        if cut_head || cut_tail {
+            // Alacritty leaves the other half as it was.
+            self.hazard();
+            let erase = self.erase_pen();
+            let row = self.screen.row_mut(self.cur.y);
+            if cut_head {
+                let style = row.intern(erase, x - 1, x);
+                row.cells[from - 1] = Cell::erased(style);
+                row.drop_marks(x - 1, x);
+            }
+            if cut_tail {
+                let style = row.intern(erase, end, end + 1);
+                row.cells[to] = Cell::erased(style);
+                row.drop_marks(end, end + 1);
             }
         }
+        let row = self.screen.row_mut(self.cur.y);
         let count = to - from;
         row.cells[from..to].fill(Cell::BLANK);
         row.cells[from..].rotate_left(count);
@@ -175,7 +198,7 @@ impl Vt {
     }
 
     pub(super) fn insert_lines(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let y = self.cur.y;
         if y < self.top || y > self.bottom {
             return;
@@ -186,7 +209,7 @@ impl Vt {
     }
 
     pub(super) fn delete_lines(&mut self, n: u16) {
-        self.cur.pending = false;
+        self.reset_wrap();
         let y = self.cur.y;
         if y < self.top || y > self.bottom {
             return;
@@ -220,4 +243,15 @@ impl Vt {
         let top = self.top;
         self.colour_new_rows(top, top.saturating_add(n).min(self.bottom + 1));
     }
+}
+
+/// Whether a blank cell in `a` shows as one in `b` does: the same background colour, and the
+/// same of the attributes a blank shows (underline, double underline, inverse, strikethrough).
+pub(super) fn looks_like(a: Pen, b: Pen) -> bool {
+    const SHOWN_FG: u32 = UNDERLINE | INVERSE;
+    const SHOWN_BG: u32 = DOUBLE_UNDERLINE | STRIKETHROUGH;
+    let bg_colour = |p: Pen| p.bg & !BG_ATTR_MASK;
+    bg_colour(a) == bg_colour(b)
+        && a.fg & SHOWN_FG == b.fg & SHOWN_FG
+        && a.bg & SHOWN_BG == b.bg & SHOWN_BG
 }

@@ -9,7 +9,7 @@ impl Vt {
             0x08 => {
                 // From the wrap-pending state xterm steps back from the last column.
                 self.cur.x = self.cur.x.saturating_sub(1);
-                self.cur.pending = false;
+                self.reset_wrap();
             }
             0x09 => self.tab_forward(1),
             0x0a..=0x0c => {
@@ -20,7 +20,7 @@ impl Vt {
             }
             0x0d => {
                 self.cur.x = 0;
-                self.cur.pending = false;
+                self.reset_wrap();
             }
             // [xterm] ctlseqs "Single-character functions": SO "Switch to Alternate Character
             // Set: invokes the G1 character set" (LS1), SI "Switch to Standard Character Set:

@@ -25,10 +25,15 @@ impl Vt {
         }
         match b {
             0x1b => self.enter(State::Escape),
-            0x00..=0x1f => self.execute(b),
+            0x00..=0x1f => {
+                self.execute(b);
+                // [xterm] Back in the ground state after anything but a printed character,
+                // `doparsing` sets `lastchar` to -1: REP then repeats nothing.
+                self.last_char = None;
+            }
             0x20..=0x7e => self.print_text(std::slice::from_ref(&b)),
             // DEL is ignored; a lone C1 byte is a control we do not act on (as in vt100).
-            0x7f..=0x9f => {}
+            0x7f..=0x9f => self.last_char = None,
             0xc2..=0xdf => self.utf8_lead(1, b & 0x1f, 0x80, 0xbf),
             0xe0 => self.utf8_lead(2, b & 0x0f, 0xa0, 0xbf),
             0xed => self.utf8_lead(2, b & 0x0f, 0x80, 0x9f),

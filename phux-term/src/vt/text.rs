@@ -19,6 +19,37 @@ impl Vt {
         }
     }
 
+    /// A wide character about to wrap from the last column, which xterm leaves as it is and
+    /// alacritty overwrites with a blank in the pen (its `LEADING_WIDE_CHAR_SPACER`, not
+    /// compared while it keeps that flag, but a later write can take the flag away): a hazard
+    /// unless the cell already shows as that blank would.
+    fn wide_wrap_hazard(&mut self) {
+        let row = self.screen.row(self.cur.y);
+        let cell = row.cells[usize::from(self.cols - 1)];
+        // Nor does alacritty shift the next row for IRM then (it decides before wrapping).
+        if self.insert
+            || cell.has_contents()
+            || cell.is_wide_cont()
+            || !super::edit::looks_like(row.pen(cell), self.pen)
+        {
+            self.hazard();
+        }
+    }
+
+    /// IRM text shifting the row by `n` at once: alacritty shifts one character at a time,
+    /// cutting a wide character that passes the right margin on the way (xterm shifts the run
+    /// at once, as we do): a hazard when one would.
+    #[cold]
+    #[inline(never)]
+    fn insert_run_hazard(&mut self, n: u16) {
+        let (x, cols) = (self.cur.x, self.cols);
+        let row = self.screen.row(self.cur.y);
+        let from = x.max(cols.saturating_sub(n + 1));
+        if (from..cols.saturating_sub(1)).any(|p| row.cells[usize::from(p)].is_wide()) {
+            self.hazard();
+        }
+    }
+
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
@@ -96,6 +127,7 @@ impl Vt {
                 // rest right (each one after it inserts at the last column, moving nothing
                 // on), which also ends the row's soft wrap, however the run was split.
                 if self.insert {
+                    self.insert_run_hazard(room as u16);
                     self.insert_chars(room as u16 - 1);
                 }
                 self.put_ascii(y, x, &run[..room - 1]);
@@ -103,11 +135,14 @@ impl Vt {
                 self.cur.x = cols - 1;
                 self.cur.pending = true;
                 self.last_char = Some(char::from(*last));
+                self.written = true;
+                self.last_written = (cols - 1, y);
                 return;
             }
             let (now, rest) = run.split_at(room.min(run.len()));
             if self.insert {
                 // IRM: the row's rest moves right first; what passes the margin is lost.
+                self.insert_run_hazard(now.len() as u16);
                 self.insert_chars(now.len() as u16);
             }
             self.put_ascii(y, x, now);
@@ -121,6 +156,8 @@ impl Vt {
             run = rest;
             if run.is_empty() {
                 self.last_char = now.last().map(|&b| char::from(b));
+                self.written = true;
+                self.last_written = (nx - 1, y);
             }
         }
     }
@@ -133,17 +170,18 @@ impl Vt {
         if text.is_empty() {
             return;
         }
+        let (start, end) = (usize::from(x), usize::from(x) + text.len());
+        let cut = {
+            let cells = &self.screen.row(y).cells;
+            cells[start].is_wide_cont() || cells.get(end).is_some_and(|c| c.is_wide_cont())
+        };
+        if cut {
+            self.blank_cut_halves(y, x, end as u16, true);
+        }
         let pen = self.pen;
         let row = self.screen.row_mut(y);
-        let (start, end) = (usize::from(x), usize::from(x) + text.len());
         let style = row.intern(pen, x, end as u16);
-        // Overwriting half of a wide character blanks its other half (as vt100 does).
-        if start > 0 && row.cells[start - 1].is_wide() {
-            row.cells[start - 1].erase();
-            row.drop_marks(x - 1, x);
-        }
         let cells = &mut row.cells[start..end];
-        let tail_was_wide = cells[cells.len() - 1].is_wide();
         // A run of one (`yes`, an echoed key) is common enough to skip the unrolled loop's
         // set-up: about 3% of ingesting `yes`.
         if let [b] = text {
@@ -153,13 +191,57 @@ impl Vt {
                 *cell = Cell::ascii(b, style);
             }
         }
-        let mut touched = end;
-        if tail_was_wide && end < row.cells.len() {
-            row.cells[end] = Cell::new(' ', style);
-            touched += 1;
-        }
         row.drop_marks(x, end as u16);
-        row.touch(touched as u16);
+        row.touch(end as u16);
+    }
+
+    /// Before cells `x..end` of row `y` are written: the other half of a wide character the
+    /// write cuts becomes a blank. [xterm] `WriteText` finds them with `DamagedCurCells` and
+    /// clears them with `ClearInLine` (`ClearCells`: the pen's colours, no attributes), except
+    /// when the write starts at the last column, where `DamagedCells` finds nothing
+    /// (`nn` is 0) and `ScrnWriteText` makes the first half a space that keeps its own style.
+    #[cold]
+    #[inline(never)]
+    fn blank_cut_halves(&mut self, y: u16, x: u16, end: u16, narrow: bool) {
+        let cols = self.cols;
+        let erase = self.erase_pen();
+        let row = self.screen.row(y);
+        let (xi, ei) = (usize::from(x), usize::from(end));
+        let lead = (x > 0 && row.cells[xi].is_wide_cont()).then(|| row.pen(row.cells[xi - 1]));
+        let tail = (ei < row.cells.len() && row.cells[ei].is_wide_cont())
+            .then(|| row.pen(row.cells[ei - 1]));
+        // Alacritty keeps the wide character's own style on the half it leaves: a hazard
+        // wherever that shows differently from the blank xterm leaves.
+        for pen in [lead.filter(|_| x + 1 < cols), tail].into_iter().flatten() {
+            if !super::edit::looks_like(pen, erase) {
+                self.hazard();
+            }
+        }
+        let row = self.screen.row_mut(y);
+        if lead.is_some() {
+            if x + 1 == cols {
+                row.cells[xi - 1] = row.cells[xi - 1].space_in_its_style();
+            } else {
+                let style = row.intern(erase, x - 1, x);
+                row.cells[xi - 1] = Cell::erased(style);
+            }
+            row.drop_marks(x - 1, x);
+        }
+        if tail.is_some() {
+            let style = row.intern(erase, end, end + 1);
+            // `ClearCells` writes a space; we keep one where a narrow write cut the character
+            // (so the row's soft wrap stays drawable) and empty the cell after a wide one, which
+            // on the last column ends the soft wrap, as an erase there does (both as vt100).
+            if narrow {
+                row.cells[ei] = Cell::new(' ', style);
+            } else {
+                row.cells[ei] = Cell::erased(style);
+                if end + 1 == cols {
+                    row.wrapped = false;
+                }
+            }
+            row.touch(end + 1);
+        }
     }
 
     /// Prints one character (any width).
@@ -180,53 +262,54 @@ impl Vt {
             self.take_pending_wrap();
         }
         if self.cur.x + width > self.cols {
-            // A wide character at the last column.
+            // A wide character at the last column. [xterm] `dotext` fits nothing there: with
+            // DECAWM it wraps first (`force_wrap`), leaving the last column as it was; without,
+            // the character is dropped and no wrap is pending.
             if self.autowrap {
+                self.wide_wrap_hazard();
                 self.wrap();
             } else {
-                self.cur.x = self.cols - width;
+                // Alacritty leaves a wrap pending.
+                self.hazard();
+                self.last_char = Some(c);
+                // (`dotext` still sets `char_was_written`, the column where it was.)
+                self.written = true;
+                return;
             }
         }
         if self.insert {
+            // (Alacritty's shift by two turns a wide character it moves round: a hazard.)
+            self.insert_run_hazard(width);
             self.insert_chars(width);
         }
         let (x, y) = (self.cur.x, self.cur.y);
+        let end = x + width;
+        let cut = {
+            let cells = &self.screen.row(y).cells;
+            cells[usize::from(x)].is_wide_cont()
+                || cells
+                    .get(usize::from(end))
+                    .is_some_and(|c| c.is_wide_cont())
+        };
+        if cut {
+            self.blank_cut_halves(y, x, end, width == 1);
+        }
         let cols = self.cols;
         let pen = self.pen;
         let row = self.screen.row_mut(y);
-        let style = row.intern(pen, x, x + 1);
+        let style = row.intern(pen, x, end);
         let xi = usize::from(x);
-        let was_wide = row.cells[xi].is_wide();
-        row.cells[xi] = if width == 2 {
-            Cell::wide(c, style)
-        } else {
-            Cell::new(c, style)
-        };
-        row.drop_marks(x, x + 1);
-        row.touch(x + 1);
-        if xi > 0 && row.cells[xi - 1].is_wide() {
-            row.cells[xi - 1].erase();
-            row.drop_marks(x - 1, x);
-        }
-        if was_wide && width == 1 && x + 1 < cols {
-            row.cells[xi + 1] = Cell::new(' ', style);
-            row.touch(x + 2);
-        }
-        if !was_wide && width == 2 {
-            let next_was_wide = row.cells[xi + 1].is_wide();
+        if width == 2 {
+            row.cells[xi] = Cell::wide(c, style);
             row.cells[xi + 1] = Cell::WIDE_CONT;
-            row.drop_marks(x + 1, x + 2);
-            row.touch(x + 2);
-            if next_was_wide && x + 2 < cols {
-                row.cells[xi + 2] = Cell::erased(style);
-                row.drop_marks(x + 2, x + 3);
-                row.touch(x + 3);
-                if x + 2 == cols - 1 {
-                    row.wrapped = false;
-                }
-            }
+        } else {
+            row.cells[xi] = Cell::new(c, style);
         }
+        row.drop_marks(x, end);
+        row.touch(end);
         self.last_char = Some(c);
+        self.written = true;
+        self.last_written = (end - 1, y);
         let nx = x + width;
         if nx >= cols {
             self.cur.x = cols - 1;
@@ -236,25 +319,35 @@ impl Vt {
         }
     }
 
-    /// A zero-width character joins the cell before the cursor.
+    /// The cell a combining mark joins: [xterm] the combining path of `doparsing` uses
+    /// `last_written_col` / `last_written_row` while `char_was_written` (a character was
+    /// written and no cursor motion or edit came since: `ResetWrap` clears it; a tab does
+    /// not), else the cell under the cursor. Either way the first half of a wide character.
+    pub(crate) fn mark_target(&self) -> (u16, u16) {
+        let (x, y) = if self.written {
+            self.last_written
+        } else {
+            (self.cur.x, self.cur.y)
+        };
+        let (x, y) = (x.min(self.cols - 1), y.min(self.rows - 1));
+        let cells = &self.screen.row(y).cells;
+        if x > 0 && cells[usize::from(x)].is_wide_cont() {
+            (x - 1, y)
+        } else {
+            (x, y)
+        }
+    }
+
+    /// A zero-width character joins a cell (see [`mark_target`](Self::mark_target)). One
+    /// under the cursor that holds nothing gets it on a blank: xterm attaches it to a cell
+    /// an erase left (a space there), but writes it as a character of its own (the cursor
+    /// moving on) in a cell never written, which we do not tell apart.
     fn combine(&mut self, c: char) {
-        // [xterm] A mark is the last printed character too: REP after it repeats nothing
-        // (`CASE_REP` needs `CharWidth(lastchar) > 0`).
-        self.last_char = Some(c);
-        let (x, y) = (self.cur.x, self.cur.y);
-        let base = if self.cur.pending {
-            x
-        } else if x == 0 {
-            return;
-        } else {
-            x - 1
-        };
+        // [xterm] The combining path of `doparsing` leaves `lastchar` as it was (it goes on
+        // to the next character before the line that sets it): REP after a mark repeats the
+        // character before it.
+        let (base, y) = self.mark_target();
         let row = self.screen.row_mut(y);
-        let base = if row.cells[usize::from(base)].is_wide_cont() && base > 0 {
-            base - 1
-        } else {
-            base
-        };
         let bytes = row.cells[usize::from(base)].ch().len_utf8() + row.marks_len(base);
         if bytes >= MAX_CELL_BYTES {
             return;
@@ -284,7 +377,7 @@ impl Vt {
             return;
         };
         // [xterm] `CASE_REP` passes `lastchar`, the character as the program wrote it, to
-        // `dotext` with GL's set as it is now: a character-set change in between shows.
+        // `dotext` with GL's set: a character a single shift mapped is repeated through GL.
         let c = match u8::try_from(raw) {
             Ok(b @ 0x20..=0x7e) => self.charsets.gl_set().map(b),
             _ => raw,
@@ -358,6 +451,7 @@ impl Vt {
                 let fit = usize::from(self.cols.saturating_sub(self.cur.x) / width);
                 if self.insert && !self.cur.pending && fit > 1 {
                     let k = fit.min(left);
+                    self.insert_run_hazard(k as u16 * width);
                     self.insert_chars(k as u16 * width);
                     self.insert = false;
                     for _ in 0..k {

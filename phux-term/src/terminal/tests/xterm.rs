@@ -141,18 +141,37 @@ fn decrc_leaves_autowrap_as_it_is() {
     assert!(t.vt.autowrap, "nor does DECRC turn it off");
 }
 
-/// REP repeats the character as the program wrote it, through the character set in force at
-/// the REP: xterm's `CASE_REP` passes `lastchar` to `dotext` with `gsets[curgl]`; and after a
-/// combining mark (`CharWidth(lastchar) == 0`) nothing. `printf 'q\033(0\033[2b\033(Bq\033[b'`
-/// shows `q──qq`; `printf 'e\xcc\x81\033[3b'` one `é`.
+/// REP repeats the character printed last only while nothing but combining marks came after
+/// it: `doparsing` sets `lastchar` for each printed character, its combining path goes on to
+/// the next character before the line that would change it, and back in the ground state
+/// after anything else (a control, a finished sequence, REP itself) it sets `lastchar` to -1,
+/// for which `CASE_REP` (`CharWidth(lastchar) > 0`) does nothing. `CASE_REP` passes the
+/// character as written to `dotext` with GL's set. `printf 'q\033(0\033[2b\033(Bq\033[b'`:
+/// `qqq`; `printf 'e\xcc\x81\033[2b'`: `éee`; `printf '\033*0\033Nq\033[b'`: `─q`.
 #[test]
-fn rep_maps_the_written_character_through_the_current_set() {
+fn rep_repeats_only_right_after_a_printed_character() {
     let t = term(b"q\x1b(0\x1b[2b\x1b(Bq\x1b[b");
-    assert_eq!(lines(&t)[0], "q\u{2500}\u{2500}qq");
-    let t = term(b"\x1b(0q\x1b(B\x1b[b");
-    assert_eq!(lines(&t)[0], "\u{2500}q");
-    let t = term("e\u{301}\x1b[3b".as_bytes());
-    assert_eq!(lines(&t)[0], "e\u{301}");
+    assert_eq!(
+        lines(&t)[0],
+        "qqq",
+        "nothing after ESC ( 0, the second q once"
+    );
+    let t = term("e\u{301}\x1b[2b".as_bytes());
+    assert_eq!(lines(&t)[0], "e\u{301}ee");
+    let t = term(b"\x1b*0\x1bNq\x1b[b");
+    assert_eq!(
+        lines(&t)[0],
+        "\u{2500}q",
+        "through GL, not the single shift's set"
+    );
+    for between in ["\r\n", "\x1b[1m", "\x07", "\x1b]0;t\x07", "\x1b[b"] {
+        let t = term(format!("ab{between}\x1b[3b").as_bytes());
+        assert_eq!(
+            lines(&t).concat(),
+            if between == "\x1b[b" { "abb" } else { "ab" },
+            "{between:?}"
+        );
+    }
 }
 
 /// DECRC in origin mode keeps the row within the bottom margin: xterm's `CursorRestore` moves
@@ -381,4 +400,168 @@ fn rep_after_ris_repeats_nothing() {
     assert_eq!(lines(&t)[0], "x");
     let t = term(b"a\x1bcb\x1b[2b");
     assert_eq!(lines(&t)[0], "bbb");
+}
+
+/// 1049 and the pending wrap: xterm's `srm_OPT_ALTBUF_CURSOR` set is `CursorSave`,
+/// `ToAlternate`, `ClearScreen` (whose `ResetWrap` cancels it), also when the alternate screen
+/// is already shown (`ToAlternate` then does nothing, the save and the clear still happen);
+/// reset is `FromAlternate`, `CursorRestore` (which gives back the saved wrap).
+/// `printf '\033[1;80HA\033[?1049hB'`: B in column 80 of row 1;
+/// `printf '\033[1;80HA\033[?1049h\033[?1049lB'`: B starts row 2 of the main screen.
+/// (A bare 47 / 1047 switch keeps the wrap in xterm and not here: see `switch_screen`.)
+#[test]
+fn entering_1049_cancels_the_pending_wrap_and_leaving_restores_it() {
+    let t = term(b"\x1b[1;80HA\x1b[?1049hB");
+    assert_eq!(lines(&t)[0], format!("{}B", " ".repeat(79)));
+    assert_eq!(cursor(&t), (79, 0, true));
+    let mut t = term(b"\x1b[1;80HA\x1b[?1049h");
+    assert_eq!(cursor(&t), (79, 0, false), "1049 set cancels it");
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[?1049l");
+    assert_eq!(
+        cursor(&t),
+        (79, 0, true),
+        "1049 reset restores the saved one"
+    );
+    assert_rebuilt(&t);
+    t.advance(b"B");
+    assert_eq!(lines(&t)[..2], [format!("{}A", " ".repeat(79)), "B".into()]);
+    // 1049 set on the alternate screen saves (its own slot) and clears it again.
+    let mut t = term(b"\x1b[?1049hxy\x1b[44m\x1b[?1049h");
+    assert_eq!(lines(&t)[0], "");
+    assert_eq!(pen_at(&t, 0, 0).bg, crate::grid::Color::Idx(4).pack());
+    assert_rebuilt(&t);
+    t.advance(b"\x1b[5;5H\x1b8z");
+    assert_eq!(
+        lines(&t)[0],
+        "  z",
+        "DECRC finds the cursor saved on the alternate screen"
+    );
+}
+
+/// Overwriting one half of a wide character blanks the other: xterm's `WriteText` finds it
+/// with `DamagedCurCells` and clears it with `ClearInLine` (`ClearCells`: a space in the pen's
+/// colours, no attributes), except for a write starting at the last column, where
+/// `DamagedCells` finds nothing (`nn` is 0) and `ScrnWriteText` turns the first half into a
+/// space keeping its own attributes and colours. `printf '\033[4;41m中\033[m\033[44m\033[1;1Hx'`:
+/// column 2 a blue blank, not underlined; `printf '\033[1;79H\033[4;41m中\033[m\033[1;80Hx'`:
+/// column 79 a red, underlined blank.
+#[test]
+fn the_half_a_write_leaves_of_a_wide_character_is_a_blank_in_the_pen() {
+    let blue = crate::grid::Color::Idx(4).pack();
+    let red_underlined = Pen {
+        fg: UNDERLINE,
+        bg: crate::grid::Color::Idx(1).pack(),
+    };
+    for at in ["1", "2"] {
+        let t = term(format!("\x1b[4;41m中\x1b[m\x1b[44m\x1b[1;{at}Hx").as_bytes());
+        let other = u16::from(at == "1");
+        assert_eq!(
+            pen_at(&t, other, 0),
+            Pen { fg: 0, bg: blue },
+            "writing at column {at}"
+        );
+        assert_eq!(lines(&t)[0].trim(), "x");
+        assert_rebuilt(&t);
+    }
+    let t = term("\x1b[1;79H\x1b[4;41m中\x1b[m\x1b[44m\x1b[1;80Hx".as_bytes());
+    assert_eq!(
+        pen_at(&t, 78, 0),
+        red_underlined,
+        "at the last column: its own style"
+    );
+    assert_eq!(lines(&t)[0], format!("{}x", " ".repeat(79)));
+    assert_rebuilt(&t);
+    // A wide character over the first half of another: both neighbours blank, in the pen.
+    let t = term("中文\x1b[44m\x1b[1;2H字".as_bytes());
+    assert_eq!(lines(&t)[0], " 字");
+    assert_eq!([pen_at(&t, 0, 0).bg, pen_at(&t, 3, 0).bg], [blue, blue]);
+    assert_rebuilt(&t);
+    // DCH and ECH cutting one clear the other half in the pen too (`DeleteChar`,
+    // `ClearRight`).
+    let t = term("ab中cd\x1b[44m\x1b[1;4H\x1b[P".as_bytes());
+    assert_eq!(lines(&t)[0], "ab cd");
+    assert_eq!(pen_at(&t, 2, 0).bg, blue);
+    let t = term("ab中cd\x1b[44m\x1b[1;4H\x1b[X".as_bytes());
+    assert_eq!(lines(&t)[0], "ab  cd");
+    assert_eq!([pen_at(&t, 2, 0).bg, pen_at(&t, 3, 0).bg], [blue, blue]);
+}
+
+/// IRM and ICH inside a wide character, or cutting one at the right margin: xterm's
+/// `InsertChar` clears it first (`DamagedCurCells`, `ClearInLine`: blanks in the pen's
+/// colours), then shifts. `printf '中文\033[1;2H\033[4hx\033[4l'`: ` x 文` (the 中 is gone);
+/// on a 6-column screen `printf 'abcd中\r\033[42m\033[4hX'`: `Xabcd` and a green last column.
+#[test]
+fn insertion_inside_a_wide_character_clears_it() {
+    let t = term("中文\x1b[1;2H\x1b[4hx\x1b[4l".as_bytes());
+    assert_eq!(lines(&t)[0], " x 文");
+    assert_rebuilt(&t);
+    let t = term("中文\x1b[1;2H\x1b[@".as_bytes());
+    assert_eq!(lines(&t)[0], "   文");
+    let mut t = Terminal::new(6, 2, 0);
+    t.advance("abcd中\r\x1b[42m\x1b[4hX".as_bytes());
+    assert_eq!(lines(&t)[0], "Xabcd");
+    assert_eq!(pen_at(&t, 5, 0).bg, crate::grid::Color::Idx(2).pack());
+    assert_rebuilt(&t);
+}
+
+/// A wide character with one column left: xterm's `dotext` fits nothing there; with DECAWM
+/// it wraps first (`force_wrap`, then `WrapLine`), leaving the last column as it was; without
+/// DECAWM the character is dropped and no wrap is pending. `printf '\033[1;80Hx\033[1;80H中'`:
+/// x stays, 中 starts row 2; `printf '\033[?7l\033[1;80H中Z\033[?7hW'`: Z in column 80 (its
+/// write makes a wrap pending), W starts row 2.
+#[test]
+fn a_wide_character_at_the_last_column() {
+    let t = term("\x1b[1;80Hx\x1b[1;80H中".as_bytes());
+    assert_eq!(
+        lines(&t)[..2],
+        [format!("{}x", " ".repeat(79)), "中".into()]
+    );
+    assert_eq!(cursor(&t), (2, 1, false));
+    let t = term("\x1b[?7l\x1b[1;80H中".as_bytes());
+    assert_eq!((lines(&t)[0].as_str(), cursor(&t)), ("", (79, 0, false)));
+    let t = term("\x1b[?7l\x1b[1;80H中Z\x1b[?7hW".as_bytes());
+    assert_eq!(lines(&t)[..2], [format!("{}Z", " ".repeat(79)), "W".into()]);
+    // REP repeats it, dropped again.
+    let t = term("\x1b[?7l\x1b[1;79H中\x1b[2b".as_bytes());
+    assert_eq!((lines(&t)[0].trim(), cursor(&t)), ("中", (79, 0, false)));
+}
+
+/// Where a combining mark goes: xterm's `doparsing` puts it on `last_written_col` /
+/// `last_written_row` while `char_was_written` holds (set by `dotext`, cleared by `ResetWrap`,
+/// which every cursor motion and edit calls and a tab does not), else on the cell under the
+/// cursor (`cur_col`). `printf 'abc\033[2D\xcc\x81'`: on b; `printf 'ab\t\xcc\x81'`: on b;
+/// `printf 'ab\r\xcc\x81'`: on a; `printf '\033[1;79HAB\xcc\x81'`: on B.
+#[test]
+fn a_combining_mark_joins_the_last_written_cell_or_the_one_under_the_cursor() {
+    let t = term("abc\x1b[2D\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "ab\u{301}c");
+    assert_eq!(cursor(&t), (1, 0, false), "the cursor stays");
+    assert_rebuilt(&t);
+    let t = term("ab\t\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "ab\u{301}");
+    assert_eq!(cursor(&t), (8, 0, false));
+    let t = term("ab\r\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "a\u{301}b");
+    let t = term("\x1b[1;79HAB\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], format!("{}AB\u{301}", " ".repeat(78)));
+    // On the second half of a wide character: its first half.
+    let t = term("中\x1b[1;2H\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "中\u{301}");
+    // After DECRC (which calls `CursorSet`): under the cursor, even with the wrap pending.
+    let t = term("\x1b[1;79HAB\x1b7\x1b[3;1HQ\x1b8\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], format!("{}AB\u{301}", " ".repeat(78)));
+    // On a cell an erase left (a space in xterm's `ClearCells`): a blank with the mark.
+    let t = term("xyz\x1b[D\x1b[K\u{301}".as_bytes());
+    assert_eq!(lines(&t)[0], "xy \u{301}");
+    assert_rebuilt(&t);
+}
+
+/// The bootstrap gives back a pending wrap over an emptied last column with DECRC, which
+/// also restores the saved character sets: the live ones are set from those.
+#[test]
+fn a_restored_pending_wrap_with_other_character_sets_is_rebuilt() {
+    let t = term(b"\x1b[?1047h\x1b[1;80Hx\x1b(0\x1b7\x1b(B\x1b[2J\x1b8\x1b(B");
+    assert!(!t.vt.charsets.active());
+    assert_rebuilt(&t);
 }
