@@ -1,9 +1,12 @@
 //! phuxctl upgrade against a real server: the server execs in place and answers, its terminals
 //! run on under the same pids; a binary that refuses leaves the server as it was, and phuxctl
-//! says why and exits 4.
+//! says why and exits 4. And vim under `phuxctl attach` (in tmux) goes on taking keys across
+//! upgrades, some typed while an upgrade is under way, and writes exactly what was typed.
 
 use std::os::unix::fs::PermissionsExt;
 
+use crate::ctl_attach_replies::{attach_in_tmux, installed};
+use crate::ctl_attach_tmux::tmux_available;
 use crate::support::{Ctl, Server};
 
 /// The pid column of `list` for terminal `id`.
@@ -54,5 +57,73 @@ fn upgrade_execs_in_place_and_refusals_exit_4() {
     let out = ctl.ok(&["upgrade", "--binary", exe.to_str().expect("utf-8")]);
     assert!(out.contains(exe.to_str().expect("utf-8")), "{out}");
     assert_eq!(pid_of(&ctl, &id), pid);
+    assert!(server.process.try_wait().expect("wait").is_none());
+}
+
+#[test]
+fn vim_under_attach_takes_keys_across_upgrades() {
+    // [SERVER.UPGRADE.3] [SERVER.UPGRADE.6] [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
+    if !tmux_available() || !installed("vim") {
+        eprintln!("skipped: tmux or vim is not installed (apt-get install tmux vim)");
+        return;
+    }
+    let mut server = Server::start();
+    let ctl = Ctl::new(&server);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("typed.txt");
+    let file_arg = file.display().to_string();
+    // No vimrc, viminfo or swap file; a lone Escape leaves insert mode at once.
+    let id = ctl.spawn(&[
+        "vim",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-N",
+        "-n",
+        "-c",
+        "set ttimeout ttimeoutlen=20",
+        &file_arg,
+    ]);
+    let tmux = attach_in_tmux(&ctl, &id, dir.path());
+    let started = |p: &str| p.lines().filter(|l| l.trim_end() == "~").count() > 3;
+    ctl.wait_screen(&id, "vim's empty buffer", started);
+    tmux.wait_pane("vim", started);
+    let pid = pid_of(&ctl, &id);
+
+    let mut typed: Vec<String> = Vec::new();
+    for i in 0..4 {
+        let text = format!("line {i} typed under attach");
+        tmux.run(&["send-keys", "-t", "t", if i == 0 { "i" } else { "o" }]);
+        tmux.run(&["send-keys", "-t", "t", "-l", &text]);
+        if i % 2 == 1 {
+            // Keys on their way (tmux, attach, APPLY_INPUT) while the server upgrades.
+            let out = ctl.ok(&["upgrade"]);
+            assert!(out.starts_with("upgraded"), "{out}");
+        }
+        tmux.wait_pane("the typed line", |p| p.contains(&text));
+        tmux.run(&["send-keys", "-t", "t", "Escape"]);
+        tmux.wait_pane("normal mode", |p| !p.contains("-- INSERT --"));
+        typed.push(text);
+        if i % 2 == 0 {
+            // vim idle: the upgrade changes nothing on its screen.
+            let before = ctl.screen(&id);
+            let out = ctl.ok(&["upgrade"]);
+            assert!(out.starts_with("upgraded"), "{out}");
+            assert_eq!(ctl.screen(&id), before, "upgrade {i}");
+        }
+        assert_eq!(pid_of(&ctl, &id), pid, "upgrade {i}");
+        let pane = tmux.pane();
+        assert!(!pane.contains("attach-exit="), "attach ended:\n{pane}");
+    }
+    tmux.run(&["send-keys", "-t", "t", ":wq", "Enter"]);
+    let pane = tmux.wait_pane("attach's exit", |p| p.contains("attach-exit="));
+    assert!(pane.contains("attach-exit=0"), "{pane}");
+    let mut expected = typed.join("\n");
+    expected.push('\n');
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("vim wrote the file"),
+        expected
+    );
     assert!(server.process.try_wait().expect("wait").is_none());
 }
