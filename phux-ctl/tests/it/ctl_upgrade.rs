@@ -116,6 +116,12 @@ fn vim_under_attach_takes_keys_across_upgrades() {
         let pane = tmux.pane();
         assert!(!pane.contains("attach-exit="), "attach ended:\n{pane}");
     }
+    // A resize after the upgrades reaches vim through attach and the new image.
+    tmux.run(&["resize-window", "-t", "t", "-x", "90", "-y", "25"]);
+    tmux.run(&["send-keys", "-t", "t", ":echo &columns &lines", "Enter"]);
+    tmux.wait_pane("vim's new size", |p| {
+        p.lines().any(|l| l.trim_end() == "90 25")
+    });
     tmux.run(&["send-keys", "-t", "t", ":wq", "Enter"]);
     let pane = tmux.wait_pane("attach's exit", |p| p.contains("attach-exit="));
     assert!(pane.contains("attach-exit=0"), "{pane}");

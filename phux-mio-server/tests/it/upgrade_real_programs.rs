@@ -1,12 +1,13 @@
 //! In-place upgrades (UPGRADE frames and SIGUSR2) under real programs on real PTYs, with
 //! clients attached: vim being typed into, between upgrades and while they happen; an
-//! interactive bash in the middle of a command that prints; less paging a long file. Each
-//! upgrade is seen only as a pause: an idle program's screen is the same before and after it,
-//! the program's pid is the same, the attached client's output seqs run on without a gap or
-//! a repeat, every acknowledged keystroke lands exactly once (vim writes exactly the typed
-//! text), every line the shell prints arrives once and in order, and every program goes on
-//! taking input and reports its exit status at the end. Each test is skipped, with a message,
-//! when its program is not installed.
+//! interactive bash in the middle of a command that prints; less paging a long file; programs
+//! ending while upgrades follow one another. Each upgrade is seen only as a pause: an idle
+//! program's screen and modes are the same before and after it, the program's pid is the
+//! same, the attached client's output seqs run on without a gap or a repeat, every
+//! acknowledged keystroke lands exactly once (vim writes exactly the typed text), every line
+//! the shell prints arrives once and in order, and every program goes on taking input and
+//! reports its exit status (and its last output) at the end. Each test is skipped, with a
+//! message, when its program is not installed.
 
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use phux_proto::command::{ApplyInput, Command, CommandResult};
+use phux_proto::command::{ApplyInput, Command, CommandResult, CommandValue};
 use phux_proto::frame::CommandFrame;
 use phux_proto::input::{InputEvent, KeyEvent, ModSet, PasteEvent, PasteTrust, PhysicalKey};
 use phux_proto::{ErrorCode, Frame, OperationId, TerminalId};
@@ -168,6 +169,19 @@ fn wait_screen(
     }
 }
 
+/// GET_TERMINAL_STATE with scrollback: the screen plus the modes a program set (bracketed
+/// paste, cursor keys, the alternate screen), its pid and whether it reads canonically.
+fn terminal_state(c: &mut Client, terminal: &TerminalId) -> String {
+    match c.command(Command::GetTerminalState {
+        terminal: terminal.clone(),
+        include_scrollback: true,
+        max_scrollback_lines: 1000,
+    }) {
+        CommandResult::OkWith(CommandValue::Json(json)) => json,
+        other => panic!("GET_TERMINAL_STATE: {other:?}"),
+    }
+}
+
 /// The attached client's output seqs for `terminal`, checked contiguous; the last one.
 fn contiguous_seqs(c: &Client, terminal: &TerminalId) -> Option<u64> {
     let mut last = None;
@@ -264,10 +278,13 @@ fn vim_being_typed_into_sees_upgrades_as_a_pause() {
         // Everything vim wrote so far has reached the attached client.
         ping(&mut watcher, 100 + i as u64);
         marks.push(contiguous_seqs(&watcher, &vim).expect("vim's output streamed"));
+        let state = terminal_state(&mut control, &vim);
 
         upgrade(&fixture, &mut control, &vim, i);
-        // [SERVER.UPGRADE.EXEC.5] The idle vim's screen crossed exactly.
+        // [SERVER.UPGRADE.EXEC.5] The idle vim's screen crossed exactly, and so did the modes
+        // it set (the keys it is sent are encoded by them).
         assert_eq!(screen(&mut control, &vim), before, "upgrade {i}");
+        assert_eq!(terminal_state(&mut control, &vim), state, "upgrade {i}");
         // [INPUT.DEDUPE.2] A retry of a keystroke acknowledged before the upgrade is answered
         // from the ledger and not written again (a second `o` would open another line; the
         // file at the end would show it).
@@ -503,9 +520,12 @@ fn less_pages_a_long_file_across_upgrades() {
     for (i, (keys, top)) in steps.into_iter().enumerate() {
         typist.type_text(keys);
         let before = wait_screen(&mut control, &less, "less did not page", page(top));
+        let state = terminal_state(&mut control, &less);
         upgrade(&fixture, &mut control, &less, i);
-        // [SERVER.UPGRADE.EXEC.5] The page crossed exactly, and less still pages from it.
+        // [SERVER.UPGRADE.EXEC.5] The page and the modes crossed exactly, and less still
+        // pages from there.
         assert_eq!(screen(&mut control, &less), before, "upgrade {i}");
+        assert_eq!(terminal_state(&mut control, &less), state, "upgrade {i}");
     }
     typist.type_text("q");
     assert_eq!(closed(&mut watcher, &less), Some(0), "less's exit status");
@@ -514,4 +534,75 @@ fn less_pages_a_long_file_across_upgrades() {
         assert!(!c.eof);
         assert!(!c.seen.iter().any(|f| matches!(f, Frame::Detached(_))));
     }
+}
+
+/// Programs that end while the server upgrades, one after another.
+const ENDING: i32 = 8;
+
+#[test]
+fn programs_ending_across_upgrades_report_their_output_and_status() {
+    // [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
+    let fixture = LoggedServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let go = dir.path().join("go");
+    let mut control = fixture.server.connect();
+    control.hello();
+    let mut watcher = fixture.server.connect();
+    watcher.hello();
+    let mut terminals = Vec::new();
+    for k in 1..=ENDING {
+        // Each waits for the go file, then ends k*30 ms later, its last words just before.
+        let script = format!(
+            "while [ ! -e {go} ]; do sleep 0.01; done; sleep 0.{k:02}; sleep 0.{k:02}; \
+             sleep 0.{k:02}; echo bye{k}; exit {k}",
+            go = go.display()
+        );
+        let t = control.spawn(&["sh", "-c", &script]);
+        assert_eq!(
+            watcher.command(Command::AttachTerminal {
+                terminal: t.clone()
+            }),
+            CommandResult::Ok
+        );
+        terminals.push((k, t));
+    }
+    std::fs::write(&go, "").expect("go");
+    let mut i = 0;
+    let end = Instant::now() + DEADLINE;
+    let all_closed = |w: &Client| {
+        terminals.iter().all(|(_, t)| {
+            w.seen
+                .iter()
+                .any(|f| matches!(f, Frame::TerminalClosed(c) if &c.terminal == t))
+        })
+    };
+    while !all_closed(&watcher) {
+        assert!(Instant::now() < end, "not every program's end was reported");
+        if i % 3 == 2 {
+            rustix::process::kill_process(
+                rustix::process::Pid::from_raw(fixture.server.pid()).expect("pid"),
+                rustix::process::Signal::USR2,
+            )
+            .expect("SIGUSR2");
+        } else {
+            assert_eq!(
+                control.command(Command::Upgrade { binary: None }),
+                CommandResult::Ok,
+                "upgrade {i}"
+            );
+        }
+        fixture.wait_adoptions(i + 1);
+        i += 1;
+        ping(&mut watcher, 200 + i as u64);
+    }
+    for (k, t) in &terminals {
+        let status = watcher.seen.iter().find_map(|f| match f {
+            Frame::TerminalClosed(c) if &c.terminal == t => Some(c.exit_status),
+            _ => None,
+        });
+        assert_eq!(status, Some(Some(*k)), "terminal {k}");
+        let out = String::from_utf8_lossy(&watcher.output_of(t)).into_owned();
+        assert!(out.contains(&format!("bye{k}")), "terminal {k}: {out:?}");
+    }
+    assert!(i > 0, "every program ended before the first upgrade");
 }
