@@ -5,9 +5,10 @@
 //! program's screen and modes are the same before and after it, the program's pid is the
 //! same, the attached client's output seqs run on without a gap or a repeat, every
 //! acknowledged keystroke lands exactly once (vim writes exactly the typed text), every line
-//! the shell prints arrives once and in order, and every program goes on taking input and
-//! reports its exit status (and its last output) at the end. Each test is skipped, with a
-//! message, when its program is not installed.
+//! the shell prints arrives once and in order (and Ctrl-C still interrupts its foreground
+//! program), and every program goes on taking input and reports its exit status (and its
+//! last output) at the end. Each test is skipped, with a message, when its program is not
+//! installed.
 
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
@@ -448,6 +449,31 @@ fn a_shell_mid_command_prints_every_line_once_across_upgrades() {
     typist.press(PhysicalKey::ENTER);
     wait_output(&mut watcher, &shell, "the next command did not run", |b| {
         lines_of(b).iter().any(|l| l == "after 42")
+    });
+    // A foreground program started before an upgrade is interrupted by Ctrl-C after it: the
+    // terminal's line discipline and the shell's job control are as they were.
+    let bash = pid_of_terminal(&mut control, &shell);
+    typist.paste("sleep 1000");
+    typist.press(PhysicalKey::ENTER);
+    let children = format!("/proc/{bash}/task/{bash}/children");
+    let end = Instant::now() + DEADLINE;
+    while std::fs::read_to_string(&children)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(Instant::now() < end, "sleep never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    upgrade(&fixture, &mut control, &shell, SHELL_UPGRADES);
+    typist.send(InputEvent::Key(KeyEvent {
+        unshifted_codepoint: Some(u32::from('c')),
+        ..KeyEvent::press(PhysicalKey::KEY_C, ModSet::CTRL)
+    }));
+    typist.paste("echo status $?");
+    typist.press(PhysicalKey::ENTER);
+    wait_output(&mut watcher, &shell, "Ctrl-C did not end sleep", |b| {
+        lines_of(b).iter().any(|l| l == "status 130")
     });
     typist.paste("exit 3");
     typist.press(PhysicalKey::ENTER);
