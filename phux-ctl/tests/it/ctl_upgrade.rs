@@ -1,7 +1,8 @@
 //! phuxctl upgrade against a real server: the server execs in place and answers, its terminals
 //! run on under the same pids; a binary that refuses leaves the server as it was, and phuxctl
 //! says why and exits 4. And vim under `phuxctl attach` (in tmux) goes on taking keys across
-//! upgrades, some typed while an upgrade is under way, and writes exactly what was typed.
+//! upgrades, some typed while an upgrade is under way, and writes exactly what was typed; an
+//! attach following a flood of output across upgrades ends on the same last lines.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -132,4 +133,41 @@ fn vim_under_attach_takes_keys_across_upgrades() {
         expected
     );
     assert!(server.process.try_wait().expect("wait").is_none());
+}
+
+#[test]
+fn attach_follows_a_flood_of_output_across_upgrades() {
+    // [SERVER.UPGRADE.6] [SERVER.UPGRADE.STATE.2]
+    if !tmux_available() {
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let server = Server::start();
+    let ctl = Ctl::new(&server);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e {go} ]; do sleep 0.01; done; seq 1 200000; echo END; exec sleep 1000",
+        go = go.display()
+    );
+    let id = ctl.spawn(&["sh", "-c", &script]);
+    let tmux = attach_in_tmux(&ctl, &id, dir.path());
+    std::fs::write(&go, "").expect("go");
+    let mut upgrades = 0;
+    while !ctl.screen(&id).contains("END") {
+        let out = ctl.ok(&["upgrade"]);
+        assert!(out.starts_with("upgraded"), "{out}");
+        upgrades += 1;
+    }
+    assert!(upgrades > 0);
+    // The attached view ends as the terminal does: the last numbers, then END.
+    let pane = tmux.wait_pane("the end of the flood", |p| {
+        let lines: Vec<&str> = p
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .collect();
+        lines.ends_with(&["199999", "200000", "END"])
+    });
+    assert!(!pane.contains("attach-exit="), "{pane}");
 }
