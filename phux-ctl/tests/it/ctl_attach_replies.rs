@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use crate::ctl_attach_tmux::{Tmux, shell_quote, tmux_available};
 use crate::support::{Ctl, Server, wait_until};
 
-fn installed(program: &str) -> bool {
+pub(crate) fn installed(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
@@ -22,7 +22,7 @@ fn installed(program: &str) -> bool {
 }
 
 /// A tmux session whose pane runs `phuxctl attach ID`, then prints attach's exit status.
-fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
+pub(crate) fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
     let tmux = Tmux {
         socket: dir.join("tmux.sock"),
     };

@@ -54,4 +54,5 @@ mod socket_stale;
 mod stdio_flags;
 mod upgrade_chaos;
 mod upgrade_failures;
+mod upgrade_real_programs;
 mod upgrade_stdio;
