@@ -121,44 +121,7 @@ fn input_loop(mut c: Client, terminal: &TerminalId, stop: &AtomicBool) -> Vec<u6
             format!("tok{k}\n").as_bytes(),
         );
         let copies = if k.is_multiple_of(3) { 2 } else { 1 };
-        let mut pending = Vec::new();
-        for _ in 0..copies {
-            request += 1;
-            c.send(&Frame::Command(CommandFrame {
-                request_id: request,
-                command: Command::ApplyInput(apply.clone()),
-            }));
-            pending.push(request);
-        }
-        // The answers may come in either order (a refused retry before the original's OK).
-        let mut ok = false;
-        while !pending.is_empty() {
-            let (id, result) = c.wait_for("APPLY_INPUT's result", |f| match f {
-                Frame::CommandResult(r) if pending.contains(&r.request_id) => {
-                    Some((r.request_id, r.result.clone()))
-                }
-                _ => None,
-            });
-            pending.retain(|p| *p != id);
-            match result {
-                CommandResult::Ok => ok = true,
-                // [INPUT.LANE.1] The retry found the original still in its lane.
-                CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {}
-                other => panic!("tok{k}: {other:?}"),
-            }
-        }
-        // A retry refused while the original ran is retried until the ledger answers.
-        let end = Instant::now() + DEADLINE;
-        while !ok {
-            assert!(Instant::now() < end, "tok{k} never resolved");
-            match c.command(Command::ApplyInput(apply.clone())) {
-                CommandResult::Ok => ok = true,
-                CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                other => panic!("tok{k} retry: {other:?}"),
-            }
-        }
+        apply_until_acknowledged(&mut c, &apply, copies, &mut request);
         // Answered OK from the ledger the second time too: the same id is never written again.
         if k.is_multiple_of(5) {
             assert_eq!(c.command(Command::ApplyInput(apply)), CommandResult::Ok);
@@ -166,6 +129,53 @@ fn input_loop(mut c: Client, terminal: &TerminalId, stop: &AtomicBool) -> Vec<u6
         acked.push(k);
     }
     acked
+}
+
+/// Sends `apply` `copies` times at once (a retry racing its original), then until it is
+/// acknowledged: a copy refused while the original is still in its lane ([INPUT.LANE.1]) is
+/// sent again until the ledger answers OK. `request` is the last request id used.
+pub(crate) fn apply_until_acknowledged(
+    c: &mut Client,
+    apply: &ApplyInput,
+    copies: usize,
+    request: &mut u32,
+) {
+    let mut pending = Vec::new();
+    for _ in 0..copies {
+        *request += 1;
+        c.send(&Frame::Command(CommandFrame {
+            request_id: *request,
+            command: Command::ApplyInput(apply.clone()),
+        }));
+        pending.push(*request);
+    }
+    // The answers may come in either order (a refused retry before the original's OK).
+    let mut ok = false;
+    while !pending.is_empty() {
+        let (id, result) = c.wait_for("APPLY_INPUT's result", |f| match f {
+            Frame::CommandResult(r) if pending.contains(&r.request_id) => {
+                Some((r.request_id, r.result.clone()))
+            }
+            _ => None,
+        });
+        pending.retain(|p| *p != id);
+        match result {
+            CommandResult::Ok => ok = true,
+            CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {}
+            other => panic!("{apply:?}: {other:?}"),
+        }
+    }
+    let end = Instant::now() + DEADLINE;
+    while !ok {
+        assert!(Instant::now() < end, "{apply:?} never resolved");
+        match c.command(Command::ApplyInput(apply.clone())) {
+            CommandResult::Ok => ok = true,
+            CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => panic!("{apply:?} retry: {other:?}"),
+        }
+    }
 }
 
 /// A process's open descriptors and what each names.

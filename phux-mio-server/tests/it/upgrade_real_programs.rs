@@ -17,12 +17,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use phux_proto::command::{ApplyInput, Command, CommandResult, CommandValue};
-use phux_proto::frame::CommandFrame;
 use phux_proto::input::{InputEvent, KeyEvent, ModSet, PasteEvent, PasteTrust, PhysicalKey};
-use phux_proto::{ErrorCode, Frame, OperationId, TerminalId};
+use phux_proto::{Frame, OperationId, TerminalId};
 
 use crate::support::client::{Client, DEADLINE, is_dead, pid_of_terminal};
-use crate::upgrade_chaos::{LoggedServer, ping, screen};
+use crate::upgrade_chaos::{LoggedServer, apply_until_acknowledged, ping, screen};
 
 fn installed(program: &str) -> bool {
     Process::new(program)
@@ -87,42 +86,7 @@ impl Typist {
             events: vec![event],
         };
         let copies = if self.next_id.is_multiple_of(3) { 2 } else { 1 };
-        let mut pending = Vec::new();
-        for _ in 0..copies {
-            self.request += 1;
-            self.c.send(&Frame::Command(CommandFrame {
-                request_id: self.request,
-                command: Command::ApplyInput(apply.clone()),
-            }));
-            pending.push(self.request);
-        }
-        let mut ok = false;
-        while !pending.is_empty() {
-            let (id, result) = self.c.wait_for("APPLY_INPUT's result", |f| match f {
-                Frame::CommandResult(r) if pending.contains(&r.request_id) => {
-                    Some((r.request_id, r.result.clone()))
-                }
-                _ => None,
-            });
-            pending.retain(|p| *p != id);
-            match result {
-                CommandResult::Ok => ok = true,
-                // [INPUT.LANE.1] The retry found the original still in its lane.
-                CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {}
-                other => panic!("{apply:?}: {other:?}"),
-            }
-        }
-        let end = Instant::now() + DEADLINE;
-        while !ok {
-            assert!(Instant::now() < end, "{apply:?} never resolved");
-            match self.c.command(Command::ApplyInput(apply.clone())) {
-                CommandResult::Ok => ok = true,
-                CommandResult::Error { code, .. } if code == ErrorCode::RESOURCE_EXHAUSTED => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                other => panic!("{apply:?} retry: {other:?}"),
-            }
-        }
+        apply_until_acknowledged(&mut self.c, &apply, copies, &mut self.request);
         apply
     }
 
