@@ -192,7 +192,7 @@ fn push_grid(out: &mut String, grid: &Grid) {
             if cell.has_contents() {
                 pens.set(out, row.pen(cell));
                 out.push(cell.ch());
-                out.extend(row.marks_at(x as u16));
+                out.push_str(row.marks_at(x as u16));
                 let width = if cell.is_wide() { 2 } else { 1 };
                 x += width;
                 at = x.min(usize::from(cols) - 1);
@@ -315,7 +315,7 @@ fn push_last_column(out: &mut String, grid: &Grid, y: u16, row: u16) -> bool {
     let _ = write!(out, "\x1b[{row};{}H", x + 1);
     push_pen(out, r.pen(cell));
     out.push(cell.ch());
-    out.extend(r.marks_at(x));
+    out.push_str(r.marks_at(x));
     true
 }
 

@@ -158,7 +158,7 @@ pub fn ours(t: &Terminal) -> Snapshot {
             let mut text = String::new();
             let ch = cell.ch();
             text.push(if ch == '\0' { ' ' } else { ch });
-            text.extend(row.marks_at(x as u16));
+            text.push_str(row.marks_at(x as u16));
             let flags = [
                 (pen.has(BOLD), ATTR_BOLD),
                 (pen.has(DIM), ATTR_DIM),

@@ -206,7 +206,7 @@ impl Terminal {
                     let mut text = String::new();
                     if cell.has_contents() {
                         text.push(cell.ch());
-                        text.extend(row.marks_at(x as u16));
+                        text.push_str(row.marks_at(x as u16));
                     }
                     cell_json(y, x, cell, row.pen(cell), &text)
                 })

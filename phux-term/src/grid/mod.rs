@@ -247,6 +247,7 @@ impl Row {
     }
 
     /// Whether any cell of the row has marks.
+    #[cfg(test)]
     pub(crate) fn has_marks(&self) -> bool {
         self.extra.as_deref().is_some_and(|e| !e.marks.is_empty())
     }
@@ -261,12 +262,11 @@ impl Row {
     }
 
     /// The marks of the cell at `col`, in the order they were written: O(log n).
-    pub(crate) fn marks_at(&self, col: u16) -> impl Iterator<Item = char> + '_ {
+    pub(crate) fn marks_at(&self, col: u16) -> &str {
         self.extra
             .as_deref()
             .and_then(|e| e.marks.get(&col))
-            .into_iter()
-            .flat_map(|m| m.chars())
+            .map_or("", String::as_str)
     }
 
     /// The UTF-8 length of the marks of the cell at `col`: O(log n).
@@ -344,15 +344,34 @@ impl Row {
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
         };
-        if self.has_marks() {
-            let mut text = String::new();
+        if let Some(extra) = self.extra.as_deref().filter(|e| !e.marks.is_empty()) {
+            // One pass over the cells and the marks together (both in column order), written
+            // in place; `keep` is the length up to the last thing that is not a space.
+            let start = out.len();
+            let mut keep = start;
+            let mut marks = extra.marks.iter().peekable();
             for (col, cell) in cells.iter().enumerate() {
-                if !cell.is_wide_cont() {
-                    text.push(if cell.has_contents() { cell.ch() } else { ' ' });
-                    text.extend(self.marks_at(col as u16));
+                if cell.is_wide_cont() {
+                    continue;
+                }
+                let c = if cell.has_contents() { cell.ch() } else { ' ' };
+                put(out, c);
+                if c != ' ' {
+                    keep = out.len();
+                }
+                while let Some(&(&at, m)) = marks.peek() {
+                    match usize::from(at).cmp(&col) {
+                        std::cmp::Ordering::Less => {}
+                        std::cmp::Ordering::Equal => {
+                            out.extend_from_slice(m.as_bytes());
+                            keep = out.len();
+                        }
+                        std::cmp::Ordering::Greater => break,
+                    }
+                    marks.next();
                 }
             }
-            text.trim_end_matches(' ').chars().for_each(|c| put(out, c));
+            out.truncate(keep);
             return;
         }
         // Without marks a trailing blank is a blank cell: trim before writing. (A continuation
@@ -585,6 +604,60 @@ mod tests {
             for (i, p) in styles.iter().enumerate() {
                 assert!(!styles[..i].contains(p) && *p != Pen::default());
             }
+        }
+    }
+
+    /// The row's text, cell by cell with a lookup per cell: what the one-pass `write_text`
+    /// must give.
+    fn text_cell_by_cell(r: &Row) -> String {
+        let mut text = String::new();
+        for (col, cell) in r.cells[..usize::from(r.used)].iter().enumerate() {
+            if !cell.is_wide_cont() {
+                text.push(if cell.has_contents() { cell.ch() } else { ' ' });
+                text.push_str(r.marks_at(col as u16));
+            }
+        }
+        text.trim_end_matches(' ').to_owned()
+    }
+
+    proptest::proptest! {
+        /// Rows of blanks, spaces, letters and wide characters, marks on some cells: the text
+        /// read in one pass over cells and marks is the one read cell by cell.
+        #[test]
+        fn row_text_with_marks_is_read_in_one_pass(
+            kinds in proptest::collection::vec(0u8..5, 1..40),
+            marked in proptest::collection::vec((0u16..40, 0u8..3), 0..12),
+        ) {
+            let cols = kinds.len() as u16;
+            let mut r = Row::new(cols);
+            let mut x = 0u16;
+            for &k in &kinds {
+                if x >= cols {
+                    break;
+                }
+                match k {
+                    0 => {}
+                    1 => r.cells[usize::from(x)] = Cell::new(' ', 0),
+                    2 => r.cells[usize::from(x)] = Cell::new('a', 0),
+                    3 if x + 1 < cols => {
+                        r.cells[usize::from(x)] = Cell::wide('\u{3042}', 0);
+                        r.cells[usize::from(x) + 1] = Cell::WIDE_CONT;
+                        x += 1;
+                    }
+                    _ => r.cells[usize::from(x)] = Cell::erased(0),
+                }
+                x += 1;
+                r.touch(x);
+            }
+            for &(col, n) in &marked {
+                let col = col % cols;
+                if !r.cells[usize::from(col)].is_wide_cont() {
+                    for m in ['\u{301}', '\u{302}', '\u{303}'].into_iter().take(usize::from(n) + 1) {
+                        r.push_mark(col, m);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(r.text(), text_cell_by_cell(&r));
         }
     }
 

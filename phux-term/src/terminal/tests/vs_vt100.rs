@@ -79,7 +79,7 @@ pub(super) fn difference(ours: &Terminal, theirs: &vt100::Screen) -> Option<Stri
             let mut text = String::new();
             if cell.has_contents() {
                 text.push(cell.ch());
-                text.extend(row.marks_at(x as u16));
+                text.push_str(row.marks_at(x as u16));
             }
             let pen = row.pen(cell);
             let ours = (
