@@ -86,6 +86,10 @@ pub fn attacks() -> Vec<Attack> {
             run: spawn_and_kill,
         },
         Attack {
+            name: "spawn 300 from 30 connections",
+            run: spawn_from_many,
+        },
+        Attack {
             name: "100 lazy viewers",
             run: lazy_viewers,
         },
@@ -384,6 +388,34 @@ fn spawn_and_kill(socket: &Path) -> Result<()> {
         terminals.push(c.wait_spawned(id)?);
     }
     c.command(Command::KillTerminals { terminals })?;
+    Ok(())
+}
+
+/// 30 connections pipeline 10 spawns each at the same moment: the server may start a few a
+/// turn per connection, but every connection has a turn, so only a bound across them keeps
+/// the others' waits short ([SERVER.FAIR.3]).
+fn spawn_from_many(socket: &Path) -> Result<()> {
+    let argv = sh("exec cat");
+    let mut clients = Vec::new();
+    for _ in 0..30 {
+        let mut c = Client::connect(socket)?;
+        c.hello()?;
+        clients.push(c);
+    }
+    let mut asked = Vec::new();
+    for c in &mut clients {
+        let ids: Vec<u32> = (0..10)
+            .map(|_| c.send_spawn(&argv))
+            .collect::<Result<_>>()?;
+        asked.push(ids);
+    }
+    let mut terminals = Vec::new();
+    for (c, ids) in clients.iter_mut().zip(asked) {
+        for id in ids {
+            terminals.push(c.wait_spawned(id)?);
+        }
+    }
+    clients[0].command(Command::KillTerminals { terminals })?;
     Ok(())
 }
 

@@ -126,7 +126,15 @@ pub(crate) struct Host {
     finished_jobs: Vec<(JobId, WriteOutcome)>,
     /// The engine's `Upgrade` actions (the binary each names), for the driver to act on.
     pub(crate) upgrades: VecDeque<Option<String>>,
+    /// The engine's `Spawn` actions not started yet, oldest first: the driver starts at most
+    /// [`SPAWNS_PER_TURN`] a turn ([SERVER.FAIR.3]).
+    pub(crate) spawns: VecDeque<(LocalTerminal, EngineSpawn)>,
 }
+
+/// The terminals started per turn of the loop, whoever asked for them ([SERVER.FAIR.3]):
+/// each start blocks the loop for the fork and the exec (about 2.5 ms), so spawns pipelined
+/// by many connections at once delay everyone else by at most this many starts a turn.
+pub(crate) const SPAWNS_PER_TURN: usize = 4;
 
 /// The tokens an upgrade's image was registered under, before its descriptors are owned
 /// (see [`Host::register_image`]).
@@ -166,6 +174,7 @@ impl Host {
             done: false,
             finished_jobs: Vec::new(),
             upgrades: VecDeque::new(),
+            spawns: VecDeque::new(),
         }
     }
 
@@ -227,7 +236,7 @@ impl Host {
                 self.send(conn, output, |queue| queue.push_shared(frame));
             }
             ServerAction::Close { conn } => self.close(conn, recycle),
-            ServerAction::Spawn { terminal, spec } => self.spawn(terminal, &spec),
+            ServerAction::Spawn { terminal, spec } => self.spawns.push_back((terminal, spec)),
             ServerAction::Write {
                 terminal,
                 job,
@@ -539,6 +548,17 @@ impl Host {
 
     // ---- terminals ----
 
+    /// Starts at most `limit` of the waiting spawns, oldest first: [`SPAWNS_PER_TURN`] a turn
+    /// ([SERVER.FAIR.3]).
+    pub(crate) fn start_spawns(&mut self, limit: usize) {
+        for _ in 0..limit {
+            let Some((terminal, spec)) = self.spawns.pop_front() else {
+                return;
+            };
+            self.spawn(terminal, &spec);
+        }
+    }
+
     fn spawn(&mut self, terminal: LocalTerminal, spec: &EngineSpawn) {
         let spec = match os_spawn_spec(spec) {
             Ok(spec) => spec,
@@ -697,6 +717,12 @@ impl Host {
     /// only when `Timer::KillGrace` does. Never waits: the exit is reported, as any other, when
     /// the pidfd says the child is gone.
     fn kill(&mut self, terminal: LocalTerminal) {
+        // Killed before it started: it never will (the engine has already answered its
+        // spawner).
+        if let Some(at) = self.spawns.iter().position(|(t, _)| *t == terminal) {
+            self.spawns.remove(at);
+            return;
+        }
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -822,6 +848,8 @@ impl Host {
         }
         self.shutdown = true;
         info!("shutting down");
+        // Nothing new starts once the server is stopping.
+        self.spawns.clear();
         self.timers
             .set(Timer::Shutdown, self.clock.now() + CLOSE_BOUND);
         if let Some(mut l) = self.listener.take() {
@@ -870,6 +898,12 @@ impl Host {
     pub(crate) fn not_ready_for_upgrade(&self) -> Option<String> {
         if self.shutdown || self.done {
             return Some("the server is shutting down".to_owned());
+        }
+        if !self.spawns.is_empty() {
+            return Some(format!(
+                "{} terminals are waiting to start",
+                self.spawns.len()
+            ));
         }
         self.terminals
             .iter()

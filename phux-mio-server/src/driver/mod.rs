@@ -56,7 +56,7 @@ use tracing::{error, info, trace, warn};
 
 use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
-use crate::host::{Host, Recycle, Source};
+use crate::host::{Host, Recycle, SPAWNS_PER_TURN, Source};
 use crate::pty::PtyRead;
 use crate::signals::{ServerSignal, Signals};
 use crate::socket::{ServerSocket, check_peer};
@@ -233,6 +233,13 @@ impl Driver {
                 self.flush();
             }
             self.ready = ready;
+            // [SERVER.FAIR.3] After every ready source had its turn: a few of the terminals
+            // asked for start, the rest next turn.
+            if !self.host.spawns.is_empty() {
+                self.host.start_spawns(SPAWNS_PER_TURN);
+                self.feed_observed();
+                self.flush();
+            }
             self.on_deadlines();
             self.upgrade_step();
         }
@@ -243,7 +250,7 @@ impl Driver {
 
     /// The poll timeout: the nearest of the engine's timer and the host's.
     fn next_wait(&self) -> Option<Duration> {
-        if !self.host.again.is_empty() {
+        if !self.host.again.is_empty() || !self.host.spawns.is_empty() {
             return Some(Duration::ZERO);
         }
         let next = [

@@ -106,7 +106,8 @@ impl Driver {
             },
             Phase::Quiescing { binary, until } => {
                 // [SERVER.UPGRADE.EXEC.3] No job in progress anywhere: the state is whole.
-                if self.engine.upgrade_quiet() {
+                // Terminals waiting to start start first (the turns go on meanwhile).
+                if self.engine.upgrade_quiet() && self.host.spawns.is_empty() {
                     self.commit(&binary);
                 } else if now >= until {
                     let busy = self
