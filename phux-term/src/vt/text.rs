@@ -341,7 +341,8 @@ impl Vt {
     /// A zero-width character joins a cell (see [`mark_target`](Self::mark_target)). One
     /// under the cursor that holds nothing gets it on a blank: xterm attaches it to a cell
     /// an erase left (a space there), but writes it as a character of its own (the cursor
-    /// moving on) in a cell never written, which we do not tell apart.
+    /// moving on) in a cell never written, which we do not tell apart; decided for the former
+    /// (see `differential`, "a deliberate deviation").
     fn combine(&mut self, c: char) {
         // [xterm] The combining path of `doparsing` leaves `lastchar` as it was (it goes on
         // to the next character before the line that sets it): REP after a mark repeats the

@@ -555,6 +555,16 @@ fn a_combining_mark_joins_the_last_written_cell_or_the_one_under_the_cursor() {
     let t = term("xyz\x1b[D\x1b[K\u{301}".as_bytes());
     assert_eq!(lines(&t)[0], "xy \u{301}");
     assert_rebuilt(&t);
+    // On a cell never written: the same, a deliberate deviation (xterm writes the mark as a
+    // character of its own there and moves on; see `differential`). After `CSI 2 J`, as at
+    // the start of every bootstrap, xterm's cells hold spaces (`ClearBufRows` → `ClearCells`)
+    // and it attaches the mark as we do.
+    for clear in ["", "\x1b[2J"] {
+        let t = term(format!("{clear}\x1b[1;5H\u{301}").as_bytes());
+        assert_eq!(lines(&t)[0], "     \u{301}", "after {clear:?}");
+        assert_eq!(cursor(&t), (4, 0, false), "after {clear:?}");
+        assert_rebuilt(&t);
+    }
 }
 
 /// The bootstrap gives back a pending wrap over an emptied last column with DECRC, which
