@@ -66,6 +66,10 @@ pub fn attacks() -> Vec<Attack> {
             run: combining_marks,
         },
         Attack {
+            name: "3 x 40 pipelined GET_SCREEN of marks",
+            run: screen_read_flood,
+        },
+        Attack {
             name: "GET_SCREEN cells+history, 1024x512",
             run: huge_screen_reads,
         },
@@ -279,6 +283,57 @@ fn combining_marks(socket: &Path) -> Result<()> {
     wait_screen(&mut c, &t, "DONE", Duration::from_mins(2))?;
     c.screen(&t)?;
     c.attach(&t)?;
+    c.command(Command::KillTerminal { terminal: t })?;
+    Ok(())
+}
+
+/// A 1024x512 screen of letters with eight combining marks each (a 9 MB document), read by
+/// three connections with 40 pipelined GET_SCREENs each: every read is the largest document
+/// the screen makes, and each connection's turn holds several of them.
+fn screen_read_flood(socket: &Path) -> Result<()> {
+    let mut c = Client::connect(socket)?;
+    c.hello()?;
+    let t = spawn_sized(
+        &mut c,
+        python(
+            "import sys\n\
+             w = sys.stdout.buffer\n\
+             unit = ('e' + '\\u0301\\u0302\\u0303\\u0304' * 2).encode()\n\
+             w.write(unit * (1024 * 512))\n\
+             w.write(b'\\x1b[HDONE')\n\
+             w.flush()\n\
+             sys.stdin.read()",
+        ),
+        1024,
+        512,
+    )?;
+    wait_screen(&mut c, &t, "DONE", Duration::from_mins(2))?;
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let mut r = Client::connect(socket)?;
+        r.hello()?;
+        let mut batch = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..40 {
+            let (id, bytes) = r.encode_command(Command::GetScreen {
+                terminal: t.clone(),
+                request_scrollback: None,
+                cells: false,
+            });
+            batch.extend_from_slice(&bytes);
+            ids.push(id);
+        }
+        r.send_encoded(&batch)?;
+        readers.push((r, ids));
+    }
+    // A reader the server sheds for the replies it let pile up ([SERVER.LIMIT.5]) stops there.
+    for (mut r, ids) in readers {
+        for id in ids {
+            if r.wait_result(id).is_err() {
+                break;
+            }
+        }
+    }
     c.command(Command::KillTerminal { terminal: t })?;
     Ok(())
 }

@@ -30,7 +30,8 @@ pub struct ServerConfig {
     /// each costs the driver a descriptor and buffers, so a flood is refused past it.
     pub max_connections: usize,
     /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]), a spawn,
-    /// a resize, an attach or a screen read counting as 8; the rest stay buffered until the
+    /// a resize, an attach or a screen read counting as 8 and every 64 KiB of replies a request
+    /// queues as one more; the rest stay buffered until the
     /// driver asks again ([`ServerEngine::is_backlogged`]). A driver serving many clients on
     /// one thread sets it, so that one client's flood waits its turn; `usize::MAX` (the
     /// default) handles all at once.

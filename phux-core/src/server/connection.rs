@@ -98,6 +98,11 @@ pub(super) enum Request {
 /// bootstrap or a screen document built) count as [`COSTLY`].
 pub(super) const COSTLY: usize = 8;
 
+/// The reply bytes that cost a connection's turn one more unit ([SERVER.FAIR.1]): a request
+/// whose replies take megabytes (a GET_SCREEN of a 1024x512 screen of combining marks, 9 MB,
+/// about 30 ms to build) uses up the turn by itself.
+pub(super) const REPLY_BYTES_PER_UNIT: usize = 64 * 1024;
+
 impl Request {
     pub(super) fn cost(&self) -> usize {
         use phux_proto::command::Command;

@@ -5,7 +5,7 @@ use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{CommandFrame, Pong};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::{Connection, MAX_PRE_HELLO_BYTES, Phase, Request};
+use super::connection::{Connection, MAX_PRE_HELLO_BYTES, Phase, REPLY_BYTES_PER_UNIT, Request};
 use super::terminal::EventFilter;
 use crate::framing::FrameDecoder;
 use crate::time::Instant;
@@ -52,7 +52,13 @@ impl ServerEngine {
                 break;
             };
             budget = budget.saturating_sub(request.cost());
+            let queued = |engine: &Self| engine.conns.get(&id).map_or(0, |c| c.outbound.total());
+            let before = queued(self);
             self.on_request(now, id, request);
+            // A reply is work in proportion to its size (a screen document of megabytes is
+            // built and copied): what the request queued counts too.
+            budget =
+                budget.saturating_sub(queued(self).saturating_sub(before) / REPLY_BYTES_PER_UNIT);
         }
         let Some(conn) = self.conns.get_mut(&id) else {
             return;

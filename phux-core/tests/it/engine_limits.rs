@@ -282,3 +282,111 @@ fn a_costly_request_takes_more_of_a_turn() {
     );
     assert!(!engine.is_backlogged(c));
 }
+
+#[test]
+fn a_large_reply_takes_the_rest_of_a_turn() {
+    // [SERVER.FAIR.1]: a request counts one more unit per 64 KiB its replies queue, so a
+    // screen document of a megabyte (16 units) ends the turn by itself.
+    use phux_core::Instant;
+    use phux_core::server::{PeerInfo, ServerAction, ServerEngine, ServerEvent};
+    use phux_proto::GroupId;
+    use phux_proto::command::Command;
+    use phux_proto::frame::{CommandFrame, SpawnTerminal, TerminalSize};
+
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.frames_per_receive = 16;
+    let mut engine = ServerEngine::new(config);
+    let c = ConnId(1);
+    let peer = PeerInfo::local();
+    engine.handle(Instant::ZERO, ServerEvent::Connected { conn: c, peer });
+    let mut spawn = SpawnTerminal::new(1, GroupId(1));
+    spawn.initial_size = Some(TerminalSize {
+        cols: 1024,
+        rows: 512,
+    });
+    let mut bytes = hello_frame().to_bytes();
+    bytes.extend(Frame::SpawnTerminal(spawn).to_bytes());
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    let mut terminal = None;
+    while let Some(action) = engine.poll_action() {
+        if let ServerAction::Spawn { terminal: t, .. } = action {
+            terminal = Some(t);
+        }
+    }
+    let terminal = terminal.expect("no Spawn action");
+    engine.handle(Instant::ZERO, ServerEvent::Spawned { terminal, pid: 42 });
+    // Every cell an é: each row's text is 2 KiB, the document 1 MiB.
+    let text = "é".repeat(1024 * 512);
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::PtyOutput {
+            terminal,
+            bytes: text.as_bytes(),
+        },
+    );
+    while engine.poll_action().is_some() {}
+    let mut reads = Vec::new();
+    for request_id in 10..13 {
+        let command = Command::GetScreen {
+            terminal: phux_proto::TerminalId::from(terminal),
+            request_scrollback: None,
+            cells: false,
+        };
+        reads.extend(
+            Frame::Command(CommandFrame {
+                request_id,
+                command,
+            })
+            .to_bytes(),
+        );
+    }
+    let mut replies = phux_core::framing::FrameDecoder::new();
+    // The replies are read as they come (the driver reports them sent), so no queue bound is
+    // reached.
+    let mut results = |engine: &mut ServerEngine| {
+        let (mut n, mut sent) = (0, 0);
+        while let Some(action) = engine.poll_action() {
+            if let ServerAction::Send { bytes, .. } = action {
+                sent += bytes.len();
+                replies.push(&bytes);
+                while let Ok(Some(frame)) = replies.poll_frame() {
+                    n += usize::from(matches!(frame, Frame::CommandResult(_)));
+                }
+            }
+        }
+        engine.handle(
+            Instant::ZERO,
+            ServerEvent::Sent {
+                conn: c,
+                bytes: sent,
+            },
+        );
+        n
+    };
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &reads,
+        },
+    );
+    // Each read is 8 units and its megabyte 16 more: one read a turn, where the cost of the
+    // request alone would allow two.
+    for turn in 0..3 {
+        assert_eq!(results(&mut engine), 1, "turn {turn}");
+        assert_eq!(engine.is_backlogged(c), turn < 2, "turn {turn}");
+        engine.handle(
+            Instant::ZERO,
+            ServerEvent::Received {
+                conn: c,
+                bytes: &[],
+            },
+        );
+    }
+}
