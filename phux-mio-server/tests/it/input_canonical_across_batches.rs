@@ -10,7 +10,10 @@ use phux_proto::command::{ApplyInput, Command, CommandResult};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
-const READER: &str = "stty -echo; echo READY; while IFS= read -r l; do echo \"LEN ${#l}\"; done";
+/// Says READY only once told to (a first line, "go"): said before the test attached, it would
+/// be part of the attach's bootstrap rather than of the live output the test watches.
+const READER: &str =
+    "stty -echo; read go; echo READY; while IFS= read -r l; do echo \"LEN ${#l}\"; done";
 
 fn apply(c: &mut Client, terminal: &TerminalId, op: u128, data: Vec<u8>) -> CommandResult {
     c.command(Command::ApplyInput(ApplyInput {
@@ -50,6 +53,10 @@ fn a_batch_that_would_overflow_the_pending_line_is_refused_and_ok_means_read_who
         c.command(Command::AttachTerminal {
             terminal: terminal.clone()
         }),
+        CommandResult::Ok
+    );
+    assert_eq!(
+        apply(&mut c, &terminal, 100, b"go\n".to_vec()),
         CommandResult::Ok
     );
     wait_output(&mut c, &terminal, "READY");
