@@ -262,25 +262,31 @@ fn rep_flood(socket: &Path) -> Result<()> {
     wait_gone(&mut c, &t, Duration::from_mins(2))
 }
 
+/// A 1024x512 terminal that was sent `units` letters, each with eight combining marks.
+fn paint_marks(c: &mut Client, units: usize) -> Result<TerminalId> {
+    let t = spawn_sized(
+        c,
+        python(&format!(
+            "import sys\n\
+             w = sys.stdout.buffer\n\
+             unit = ('e' + '\\u0301\\u0302\\u0303\\u0304' * 2).encode()\n\
+             w.write(unit * {units})\n\
+             w.write(b'\\x1b[HDONE')\n\
+             w.flush()\n\
+             sys.stdin.read()"
+        )),
+        1024,
+        512,
+    )?;
+    wait_screen(c, &t, "DONE", Duration::from_mins(2))?;
+    Ok(t)
+}
+
 fn combining_marks(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     // 9 MB of a base letter followed by combining marks, over a 1024x512 screen.
-    let t = spawn_sized(
-        &mut c,
-        python(
-            "import sys\n\
-             w = sys.stdout.buffer\n\
-             unit = ('e' + '\\u0301\\u0302\\u0303\\u0304' * 2).encode()\n\
-             w.write(unit * (9_000_000 // len(unit)))\n\
-             w.write(b'\\x1b[HDONE')\n\
-             w.flush()\n\
-             sys.stdin.read()",
-        ),
-        1024,
-        512,
-    )?;
-    wait_screen(&mut c, &t, "DONE", Duration::from_mins(2))?;
+    let t = paint_marks(&mut c, 9_000_000 / 17)?;
     c.screen(&t)?;
     c.attach(&t)?;
     c.command(Command::KillTerminal { terminal: t })?;
@@ -293,21 +299,7 @@ fn combining_marks(socket: &Path) -> Result<()> {
 fn screen_read_flood(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
-    let t = spawn_sized(
-        &mut c,
-        python(
-            "import sys\n\
-             w = sys.stdout.buffer\n\
-             unit = ('e' + '\\u0301\\u0302\\u0303\\u0304' * 2).encode()\n\
-             w.write(unit * (1024 * 512))\n\
-             w.write(b'\\x1b[HDONE')\n\
-             w.flush()\n\
-             sys.stdin.read()",
-        ),
-        1024,
-        512,
-    )?;
-    wait_screen(&mut c, &t, "DONE", Duration::from_mins(2))?;
+    let t = paint_marks(&mut c, 1024 * 512)?;
     let mut readers = Vec::new();
     for _ in 0..3 {
         let mut r = Client::connect(socket)?;

@@ -243,19 +243,28 @@ fn a_flood_of_frames_is_handled_a_budget_at_a_time() {
     assert_eq!(drain(&mut engine), 1);
 }
 
-#[test]
-fn a_costly_request_takes_more_of_a_turn() {
-    // [SERVER.FAIR.1]: a resize counts as 8 frames.
+/// An engine handling at most `units` of a connection's work per turn ([SERVER.FAIR.1]), and
+/// one connection to it, not yet past HELLO.
+fn engine_with_turns_of(units: usize) -> (phux_core::server::ServerEngine, ConnId) {
     use phux_core::Instant;
     use phux_core::server::{PeerInfo, ServerEngine, ServerEvent};
-    use phux_proto::frame::{TerminalResize, TerminalSize};
-
     let mut config = ServerConfig::new(server_id_for(1));
-    config.frames_per_receive = 16;
+    config.frames_per_receive = units;
     let mut engine = ServerEngine::new(config);
     let c = ConnId(1);
     let peer = PeerInfo::local();
     engine.handle(Instant::ZERO, ServerEvent::Connected { conn: c, peer });
+    (engine, c)
+}
+
+#[test]
+fn a_costly_request_takes_more_of_a_turn() {
+    // [SERVER.FAIR.1]: a resize counts as 8 frames.
+    use phux_core::Instant;
+    use phux_core::server::ServerEvent;
+    use phux_proto::frame::{TerminalResize, TerminalSize};
+
+    let (mut engine, c) = engine_with_turns_of(16);
     let mut bytes = hello_frame().to_bytes();
     for _ in 0..3 {
         let resize = TerminalResize {
@@ -288,17 +297,12 @@ fn a_large_reply_takes_the_rest_of_a_turn() {
     // [SERVER.FAIR.1]: a request counts one more unit per 64 KiB its replies queue, so a
     // screen document of a megabyte (16 units) ends the turn by itself.
     use phux_core::Instant;
-    use phux_core::server::{PeerInfo, ServerAction, ServerEngine, ServerEvent};
+    use phux_core::server::{ServerAction, ServerEngine, ServerEvent};
     use phux_proto::GroupId;
     use phux_proto::command::Command;
     use phux_proto::frame::{CommandFrame, SpawnTerminal, TerminalSize};
 
-    let mut config = ServerConfig::new(server_id_for(1));
-    config.frames_per_receive = 16;
-    let mut engine = ServerEngine::new(config);
-    let c = ConnId(1);
-    let peer = PeerInfo::local();
-    engine.handle(Instant::ZERO, ServerEvent::Connected { conn: c, peer });
+    let (mut engine, c) = engine_with_turns_of(16);
     let mut spawn = SpawnTerminal::new(1, GroupId(1));
     spawn.initial_size = Some(TerminalSize {
         cols: 1024,
