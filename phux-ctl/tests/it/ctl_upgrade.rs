@@ -119,6 +119,11 @@ fn vim_under_attach_takes_keys_across_upgrades() {
     }
     // A resize after the upgrades reaches vim through attach and the new image.
     tmux.run(&["resize-window", "-t", "t", "-x", "90", "-y", "25"]);
+    // vim redrawn at 25 rows (24 of buffer: the four lines and 20 `~`) before the query: a
+    // redraw after it would wipe its answer.
+    tmux.wait_pane("vim redrawn at the new size", |p| {
+        p.lines().filter(|l| l.trim_end() == "~").count() == 20
+    });
     tmux.run(&["send-keys", "-t", "t", ":echo &columns &lines", "Enter"]);
     tmux.wait_pane("vim's new size", |p| {
         p.lines().any(|l| l.trim_end() == "90 25")
