@@ -101,6 +101,11 @@ impl TerminalState {
         self.term.scrollback_len()
     }
 
+    /// Drops the history; see [`Terminal::clear_history`].
+    pub fn clear_history(&mut self) -> usize {
+        self.term.clear_history()
+    }
+
     /// The heap memory this terminal holds, in bytes; see [`Terminal::heap_bytes`].
     pub fn heap_bytes(&self) -> usize {
         self.term.heap_bytes()

@@ -75,6 +75,12 @@ pub struct Config {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_terminals: Option<u32>,
 
+    /// The memory the terminals' screen models may hold together, in MiB: past it, new
+    /// terminals are refused and the history of the terminal holding the most is dropped
+    /// (its screens stay). Default: half of the host's memory (MemTotal in /proc/meminfo).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub models_budget_mib: Option<u64>,
+
     /// Say whether this binary can take over a running server's state of version VERSION, and
     /// exit: 0 with a confirmation line on stdout if it can, 1 if it cannot. A running server
     /// asks its next binary this before an upgrade (`phuxctl upgrade`, SIGUSR2).
@@ -148,6 +154,16 @@ pub fn terminal_cap(requested: Option<u32>, pty_max: Option<usize>) -> usize {
     }
 }
 
+/// The terminals' memory budget where the host's memory is unknown: 4 GiB.
+pub const DEFAULT_MODELS_BUDGET: usize = 4 << 30;
+
+/// Half of `MemTotal` in a /proc/meminfo text, in MiB.
+fn half_of_mem_total_mib(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((kib / 1024 / 2).max(1))
+}
+
 /// Log verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogLevel {
@@ -185,6 +201,25 @@ impl Config {
             .ok()
             .and_then(|s| s.trim().parse().ok());
         terminal_cap(self.max_terminals, pty_max)
+    }
+
+    /// The terminals' memory budget in bytes ([SERVER.LIMIT.6]): `--models-budget-mib`, else
+    /// half of the host's memory, else [`DEFAULT_MODELS_BUDGET`] where that is unknown.
+    pub fn models_budget(&self) -> usize {
+        let mib = self.models_budget_mib.or_else(|| {
+            let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+            half_of_mem_total_mib(&meminfo)
+        });
+        mib.map_or(DEFAULT_MODELS_BUDGET, |mib| {
+            usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+        })
+    }
+
+    /// The terminals' memory budget the command line `args` (after the program name) asks
+    /// for: an upgraded image takes it from the arguments the first one was started with.
+    pub fn models_budget_of(args: &[OsString]) -> usize {
+        let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
+        Self::try_parse_from(argv).map_or(DEFAULT_MODELS_BUDGET, |c| c.models_budget())
     }
 
     /// The default terminal command: `--shell`, else `$SHELL`, else `/bin/sh`.
@@ -255,6 +290,15 @@ mod tests {
         let c = Config::try_parse_from(["x", "--max-terminals", "7"]).expect("parse");
         assert_eq!(c.max_terminals(), 7);
         assert!(Config::try_parse_from(["x", "--max-terminals", "0"]).is_err());
+        // [SERVER.LIMIT.6]
+        let c = Config::try_parse_from(["x", "--models-budget-mib", "64"]).expect("parse");
+        assert_eq!(c.models_budget(), 64 << 20);
+        let args = ["--socket", "/tmp/s", "--models-budget-mib", "3"].map(OsString::from);
+        assert_eq!(Config::models_budget_of(&args), 3 << 20);
+        assert!(Config::try_parse_from(["x", "--models-budget-mib", "0"]).is_err());
+        let meminfo = "MemTotal:       24731444 kB\nMemFree:        21379192 kB\n";
+        assert_eq!(half_of_mem_total_mib(meminfo), Some(12075));
+        assert_eq!(half_of_mem_total_mib("MemFree: 1 kB\n"), None);
         let c = Config::try_parse_from(["x", "--shell", "/bin/zsh", "--log-level", "trace"])
             .expect("parse");
         assert_eq!(c.default_command(), ["/bin/zsh"]);

@@ -153,7 +153,14 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         max_terminals = engine_config.max_terminals,
         "limits"
     );
-    let engine = ServerEngine::new(engine_config);
+    let mut engine = ServerEngine::new(engine_config);
+    // [SERVER.LIMIT.6]
+    let models_budget = config.models_budget();
+    info!(
+        models_budget_mib = models_budget >> 20,
+        "terminals' memory budget"
+    );
+    engine.set_models_budget(models_budget);
 
     if config.stdio {
         // [SERVER.STDIO.1] One client on stdin/stdout; stdout carries only the protocol.

@@ -79,6 +79,13 @@ impl History {
         })
     }
 
+    /// [`clear`](Self::clear), and gives the buffers' memory back too.
+    pub(crate) fn release(&mut self) {
+        self.clear();
+        self.bytes = Vec::new();
+        self.ends = Vec::new();
+    }
+
     /// Retains `row`, evicting the oldest row when full.
     #[inline]
     pub(crate) fn push(&mut self, row: &Row) {

@@ -77,6 +77,14 @@ impl Terminal {
         self.vt.history.len()
     }
 
+    /// Drops the history (the scrollback), freeing its memory; the screens are untouched and
+    /// new history rows are retained as before. Returns the rows dropped.
+    pub fn clear_history(&mut self) -> usize {
+        let rows = self.vt.history.len();
+        self.vt.history.release();
+        rows
+    }
+
     /// The heap memory this terminal holds, in bytes: both screens, the history and the
     /// parser's buffers (not the allocator's own overhead).
     pub fn heap_bytes(&self) -> usize {

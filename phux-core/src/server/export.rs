@@ -217,6 +217,8 @@ impl ServerEngine {
                     "held jobs are not the newest of a terminal's jobs",
                 ));
             }
+            let mut term = term;
+            term.measure();
             if terminals.insert(term.id, term).is_some() {
                 return Err(StateError::Inconsistent("a terminal appears twice"));
             }
@@ -242,6 +244,7 @@ impl ServerEngine {
             spare: Vec::new(),
             spare_heads: Vec::new(),
             viewer_scratch: Vec::new(),
+            models_budget: usize::MAX,
         })
     }
 }

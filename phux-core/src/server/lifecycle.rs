@@ -61,6 +61,14 @@ impl ServerEngine {
             );
             return;
         }
+        // [SERVER.LIMIT.6] No new model while the others hold the whole budget.
+        if self.models_bytes() >= self.models_budget {
+            refuse(
+                self,
+                SpawnError::SpawnFailed("the terminals' memory budget is used up".to_owned()),
+            );
+            return;
+        }
         let command = match spawn.command {
             Some(command) if !command.is_empty() => command,
             _ => self.config.default_command.clone(),
@@ -171,6 +179,7 @@ impl ServerEngine {
         let cols = resize.size.cols.clamp(1, MAX_COLS);
         let rows = resize.size.rows.clamp(1, MAX_ROWS);
         t.state.resize(cols, rows);
+        t.measure();
         if t.is_running() {
             self.actions.push_back(ServerAction::Resize {
                 terminal: t.id,
@@ -178,6 +187,7 @@ impl ServerEngine {
                 rows,
             });
         }
+        self.enforce_models_budget();
     }
 
     pub(super) fn cmd_kill(&mut self, id: ConnId, rid: u32, targets: &[TerminalId]) {

@@ -140,6 +140,10 @@ impl ServerEngine {
             // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
             return;
         };
+        self.note_output(terminal, bytes.len());
+        let Some(t) = self.terminals.get_mut(&terminal) else {
+            return;
+        };
         if !replies.is_empty() && t.accepts_input() {
             // [OUTPUT.REPLY.2] The chunk's replies are one job of their own, queued behind
             // every earlier job: never inside an APPLY_INPUT batch.

@@ -95,6 +95,12 @@ pub(super) struct Terminal {
     pub(super) killing: bool,
     /// The title last announced with title_changed.
     pub(super) last_title: Option<String>,
+    /// The heap its model held when last measured, and the output ingested since
+    /// ([SERVER.LIMIT.6]). Not in an upgrade's image: the new image measures again.
+    #[serde(skip)]
+    pub(super) heap: usize,
+    #[serde(skip)]
+    pub(super) unmeasured: usize,
 }
 
 /// Held jobs with their bytes as byte strings.
@@ -134,9 +140,12 @@ impl Terminal {
         scrollback: usize,
         spawner: (ConnId, u32),
     ) -> Self {
+        let state = TerminalState::new(cols, rows, scrollback);
         Self {
             id,
-            state: TerminalState::new(cols, rows, scrollback),
+            heap: state.heap_bytes(),
+            unmeasured: 0,
+            state,
             lifecycle: Lifecycle::Running,
             exit_status: None,
             pid: None,
@@ -149,6 +158,13 @@ impl Terminal {
             killing: false,
             last_title: None,
         }
+    }
+
+    /// Measures the model's heap again; returns it.
+    pub(super) fn measure(&mut self) -> usize {
+        self.heap = self.state.heap_bytes();
+        self.unmeasured = 0;
+        self.heap
     }
 
     /// Spawned and not yet exited.

@@ -394,3 +394,153 @@ fn a_large_reply_takes_the_rest_of_a_turn() {
         );
     }
 }
+
+/// Spawns a terminal of `cols` x `rows` on `c` (past HELLO) and reports it started; returns it,
+/// or the TERMINAL_SPAWNED error.
+fn spawn_sized(
+    engine: &mut phux_core::server::ServerEngine,
+    c: ConnId,
+    request_id: u32,
+    (cols, rows): (u16, u16),
+) -> Result<phux_core::server::LocalTerminal, String> {
+    use phux_core::Instant;
+    use phux_core::server::{ServerAction, ServerEvent};
+    use phux_proto::GroupId;
+    use phux_proto::frame::{SpawnResult, SpawnTerminal, TerminalSize};
+
+    let mut spawn = SpawnTerminal::new(request_id, GroupId(1));
+    spawn.initial_size = Some(TerminalSize { cols, rows });
+    let bytes = Frame::SpawnTerminal(spawn).to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    let mut replies = phux_core::framing::FrameDecoder::new();
+    let mut started = None;
+    while let Some(action) = engine.poll_action() {
+        match action {
+            ServerAction::Spawn { terminal, .. } => started = Some(terminal),
+            ServerAction::Send { bytes, .. } => replies.push(&bytes),
+            _ => {}
+        }
+    }
+    if let Some(terminal) = started {
+        engine.handle(Instant::ZERO, ServerEvent::Spawned { terminal, pid: 42 });
+        while engine.poll_action().is_some() {}
+        return Ok(terminal);
+    }
+    while let Ok(Some(frame)) = replies.poll_frame() {
+        if let Frame::TerminalSpawned(s) = frame
+            && let SpawnResult::Err(e) = s.result
+        {
+            return Err(format!("{e:?}"));
+        }
+    }
+    Err("no TERMINAL_SPAWNED".to_owned())
+}
+
+/// The number of history rows GET_SCREEN shows for `terminal`.
+fn scrollback_rows(
+    engine: &mut phux_core::server::ServerEngine,
+    c: ConnId,
+    terminal: phux_core::server::LocalTerminal,
+) -> usize {
+    use phux_core::Instant;
+    use phux_core::server::{ServerAction, ServerEvent};
+    use phux_proto::command::{Command, CommandResult, CommandValue};
+    use phux_proto::frame::CommandFrame;
+
+    let command = Command::GetScreen {
+        terminal: phux_proto::TerminalId::from(terminal),
+        request_scrollback: Some(0),
+        cells: false,
+    };
+    let bytes = Frame::Command(CommandFrame {
+        request_id: 900,
+        command,
+    })
+    .to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    let mut replies = phux_core::framing::FrameDecoder::new();
+    while let Some(action) = engine.poll_action() {
+        if let ServerAction::Send { bytes, .. } = action {
+            replies.push(&bytes);
+        }
+    }
+    while let Ok(Some(frame)) = replies.poll_frame() {
+        if let Frame::CommandResult(r) = frame
+            && let CommandResult::OkWith(CommandValue::Json(doc)) = r.result
+        {
+            let doc: serde_json::Value = serde_json::from_str(&doc).expect("a JSON document");
+            return doc["scrollback"].as_array().expect("scrollback").len();
+        }
+    }
+    panic!("no GET_SCREEN reply");
+}
+
+#[test]
+fn the_terminals_memory_budget_sheds_history_then_refuses_spawns() {
+    // [SERVER.LIMIT.6]
+    use phux_core::Instant;
+    use phux_core::server::ServerEvent;
+
+    let (mut engine, c) = engine_with_turns_of(usize::MAX);
+    let hello = hello_frame().to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &hello,
+        },
+    );
+    while engine.poll_action().is_some() {}
+    engine.set_models_budget(100 * 1024);
+    let a = spawn_sized(&mut engine, c, 1, (80, 24)).expect("a small terminal fits");
+    let b = spawn_sized(&mut engine, c, 2, (80, 24)).expect("a second one too");
+    // B has a little history, A a full one: 40 chunks of 100 full lines (8,100 bytes each).
+    let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
+    let chunk = line.repeat(100);
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::PtyOutput {
+            terminal: b,
+            bytes: &chunk,
+        },
+    );
+    for _ in 0..40 {
+        engine.handle(
+            Instant::ZERO,
+            ServerEvent::PtyOutput {
+                terminal: a,
+                bytes: &chunk,
+            },
+        );
+        while engine.poll_action().is_some() {}
+    }
+    // A's model was measured once, after the 33rd chunk (256 KiB of output), holding 2,000
+    // rows of history (160 KB) and so the most: its history was dropped, and the 7 chunks
+    // after it pushed 700 rows again. B, holding less, kept its 77.
+    assert_eq!(scrollback_rows(&mut engine, c, a), 700);
+    assert_eq!(scrollback_rows(&mut engine, c, b), 77);
+    assert!(
+        engine.models_bytes() <= 100 * 1024,
+        "{}",
+        engine.models_bytes()
+    );
+    // Screens alone over the budget: a 1024x512 terminal (3 MiB of cells) is let in while
+    // the others are under it, and then nothing more is.
+    spawn_sized(&mut engine, c, 3, (1024, 512)).expect("under the budget, a spawn is let in");
+    let refused = spawn_sized(&mut engine, c, 4, (80, 24)).expect_err("over the budget");
+    assert!(refused.contains("memory budget"), "{refused}");
+    // Its screens cannot be shed: A and B keep their history.
+    assert_eq!(scrollback_rows(&mut engine, c, b), 77);
+}

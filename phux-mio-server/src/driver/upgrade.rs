@@ -394,8 +394,10 @@ fn adopt_image(
     let decoded = clock.now();
     init_logging(&image.launch);
     let config = crate::run::engine_config(&image.launch);
-    let engine = ServerEngine::from_state(config, state)
+    let mut engine = ServerEngine::from_state(config, state)
         .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
+    // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.
+    engine.set_models_budget(crate::config::Config::models_budget_of(&image.launch.args));
     let restored = clock.now();
     let context = UpgradeContext {
         binary: if failed.is_some() {

@@ -53,3 +53,35 @@ fn a_spawn_over_max_terminals_is_refused() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_spawn_over_the_terminals_memory_budget_is_refused() {
+    // [SERVER.LIMIT.6] One 1024x512 terminal (3 MiB of cells) takes a budget of 1 MiB.
+    let dir = private_tempdir();
+    let socket = dir.path().join("s.sock");
+    let _server = ServerProc::start_with(&socket, None, &["--models-budget-mib", "1"]);
+    let mut c = client::Client::unix(&socket);
+    c.hello();
+    let mut spawn = SpawnTerminal::new(1, GroupId(1));
+    spawn.command = Some(vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        "read x".to_owned(),
+    ]);
+    spawn.initial_size = Some(phux_proto::frame::TerminalSize {
+        cols: 1024,
+        rows: 512,
+    });
+    c.send(&Frame::SpawnTerminal(spawn));
+    let first = c.wait_for("TERMINAL_SPAWNED", |f| match f {
+        Frame::TerminalSpawned(s) if s.request_id == 1 => Some(s.result.clone()),
+        _ => None,
+    });
+    assert!(matches!(first, SpawnResult::Ok(_)), "{first:?}");
+    match spawn_result(&mut c, 2) {
+        SpawnResult::Err(SpawnError::SpawnFailed(why)) => {
+            assert!(why.contains("memory budget"), "{why}");
+        }
+        other => panic!("a spawn over the budget: {other:?}"),
+    }
+}

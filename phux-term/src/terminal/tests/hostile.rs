@@ -239,3 +239,24 @@ fn a_wide_row_of_a_pen_per_cell_keeps_every_pen() {
         );
     }
 }
+
+/// Dropping the history (a server over its memory budget) frees it and leaves the screen as
+/// it was; new rows are retained again.
+#[test]
+fn clearing_the_history_frees_it_and_keeps_the_screen() {
+    let mut t = Terminal::new(80, 24, 2000);
+    let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
+    t.advance(&line.repeat(3000));
+    let (screen_before, heap_before) = (t.screen_json(0, None, true), t.heap_bytes());
+    assert_eq!(t.scrollback_len(), 2000);
+    assert_eq!(t.clear_history(), 2000);
+    assert_eq!(t.scrollback_len(), 0);
+    assert_eq!(t.screen_json(0, None, true), screen_before);
+    assert!(
+        t.heap_bytes() + 150_000 < heap_before,
+        "{} of {heap_before} bytes left",
+        t.heap_bytes()
+    );
+    t.advance(&line.repeat(10));
+    assert_eq!(t.scrollback_len(), 10);
+}
