@@ -268,9 +268,10 @@ impl Runner<'_> {
                 let value = frame.to_value();
                 match case::name_of(&value) {
                     "PONG" => ponged = true,
+                    // COMMAND_RESULT's `ok` is a bare word, not a record.
                     "COMMAND_RESULT"
                         if pattern::field(&value, "result")
-                            .is_some_and(|r| case::name_of(r) == "ok") =>
+                            .is_some_and(|r| matches!(r, Value::Ident(w) if w == "ok")) =>
                     {
                         killed += 1;
                     }
