@@ -80,12 +80,6 @@ pub const FRAMES_PER_TURN: usize = 32;
 /// whose bytes cost many cells each is cut into slices of this.
 pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
 
-/// The most time one turn spends on ready sources before the rest wait for the next, where
-/// they go first ([SERVER.FAIR.4]): each source's own share is bounded (by [`FRAMES_PER_TURN`]
-/// and [`SOURCE_SLICE`]), but with many busy sources a turn would grow with their number, and
-/// a source near its end would wait for all of them.
-pub const TURN_SLICE: Duration = Duration::from_millis(10);
-
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 /// The pidfd of a running `--check-upgrade`.
@@ -110,9 +104,6 @@ pub struct Driver {
     buf: Vec<u8>,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
-    /// Ready sources the last turn did not reach within [`TURN_SLICE`]: served first in the
-    /// next ([SERVER.FAIR.4]).
-    carried: Vec<(Token, Wake)>,
     /// An in-place upgrade: whether this server may, and the one under way.
     upgrade: upgrade::Upgrade,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
@@ -167,7 +158,6 @@ impl Driver {
             host: Host::new(poll, listener, signals, FIRST_DYNAMIC),
             buf: vec![0; READ_CHUNK],
             ready: Vec::new(),
-            carried: Vec::new(),
             upgrade: upgrade::Upgrade::default(),
             stdio_flags,
         };
@@ -213,10 +203,8 @@ impl Driver {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
-            // Reused from turn to turn: no allocation between an event and its handling. What
-            // the last turn did not reach goes first.
+            // Reused from turn to turn: no allocation between an event and its handling.
             let mut ready = std::mem::take(&mut self.ready);
-            ready.append(&mut self.carried);
             ready.extend(events.iter().map(|e| {
                 let readable = e.is_readable() || e.is_read_closed() || e.is_error();
                 let writable = e.is_writable() || e.is_write_closed() || e.is_error();
@@ -239,20 +227,11 @@ impl Driver {
                 };
                 (t, wake)
             }));
-            // [SERVER.FAIR.4] Past the turn's slice, the sources not reached wait for the next.
-            let started = std::time::Instant::now();
-            let mut reached = 0;
-            while let Some(&(token, wake)) = ready.get(reached) {
-                reached += 1;
+            for (token, wake) in ready.drain(..) {
                 self.route(token, wake);
                 self.feed_observed();
                 self.flush();
-                if started.elapsed() >= TURN_SLICE {
-                    break;
-                }
             }
-            self.carried.extend(ready.drain(reached..));
-            ready.clear();
             self.ready = ready;
             // [SERVER.FAIR.3] After every ready source had its turn: a few of the terminals
             // asked for start, the rest next turn.
@@ -271,7 +250,7 @@ impl Driver {
 
     /// The poll timeout: the nearest of the engine's timer and the host's.
     fn next_wait(&self) -> Option<Duration> {
-        if !self.host.again.is_empty() || !self.host.spawns.is_empty() || !self.carried.is_empty() {
+        if !self.host.again.is_empty() || !self.host.spawns.is_empty() {
             return Some(Duration::ZERO);
         }
         let next = [

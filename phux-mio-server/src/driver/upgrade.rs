@@ -446,7 +446,6 @@ fn adopt_image(
         host,
         buf: vec![0; READ_CHUNK],
         ready: Vec::new(),
-        carried: Vec::new(),
         upgrade: Upgrade {
             context: Some(context),
             phase: Phase::Idle,

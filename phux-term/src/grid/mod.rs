@@ -29,6 +29,12 @@ pub(crate) use ring::Grid;
 /// string's header, with a node's share of slack.
 const MARK_ENTRY: usize = 2 * (size_of::<u16>() + size_of::<String>());
 
+/// The most a cell's marks string holds: its marks are under `MAX_CELL_BYTES` (18) bytes, and
+/// a string grown by pushes has a capacity of 8, 16 or 32 by then. [`Row::heap_bytes`] counts
+/// this for every marked cell rather than walk them: a row's count stays O(1), and a server
+/// measuring a screen of marks (half a million of them) does not stall for it.
+const MARKS_CAPACITY_BOUND: usize = 32;
+
 /// About what a pen costs in a row's index: key and id, with a node's share of slack.
 const INDEX_ENTRY: usize = 2 * (size_of::<(u32, u32)>() + size_of::<u16>());
 
@@ -414,10 +420,7 @@ impl Row {
         self.cells.len() * size_of::<Cell>()
             + self.extra.as_deref().map_or(0, |e| {
                 size_of::<Extra>()
-                    + e.marks
-                        .values()
-                        .map(|m| MARK_ENTRY + m.capacity())
-                        .sum::<usize>()
+                    + e.marks.len() * (MARK_ENTRY + MARKS_CAPACITY_BOUND)
                     + e.styles.capacity() * size_of::<Pen>()
                     + e.index.as_ref().map_or(0, |i| {
                         i.len() * INDEX_ENTRY + size_of::<BTreeMap<(u32, u32), u16>>()
@@ -604,6 +607,22 @@ mod tests {
             for (i, p) in styles.iter().enumerate() {
                 assert!(!styles[..i].contains(p) && *p != Pen::default());
             }
+        }
+    }
+
+    /// A cell's marks string, grown mark by mark to the most a cell takes, stays within the
+    /// capacity `heap_bytes` counts for it without looking.
+    #[test]
+    fn a_full_marks_string_stays_within_the_counted_capacity() {
+        for mark in ['\u{301}', '\u{20d0}', '\u{1d165}'] {
+            let mut r = Row::new(4);
+            r.cells[0] = Cell::new('e', 0);
+            r.touch(1);
+            while 1 + r.marks_len(0) + mark.len_utf8() < 18 {
+                r.push_mark(0, mark);
+            }
+            let cap = r.extra.as_ref().unwrap().marks[&0].capacity();
+            assert!(cap <= MARKS_CAPACITY_BOUND, "{mark:?}: capacity {cap}");
         }
     }
 
