@@ -265,7 +265,12 @@ fn run(cli: &Cli) -> Result<()> {
             "stream_rate": plan.stream_rate,
         }),
     );
-    let server_bin = cli.server_bin.as_deref();
+    // Absolute: the ssh section runs it in a login shell whose directory is the home one.
+    let server_bin = cli
+        .server_bin
+        .as_deref()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned()));
+    let server_bin = server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
     let sections: [(Section, SectionFn<'_>); 8] = [
         (Section::Throughput, &|r| {
