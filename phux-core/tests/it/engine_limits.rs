@@ -395,6 +395,40 @@ fn a_large_reply_takes_the_rest_of_a_turn() {
     }
 }
 
+/// Sends `frame` on `c`: the terminal a `Spawn` action names, if one came, and the frames
+/// sent back to `c`.
+fn exchange(
+    engine: &mut phux_core::server::ServerEngine,
+    c: ConnId,
+    frame: &Frame,
+) -> (Option<phux_core::server::LocalTerminal>, Vec<Frame>) {
+    use phux_core::Instant;
+    use phux_core::server::{ServerAction, ServerEvent};
+
+    let bytes = frame.to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    let mut decoder = phux_core::framing::FrameDecoder::new();
+    let mut started = None;
+    while let Some(action) = engine.poll_action() {
+        match action {
+            ServerAction::Spawn { terminal, .. } => started = Some(terminal),
+            ServerAction::Send { conn, bytes } if conn == c => decoder.push(&bytes),
+            _ => {}
+        }
+    }
+    let mut replies = Vec::new();
+    while let Ok(Some(frame)) = decoder.poll_frame() {
+        replies.push(frame);
+    }
+    (started, replies)
+}
+
 /// Spawns a terminal of `cols` x `rows` on `c` (past HELLO) and reports it started; returns it,
 /// or the TERMINAL_SPAWNED error.
 fn spawn_sized(
@@ -404,35 +438,19 @@ fn spawn_sized(
     (cols, rows): (u16, u16),
 ) -> Result<phux_core::server::LocalTerminal, String> {
     use phux_core::Instant;
-    use phux_core::server::{ServerAction, ServerEvent};
+    use phux_core::server::ServerEvent;
     use phux_proto::GroupId;
     use phux_proto::frame::{SpawnResult, SpawnTerminal, TerminalSize};
 
     let mut spawn = SpawnTerminal::new(request_id, GroupId(1));
     spawn.initial_size = Some(TerminalSize { cols, rows });
-    let bytes = Frame::SpawnTerminal(spawn).to_bytes();
-    engine.handle(
-        Instant::ZERO,
-        ServerEvent::Received {
-            conn: c,
-            bytes: &bytes,
-        },
-    );
-    let mut replies = phux_core::framing::FrameDecoder::new();
-    let mut started = None;
-    while let Some(action) = engine.poll_action() {
-        match action {
-            ServerAction::Spawn { terminal, .. } => started = Some(terminal),
-            ServerAction::Send { bytes, .. } => replies.push(&bytes),
-            _ => {}
-        }
-    }
+    let (started, replies) = exchange(engine, c, &Frame::SpawnTerminal(spawn));
     if let Some(terminal) = started {
         engine.handle(Instant::ZERO, ServerEvent::Spawned { terminal, pid: 42 });
         while engine.poll_action().is_some() {}
         return Ok(terminal);
     }
-    while let Ok(Some(frame)) = replies.poll_frame() {
+    for frame in replies {
         if let Frame::TerminalSpawned(s) = frame
             && let SpawnResult::Err(e) = s.result
         {
@@ -448,8 +466,6 @@ fn scrollback_rows(
     c: ConnId,
     terminal: phux_core::server::LocalTerminal,
 ) -> usize {
-    use phux_core::Instant;
-    use phux_core::server::{ServerAction, ServerEvent};
     use phux_proto::command::{Command, CommandResult, CommandValue};
     use phux_proto::frame::CommandFrame;
 
@@ -458,25 +474,12 @@ fn scrollback_rows(
         request_scrollback: Some(0),
         cells: false,
     };
-    let bytes = Frame::Command(CommandFrame {
+    let request = Frame::Command(CommandFrame {
         request_id: 900,
         command,
-    })
-    .to_bytes();
-    engine.handle(
-        Instant::ZERO,
-        ServerEvent::Received {
-            conn: c,
-            bytes: &bytes,
-        },
-    );
-    let mut replies = phux_core::framing::FrameDecoder::new();
-    while let Some(action) = engine.poll_action() {
-        if let ServerAction::Send { bytes, .. } = action {
-            replies.push(&bytes);
-        }
-    }
-    while let Ok(Some(frame)) = replies.poll_frame() {
+    });
+    let (_, replies) = exchange(engine, c, &request);
+    for frame in replies {
         if let Frame::CommandResult(r) = frame
             && let CommandResult::OkWith(CommandValue::Json(doc)) = r.result
         {
