@@ -58,7 +58,7 @@ pub struct Outcome {
 pub fn attacks() -> Vec<Attack> {
     vec![
         Attack {
-            name: "REP a\\e[65535b x20000",
+            name: "REP a\\e[65535b x100000",
             run: rep_flood,
         },
         Attack {
@@ -86,11 +86,15 @@ pub fn attacks() -> Vec<Attack> {
             run: ledger_flood,
         },
         Attack {
-            name: "spawn 300, kill 300",
-            run: spawn_and_kill,
+            name: "spawn 1,200, kill 1,200",
+            run: spawn_and_kill_1200,
         },
         Attack {
-            name: "spawn 300 from 30 connections",
+            name: "spawn 2,000, kill 2,000",
+            run: spawn_and_kill_2000,
+        },
+        Attack {
+            name: "spawn 1,200 from 30 connections",
             run: spawn_from_many,
         },
         Attack {
@@ -257,7 +261,7 @@ fn rep_flood(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let t = c.spawn(&python(
-        "import sys; sys.stdout.buffer.write(b'a\\x1b[65535b' * 20000); sys.stdout.flush()",
+        "import sys; sys.stdout.buffer.write(b'a\\x1b[65535b' * 100000); sys.stdout.flush()",
     ))?;
     wait_gone(&mut c, &t, Duration::from_mins(2))
 }
@@ -423,11 +427,22 @@ fn ledger_flood(socket: &Path) -> Result<()> {
     Ok(())
 }
 
-fn spawn_and_kill(socket: &Path) -> Result<()> {
+/// The issue's 1,200 spawns, pipelined by one connection, then one KILL_TERMINALS of all.
+fn spawn_and_kill_1200(socket: &Path) -> Result<()> {
+    spawn_and_kill(socket, 1200)
+}
+
+/// Nearly the default cap on this two-core host (half its 4,096 PTYs): the issue killed
+/// 4,087 at once when the cap was every PTY.
+fn spawn_and_kill_2000(socket: &Path) -> Result<()> {
+    spawn_and_kill(socket, 2000)
+}
+
+fn spawn_and_kill(socket: &Path, count: usize) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let argv = sh("exec cat");
-    let ids: Vec<u32> = (0..300)
+    let ids: Vec<u32> = (0..count)
         .map(|_| c.send_spawn(&argv))
         .collect::<Result<_>>()?;
     let mut terminals = Vec::new();
@@ -438,7 +453,7 @@ fn spawn_and_kill(socket: &Path) -> Result<()> {
     Ok(())
 }
 
-/// 30 connections pipeline 10 spawns each at the same moment: the server may start a few a
+/// 30 connections pipeline 40 spawns each at the same moment: the server may start a few a
 /// turn per connection, but every connection has a turn, so only a bound across them keeps
 /// the others' waits short ([SERVER.FAIR.3]).
 fn spawn_from_many(socket: &Path) -> Result<()> {
@@ -451,7 +466,7 @@ fn spawn_from_many(socket: &Path) -> Result<()> {
     }
     let mut asked = Vec::new();
     for c in &mut clients {
-        let ids: Vec<u32> = (0..10)
+        let ids: Vec<u32> = (0..40)
             .map(|_| c.send_spawn(&argv))
             .collect::<Result<_>>()?;
         asked.push(ids);

@@ -69,6 +69,10 @@ struct Cli {
     #[arg(long)]
     run_criterion: bool,
 
+    /// With `--only hostile`: run only the attacks whose name contains this text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    attack: Vec<String>,
+
     /// Where criterion's results are (default: the workspace's target/criterion).
     #[arg(long, value_name = "DIR")]
     criterion_dir: Option<PathBuf>,
@@ -288,7 +292,7 @@ fn run(cli: &Cli) -> Result<()> {
         (Section::Core, &|r| section_core(r, cli)),
         (Section::Ssh, &|r| section_ssh(r, &plan, server_bin)),
         (Section::Hostile, &|r| {
-            section_hostile(r, server_bin);
+            section_hostile(r, server_bin, &cli.attack);
             Ok(())
         }),
         (Section::Upgrade, &|r| section_upgrade(r, server_bin)),

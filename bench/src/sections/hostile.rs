@@ -12,11 +12,17 @@ use super::summary_json;
 const P99_BOUND_MS: f64 = 100.0;
 const MAX_BOUND_MS: f64 = 250.0;
 
-pub(crate) fn section_hostile(report: &mut Report, server_bin: Option<&std::path::Path>) {
+/// Runs every attack, or those whose name contains one of `only`.
+pub(crate) fn section_hostile(
+    report: &mut Report,
+    server_bin: Option<&std::path::Path>,
+    only: &[String],
+) {
     println!("\n== 6. hostile: each attack with an honest client alongside ==");
     let mut rows = Vec::new();
     let mut doc = serde_json::Map::new();
-    for attack in attacks() {
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
+    for attack in attacks().into_iter().filter(|a| wanted(a.name)) {
         let outcome = match measure(server_bin, &attack) {
             Ok(o) => o,
             Err(e) => {
