@@ -62,6 +62,10 @@ pub fn attacks() -> Vec<Attack> {
             run: rep_flood,
         },
         Attack {
+            name: "REP x20000 in 20 terminals at once",
+            run: rep_flood_many,
+        },
+        Attack {
             name: "combining marks, 1024 cols",
             run: combining_marks,
         },
@@ -264,6 +268,30 @@ fn rep_flood(socket: &Path) -> Result<()> {
         "import sys; sys.stdout.buffer.write(b'a\\x1b[65535b' * 100000); sys.stdout.flush()",
     ))?;
     wait_gone(&mut c, &t, Duration::from_mins(2))
+}
+
+/// Twenty terminals printing REPs at once: each source's turn is bounded, so the wait of the
+/// others grows with the number of busy sources unless a whole turn is bounded too. The
+/// REPs come from a file `cat` prints: twenty interpreters starting at once would take the
+/// two cores from the server for a moment, which is not the server's doing.
+fn rep_flood_many(socket: &Path) -> Result<()> {
+    let dir = tempfile::tempdir().context("scratch directory")?;
+    let file = dir.path().join("rep");
+    std::fs::write(&file, b"a\x1b[65535b".repeat(20_000)).context("the REP file")?;
+    let mut c = Client::connect(socket)?;
+    c.hello()?;
+    let argv = vec!["/bin/cat".to_owned(), file.display().to_string()];
+    let ids: Vec<u32> = (0..20)
+        .map(|_| c.send_spawn(&argv))
+        .collect::<Result<_>>()?;
+    let mut terminals = Vec::new();
+    for id in ids {
+        terminals.push(c.wait_spawned(id)?);
+    }
+    for t in &terminals {
+        wait_gone(&mut c, t, Duration::from_mins(2))?;
+    }
+    Ok(())
 }
 
 /// A 1024x512 terminal that was sent `units` letters, each with eight combining marks.

@@ -46,6 +46,7 @@
 //! events handed over in the same order as if each event were handled the moment it was
 //! observed.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,6 +81,12 @@ pub const FRAMES_PER_TURN: usize = 32;
 /// whose bytes cost many cells each is cut into slices of this.
 pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
 
+/// The most time one turn of the loop spends on sources cut short at their own bound in an
+/// earlier turn ([SERVER.FAIR.4]); those it does not reach are served first among them in the
+/// next. Each source's share is bounded ([`FRAMES_PER_TURN`], [`SOURCE_SLICE`]), but with
+/// many busy sources a turn would grow with their number.
+pub const TURN_SLICE: Duration = Duration::from_millis(10);
+
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 /// The pidfd of a running `--check-upgrade`.
@@ -104,6 +111,11 @@ pub struct Driver {
     buf: Vec<u8>,
     /// This turn's ready sources, kept for the next turn's.
     ready: Vec<(Token, Wake)>,
+    /// The busy sources, in the order they are served ([SERVER.FAIR.4]): those a turn did not
+    /// reach, then those cut short at their own bound.
+    busy: Vec<(Token, Wake)>,
+    /// Where each busy source is in `busy`, while a turn is planned.
+    busy_at: HashMap<Token, usize>,
     /// An in-place upgrade: whether this server may, and the one under way.
     upgrade: upgrade::Upgrade,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
@@ -125,22 +137,50 @@ struct Wake {
     ended: bool,
 }
 
-/// Merges the wakes of a source listed more than once (by the poll and as a source to read
-/// again, or pushed again by each of several turns), so each ready source gets one turn a
-/// loop. Without it a source cut short at its slice ([SERVER.FAIR.1], [SERVER.FAIR.2]) was
-/// listed once more every turn it was cut again, and took that many slices in a row: a REP
-/// flood held the loop for 160 ms where its slice is 4 ms.
-fn one_turn_each(ready: &mut Vec<(Token, Wake)>) {
-    ready.sort_unstable_by_key(|(token, _)| *token);
-    ready.dedup_by(|(token, wake), (kept_token, kept)| {
-        let same = token == kept_token;
-        if same {
-            kept.readable |= wake.readable;
-            kept.writable |= wake.writable;
-            kept.ended |= wake.ended;
+/// Plans a turn ([SERVER.FAIR.4]): `busy` holds the busy sources a turn did not reach, in
+/// order; the sources `again` names (cut short at their own bound) join it at the end, and a
+/// ready source that is busy leaves `ready` for its place there, its wakes merged. So each
+/// source has one turn a loop at most: listed once more for each turn it was cut short, a
+/// REP flood took that many slices in a row and held the loop 160 ms where its slice is 4.
+fn plan_turn(
+    ready: &mut Vec<(Token, Wake)>,
+    busy: &mut Vec<(Token, Wake)>,
+    again: impl Iterator<Item = Token>,
+    busy_at: &mut HashMap<Token, usize>,
+) {
+    busy_at.clear();
+    // Listed once each, as every plan leaves them.
+    for (at, &(token, _)) in busy.iter().enumerate() {
+        busy_at.insert(token, at);
+    }
+    for token in again {
+        let wake = Wake {
+            readable: true,
+            writable: false,
+            ended: true,
+        };
+        if let Some(&at) = busy_at.get(&token) {
+            busy[at].1.merge(wake);
+        } else {
+            busy_at.insert(token, busy.len());
+            busy.push((token, wake));
         }
-        same
+    }
+    ready.retain(|&(token, wake)| match busy_at.get(&token) {
+        Some(&at) => {
+            busy[at].1.merge(wake);
+            false
+        }
+        None => true,
     });
+}
+
+impl Wake {
+    fn merge(&mut self, other: Self) {
+        self.readable |= other.readable;
+        self.writable |= other.writable;
+        self.ended |= other.ended;
+    }
 }
 
 impl std::fmt::Debug for Driver {
@@ -176,6 +216,8 @@ impl Driver {
             host: Host::new(poll, listener, signals, FIRST_DYNAMIC),
             buf: vec![0; READ_CHUNK],
             ready: Vec::new(),
+            busy: Vec::new(),
+            busy_at: HashMap::new(),
             upgrade: upgrade::Upgrade::default(),
             stdio_flags,
         };
@@ -237,20 +279,35 @@ impl Driver {
                 )
             }));
             // Stopped at the cap, not at a short read: read on, to the end this time.
-            ready.extend(self.host.again.drain(..).map(|t| {
-                let wake = Wake {
-                    readable: true,
-                    writable: false,
-                    ended: true,
-                };
-                (t, wake)
-            }));
-            one_turn_each(&mut ready);
+            let mut busy = std::mem::take(&mut self.busy);
+            plan_turn(
+                &mut ready,
+                &mut busy,
+                self.host.again.drain(..),
+                &mut self.busy_at,
+            );
+            // Sources that were not busy go first: an honest client's request or a terminal's
+            // echo waits for no flood.
             for (token, wake) in ready.drain(..) {
                 self.route(token, wake);
                 self.feed_observed();
                 self.flush();
             }
+            // [SERVER.FAIR.4] Then the busy ones, in turn, for at most a slice; at least one,
+            // so each gets its turn however long the others take.
+            let slice_end = self.host.clock.now() + TURN_SLICE;
+            let mut reached = 0;
+            while let Some(&(token, wake)) = busy.get(reached) {
+                reached += 1;
+                self.route(token, wake);
+                self.feed_observed();
+                self.flush();
+                if self.host.clock.now() >= slice_end {
+                    break;
+                }
+            }
+            busy.drain(..reached);
+            self.busy = busy;
             self.ready = ready;
             // [SERVER.FAIR.3] After every ready source had its turn: a few of the terminals
             // asked for start, the rest next turn.
@@ -269,7 +326,7 @@ impl Driver {
 
     /// The poll timeout: the nearest of the engine's timer and the host's.
     fn next_wait(&self) -> Option<Duration> {
-        if !self.host.again.is_empty() || !self.host.spawns.is_empty() {
+        if !self.host.again.is_empty() || !self.busy.is_empty() || !self.host.spawns.is_empty() {
             return Some(Duration::ZERO);
         }
         let next = [
@@ -678,27 +735,43 @@ mod tests {
         }
     }
 
+    fn turns(list: &[(Token, Wake)]) -> Vec<(usize, bool, bool, bool)> {
+        list.iter()
+            .map(|(t, w)| (t.0, w.readable, w.writable, w.ended))
+            .collect()
+    }
+
+    // [SERVER.FAIR.4]
     #[test]
-    fn a_source_listed_several_times_gets_one_turn_with_every_wake() {
-        let mut ready = vec![
+    fn a_busy_source_keeps_its_place_and_gets_one_turn_with_every_wake() {
+        // Last turn did not reach 7 and 5; 9 and 7 were cut short at their bound.
+        let mut busy = vec![
             (Token(7), wake(false, true, false)),
             (Token(5), wake(true, false, false)),
-            (Token(7), wake(true, false, true)),
-            (Token(5), wake(true, false, true)),
-            (Token(7), wake(true, false, true)),
-            (Token(9), wake(true, false, false)),
         ];
-        one_turn_each(&mut ready);
-        let turns: Vec<(usize, bool, bool, bool)> = ready
-            .iter()
-            .map(|(t, w)| (t.0, w.readable, w.writable, w.ended))
-            .collect();
+        // The poll: 3 (an honest client), 5 and 8.
+        let mut ready = vec![
+            (Token(3), wake(true, false, false)),
+            (Token(5), wake(true, true, true)),
+            (Token(8), wake(false, true, false)),
+        ];
+        let mut at = HashMap::new();
+        plan_turn(
+            &mut ready,
+            &mut busy,
+            [9, 7].map(Token).into_iter(),
+            &mut at,
+        );
         assert_eq!(
-            turns,
+            turns(&ready),
+            [(3, true, false, false), (8, false, true, false)]
+        );
+        assert_eq!(
+            turns(&busy),
             [
-                (5, true, false, true),
                 (7, true, true, true),
-                (9, true, false, false)
+                (5, true, true, true),
+                (9, true, false, true)
             ]
         );
     }

@@ -4,6 +4,7 @@
 //! the engine to be quiet, and ends in one of two ways: this process becomes the new image
 //! (which answers the requester), or the engine is fed `UpgradeFailed` and nothing changed.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -446,6 +447,8 @@ fn adopt_image(
         host,
         buf: vec![0; READ_CHUNK],
         ready: Vec::new(),
+        busy: Vec::new(),
+        busy_at: HashMap::new(),
         upgrade: Upgrade {
             context: Some(context),
             phase: Phase::Idle,
