@@ -86,6 +86,10 @@ pub fn attacks() -> Vec<Attack> {
             run: pre_hello_headers,
         },
         Attack {
+            name: "200 x 16 MiB partial frame after HELLO",
+            run: partial_frames_after_hello,
+        },
+        Attack {
             name: "65,536 APPLY_INPUT, no terminal",
             run: ledger_flood,
         },
@@ -430,6 +434,26 @@ fn pre_hello_headers(socket: &Path) -> Result<()> {
         // The server refuses the frame as soon as it sees the header; the rest may not go in.
         let _ = s.write(&bytes);
         conns.push(s);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    drop(conns);
+    Ok(())
+}
+
+/// 200 connections say HELLO, then each sends all but the last byte of a command frame of
+/// nearly 16 MiB (the frame limit) and waits: each within its limits, together 3 GiB held.
+fn partial_frames_after_hello(socket: &Path) -> Result<()> {
+    let len: u32 = (16 << 20) - 64;
+    let mut frame = len.to_be_bytes().to_vec();
+    frame.push(0x31);
+    frame.resize(len as usize - 1, 0);
+    let mut conns = Vec::new();
+    for _ in 0..200 {
+        let mut c = Client::connect(socket)?;
+        c.hello()?;
+        // The server may refuse the frame or drop the connection part-way: either is fine.
+        let _ = c.send_encoded(&frame);
+        conns.push(c);
     }
     std::thread::sleep(Duration::from_secs(2));
     drop(conns);

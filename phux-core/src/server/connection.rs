@@ -54,6 +54,12 @@ pub(super) struct Connection {
 /// memory (up to a 16 MiB frame per connection) for someone who never said who it is.
 pub(super) const MAX_PRE_HELLO_BYTES: usize = 64 * 1024;
 
+/// Unframed bytes of one connection from which the server-wide budget is checked after a
+/// read ([SERVER.LIMIT.5]): one read's worth. Only a frame under way of more than that makes
+/// the count that walks every connection, and the bytes under it (a read each, up to the
+/// connection cap) are what the reads themselves hold.
+pub(super) const UNFRAMED_WATCH: usize = 64 * 1024;
+
 /// What a connection's next frame asks of the server, once the HELLO gate admitted it.
 #[derive(Debug)]
 pub(super) enum Request {

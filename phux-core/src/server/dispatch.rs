@@ -5,7 +5,9 @@ use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{CommandFrame, Pong};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::{Connection, MAX_PRE_HELLO_BYTES, Phase, REPLY_BYTES_PER_UNIT, Request};
+use super::connection::{
+    Connection, MAX_PRE_HELLO_BYTES, Phase, REPLY_BYTES_PER_UNIT, Request, UNFRAMED_WATCH,
+};
 use super::terminal::EventFilter;
 use crate::framing::FrameDecoder;
 use crate::time::Instant;
@@ -64,6 +66,9 @@ impl ServerEngine {
             return;
         };
         conn.backlogged = conn.phase != Phase::Closed && conn.decoder.has_frame();
+        // [SERVER.LIMIT.5] A frame under way of megabytes counts against the server-wide
+        // budget: many connections each within the frame limit could hold gigabytes.
+        let unframed_grew = conn.decoder.buffered() >= UNFRAMED_WATCH;
         // Checked after the frames were taken, so that a HELLO followed by pipelined requests
         // in one read is admitted first and its followers are not counted; whole frames
         // waiting their turn are not unframed bytes (and the driver reads no more meanwhile).
@@ -81,7 +86,9 @@ impl ServerEngine {
                 ErrorCode::FRAME_TOO_LARGE,
                 "too many bytes before HELLO",
             );
+            return;
         }
+        self.shed_over_budget_if(unframed_grew);
     }
 
     fn on_request(&mut self, now: Instant, id: ConnId, request: Request) {

@@ -7,8 +7,9 @@ use phux_proto::command::CommandResult;
 use phux_proto::frame::{DetachReason, Detached, ErrorFrame};
 use phux_proto::{ErrorCode, Frame};
 
-use super::connection::{Budget, Phase};
+use super::connection::{Budget, Connection, Phase};
 use super::{ConnId, ServerAction, ServerEngine, SharedFrame};
+use crate::framing::FrameDecoder;
 
 /// How many reclaimed send buffers are kept, and the largest capacity worth keeping: enough
 /// for a terminal's output fanned out to a handful of viewers without an allocation (and a
@@ -75,11 +76,14 @@ impl ServerEngine {
         self.shed_over_budget();
     }
 
-    /// [SERVER.LIMIT.5] While the bytes queued for all connections pass the server-wide
-    /// budget, the open connection holding the most is failed (RESOURCE_EXHAUSTED, then
-    /// DETACHED): the most expensive peer goes first, and the others keep their service.
-    fn shed_over_budget(&mut self) {
-        if self.shedding {
+    /// [SERVER.LIMIT.5] While the bytes held for all connections (queued for them, and
+    /// received from them but not yet framed) pass the server-wide budget, the open connection
+    /// holding the most is failed (RESOURCE_EXHAUSTED, then DETACHED): the most expensive
+    /// peer goes first, and the others keep their service. Checked at once when the queued
+    /// bytes alone pass it; `unframed_grew` asks for the full count, which walks the
+    /// connections, after a connection's unframed bytes grew large.
+    pub(super) fn shed_over_budget_if(&mut self, unframed_grew: bool) {
+        if self.shedding || !(unframed_grew || self.queued > self.config.queued_budget) {
             return;
         }
         self.shedding = true;
@@ -87,16 +91,21 @@ impl ServerEngine {
         self.shedding = false;
     }
 
+    fn shed_over_budget(&mut self) {
+        self.shed_over_budget_if(false);
+    }
+
     fn shed_heaviest(&mut self) {
-        while self.queued > self.config.queued_budget {
+        let held = |c: &Connection| c.outbound.total() + c.decoder.buffered();
+        loop {
             let open = self.conns.values().filter(|c| c.phase != Phase::Closed);
-            let held_open: usize = open.clone().map(|c| c.outbound.total()).sum();
-            // Closed connections' queues are freed by their close bound; only open ones
-            // can still grow.
+            let held_open: usize = open.clone().map(held).sum();
+            // Closed connections' queues are freed by their close bound (their unframed bytes
+            // at once); only open ones can still grow.
             if held_open <= self.config.queued_budget {
                 return;
             }
-            let Some(heaviest) = open.max_by_key(|c| c.outbound.total()).map(|c| c.id) else {
+            let Some(heaviest) = open.max_by_key(|c| held(c)).map(|c| c.id) else {
                 return;
             };
             self.fail(
@@ -218,6 +227,9 @@ impl ServerEngine {
         frame.encode(&mut bytes);
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.phase = Phase::Closed;
+            // [ERROR.FATAL.2] Nothing it sent from now on is read: a frame under way is
+            // dropped at once, not held until the close ([SERVER.LIMIT.5]).
+            conn.decoder = FrameDecoder::new();
             conn.outbound.push(Budget::Control, bytes.len());
             self.queued += bytes.len();
         }

@@ -605,3 +605,49 @@ fn past_the_server_wide_budget_the_heaviest_reader_is_detached() {
     assert_eq!(got, 16 * 16 * 1024);
     assert!(h.conn(reader).is_open() && h.conn(busy).is_open());
 }
+
+#[test]
+fn frames_under_way_count_against_the_server_wide_budget() {
+    // [SERVER.LIMIT.5] Each connection within the frame limit, together past the budget: the
+    // one holding the most is failed and its frame dropped; the others keep their service.
+    let mut config = ServerConfig::new(server_id_for(1));
+    config.queued_budget = 1024 * 1024;
+    let mut h = Harness::with_config(config);
+    let (small, large, honest) = (h.client(), h.client(), h.client());
+    // A command frame of 8 MiB announced; its body comes 64 KiB at a time.
+    let mut header = (8u32 << 20).to_be_bytes().to_vec();
+    header.push(0x31);
+    h.send_raw(small, &header);
+    h.send_raw(large, &header);
+    let chunk = vec![0u8; 64 * 1024];
+    for _ in 0..6 {
+        h.send_raw(small, &chunk);
+    }
+    for _ in 0..9 {
+        h.send_raw(large, &chunk);
+    }
+    h.settle();
+    // 6 and 9 chunks: under the budget. One more each passes it.
+    assert!(h.conn(small).is_open() && h.conn(large).is_open());
+    h.send_raw(small, &chunk);
+    h.send_raw(large, &chunk);
+    h.settle();
+    let frames = h.recv(large);
+    assert!(
+        frames.iter().any(|f| matches!(f, Frame::Error(e)
+            if e.code == phux_proto::ErrorCode::RESOURCE_EXHAUSTED)),
+        "{frames:?}"
+    );
+    assert!(matches!(frames.last(), Some(Frame::Detached(_))));
+    // Its frame under way is dropped (the connection itself is gone once DETACHED is sent).
+    assert!(h.server.buffered_bytes(large).is_none_or(|b| b == 0));
+    assert!(h.conn(small).is_open());
+    assert_eq!(h.server.buffered_bytes(small), Some(5 + 7 * 64 * 1024));
+    h.send(honest, &Frame::Ping(Ping { nonce: 9 }));
+    h.settle();
+    assert!(
+        h.recv(honest)
+            .iter()
+            .any(|f| matches!(f, Frame::Pong(p) if p.nonce == 9))
+    );
+}
