@@ -66,6 +66,10 @@ pub fn attacks() -> Vec<Attack> {
             run: rep_flood_many,
         },
         Attack {
+            name: "yes in 100 terminals at once",
+            run: yes_many,
+        },
+        Attack {
             name: "combining marks, 1024 cols",
             run: combining_marks,
         },
@@ -295,6 +299,24 @@ fn rep_flood_many(socket: &Path) -> Result<()> {
     for t in &terminals {
         wait_gone(&mut c, t, Duration::from_mins(2))?;
     }
+    Ok(())
+}
+
+/// A hundred terminals printing as fast as they can for five seconds: cheap output, but each
+/// terminal a busy source, and each fills its history.
+fn yes_many(socket: &Path) -> Result<()> {
+    let mut c = Client::connect(socket)?;
+    c.hello()?;
+    let argv = sh("exec yes 'the quick brown fox jumps over the lazy dog'");
+    let ids: Vec<u32> = (0..100)
+        .map(|_| c.send_spawn(&argv))
+        .collect::<Result<_>>()?;
+    let mut terminals = Vec::new();
+    for id in ids {
+        terminals.push(c.wait_spawned(id)?);
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    c.command(Command::KillTerminals { terminals })?;
     Ok(())
 }
 
