@@ -187,7 +187,10 @@ impl Rewriter {
 
 /// Why a real spawn of `spec` would fail on this machine, if it would.
 fn spawn_failure(spec: &SpawnSpec) -> Option<String> {
-    let program = spec.command.first()?;
+    // A real spawn of an empty argument vector has no program to execute.
+    let Some(program) = spec.command.first() else {
+        return Some("an empty argument vector names no program".to_owned());
+    };
     if program.starts_with('/') && !Path::new(program).exists() {
         return Some(format!("{program}: no such file or directory"));
     }
