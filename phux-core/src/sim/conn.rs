@@ -272,12 +272,15 @@ impl Harness {
         let conn = self.conn_mut(c);
         let room = capacity.saturating_sub(conn.in_socket);
         let n = room.min(conn.transport.len() - conn.in_socket);
-        if n == 0 || !conn.open {
+        if n == 0 {
             return;
         }
         conn.in_socket += n;
-        self.server
-            .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+        // A connection that has ended keeps its backlog readable, with no one to tell.
+        if conn.open {
+            self.server
+                .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+        }
     }
 
     pub(super) fn read_bytes(&mut self, c: ConnId, n: usize) {
