@@ -9,6 +9,8 @@ const MAX_MARK: usize = 64;
 /// The most a `:flood` writes: enough to overrun any outbound budget, little enough to hold
 /// in memory at once.
 pub(crate) const MAX_FLOOD: usize = 64 * 1024 * 1024;
+/// The most cells a `:flood-styled` writes: a whole 1024 x 1024 screen, some 40 MiB of text.
+pub(crate) const MAX_STYLED: usize = 1024 * 1024;
 
 /// A parsed probe command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub(crate) enum Command {
     Print(Vec<u8>),
     /// `:flood <n>`: `n` bytes of printable text, as fast as the terminal takes them.
     Flood(usize),
+    /// `:flood-styled <n>`: `n` cells, each with a style of its own.
+    FloodStyled(usize),
     Mark(String),
 }
 
@@ -83,6 +87,11 @@ impl Command {
                 usize::try_from(decimal(n)?)
                     .ok()
                     .filter(|&n| n <= MAX_FLOOD)?,
+            ),
+            ("flood-styled", Some(n)) => Self::FloodStyled(
+                usize::try_from(decimal(n)?)
+                    .ok()
+                    .filter(|&n| n <= MAX_STYLED)?,
             ),
             ("mark", Some(word)) if is_word(word) => Self::Mark(word.to_owned()),
             _ => return None,
@@ -173,6 +182,10 @@ mod tests {
         assert_eq!(parse("mark a-1_b.c"), Some(Command::Mark("a-1_b.c".into())));
         assert_eq!(parse("flood 8000000"), Some(Command::Flood(8_000_000)));
         assert_eq!(parse("flood 0"), Some(Command::Flood(0)));
+        assert_eq!(
+            parse("flood-styled 1048576"),
+            Some(Command::FloodStyled(1_048_576))
+        );
         // Surrounding and repeated blanks are fine.
         assert_eq!(parse("  echo\t off "), Some(Command::Echo(false)));
     }
@@ -211,6 +224,9 @@ mod tests {
             "flood",
             "flood 1k",
             "flood 67108865",
+            "flood-styled",
+            "flood-styled -1",
+            "flood-styled 1048577",
         ] {
             assert_eq!(parse(bad), None, "{bad:?}");
         }

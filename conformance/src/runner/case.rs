@@ -293,7 +293,14 @@ impl Case {
                     needle,
                     within,
                 } = until;
-                let cond = |acc: &[u8]| contains(acc, needle);
+                // The text grows by whole frames: search only what is new (and the needle's
+                // length before it), not a long bootstrap again after each chunk.
+                let scanned = std::cell::Cell::new(0_usize);
+                let cond = |acc: &[u8]| {
+                    let from = scanned.get().saturating_sub(needle.len().saturating_sub(1));
+                    scanned.set(acc.len());
+                    acc.get(from..).is_some_and(|new| contains(new, needle))
+                };
                 let what = format!("{field} containing {}", Value::Str(needle.clone()));
                 self.wait_accumulate(
                     conn,

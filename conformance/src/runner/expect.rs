@@ -275,7 +275,9 @@ impl Case {
     }
 
     /// `<*`: consumes the matching frames at the front of the queue; the first frame that
-    /// does not match, or the close, ends the run (and must come).
+    /// does not match, or the close, ends the run (and must come). A capture the pattern
+    /// introduces is bound afresh by each frame, so after the run it holds the last one's
+    /// value (the seq of the last output before a tombstone); none consumed leaves it unbound.
     pub(super) fn expect_run(&mut self, conn: &str, pattern: &Value) -> Result<(), StepError> {
         let names = pattern::frame_names(pattern);
         if names.is_empty() {
@@ -286,10 +288,11 @@ impl Case {
         self.conn(conn)?;
         let deadline = Instant::now() + self.timeout;
         let mut taken = 0usize;
+        let before = self.bindings.clone();
         loop {
             if let Some(c) = self.conns.get_mut(conn) {
                 while let Some(front) = c.inbox.front() {
-                    let mut trial = self.bindings.clone();
+                    let mut trial = before.clone();
                     let fits = names.iter().any(|n| n == name_of(front))
                         && pattern::matches(pattern, front, &mut trial).is_ok();
                     if !fits {

@@ -27,7 +27,9 @@ use std::time::Duration;
 use phux_core::Instant;
 use phux_core::framing::FrameDecoder;
 use phux_core::server::{ConnId, LocalTerminal, SpawnSpec};
-use phux_core::sim::{CLOSE_BOUND, ChildIo, ChildModel, Harness, PTY_READ, Received, SimConn};
+use phux_core::sim::{
+    CLOSE_BOUND, ChildIo, ChildModel, Harness, PTY_READ, Received, SOCKET_BUFFER, SimConn,
+};
 use phux_core::writer::Termios;
 use phux_proto::Frame;
 use phux_proto::command::{Command, Signal};
@@ -151,6 +153,7 @@ impl Sim {
         h.set_raw_reads(true);
         h.set_close_bound(Some(CLOSE_BOUND));
         h.set_pty_read(Some(PTY_READ));
+        h.set_socket_buffer(Some(SOCKET_BUFFER));
         h.set_spawner(spawn_child);
         Self {
             h,
@@ -187,7 +190,10 @@ impl Rewriter {
 
 /// Why a real spawn of `spec` would fail on this machine, if it would.
 fn spawn_failure(spec: &SpawnSpec) -> Option<String> {
-    let program = spec.command.first()?;
+    // A real spawn of an empty argument vector has no program to execute.
+    let Some(program) = spec.command.first() else {
+        return Some("an empty argument vector names no program".to_owned());
+    };
     if program.starts_with('/') && !Path::new(program).exists() {
         return Some(format!("{program}: no such file or directory"));
     }

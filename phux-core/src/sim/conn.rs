@@ -25,6 +25,9 @@ pub struct SimConn {
     pub(super) inbox: VecDeque<Frame>,
     /// Bytes the server queued that the client has not read yet.
     pub(super) transport: Vec<u8>,
+    /// With a socket buffer, how many bytes at the front of `transport` are in it: written
+    /// (reported `Sent`) and not yet read.
+    pub(super) in_socket: usize,
     pub(super) reading: bool,
     /// The engine still knows the connection (neither side has closed it).
     pub(super) open: bool,
@@ -55,6 +58,7 @@ impl SimConn {
             decoder: FrameDecoder::new(),
             inbox: VecDeque::new(),
             transport: Vec::new(),
+            in_socket: 0,
             reading: true,
             open: true,
             closed_by_server: false,
@@ -238,21 +242,66 @@ impl Harness {
     /// The client reads `n` bytes of its backlog without resuming.
     pub fn read_some(&mut self, c: ConnId, n: usize) {
         self.read_bytes(c, n);
+        self.fill_socket(c);
     }
 
     pub(super) fn flush_conn(&mut self, c: ConnId) {
-        let len = self.conn(c).transport.len();
-        self.read_bytes(c, len);
+        if self.socket_buffer.is_none() {
+            let len = self.conn(c).transport.len();
+            self.read_bytes(c, len);
+            return;
+        }
+        // The client empties the socket buffer, the driver fills it again, until nothing is
+        // left: the engine hears one `Sent` per bufferful.
+        loop {
+            self.fill_socket(c);
+            let ready = self.conn(c).in_socket;
+            if ready == 0 {
+                return;
+            }
+            self.read_bytes(c, ready);
+        }
+    }
+
+    /// With a socket buffer: the driver writes what fits of the connection's queue into it,
+    /// and reports that `Sent` (a part of what the engine queued, as a real write returns).
+    pub(super) fn fill_socket(&mut self, c: ConnId) {
+        let Some(capacity) = self.socket_buffer else {
+            return;
+        };
+        let conn = self.conn_mut(c);
+        let room = capacity.saturating_sub(conn.in_socket);
+        let n = room.min(conn.transport.len() - conn.in_socket);
+        if n == 0 {
+            return;
+        }
+        conn.in_socket += n;
+        // A connection that has ended keeps its backlog readable, with no one to tell.
+        if conn.open {
+            self.server
+                .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+        }
     }
 
     pub(super) fn read_bytes(&mut self, c: ConnId, n: usize) {
+        let buffered = self.socket_buffer.is_some();
         let conn = self.conn_mut(c);
-        let n = n.min(conn.transport.len());
+        // With a socket buffer the client reads only what was written into it, and the
+        // write was reported then.
+        let readable = if buffered {
+            conn.in_socket
+        } else {
+            conn.transport.len()
+        };
+        let n = n.min(readable);
         if n == 0 {
             return;
         }
         let bytes: Vec<u8> = conn.transport.drain(..n).collect();
-        let open = conn.open;
+        if buffered {
+            conn.in_socket -= n;
+        }
+        let open = conn.open && !buffered;
         if let Some(raw) = &mut conn.raw {
             raw.extend_from_slice(&bytes);
             let name = conn.name.clone();
@@ -307,6 +356,16 @@ impl Harness {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// Puts a socket buffer of `bytes` between the server and each client (`None`, the
+    /// default: none, and a `Send` is reported `Sent` whole once its client reads it). With
+    /// one, the driver writes into the buffer what fits and reports that much `Sent` at
+    /// once, whether the client reads or not, as a real socket's write does; a client that
+    /// does not read leaves the rest queued ([`SOCKET_BUFFER`](super::SOCKET_BUFFER) is
+    /// Linux's default).
+    pub fn set_socket_buffer(&mut self, bytes: Option<usize>) {
+        self.socket_buffer = bytes.map(|n| n.max(1));
     }
 
     /// Lets a connection the engine closed with bytes its client has not read linger for

@@ -13,7 +13,9 @@
 //!   it);
 //! - clients read at once or stall ([`Harness::stall_reader`], [`Harness::read_some`]), and
 //!   keep frames or raw bytes ([`Harness::set_raw_reads`]); a closed connection may linger
-//!   for a bound ([`Harness::set_close_bound`], [`CLOSE_BOUND`]);
+//!   for a bound ([`Harness::set_close_bound`], [`CLOSE_BOUND`]); writes may go through a
+//!   bounded socket buffer, reported `Sent` a part at a time ([`Harness::set_socket_buffer`],
+//!   [`SOCKET_BUFFER`]);
 //! - a driver that decides outcomes holds spawns ([`Harness::hold_spawns`],
 //!   [`Harness::release_spawn`]) and scripts write completions
 //!   ([`Harness::set_scripted_writes`], [`Harness::complete_write`]).
@@ -119,6 +121,10 @@ pub use crate::server::CLOSE_BOUND;
 /// reaches the engine in pieces, never as one huge event; see [`Harness::set_pty_read`].
 pub const PTY_READ: usize = 4096;
 
+/// What a Unix stream socket buffers between a writer and a reader that does not read, by
+/// default on Linux (`net.core.wmem_default`).
+pub const SOCKET_BUFFER: usize = 212_992;
+
 /// One `Write` action and what became of it.
 #[derive(Clone, Debug)]
 pub struct WriteRecord {
@@ -184,6 +190,8 @@ pub struct Harness {
     polled_at: Instant,
     close_bound: Option<Duration>,
     pty_read: Option<usize>,
+    /// Each connection's socket buffer ([`Harness::set_socket_buffer`]).
+    socket_buffer: Option<usize>,
     shut_down: bool,
     request_counter: u32,
     /// An `Upgrade` action is not yet carried out or failed.
@@ -250,6 +258,7 @@ impl Harness {
             polled_at: Instant::ZERO,
             close_bound: None,
             pty_read: None,
+            socket_buffer: None,
             shut_down: false,
             request_counter: 0,
             upgrade_asked: false,
@@ -679,5 +688,36 @@ mod tests {
             assert!(!h.conn(c).is_open());
             assert_eq!(h.server.connection_count(), 0);
         }
+    }
+
+    /// With a socket buffer, a client that does not read leaves the engine's queue written
+    /// a bufferful at a time: the engine hears `Sent` for what fits and holds the rest.
+    #[test]
+    fn a_socket_buffer_reports_the_part_of_the_queue_that_fits() {
+        const BUFFER: usize = 1000;
+        let mut h = Harness::new();
+        h.set_raw_reads(true);
+        h.set_socket_buffer(Some(BUFFER));
+        let c = h.connect();
+        h.send(c, &hello_frame());
+        h.settle();
+        assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+        assert_eq!(h.server.queued_bytes(c), Some(0));
+        h.stall_reader(c);
+        for nonce in 0..200 {
+            h.send(c, &Frame::Ping(phux_proto::frame::Ping { nonce }));
+        }
+        h.settle();
+        let unread = h.conn(c).unread_bytes();
+        assert!(unread > 2 * BUFFER, "{unread}");
+        assert_eq!(h.server.queued_bytes(c), Some(unread - BUFFER));
+        // Reading a little makes room for as much more.
+        h.read_some(c, 300);
+        assert_eq!(h.conn(c).unread_bytes(), unread - 300);
+        assert_eq!(h.server.queued_bytes(c), Some(unread - 300 - BUFFER));
+        h.resume_reader(c);
+        assert_eq!(h.conn(c).unread_bytes(), 0);
+        assert_eq!(h.server.queued_bytes(c), Some(0));
+        assert_eq!(h.take_received(c).len(), unread);
     }
 }

@@ -24,6 +24,8 @@ impl Harness {
         c.queued_total += c.transport.len() - before;
         if c.reading {
             self.flush_conn(conn);
+        } else {
+            self.fill_socket(conn);
         }
     }
 

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::report::{flood_text, hex, sanitize};
+use super::report::{flood_text, hex, sanitize, styled_text};
 use super::{Disposition, Grandchild, ProbeAction, ProbeMachine, ProbeSignal, Query, State};
 use crate::probe::command::Command;
 use crate::probe::grandchild::GrandchildEvent;
@@ -84,6 +84,10 @@ impl ProbeMachine {
             Command::Flood(n) => {
                 out.push(ProbeAction::Write(flood_text(n)));
                 self.report(out, &format!("FLOODED {n}"));
+            }
+            Command::FloodStyled(n) => {
+                out.push(ProbeAction::Write(styled_text(n)));
+                self.report(out, &format!("STYLED {n}"));
             }
             Command::Mark(word) => self.report(out, &format!("MARK {word}")),
         }

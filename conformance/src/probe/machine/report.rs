@@ -49,6 +49,28 @@ pub(super) fn flood_text(n: usize) -> Vec<u8> {
     (b'a'..=b'z').cycle().take(n).collect()
 }
 
+/// `n` cells of `:flood-styled` text: each a letter (`a` to `z` repeated) behind an SGR that
+/// sets the whole pen anew, and no two neighbours alike: an attribute of four, a truecolour
+/// foreground whose red counts the cells and whose green counts every 256, a truecolour
+/// background from the same numbers. A screen of them is as costly to rebuild as one gets.
+pub(super) fn styled_text(n: usize) -> Vec<u8> {
+    const ATTRS: [u8; 4] = [1, 3, 4, 7];
+    let mut out = String::with_capacity(n.saturating_mul(44));
+    for (i, letter) in (0..n).zip(('a'..='z').cycle()) {
+        let [red, green, ..] = i.to_le_bytes();
+        let attr = ATTRS[i % ATTRS.len()];
+        let _ = write!(
+            out,
+            "\x1b[0;{attr};38;2;{red};{green};{};48;2;{};{};{}m{letter}",
+            red ^ green,
+            255 - red,
+            255 - green,
+            red.wrapping_add(green)
+        );
+    }
+    out.into_bytes()
+}
+
 pub(super) fn flag(on: bool) -> &'static str {
     if on { "" } else { "-" }
 }

@@ -567,6 +567,44 @@ fn flood_writes_that_much_plain_text_before_its_report() {
 }
 
 #[test]
+fn flood_styled_writes_cells_that_each_set_a_new_pen() {
+    let mut m = started();
+    let first = m.next_seq();
+    let actions = m.feed(b":flood-styled 300\n");
+    let Some(ProbeAction::Write(text)) = actions.first() else {
+        panic!("{actions:?}")
+    };
+    let text = String::from_utf8(text.clone()).expect("ASCII");
+    let cells: Vec<&str> = text.split('\x1b').skip(1).collect();
+    assert_eq!(cells.len(), 300);
+    assert!(
+        cells[0].starts_with("[0;1;38;2;0;0;0;48;2;255;255;0ma"),
+        "{}",
+        cells[0]
+    );
+    assert!(
+        cells[257].starts_with("[0;3;38;2;1;1;0;48;2;254;254;2mx"),
+        "{}",
+        cells[257]
+    );
+    for (i, pair) in cells.windows(2).enumerate() {
+        assert_ne!(pair[0], pair[1], "cells {i} and {} share a pen", i + 1);
+    }
+    // One printable letter after each SGR: only the pen changes between cells.
+    for cell in &cells {
+        let (sgr, letter) = cell.split_once('m').expect("an SGR");
+        assert!(
+            sgr.bytes()
+                .all(|b| b == b'[' || b == b';' || b.is_ascii_digit())
+        );
+        assert_eq!(letter.len(), 1);
+        assert!(letter.bytes().all(|b| b.is_ascii_lowercase()));
+    }
+    assert_eq!(bodies_from(first, &actions[1..]), ["STYLED 300"]);
+    assert_eq!(feed(&mut m, b":flood-styled 0\n"), ["STYLED 0"]);
+}
+
+#[test]
 fn signal_names_round_trip() {
     for sig in ProbeSignal::ALL {
         assert_eq!(ProbeSignal::from_name(sig.name()), Some(sig));
