@@ -26,9 +26,10 @@ use std::time::Duration;
 
 use phux_core::Instant;
 use phux_core::framing::FrameDecoder;
-use phux_core::server::{ConnId, LocalTerminal, SpawnSpec};
+use phux_core::server::{ConnId, LocalTerminal, ServerConfig, SpawnSpec};
 use phux_core::sim::{
     CLOSE_BOUND, ChildIo, ChildModel, Harness, PTY_READ, Received, SOCKET_BUFFER, SimConn,
+    server_id_for,
 };
 use phux_core::writer::Termios;
 use phux_proto::Frame;
@@ -93,6 +94,9 @@ struct Rewriter {
     jobs: BTreeMap<OperationId, (LocalTerminal, Vec<u8>)>,
 }
 
+/// The frames of one connection the engine handles per turn, as `phux-mio-server`'s driver.
+const FRAMES_PER_TURN: usize = 32;
+
 /// The program name `$PROBE` names in process; `<it> probe` runs the simulated probe.
 pub(crate) const SIM_PROBE_PROGRAM: &str = "phux-conformance";
 
@@ -147,7 +151,11 @@ struct Sim {
 
 impl Sim {
     fn new(flip: Option<RuleFlip>) -> Self {
-        let mut h = Harness::new();
+        // [SERVER.FAIR.1] Frames are handled a bounded budget at a time, as over a socket
+        // (the reference driver's 32), the rest when the harness comes back for them.
+        let mut config = ServerConfig::new(server_id_for(1));
+        config.frames_per_receive = FRAMES_PER_TURN;
+        let mut h = Harness::with_config(config);
         // The runner keeps its own wire log of what it sends and reads.
         h.log.set_enabled(false);
         h.set_raw_reads(true);

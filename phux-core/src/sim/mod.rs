@@ -501,6 +501,19 @@ impl Harness {
             progressed = true;
             self.perform(action);
         }
+        // [SERVER.FAIR.1] As a driver does: a connection whose frames wait past its turn's
+        // budget is handed an empty `Received` for the next budget's worth.
+        let backlogged: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(c, conn)| conn.open && self.server.is_backlogged(**c))
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in backlogged {
+            progressed = true;
+            self.server
+                .handle(self.now, ServerEvent::Received { conn, bytes: &[] });
+        }
         if self.polled_at != self.now {
             self.polled_at = self.now;
             self.dirty.extend(self.ptys.keys().copied());
