@@ -289,13 +289,7 @@ fn rep_flood_many(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let argv = vec!["/bin/cat".to_owned(), file.display().to_string()];
-    let ids: Vec<u32> = (0..20)
-        .map(|_| c.send_spawn(&argv))
-        .collect::<Result<_>>()?;
-    let mut terminals = Vec::new();
-    for id in ids {
-        terminals.push(c.wait_spawned(id)?);
-    }
+    let terminals = spawn_pipelined(&mut c, &argv, 20)?;
     for t in &terminals {
         wait_gone(&mut c, t, Duration::from_mins(2))?;
     }
@@ -308,13 +302,7 @@ fn yes_many(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let argv = sh("exec yes 'the quick brown fox jumps over the lazy dog'");
-    let ids: Vec<u32> = (0..100)
-        .map(|_| c.send_spawn(&argv))
-        .collect::<Result<_>>()?;
-    let mut terminals = Vec::new();
-    for id in ids {
-        terminals.push(c.wait_spawned(id)?);
-    }
+    let terminals = spawn_pipelined(&mut c, &argv, 100)?;
     std::thread::sleep(Duration::from_secs(5));
     c.command(Command::KillTerminals { terminals })?;
     Ok(())
@@ -512,17 +500,19 @@ fn spawn_and_kill_2000(socket: &Path) -> Result<()> {
     spawn_and_kill(socket, 2000)
 }
 
+/// `count` spawns of `argv` sent at once, then their terminals as they are reported.
+fn spawn_pipelined(c: &mut Client, argv: &[String], count: usize) -> Result<Vec<TerminalId>> {
+    let ids: Vec<u32> = (0..count)
+        .map(|_| c.send_spawn(argv))
+        .collect::<Result<_>>()?;
+    ids.into_iter().map(|id| c.wait_spawned(id)).collect()
+}
+
 fn spawn_and_kill(socket: &Path, count: usize) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let argv = sh("exec cat");
-    let ids: Vec<u32> = (0..count)
-        .map(|_| c.send_spawn(&argv))
-        .collect::<Result<_>>()?;
-    let mut terminals = Vec::new();
-    for id in ids {
-        terminals.push(c.wait_spawned(id)?);
-    }
+    let terminals = spawn_pipelined(&mut c, &argv, count)?;
     c.command(Command::KillTerminals { terminals })?;
     Ok(())
 }
