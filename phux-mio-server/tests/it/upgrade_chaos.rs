@@ -192,6 +192,27 @@ pub(crate) fn fds_of(pid: u32) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// The descriptors above stderr a child holds once it has settled: a program just started
+/// may hold a file of its own for a moment (`sleep` reads the locale's gconv cache), so the
+/// listing is taken again until two readings 100 ms apart agree.
+pub(crate) fn settled_fds_of(pid: u32) -> Vec<(i32, String)> {
+    let above_stderr = || {
+        let mut fds = fds_of(pid);
+        fds.retain(|(fd, _)| *fd > 2);
+        fds
+    };
+    let end = Instant::now() + DEADLINE;
+    let mut last = above_stderr();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = above_stderr();
+        if now == last || Instant::now() >= end {
+            return now;
+        }
+        last = now;
+    }
+}
+
 fn count_lines(path: &Path) -> std::collections::HashMap<String, usize> {
     let mut counts = std::collections::HashMap::new();
     for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
@@ -237,8 +258,7 @@ fn twenty_upgrades_under_load_are_seen_as_a_pause() {
     // What a child inherits from whoever started the server (a test harness's jobserver
     // pipe, say), before any upgrade.
     let baseline_term = control.spawn(&["sleep", "100000"]);
-    let mut baseline = fds_of(pid_of_terminal(&mut control, &baseline_term));
-    baseline.retain(|(fd, _)| *fd > 2);
+    let baseline = settled_fds_of(pid_of_terminal(&mut control, &baseline_term));
     let pids: Vec<u32> = [&stream_term, &count_term, &quiet_term]
         .iter()
         .map(|t| pid_of_terminal(&mut control, t))
@@ -354,8 +374,7 @@ fn twenty_upgrades_under_load_are_seen_as_a_pause() {
     // [SERVER.UPGRADE.EXEC.7] A program started after the upgrades inherited nothing of the
     // handover, and the server holds no image or previous binary any more.
     let fresh_pid = pid_of_terminal(&mut control, &fresh);
-    let mut inherited = fds_of(fresh_pid);
-    inherited.retain(|(fd, _)| *fd > 2);
+    let inherited = settled_fds_of(fresh_pid);
     assert_eq!(
         inherited, baseline,
         "a new child inherited more than the first ones"

@@ -15,7 +15,7 @@ use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use crate::support::client::{Client, DEADLINE, Server, contains, pid_of_terminal};
 use crate::support::common::{eventually, proc_state};
-use crate::upgrade_chaos::{LoggedServer, fds_of, paste, ping, screen};
+use crate::upgrade_chaos::{LoggedServer, paste, ping, screen, settled_fds_of};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
@@ -78,9 +78,7 @@ fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
     let echo = a.spawn(&["cat"]);
     let inherited = |c: &mut Client| {
         let t = c.spawn(&["sleep", "100000"]);
-        let mut fds = fds_of(pid_of_terminal(c, &t));
-        fds.retain(|(fd, _)| *fd > 2);
-        fds
+        settled_fds_of(pid_of_terminal(c, &t))
     };
     let baseline = inherited(&mut a);
     assert_eq!(
