@@ -154,6 +154,7 @@ fn plan_turn(
         busy_at.insert(token, at);
     }
     for token in again {
+        // Stopped at the cap, not at a short read: read on, to the end this time.
         let wake = Wake {
             readable: true,
             writable: false,
@@ -278,7 +279,6 @@ impl Driver {
                     },
                 )
             }));
-            // Stopped at the cap, not at a short read: read on, to the end this time.
             let mut busy = std::mem::take(&mut self.busy);
             plan_turn(
                 &mut ready,
@@ -289,9 +289,7 @@ impl Driver {
             // Sources that were not busy go first: an honest client's request or a terminal's
             // echo waits for no flood.
             for (token, wake) in ready.drain(..) {
-                self.route(token, wake);
-                self.feed_observed();
-                self.flush();
+                self.serve(token, wake);
             }
             // [SERVER.FAIR.4] Then the busy ones, in turn, for at most a slice; at least one,
             // so each gets its turn however long the others take.
@@ -299,9 +297,7 @@ impl Driver {
             let mut reached = 0;
             while let Some(&(token, wake)) = busy.get(reached) {
                 reached += 1;
-                self.route(token, wake);
-                self.feed_observed();
-                self.flush();
+                self.serve(token, wake);
                 if self.host.clock.now() >= slice_end {
                     break;
                 }
@@ -339,6 +335,13 @@ impl Driver {
         .flatten()
         .min()?;
         Some(self.host.clock.until(next))
+    }
+
+    /// One source's turn: its events, then what the engine made of them, sent.
+    fn serve(&mut self, token: Token, wake: Wake) {
+        self.route(token, wake);
+        self.feed_observed();
+        self.flush();
     }
 
     /// Sends one ready source's readiness to what it names.
