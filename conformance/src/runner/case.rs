@@ -241,7 +241,7 @@ impl Case {
         Ok(())
     }
 
-    fn step_kind(&mut self, step: &Step) -> Result<(), StepError> {
+    pub(super) fn step_kind(&mut self, step: &Step) -> Result<(), StepError> {
         match &step.kind {
             StepKind::Connect { conn } => {
                 if self.conns.get(conn).is_some_and(|c| c.closed) {
@@ -258,6 +258,7 @@ impl Case {
             }
             StepKind::Restart => self.restart(),
             StepKind::Repeat(r) => self.repeat(r),
+            StepKind::Together(body) => self.together(body),
             StepKind::Send { conn, frame } => self.send(conn, frame),
             StepKind::SendRaw { conn, bytes } => {
                 let key = self.conn(conn)?;

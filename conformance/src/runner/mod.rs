@@ -331,6 +331,11 @@ impl Runner<'_> {
                     !transport.virtual_time(),
                     "lets minutes pass: only virtual time can, a real transport would sleep",
                 ),
+                "same-turn" => (
+                    !transport.same_turn(),
+                    "checks the order of the server's turns: only in process do a `together` \
+                     block's frames surely reach the server before its next turn",
+                ),
                 _ => return None,
             })
         };
@@ -411,9 +416,11 @@ fn step_conn(kind: &StepKind) -> Option<&str> {
         | StepKind::Reading { conn, .. }
         | StepKind::ExpectRun { conn, .. }
         | StepKind::ReadBound { conn, .. } => Some(conn),
-        StepKind::Advance(_) | StepKind::Check { .. } | StepKind::Restart | StepKind::Repeat(_) => {
-            None
-        }
+        StepKind::Advance(_)
+        | StepKind::Check { .. }
+        | StepKind::Restart
+        | StepKind::Repeat(_)
+        | StepKind::Together(_) => None,
     }
 }
 
@@ -437,6 +444,7 @@ fn connections_needed(steps: &[Step]) -> usize {
                     n.opened = 0;
                 }
                 StepKind::Repeat(r) => walk(&r.body, n),
+                StepKind::Together(body) => walk(body, n),
                 StepKind::Connect { conn } if n.ever.contains(conn.as_str()) => {
                     n.used.insert(conn);
                     n.opened += 1;

@@ -1,5 +1,6 @@
 //! `repeat` blocks: the body once per iteration, its sends a window of iterations ahead of
-//! its expectations, and a wire log that keeps only the block's first frames.
+//! its expectations, and a wire log that keeps only the block's first frames. And `together`
+//! blocks: sends the server finds ready at once.
 
 use phux_proto::notation::Value;
 
@@ -7,6 +8,15 @@ use super::case::{Case, StepError};
 use crate::transcript::{Repeat, Step, StepKind};
 
 impl Case {
+    /// `together`: its sends go out while the transport holds the server's turns, so that
+    /// the server finds them all ready at once (in process; elsewhere they only go out).
+    pub(super) fn together(&mut self, body: &[Step]) -> Result<(), StepError> {
+        self.transport.hold_turns(true);
+        let sent = body.iter().try_for_each(|step| self.step_kind(step));
+        self.transport.hold_turns(false);
+        sent
+    }
+
     /// `repeat`: the body once per iteration, its sends running a window of iterations ahead
     /// of its expectations, so that many round trips cost little waiting. The wire log keeps
     /// the block's first frames.

@@ -1,11 +1,11 @@
-//! A whole transcript file (the header, the steps, `repeat` blocks), a prelude of `define`
+//! A whole transcript file (the header, the steps, `repeat` and `together` blocks), a prelude of `define`
 //! lines, and a directory of transcripts.
 
 use std::path::Path;
 
 use phux_proto::notation::Value;
 
-use super::lines::{cited_clauses, is_clause_id, logical_lines};
+use super::lines::{Line, cited_clauses, is_clause_id, logical_lines};
 use super::step::{parse_define, parse_repeat_header, parse_step, parse_value};
 use super::{Define, Level, ParseError, Repeat, Step, StepKind, Transcript};
 
@@ -149,53 +149,8 @@ pub fn parse(path: &str, text: &str) -> Result<Transcript, ParseError> {
             continue;
         }
         let clauses = cited_clauses(&line.comment);
-        if let Some(header) = line
-            .code
-            .strip_prefix("repeat ")
-            .and_then(|h| h.strip_suffix('{'))
-        {
-            let (count, var) = parse_repeat_header(header).map_err(|e| err(line.number, e))?;
-            let mut body = Vec::new();
-            let mut all = clauses.clone();
-            let mut closed = false;
-            for inner in iter.by_ref() {
-                if inner.code == "}" {
-                    closed = true;
-                    break;
-                }
-                let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
-                let allowed = matches!(
-                    kind,
-                    StepKind::Send { .. }
-                        | StepKind::SendRaw { .. }
-                        | StepKind::Expect { until: None, .. }
-                );
-                if !allowed {
-                    return Err(err(
-                        inner.number,
-                        "a repeat body holds only `cN >` and `cN <` steps (no `until`)".into(),
-                    ));
-                }
-                let cited = cited_clauses(&inner.comment);
-                all.extend(cited.iter().cloned());
-                body.push(Step {
-                    line: inner.number,
-                    text: inner.code,
-                    clauses: cited,
-                    kind,
-                });
-            }
-            if !closed {
-                return Err(err(line.number, "unclosed `repeat` block".into()));
-            }
-            all.sort_unstable();
-            all.dedup();
-            t.steps.push(Step {
-                line: line.number,
-                text: line.code.clone(),
-                clauses: all,
-                kind: StepKind::Repeat(Repeat { count, var, body }),
-            });
+        if let Some(step) = parse_block(path, &line, clauses.clone(), &mut iter, false) {
+            t.steps.push(step?);
             continue;
         }
         let block = line
@@ -315,6 +270,90 @@ pub fn load_files(
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok((prelude, out))
+}
+
+/// A `repeat N … {` or `together {` block opening on `line`, parsed to its `}`; `None` when
+/// the line opens neither. Inside `together` (`in_together`), a block is a `repeat` of sends.
+fn parse_block(
+    path: &str,
+    line: &Line,
+    clauses: Vec<String>,
+    iter: &mut impl Iterator<Item = Line>,
+    in_together: bool,
+) -> Option<Result<Step, ParseError>> {
+    let code = line.code.as_str();
+    let repeat = code
+        .strip_prefix("repeat ")
+        .and_then(|h| h.strip_suffix('{'));
+    let together = code == "together {";
+    if repeat.is_none() && !together {
+        return None;
+    }
+    Some((|| {
+        let err = |number, message: String| ParseError {
+            path: path.to_owned(),
+            line: number,
+            message,
+        };
+        let header = match repeat {
+            Some(header) => Some(parse_repeat_header(header).map_err(|e| err(line.number, e))?),
+            None if in_together => {
+                return Err(err(line.number, "`together` blocks do not nest".into()));
+            }
+            None => None,
+        };
+        let what = if together { "together" } else { "repeat" };
+        let mut body = Vec::new();
+        let mut all = clauses;
+        let mut closed = false;
+        while let Some(inner) = iter.next() {
+            if inner.code == "}" {
+                closed = true;
+                break;
+            }
+            let cited = cited_clauses(&inner.comment);
+            all.extend(cited.iter().cloned());
+            if together && let Some(block) = parse_block(path, &inner, cited.clone(), iter, true) {
+                body.push(block?);
+                continue;
+            }
+            let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
+            let sends = matches!(kind, StepKind::Send { .. } | StepKind::SendRaw { .. });
+            let allowed = sends
+                || (!together
+                    && !in_together
+                    && matches!(kind, StepKind::Expect { until: None, .. }));
+            if !allowed {
+                let rule = if together || in_together {
+                    "a together block holds only `cN >` steps and `repeat` blocks of them"
+                } else {
+                    "a repeat body holds only `cN >` and `cN <` steps (no `until`)"
+                };
+                return Err(err(inner.number, rule.into()));
+            }
+            body.push(Step {
+                line: inner.number,
+                text: inner.code,
+                clauses: cited,
+                kind,
+            });
+        }
+        if !closed {
+            return Err(err(line.number, format!("unclosed `{what}` block")));
+        }
+        all.sort_unstable();
+        all.dedup();
+        let kind = match header {
+            Some((count, var)) => StepKind::Repeat(Repeat { count, var, body }),
+            None => StepKind::Together(body),
+        };
+        Ok(Step {
+            line: line.number,
+            text: line.code.clone(),
+            clauses: all,
+            kind,
+        })
+    })())
 }
 
 #[cfg(test)]
@@ -503,6 +542,38 @@ c1 bytes since resume <= 5_000
             bad("repeat 2 {\nc1 < X{..} until bytes contains \"a\"\n}\n")
                 .message
                 .contains("only")
+        );
+    }
+
+    #[test]
+    fn together_blocks_hold_sends_and_repeats_of_sends() {
+        let text = format!(
+            "{HEADER}together {{\nrepeat 2 as $n from 1 {{\nc1 > PING{{nonce=$n}}\n}}\n\
+             c2 > PING{{nonce=9}}   # [SERVER.FAIR.1]\n}}\nc1 < PONG{{nonce=1}}\n"
+        );
+        let t = parse("x", &text).unwrap();
+        let StepKind::Together(body) = &t.steps[0].kind else {
+            panic!("{:?}", t.steps[0])
+        };
+        assert!(matches!(&body[0].kind, StepKind::Repeat(r) if r.count == 2 && r.body.len() == 1));
+        assert!(matches!(&body[1].kind, StepKind::Send { conn, .. } if conn == "c2"));
+        assert_eq!(t.steps[0].clauses, ["SERVER.FAIR.1"]);
+        assert!(matches!(t.steps[1].kind, StepKind::Expect { .. }));
+
+        let bad = |body: &str| parse("x", &format!("{HEADER}{body}")).unwrap_err();
+        // Only sends: what is expected comes after the block.
+        let e = bad("together {\nc1 > PING{nonce=1}\nc1 < PONG{nonce=1}\n}\n");
+        assert_eq!(e.line, 8);
+        assert!(e.message.contains("only `cN >`"), "{e}");
+        let e = bad("together {\nrepeat 2 {\nc1 < PONG{nonce=1}\n}\n}\n");
+        assert_eq!(e.line, 8);
+        assert!(e.message.contains("only `cN >`"), "{e}");
+        let e = bad("together {\ntogether {\n}\n}\n");
+        assert!(e.message.contains("do not nest"), "{e}");
+        assert!(
+            bad("together {\nc1 > PING{nonce=1}\n")
+                .message
+                .contains("unclosed `together`")
         );
     }
 }

@@ -217,6 +217,9 @@ pub enum StepKind {
     /// `repeat N [as $i from START] {` … `}`: the body N times, `$i` bound to START,
     /// START+1, … in turn (the runner sends ahead of the expectations, within a window).
     Repeat(Repeat),
+    /// `together {` … `}`: the sends in it (`cN >` steps and `repeat` blocks of them) reach
+    /// the server before it takes its next turn, where the transport can do that.
+    Together(Vec<Step>),
 }
 
 /// A `repeat` block (see [`StepKind::Repeat`]).

@@ -147,6 +147,10 @@ struct Sim {
     h: Harness,
     /// Set only for a [`BrokenInProcess`] server.
     rewriter: Option<Rewriter>,
+    /// While the server's turns are held ([`Transport::hold_turns`]), what each connection
+    /// sent, in the order the connections first sent: on release each is one read, handed to
+    /// the engine in that order, as by a loop that found them all ready at once.
+    held: Option<Vec<(ConnId, Vec<u8>)>>,
 }
 
 impl Sim {
@@ -166,6 +170,14 @@ impl Sim {
         Self {
             h,
             rewriter: flip.map(|RuleFlip::RewriteRetries| Rewriter::default()),
+            held: None,
+        }
+    }
+
+    /// Runs the server's turns until it is idle at this instant, unless they are held.
+    fn settle(&mut self) {
+        if self.held.is_none() {
+            self.h.settle();
         }
     }
 
@@ -308,8 +320,23 @@ impl Transport for Sim {
 
     fn connect(&mut self) -> Result<ConnKey, TransportError> {
         let c = self.h.connect();
-        self.h.settle();
+        self.settle();
         Ok(c.0 as ConnKey)
+    }
+
+    fn hold_turns(&mut self, held: bool) {
+        if held {
+            self.held.get_or_insert_default();
+            return;
+        }
+        for (c, bytes) in self.held.take().unwrap_or_default() {
+            self.h.send_raw(c, &bytes);
+        }
+        self.settle();
+    }
+
+    fn same_turn(&self) -> bool {
+        true
     }
 
     fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError> {
@@ -318,6 +345,13 @@ impl Transport for Sim {
             return Ok(());
         }
         let c = conn_id(conn);
+        if let Some(held) = &mut self.held {
+            match held.iter_mut().find(|(held_conn, _)| *held_conn == c) {
+                Some((_, pending)) => pending.extend_from_slice(bytes),
+                None => held.push((c, bytes.to_vec())),
+            }
+            return Ok(());
+        }
         let ops = self.rewriter.as_mut().map(|r| r.apply_inputs(conn, bytes));
         let Some(ops) = ops else {
             self.h.send_raw(c, bytes);

@@ -113,6 +113,15 @@ pub trait Transport {
     fn connect(&mut self) -> Result<ConnKey, TransportError>;
     /// Sends bytes on a connection.
     fn send(&mut self, conn: ConnKey, bytes: &[u8]) -> Result<(), TransportError>;
+    /// Holds the server's turns while `true`: what is sent meanwhile reaches the server, and
+    /// it handles all of it as a loop that found every connection ready at once would; its
+    /// turns go on when this is set back to `false`. A transport that cannot hold the server
+    /// (a real one, where the kernel decides when bytes arrive) only sends.
+    fn hold_turns(&mut self, _held: bool) {}
+    /// Whether [`Transport::hold_turns`] holds the server's turns (the `same-turn` capability).
+    fn same_turn(&self) -> bool {
+        false
+    }
     /// Waits at most `wait` for bytes or the close of a connection.
     fn recv(&mut self, conn: ConnKey, wait: Duration) -> Result<Recv, TransportError>;
     /// Closes the client's end of a connection.
