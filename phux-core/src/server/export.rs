@@ -241,8 +241,7 @@ impl ServerEngine {
             next_job: state.next_job,
             shutting_down: state.shutting_down,
             upgrade: state.upgrade,
-            spare: Vec::new(),
-            spare_heads: Vec::new(),
+            pool: super::pool::BufferPool::default(),
             viewer_scratch: Vec::new(),
             models_budget: usize::MAX,
         })

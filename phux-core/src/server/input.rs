@@ -137,7 +137,7 @@ impl ServerEngine {
                 "APPLY_INPUT requires 1..=256 events",
             ));
         }
-        let mut scratch = self.spare.pop().unwrap_or_default();
+        let mut scratch = self.pool.take();
         let digest = PayloadDigest::of_in(apply, &mut scratch);
         self.reclaim(scratch);
         let owner = Owner(self.client_of(id).map_or(0, |c| c.0));

@@ -47,12 +47,12 @@ mod input;
 mod lifecycle;
 mod outbound;
 mod output;
+mod pool;
 mod state;
 mod terminal;
 mod upgrade;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 use phux_proto::frame::DetachReason;
@@ -105,10 +105,9 @@ pub struct ServerEngine {
     shutting_down: bool,
     /// An upgrade is pending ([SERVER.UPGRADE.3]): no new write job reaches a PTY.
     upgrade: Option<upgrade::PendingUpgrade>,
-    /// Emptied `Send` buffers the driver gave back ([`Self::reclaim`]), reused for new sends.
-    spare: Vec<Vec<u8>>,
-    /// Shared frame heads whose every copy was written ([`Self::reclaim_shared`]).
-    spare_heads: Vec<Arc<Vec<u8>>>,
+    /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
+    /// for new sends.
+    pool: pool::BufferPool,
     /// The viewers of the terminal whose output is being fanned out, kept between reads so
     /// that a keystroke's echo does not allocate.
     viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
@@ -137,8 +136,7 @@ impl ServerEngine {
             next_job: 1,
             shutting_down: false,
             upgrade: None,
-            spare: Vec::new(),
-            spare_heads: Vec::new(),
+            pool: pool::BufferPool::default(),
             viewer_scratch: Vec::new(),
             models_budget: usize::MAX,
         }

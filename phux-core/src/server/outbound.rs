@@ -1,7 +1,4 @@
-//! The endpoint's output side: frames queued for connections, within their budgets, and
-//! the send buffers the driver gives back.
-
-use std::sync::Arc;
+//! The endpoint's output side: frames queued for connections, within their budgets.
 
 use phux_proto::command::CommandResult;
 use phux_proto::frame::{DetachReason, Detached, ErrorFrame};
@@ -10,12 +7,6 @@ use phux_proto::{ErrorCode, Frame};
 use super::connection::{Budget, Connection, Phase};
 use super::{ConnId, ServerAction, ServerEngine, SharedFrame};
 use crate::framing::FrameDecoder;
-
-/// How many reclaimed send buffers are kept, and the largest capacity worth keeping: enough
-/// for a terminal's output fanned out to a handful of viewers without an allocation (and a
-/// page fault) per frame, bounded so a burst does not pin memory.
-pub(super) const SPARE_BUFFERS: usize = 32;
-pub(super) const SPARE_CAPACITY: usize = 256 * 1024;
 
 impl ServerEngine {
     /// Queues one frame for a connection, coalescing with an adjacent send to it.
@@ -48,7 +39,7 @@ impl ServerEngine {
             _ => {
                 self.actions.push_back(ServerAction::Send {
                     conn: id,
-                    bytes: self.spare.pop().unwrap_or_default(),
+                    bytes: self.pool.take(),
                 });
                 let Some(ServerAction::Send { bytes, .. }) = self.actions.back_mut() else {
                     return;
@@ -129,42 +120,6 @@ impl ServerEngine {
         self.actions
             .push_back(ServerAction::SendShared { conn: id, frame });
         self.shed_over_budget();
-    }
-
-    /// A head for a frame fanned out to several connections, encoded by `encode` into a
-    /// reclaimed buffer when there is one.
-    pub(super) fn shared_head(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Arc<Vec<u8>> {
-        let mut head = self.spare_heads.pop().unwrap_or_default();
-        if let Some(buf) = Arc::get_mut(&mut head) {
-            buf.clear();
-            encode(buf);
-            head
-        } else {
-            let mut buf = Vec::new();
-            encode(&mut buf);
-            Arc::new(buf)
-        }
-    }
-
-    /// Gives back the buffer of a `Send` action once its bytes are written, so that the
-    /// next sends reuse it instead of allocating. Optional: a driver that drops its buffers
-    /// loses only the reuse.
-    pub fn reclaim(&mut self, mut buffer: Vec<u8>) {
-        if self.spare.len() < SPARE_BUFFERS && buffer.capacity() <= SPARE_CAPACITY {
-            buffer.clear();
-            self.spare.push(buffer);
-        }
-    }
-
-    /// Gives back the head of a `SendShared` frame once written. The last connection to give
-    /// a head back returns it to the pool its successors are encoded into; the others just
-    /// let go of their share. Optional, like [`Self::reclaim`].
-    pub fn reclaim_shared(&mut self, mut head: Arc<Vec<u8>>) {
-        if self.spare_heads.len() < SPARE_BUFFERS
-            && Arc::get_mut(&mut head).is_some_and(|b| b.capacity() <= SPARE_CAPACITY)
-        {
-            self.spare_heads.push(head);
-        }
     }
 
     pub(super) fn send_result(&mut self, id: ConnId, request_id: u32, result: CommandResult) {

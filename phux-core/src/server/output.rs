@@ -199,7 +199,7 @@ impl ServerEngine {
             };
             if shared {
                 let head = head
-                    .get_or_insert_with(|| self.shared_head(|buf| out.encode_head(buf)))
+                    .get_or_insert_with(|| self.pool.head(|buf| out.encode_head(buf)))
                     .clone();
                 self.send_shared(
                     conn,
