@@ -103,7 +103,7 @@ mod tests {
         assert_eq!(pool.take().capacity(), 0, "too large to keep");
         pool.give_back(Vec::with_capacity(SPARE_CAPACITY));
         assert_eq!(pool.take().capacity(), SPARE_CAPACITY, "the largest kept");
-        for _ in 0..SPARE_BUFFERS + 1 {
+        for _ in 0..=SPARE_BUFFERS {
             pool.give_back(Vec::with_capacity(16));
         }
         let kept = std::iter::from_fn(|| Some(pool.take()))
@@ -140,7 +140,7 @@ mod tests {
             SPARE_CAPACITY,
             "the largest kept, the larger not"
         );
-        for _ in 0..SPARE_BUFFERS + 1 {
+        for _ in 0..=SPARE_BUFFERS {
             pool.give_back_head(Arc::new(Vec::with_capacity(16)));
         }
         let kept = std::iter::from_fn(|| Some(pool.head(|_| {})))
