@@ -8,7 +8,7 @@ use super::dispatch::Lookup;
 use super::terminal::JobKind;
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
 use crate::digest::PayloadDigest;
-use crate::encoder::{self, BatchError};
+use crate::encoder;
 use crate::ledger::{Admission, LedgerRefusal, Owner};
 use crate::time::Instant;
 use crate::writer::{JobId, WriteOutcome};
@@ -248,19 +248,8 @@ impl ServerEngine {
             ));
         }
         // [INPUT.PASTE.SAFE.3] [INPUT.APPLY.6] [INPUT.APPLY.7] Unsafe paste, then encode against ONE snapshot.
-        let bytes =
-            encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells).map_err(|e| {
-                let message = match &e {
-                    BatchError::UnsafePaste { .. } => {
-                        "APPLY_INPUT batch contains an unsafe paste".to_owned()
-                    }
-                    BatchError::TooLarge { .. } => {
-                        "APPLY_INPUT encoded PTY bytes exceed 64 KiB".to_owned()
-                    }
-                    _ => format!("APPLY_INPUT event encoding failed: {e}"),
-                };
-                refuse(e.code(), message)
-            })?;
+        let bytes = encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells)
+            .map_err(|e| refuse(e.code(), e.to_string()))?;
         if term.jobs.len() >= self.config.max_jobs_per_terminal {
             // [INPUT.APPLY.8] The terminal's pending input queue is full (checked after the
             // batch's own validity, in the order of [INPUT.APPLY.2]).
