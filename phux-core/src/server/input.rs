@@ -333,27 +333,24 @@ impl ServerEngine {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
-        let Some((conn, request_id)) = term.jobs.iter_mut().find_map(|(_, kind)| match kind {
-            JobKind::Acknowledged {
-                op: o,
-                conn,
-                request_id,
-            } if *o == op => Some((*conn, *request_id)),
-            _ => None,
-        }) else {
+        // The job stays queued (its bytes may still be written), its completion ignored.
+        let Some(kind) = term
+            .jobs
+            .iter_mut()
+            .map(|(_, kind)| kind)
+            .find(|kind| matches!(kind, JobKind::Acknowledged { op: o, .. } if *o == op))
+        else {
+            return;
+        };
+        let JobKind::Acknowledged {
+            conn, request_id, ..
+        } = std::mem::replace(kind, JobKind::Unacknowledged)
+        else {
             return;
         };
         // [INPUT.LANE.2] No completion within 5 s of handoff: INPUT_DELIVERY_UNKNOWN, cached.
         let _ = self.ledger.complete(op, WriteOutcome::Unknown);
         self.send_result(conn, request_id, WriteOutcome::Unknown.to_result());
-        // The job stays queued: its bytes may still be written; its completion is ignored.
-        if let Some(term) = self.terminals.get_mut(&t) {
-            for (_, kind) in &mut term.jobs {
-                if matches!(kind, JobKind::Acknowledged { op: o, .. } if *o == op) {
-                    *kind = JobKind::Unacknowledged;
-                }
-            }
-        }
     }
 
     /// A terminal went away with jobs the driver never reported: their fate is unknown.
