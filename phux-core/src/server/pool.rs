@@ -148,4 +148,13 @@ mod tests {
             .count();
         assert_eq!(kept, SPARE_BUFFERS);
     }
+
+    #[test]
+    fn the_engine_keeps_what_the_driver_gives_back() {
+        let mut engine = ServerEngine::new(super::super::ServerConfig::new(vec![1; 16]));
+        engine.reclaim(Vec::with_capacity(4096));
+        assert_eq!(engine.pool.take().capacity(), 4096);
+        engine.reclaim_shared(Arc::new(Vec::with_capacity(2048)));
+        assert_eq!(engine.pool.head(|_| {}).capacity(), 2048);
+    }
 }
