@@ -156,6 +156,28 @@ pub struct PtyChild {
     exit: Option<ChildExit>,
 }
 
+/// Sets every standard signal the child may catch back to its default disposition. exec
+/// resets caught signals but keeps ignored ones, and a server started under `nohup` ignores
+/// SIGHUP, one started with `&` by a shell without job control SIGINT and SIGQUIT: a child
+/// inheriting them would not hang up when its terminal closes, nor stop for INTERRUPT
+/// ([SIGNAL.GROUP.1]). Called in the forked child, before exec ([SERVER.SIGNAL.4]).
+fn reset_signal_dispositions() {
+    for signal in 1..32 {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: sigaction is async-signal-safe; the action is a zeroed struct with the
+        // SIG_DFL handler, no flags and an empty mask, and no old action is asked for. A
+        // number the kernel refuses (none of 1..31 but SIGKILL and SIGSTOP) is left alone.
+        #[allow(unsafe_code)]
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Starts `spec.program` on a fresh pseudo-terminal.
 ///
 /// The child is SIGKILLed by the kernel when the thread that called this exits
@@ -184,6 +206,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are allowed. It makes raw syscalls through rustix (setsid, setrlimit, ioctl TIOCSCTTY on fd 0,
     // which std has already dup2'ed from the slave; prctl PR_SET_PDEATHSIG; getppid) and
+    // sigaction through libc (see `reset_signal_dispositions`), and
     // compares two pids; it allocates nothing, takes no locks and touches no state shared with
     // the parent. An error is returned as a raw errno, which std reports to the parent through
     // its exec-status pipe.
@@ -193,6 +216,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
             // A new session, so the slave can become our controlling terminal and our pid
             // becomes the process group id that killpg targets.
             rustix::process::setsid()?;
+            reset_signal_dispositions();
             // The descriptor limit the server was started with, not the one it raised for
             // itself (see `nofile`): lowering a soft limit is always allowed.
             if let Some(limit) = &nofile {

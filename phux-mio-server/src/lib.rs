@@ -20,7 +20,8 @@
 //!   children.
 //!
 //! `unsafe` appears in three places: in [`child::spawn`]'s `pre_exec` hook, where std offers no
-//! safe way to make the slave the child's controlling terminal; in [`memory::trim`], glibc's
+//! safe way to make the slave the child's controlling terminal nor to give the child default
+//! signal dispositions (libc's `sigaction`); in [`memory::trim`], glibc's
 //! `malloc_trim`, which neither std nor rustix offers; and in [`upgrade`], where the new image
 //! of an in-place upgrade takes ownership of the descriptors the previous image left it by
 //! number (`OwnedFd::from_raw_fd`), which no safe API can do. The crate denies `unsafe_code`,

@@ -37,6 +37,7 @@ mod pty_group_signals_grandchild;
 mod pty_kill_and_reap;
 mod pty_read_after_exit;
 mod pty_replies;
+mod pty_signal_dispositions;
 mod pty_size;
 mod pty_stopped_child_backpressure;
 mod pty_termios;

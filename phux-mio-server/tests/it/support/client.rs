@@ -83,12 +83,21 @@ impl Server {
     /// Starts the server binary on a socket in a fresh directory with `args` after
     /// `--socket <dir>/s.sock`, and waits for its ready line.
     pub(crate) fn start_with(args: &[&std::ffi::OsStr]) -> Self {
+        Self::start_under_shell(":", args)
+    }
+
+    /// [`Self::start_with`], the server started by `/bin/sh` after the shell ran `prelude`
+    /// (`trap '' HUP`: what `nohup` does to it).
+    pub(crate) fn start_under_shell(prelude: &str, args: &[&std::ffi::OsStr]) -> Self {
         use std::io::{BufRead, BufReader};
         use std::process::{Command as Process, Stdio};
 
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("s.sock");
-        let mut process = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
+        let mut process = Process::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("{prelude}; exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_phux-mio-server"))
             .arg("--socket")
             .arg(&socket)
             .args(args)
