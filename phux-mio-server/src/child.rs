@@ -157,10 +157,11 @@ pub struct PtyChild {
 }
 
 /// Sets every standard signal the child may catch back to its default disposition. exec
-/// resets caught signals but keeps ignored ones, and a server started under `nohup` ignores
-/// SIGHUP, one started with `&` by a shell without job control SIGINT and SIGQUIT: a child
-/// inheriting them would not hang up when its terminal closes, nor stop for INTERRUPT
-/// ([SIGNAL.GROUP.1]). Called in the forked child, before exec ([SERVER.SIGNAL.4]).
+/// resets caught signals but keeps ignored ones, and a server may have been started ignoring
+/// some (SIGQUIT by a shell's `&` without job control, SIGHUP under `nohup` for a caller of
+/// this function that does not catch it): a child inheriting them would not quit on ^\, stop
+/// on ^Z or hang up when its terminal closes. Called in the forked child, before exec
+/// ([SERVER.SIGNAL.4]).
 fn reset_signal_dispositions() {
     for signal in 1..32 {
         if signal == libc::SIGKILL || signal == libc::SIGSTOP {

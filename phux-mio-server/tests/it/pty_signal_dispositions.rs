@@ -1,8 +1,7 @@
 //! A terminal's child starts with every signal at its default disposition, whatever the
-//! server was started with: exec keeps ignored signals, and a server started under `nohup`
-//! ignores SIGHUP, one started with `&` by a shell without job control SIGINT and SIGQUIT.
-//! Inherited, they would keep a closed terminal from hanging its child up and INTERRUPT
-//! ([SIGNAL.GROUP.1]) from reaching it.
+//! server was started with ([SERVER.SIGNAL.4]): exec keeps ignored signals, and a server
+//! started with `&` by a shell without job control ignores SIGQUIT, one started by a
+//! supervisor perhaps others. Inherited, they would keep ^\ and ^Z from reaching the child.
 
 use crate::support::client::{Server, pid_of_terminal};
 
