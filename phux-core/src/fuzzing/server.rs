@@ -439,6 +439,12 @@ impl Driver {
 
     /// The end: past the completion bound, every decoded COMMAND has its answer.
     fn finish(&mut self) {
+        // A driver reports every upgrade it was asked for, done or failed ([SERVER.UPGRADE.3]);
+        // this one carries none out. Until then, input waits for it unanswered.
+        if self.h.upgrade_asked() {
+            self.h.fail_upgrade("the fuzz harness does not exec");
+            self.observe();
+        }
         self.h.now += COMPLETION_BOUND + Duration::from_secs(1);
         self.handle(ServerEvent::Timeout);
         let mut rounds = 0;
