@@ -285,75 +285,91 @@ fn parse_block(
     let repeat = code
         .strip_prefix("repeat ")
         .and_then(|h| h.strip_suffix('{'));
-    let together = code == "together {";
-    if repeat.is_none() && !together {
+    if repeat.is_none() && code != "together {" {
         return None;
     }
-    Some((|| {
-        let err = |number, message: String| ParseError {
-            path: path.to_owned(),
-            line: number,
-            message,
-        };
-        let header = match repeat {
-            Some(header) => Some(parse_repeat_header(header).map_err(|e| err(line.number, e))?),
-            None if in_together => {
-                return Err(err(line.number, "`together` blocks do not nest".into()));
-            }
-            None => None,
-        };
-        let what = if together { "together" } else { "repeat" };
-        let mut body = Vec::new();
-        let mut all = clauses;
-        let mut closed = false;
-        while let Some(inner) = iter.next() {
-            if inner.code == "}" {
-                closed = true;
-                break;
-            }
-            let cited = cited_clauses(&inner.comment);
-            all.extend(cited.iter().cloned());
-            if together && let Some(block) = parse_block(path, &inner, cited.clone(), iter, true) {
-                body.push(block?);
-                continue;
-            }
-            let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
-            let sends = matches!(kind, StepKind::Send { .. } | StepKind::SendRaw { .. });
-            let allowed = sends
-                || (!together
-                    && !in_together
-                    && matches!(kind, StepKind::Expect { until: None, .. }));
-            if !allowed {
-                let rule = if together || in_together {
-                    "a together block holds only `cN >` steps and `repeat` blocks of them"
-                } else {
-                    "a repeat body holds only `cN >` and `cN <` steps (no `until`)"
-                };
-                return Err(err(inner.number, rule.into()));
-            }
-            body.push(Step {
-                line: inner.number,
-                text: inner.code,
-                clauses: cited,
-                kind,
-            });
+    Some(parse_block_body(
+        path,
+        line,
+        repeat,
+        clauses,
+        iter,
+        in_together,
+    ))
+}
+
+/// The rest of [`parse_block`]: `repeat` is the header of a `repeat` block, `None` for
+/// `together`.
+fn parse_block_body(
+    path: &str,
+    line: &Line,
+    repeat: Option<&str>,
+    clauses: Vec<String>,
+    iter: &mut impl Iterator<Item = Line>,
+    in_together: bool,
+) -> Result<Step, ParseError> {
+    let together = repeat.is_none();
+    let err = |number, message: String| ParseError {
+        path: path.to_owned(),
+        line: number,
+        message,
+    };
+    let header = match repeat {
+        Some(header) => Some(parse_repeat_header(header).map_err(|e| err(line.number, e))?),
+        None if in_together => {
+            return Err(err(line.number, "`together` blocks do not nest".into()));
         }
-        if !closed {
-            return Err(err(line.number, format!("unclosed `{what}` block")));
+        None => None,
+    };
+    let what = if together { "together" } else { "repeat" };
+    let mut body = Vec::new();
+    let mut all = clauses;
+    let mut closed = false;
+    while let Some(inner) = iter.next() {
+        if inner.code == "}" {
+            closed = true;
+            break;
         }
-        all.sort_unstable();
-        all.dedup();
-        let kind = match header {
-            Some((count, var)) => StepKind::Repeat(Repeat { count, var, body }),
-            None => StepKind::Together(body),
-        };
-        Ok(Step {
-            line: line.number,
-            text: line.code.clone(),
-            clauses: all,
+        let cited = cited_clauses(&inner.comment);
+        all.extend(cited.iter().cloned());
+        if together && let Some(block) = parse_block(path, &inner, cited.clone(), iter, true) {
+            body.push(block?);
+            continue;
+        }
+        let kind = parse_step(&inner.code).map_err(|e| err(inner.number, e))?;
+        let sends = matches!(kind, StepKind::Send { .. } | StepKind::SendRaw { .. });
+        let allowed = sends
+            || (!together && !in_together && matches!(kind, StepKind::Expect { until: None, .. }));
+        if !allowed {
+            let rule = if together || in_together {
+                "a together block holds only `cN >` steps and `repeat` blocks of them"
+            } else {
+                "a repeat body holds only `cN >` and `cN <` steps (no `until`)"
+            };
+            return Err(err(inner.number, rule.into()));
+        }
+        body.push(Step {
+            line: inner.number,
+            text: inner.code,
+            clauses: cited,
             kind,
-        })
-    })())
+        });
+    }
+    if !closed {
+        return Err(err(line.number, format!("unclosed `{what}` block")));
+    }
+    all.sort_unstable();
+    all.dedup();
+    let kind = match header {
+        Some((count, var)) => StepKind::Repeat(Repeat { count, var, body }),
+        None => StepKind::Together(body),
+    };
+    Ok(Step {
+        line: line.number,
+        text: line.code.clone(),
+        clauses: all,
+        kind,
+    })
 }
 
 #[cfg(test)]

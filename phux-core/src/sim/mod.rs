@@ -672,16 +672,22 @@ mod tests {
 
     /// A closed connection whose client does not read lingers for the close bound, then goes
     /// with its backlog; one whose client reads in time gets everything, then ends.
+    /// A connection that said HELLO, read as raw bytes, its HELLO_OK taken.
+    fn raw_after_hello(h: &mut Harness) -> ConnId {
+        h.set_raw_reads(true);
+        let c = h.connect();
+        h.send(c, &hello_frame());
+        h.settle();
+        assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+        c
+    }
+
     #[test]
     fn the_close_bound_keeps_a_closed_connection_readable_until_it_lapses() {
         for reads_in_time in [false, true] {
             let mut h = Harness::new();
-            h.set_raw_reads(true);
             h.set_close_bound(Some(CLOSE_BOUND));
-            let c = h.connect();
-            h.send(c, &hello_frame());
-            h.settle();
-            assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+            let c = raw_after_hello(&mut h);
             h.stall_reader(c);
             // A frame that does not decode is fatal: ERROR, DETACHED, close.
             h.send_raw(c, &[0xff; 16]);
@@ -709,12 +715,8 @@ mod tests {
     fn a_socket_buffer_reports_the_part_of_the_queue_that_fits() {
         const BUFFER: usize = 1000;
         let mut h = Harness::new();
-        h.set_raw_reads(true);
         h.set_socket_buffer(Some(BUFFER));
-        let c = h.connect();
-        h.send(c, &hello_frame());
-        h.settle();
-        assert!(!h.take_received(c).is_empty(), "HELLO_OK, raw");
+        let c = raw_after_hello(&mut h);
         assert_eq!(h.server.queued_bytes(c), Some(0));
         h.stall_reader(c);
         for nonce in 0..200 {

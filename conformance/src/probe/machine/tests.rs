@@ -43,6 +43,17 @@ fn feed(m: &mut ProbeMachine, bytes: &[u8]) -> Vec<String> {
     bodies_from(first, &m.feed(bytes))
 }
 
+/// Feeds a command whose first action writes its bulk output: that output and the report
+/// bodies after it.
+fn bulk_then_reports(m: &mut ProbeMachine, command: &[u8]) -> (Vec<u8>, Vec<String>) {
+    let first = m.next_seq();
+    let actions = m.feed(command);
+    let Some(ProbeAction::Write(bulk)) = actions.first() else {
+        panic!("{actions:?}")
+    };
+    (bulk.clone(), bodies_from(first, &actions[1..]))
+}
+
 fn handle(m: &mut ProbeMachine, event: ProbeEvent) -> Vec<ProbeAction> {
     m.handle(event)
 }
@@ -554,27 +565,19 @@ fn print_writes_the_bytes_before_its_report_and_mark_echoes_a_word() {
 #[test]
 fn flood_writes_that_much_plain_text_before_its_report() {
     let mut m = started();
-    let first = m.next_seq();
-    let actions = m.feed(b":flood 60\n");
-    let Some(ProbeAction::Write(text)) = actions.first() else {
-        panic!("{actions:?}")
-    };
+    let (text, reports) = bulk_then_reports(&mut m, b":flood 60\n");
     assert_eq!(text.len(), 60);
     assert!(text.starts_with(b"abcdefghijklmnopqrstuvwxyzabc"));
     assert!(text.iter().all(u8::is_ascii_lowercase));
-    assert_eq!(bodies_from(first, &actions[1..]), ["FLOODED 60"]);
+    assert_eq!(reports, ["FLOODED 60"]);
     assert_eq!(feed(&mut m, b":flood 0\n"), ["FLOODED 0"]);
 }
 
 #[test]
 fn flood_styled_writes_cells_that_each_set_a_new_pen() {
     let mut m = started();
-    let first = m.next_seq();
-    let actions = m.feed(b":flood-styled 300\n");
-    let Some(ProbeAction::Write(text)) = actions.first() else {
-        panic!("{actions:?}")
-    };
-    let text = String::from_utf8(text.clone()).expect("ASCII");
+    let (text, reports) = bulk_then_reports(&mut m, b":flood-styled 300\n");
+    let text = String::from_utf8(text).expect("ASCII");
     let cells: Vec<&str> = text.split('\x1b').skip(1).collect();
     assert_eq!(cells.len(), 300);
     assert!(
@@ -600,7 +603,7 @@ fn flood_styled_writes_cells_that_each_set_a_new_pen() {
         assert_eq!(letter.len(), 1);
         assert!(letter.bytes().all(|b| b.is_ascii_lowercase()));
     }
-    assert_eq!(bodies_from(first, &actions[1..]), ["STYLED 300"]);
+    assert_eq!(reports, ["STYLED 300"]);
     assert_eq!(feed(&mut m, b":flood-styled 0\n"), ["STYLED 0"]);
 }
 
