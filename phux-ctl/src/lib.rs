@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Without `--socket` it dials the server's default path, which
-//! `phux_mio_server::socket::socket_path` decides for both. `phuxctl --help` lists every
+//! `phux_local::socket_path` decides for both. `phuxctl --help` lists every
 //! command; [`cli`] holds them and [`run`] carries one out.
 //!
 //! Every run first opens the outbox journal for its server (see [`outbox_store`]), rebuilds
@@ -51,7 +51,7 @@ use cli::{Cli, CtlCommand, LeaseAction, SendPart, SignalName};
 use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Step};
 use link::Endpoint;
 use outbox_store::StoreError;
-use phux_mio_server::verify;
+use phux_local::verify;
 
 /// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
 pub const DEFAULT_SIZE: (u16, u16) = (80, 24);

@@ -23,7 +23,7 @@ use super::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
 use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, Waits, resolution_code, verdict};
-use phux_mio_server::verify;
+use phux_local::verify;
 
 /// `phuxctl outbox`'s arguments.
 #[derive(Debug, Clone, Args)]
