@@ -5,7 +5,7 @@ use phux_proto::event::{AgentEvent, TerminalControl};
 use phux_proto::frame::EventFrame;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::Phase;
+use super::connection::Connection;
 use super::terminal::EventFilter;
 use super::{ConnId, LocalTerminal, ServerEngine};
 use crate::lease::LeaseChange;
@@ -16,7 +16,7 @@ impl ServerEngine {
         match terminal {
             None => {
                 if let Some(conn) = self.conns.get_mut(&id) {
-                    conn.server_events = true;
+                    conn.subscribe_server_events();
                 }
             }
             Some(terminal) => match self.lookup(terminal) {
@@ -118,8 +118,8 @@ impl ServerEngine {
     pub(super) fn server_subscribers(&self) -> Vec<ConnId> {
         self.conns
             .values()
-            .filter(|c| c.server_events && c.phase == Phase::Ready)
-            .map(|c| c.id)
+            .filter(|c| c.hears_server_events())
+            .map(Connection::id)
             .collect()
     }
 }

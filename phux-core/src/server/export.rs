@@ -86,7 +86,7 @@ impl EngineState {
 
     /// The connections, in id order.
     pub fn connections(&self) -> impl Iterator<Item = ConnId> + '_ {
-        self.conns.iter().map(|c| c.id)
+        self.conns.iter().map(Connection::id)
     }
 
     /// The terminals with their child's pid (`None` while the spawn is unanswered), in id
@@ -195,10 +195,11 @@ impl ServerEngine {
         }
         let mut conns = BTreeMap::new();
         for conn in state.conns {
-            if conn.cells.cell_width_px == 0 || conn.cells.cell_height_px == 0 {
+            let cells = conn.cells();
+            if cells.cell_width_px == 0 || cells.cell_height_px == 0 {
                 return Err(StateError::Inconsistent("a connection's cell size is zero"));
             }
-            if conns.insert(conn.id, conn).is_some() {
+            if conns.insert(conn.id(), conn).is_some() {
                 return Err(StateError::Inconsistent("a connection appears twice"));
             }
         }

@@ -26,7 +26,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
-        let (client, cells) = (conn.client, conn.cells);
+        let (client, cells) = (conn.client(), conn.cells());
         let Some(term) = self.terminals.get(&t) else {
             return;
         };
@@ -65,7 +65,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
-        let (client, cells) = (conn.client, conn.cells);
+        let (client, cells) = (conn.client(), conn.cells());
         // [LEASE.GATE.2] ROUTE_INPUT under another client's lease is refused with 204 (R10).
         if let Err(held) = self.leases.check_input(now, &TerminalId::from(t), client) {
             return self.send_error_result(
@@ -230,7 +230,7 @@ impl ServerEngine {
             .get(&id)
             .ok_or_else(|| refuse(ErrorCode::INTERNAL_ERROR, "connection gone".into()))?;
         // [LEASE.GATE.3] APPLY_INPUT under another client's lease is 204; no subscription needed.
-        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client) {
+        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client()) {
             return Err(refuse(
                 ErrorCode::INPUT_LEASE_HELD,
                 format!("input lease held by client {}", held.holder),
@@ -248,7 +248,7 @@ impl ServerEngine {
             ));
         }
         // [INPUT.PASTE.SAFE.3] [INPUT.APPLY.6] [INPUT.APPLY.7] Unsafe paste, then encode against ONE snapshot.
-        let bytes = encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells)
+        let bytes = encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells())
             .map_err(|e| refuse(e.code(), e.to_string()))?;
         if term.jobs.len() >= self.config.max_jobs_per_terminal {
             // [INPUT.APPLY.8] The terminal's pending input queue is full (checked after the

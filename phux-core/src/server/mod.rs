@@ -63,7 +63,7 @@ use crate::lane::AckLane;
 use crate::lease::LeaseTable;
 use crate::ledger::OperationLedger;
 use crate::time::Instant;
-use connection::{Connection, Phase};
+use connection::Connection;
 use terminal::Terminal;
 
 pub use crate::writer::{JobId, WriteOutcome};
@@ -209,12 +209,12 @@ impl ServerEngine {
 
     /// Bytes queued for a connection and not yet reported `Sent`.
     pub fn queued_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.outbound.total())
+        self.conns.get(&conn).map(|c| c.outbound().total())
     }
 
     /// Bytes a connection sent that are buffered and not yet framed.
     pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.decoder.buffered())
+        self.conns.get(&conn).map(Connection::buffered)
     }
 
     /// Whether whole frames of the connection wait past this turn's budget
@@ -222,15 +222,12 @@ impl ServerEngine {
     /// `Received` for it when the other sources have had their turn, and reads no more from
     /// it meanwhile, so its buffer stays one read.
     pub fn is_backlogged(&self, conn: ConnId) -> bool {
-        // A connection closed since (failed, detached, shed) has nothing left to handle.
-        self.conns
-            .get(&conn)
-            .is_some_and(|c| c.backlogged && c.phase != Phase::Closed)
+        self.conns.get(&conn).is_some_and(Connection::is_backlogged)
     }
 
     /// The client id of an open connection.
     fn client_of(&self, id: ConnId) -> Option<ClientId> {
-        self.conns.get(&id).map(|c| c.client)
+        self.conns.get(&id).map(Connection::client)
     }
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
@@ -301,11 +298,7 @@ impl ServerEngine {
             }
             self.handshakes.pop_first();
             // [SERVER.LIMIT.2] A connection that has not completed HELLO in time is closed.
-            if self
-                .conns
-                .get(&id)
-                .is_some_and(|c| c.phase == Phase::AwaitHello)
-            {
+            if self.conns.get(&id).is_some_and(Connection::awaits_hello) {
                 self.detach(
                     id,
                     DetachReason::PROTOCOL_ERROR,
@@ -340,7 +333,7 @@ impl ServerEngine {
         } else {
             let deadline = now.saturating_add(self.config.handshake_timeout);
             if let Some(conn) = self.conns.get_mut(&id) {
-                conn.handshake_deadline = Some(deadline);
+                conn.set_handshake_deadline(deadline);
             }
             self.handshakes.insert((deadline, id));
         }
@@ -352,7 +345,7 @@ impl ServerEngine {
         if let Some(at) = self
             .conns
             .get_mut(&id)
-            .and_then(|c| c.handshake_deadline.take())
+            .and_then(Connection::take_handshake_deadline)
         {
             self.handshakes.remove(&(at, id));
         }
@@ -362,15 +355,11 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        let before = conn.outbound.total();
-        conn.outbound.sent(bytes);
-        self.queued = self.queued.saturating_sub(before - conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.sent(bytes));
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
-        if conn.phase == Phase::Ready
-            && !conn.paused.is_empty()
-            && conn.outbound.output <= self.config.output_budget / 2
-        {
-            self.resume_paused_streams(id);
+        let resumable = conn.take_resumable(self.config.output_budget);
+        if !resumable.is_empty() {
+            self.resume_paused_streams(id, resumable);
         }
     }
 
@@ -379,9 +368,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
-        self.queued = self.queued.saturating_sub(conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.outbound().total());
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
-        for change in self.leases.disconnect(conn.client) {
+        for change in self.leases.disconnect(conn.client()) {
             self.broadcast_lease_change(&change);
         }
         for terminal in self.terminals.values_mut() {

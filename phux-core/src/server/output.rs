@@ -7,7 +7,8 @@ use phux_proto::frame::{Bell, EventFrame, TerminalOutputRef};
 use phux_proto::ids::StreamId;
 use phux_proto::{Frame, TerminalId};
 
-use super::connection::Budget;
+use super::connection::Connection;
+use super::outbound::{Budget, Outbound};
 use super::terminal::{Chunk, JobKind};
 use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
 
@@ -55,13 +56,12 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
-        let chunk_limit = conn.max_chunk.get() as usize;
-        let queued = conn.outbound.output;
+        let chunk_limit = conn.max_chunk().get() as usize;
+        let outbound = conn.outbound();
         let budget = self.config.output_budget;
-        // [QUEUE.BOOTSTRAP.1] Judged before the payload is built when the queue is past the
-        // mark a paused stream resumes at, so a client that re-ATTACHes without reading
-        // costs neither memory nor a synthesis per request.
-        if queued > budget / 2 {
+        // [QUEUE.BOOTSTRAP.1] Judged before the payload is built, and again once its size is
+        // known.
+        if outbound.bootstrap_waits(budget) {
             return self.defer_bootstrap(id, t, stream, bootstrap);
         }
         let Some(term) = self.terminals.get_mut(&t) else {
@@ -69,9 +69,7 @@ impl ServerEngine {
         };
         let frames = term.bootstrap(id, stream, bootstrap, chunk_limit);
         let len: usize = frames.iter().map(bootstrap_frame_len).sum();
-        // [QUEUE.BOOTSTRAP.1] A bootstrap larger than the whole budget still reaches a
-        // connection with nothing queued ahead of it ([QUEUE.BOUND.1]'s one frame).
-        if queued > 0 && queued + len > budget {
+        if !outbound.bootstrap_fits(len, budget) {
             return self.defer_bootstrap(id, t, stream, bootstrap);
         }
         for frame in frames {
@@ -101,19 +99,15 @@ impl ServerEngine {
                 paused_at: Some(seq),
             },
         );
-        if let Some(conn) = self.conns.get_mut(&id)
-            && !conn.paused.contains(&t)
-        {
-            conn.paused.push(t);
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.pause(t);
         }
     }
 
-    /// Streams paused for a slow reader start over once it has caught up.
-    pub(super) fn resume_paused_streams(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return;
-        };
-        let paused: Vec<(LocalTerminal, StreamId)> = std::mem::take(&mut conn.paused)
+    /// Streams paused for a slow reader start over once it has caught up (`paused`, from
+    /// [`Connection::take_resumable`]).
+    pub(super) fn resume_paused_streams(&mut self, id: ConnId, paused: Vec<LocalTerminal>) {
+        let paused: Vec<(LocalTerminal, StreamId)> = paused
             .into_iter()
             .filter_map(|t| {
                 let viewer = self.terminals.get(&t)?.viewers.get(&id)?;
@@ -165,22 +159,24 @@ impl ServerEngine {
             .count()
             > 1;
         let mut head = None;
+        let no_queue = Outbound::default();
         for &(conn, viewer) in &viewers {
             if viewer.paused_at.is_some() {
                 continue;
             }
-            let queued = self.conns.get(&conn).map_or(0, |c| c.outbound.output);
-            if queued + frame_len > self.config.output_budget {
+            let outbound = self
+                .conns
+                .get(&conn)
+                .map_or(&no_queue, Connection::outbound);
+            if !outbound.output_fits(frame_len, self.config.output_budget) {
                 // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
                 // its stream: a TOMBSTONE with the last seq it was sent, never a silent gap.
                 let tombstone = self
                     .terminals
                     .get_mut(&terminal)
                     .and_then(|t| t.tombstone(conn, seq - 1));
-                if let Some(c) = self.conns.get_mut(&conn)
-                    && !c.paused.contains(&terminal)
-                {
-                    c.paused.push(terminal);
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.pause(terminal);
                 }
                 if let Some(frame) = tombstone {
                     self.send(conn, &frame);

@@ -55,7 +55,7 @@ impl ServerEngine {
             scrollback_bytes: self
                 .conns
                 .get(&id)
-                .map_or(0, |c| c.max_history_page.get() as usize),
+                .map_or(0, |c| c.max_history_page().get() as usize),
             cells_bytes: MAX_CELLS_JSON,
         }
     }

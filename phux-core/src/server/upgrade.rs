@@ -36,7 +36,10 @@ impl ServerEngine {
     }
 
     pub(super) fn cmd_upgrade(&mut self, id: ConnId, rid: u32, binary: Option<String>) {
-        let local = self.conns.get(&id).is_some_and(|c| c.peer.local_socket);
+        let local = self
+            .conns
+            .get(&id)
+            .is_some_and(super::connection::Connection::is_local);
         if !local {
             // [SERVER.UPGRADE.2] Like SHUTDOWN, accepted on the local socket only.
             return self.send_error_result(
