@@ -6,7 +6,6 @@ use phux_proto::frame::{CommandFrame, Pong};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::connection::{Connection, REPLY_BYTES_PER_UNIT, Request};
-use super::terminal::EventFilter;
 use crate::time::Instant;
 use phux_proto::frame::DetachReason;
 
@@ -105,7 +104,7 @@ impl ServerEngine {
                 if let Some(t) =
                     LocalTerminal::of(&terminal).and_then(|t| self.terminals.get_mut(&t))
                 {
-                    t.viewers.remove(&id);
+                    t.remove_viewer(id);
                 }
                 self.send_result(id, rid, CommandResult::Ok);
             }
@@ -147,13 +146,7 @@ impl ServerEngine {
             } => match self.lookup(&terminal) {
                 Ok(t) => {
                     if let Some(term) = self.terminals.get_mut(&t) {
-                        // A later SUBSCRIBE_EVENTS for the terminal widens the subscription again.
-                        let entry = term.subscribers.entry(id).or_insert(EventFilter {
-                            types: Some(Vec::new()),
-                        });
-                        if entry.types.is_some() {
-                            entry.types = Some(event_types);
-                        }
+                        term.subscribe_terminal_events(id, event_types);
                     }
                     self.send_result(id, rid, CommandResult::Ok);
                 }

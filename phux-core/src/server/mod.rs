@@ -74,12 +74,6 @@ pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
-/// Output bytes a terminal's model takes between two measurements of its heap
-/// ([SERVER.LIMIT.6]): a measurement walks the model's rows (and a screen's marks), and output
-/// grows a model by at most a few times its own size (a combining mark of two bytes takes a
-/// map entry), so the budget is overshot by at most about a megabyte per terminal.
-const MEASURE_EVERY: usize = 256 * 1024;
-
 /// The phux server protocol engine.
 #[derive(Debug)]
 pub struct ServerEngine {
@@ -108,9 +102,9 @@ pub struct ServerEngine {
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,
-    /// The viewers of the terminal whose output is being fanned out, kept between reads so
-    /// that a keystroke's echo does not allocate.
-    viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
+    /// What the chunk being fanned out owes each viewer, kept between reads so that a
+    /// keystroke's echo does not allocate.
+    fanout_scratch: Vec<(ConnId, terminal::Delivery)>,
     /// The bytes the terminals' models may hold together ([SERVER.LIMIT.6]); set by the
     /// driver, not part of an upgrade's image (the new image's driver sets it again).
     models_budget: usize,
@@ -137,7 +131,7 @@ impl ServerEngine {
             shutting_down: false,
             upgrade: None,
             pool: pool::BufferPool::default(),
-            viewer_scratch: Vec::new(),
+            fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
         }
     }
@@ -152,20 +146,7 @@ impl ServerEngine {
 
     /// The heap the terminals' models held when last measured, together.
     pub fn models_bytes(&self) -> usize {
-        self.terminals.values().map(|t| t.heap).sum()
-    }
-
-    /// A terminal's model took `ingested` more bytes of output: measured again once
-    /// [`MEASURE_EVERY`] have come since the last time ([SERVER.LIMIT.6]).
-    pub(super) fn note_output(&mut self, terminal: LocalTerminal, ingested: usize) {
-        let Some(t) = self.terminals.get_mut(&terminal) else {
-            return;
-        };
-        t.unmeasured = t.unmeasured.saturating_add(ingested);
-        if t.unmeasured >= MEASURE_EVERY {
-            t.measure();
-            self.enforce_models_budget();
-        }
+        self.terminals.values().map(Terminal::heap).sum()
     }
 
     /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most loses its history,
@@ -174,15 +155,12 @@ impl ServerEngine {
     pub(super) fn enforce_models_budget(&mut self) {
         let mut total = self.models_bytes();
         while total > self.models_budget {
-            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap) else {
+            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap()) else {
                 return;
             };
-            if t.state.scrollback_len() == 0 {
+            let Some((before, after)) = t.drop_history() else {
                 return;
-            }
-            let before = t.heap;
-            t.state.clear_history();
-            let after = t.measure();
+            };
             total = total - before + after;
         }
     }
