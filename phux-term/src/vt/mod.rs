@@ -19,6 +19,11 @@
 use crate::grid::{Grid, Pen};
 use crate::history::History;
 use crate::tracker::ModeTracker;
+
+/// The most reply bytes that wait for [`Terminal::take_replies`](crate::Terminal::take_replies):
+/// far more than any program's start-up queries (a few dozen bytes each), small enough that a
+/// flood of queries costs nothing.
+pub const MAX_REPLY_BYTES: usize = 4096;
 pub(crate) use charset::{Charset, Charsets};
 
 mod charset;
@@ -435,7 +440,7 @@ impl Vt {
             && self.n_intermediates <= MAX_INTERMEDIATES
             && self.utf8.need <= 3
             && self.osc.len() <= MAX_OSC
-            && self.replies.len() <= crate::MAX_REPLY_BYTES;
+            && self.replies.len() <= MAX_REPLY_BYTES;
         match (sizes, cursors, charsets, parser) {
             (false, ..) => Err("terminal: screen sizes do not match"),
             (_, false, ..) => Err("terminal: a cursor or the scroll region is off the screen"),
