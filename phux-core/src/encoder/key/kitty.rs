@@ -177,7 +177,9 @@ pub(super) fn kitty(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
         },
         // [INPUT.ENCODE.KITTY.5] Keypad keys that produce text send it (unless every key is
         // reported); the others are their own KP_* codes.
-        Kind::Keypad { kitty: code, .. } => {
+        Kind::Keypad {
+            kitty: code, ch, ..
+        } => {
             if !report_all
                 && !release
                 && no_action_mods
@@ -187,14 +189,16 @@ pub(super) fn kitty(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
                 return;
             }
             let Some(code) = code else {
-                // Keypad parentheses have no kitty code: they are text keys.
+                // Keypad parentheses have no kitty code: they are text keys, typing their
+                // character.
                 let ctx = TextCtx {
                     report_all,
                     assoc,
                     alternates,
                     derive: true,
                 };
-                return kitty_text_key(key, None, &mut seq, ctx, out);
+                let typed = ch.map(|c| (char::from(c), char::from(c)));
+                return kitty_text_key(key, typed, &mut seq, ctx, out);
             };
             // Sent as an escape code, the key carries the lock modifiers too (kitty strips them
             // only in legacy mode: key_encoding.c convert_glfw_mods), and its text when

@@ -61,20 +61,23 @@ pub fn encode_key(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
 }
 
 /// Whether `key` types input the program must receive: a press or repeat, not mid-composition,
-/// that carries text or is a key that types a character (a letter, digit, punctuation, Space,
-/// a keypad character). Releases, modifier keys and keys with no code in the terminal's modes
-/// (Print Screen in legacy mode) legitimately write nothing; these must not
-/// ([INPUT.APPLY.13]).
+/// of a key that types a character (a letter, digit, punctuation, Space or keypad character
+/// key, or one the client gave an unshifted code point) or of a key without a code of its own
+/// that carries text. Releases, modifier and lock keys, and functional keys (whose text, if a
+/// client sends any, the encoder ignores as kitty does) are not: a key with no code in the
+/// terminal's modes (Print Screen in legacy mode) legitimately writes nothing. These must
+/// write something ([INPUT.APPLY.13]).
 pub fn types_input(key: &KeyEvent) -> bool {
     if key.action == KeyAction::Release || key.composing {
         return false;
     }
-    if key.text.as_deref().is_some_and(|t| !t.is_empty()) {
-        return true;
-    }
+    let has_text = key.text.as_deref().is_some_and(|t| !t.is_empty());
     match table::classify(key.key) {
-        table::Kind::Text { .. } => true,
-        table::Kind::Keypad { ch, .. } => ch.is_some_and(|c| c != b'\r'),
+        table::Kind::Text { us } => {
+            has_text || us.is_some() || key.unshifted_codepoint.and_then(printable).is_some()
+        }
+        table::Kind::Keypad { ch, .. } => has_text || ch.is_some_and(|c| c != b'\r'),
+        table::Kind::NoCode => has_text,
         _ => false,
     }
 }

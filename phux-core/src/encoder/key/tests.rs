@@ -630,6 +630,44 @@ fn kitty_report_all_and_text() {
     );
     // Associated text alone (without report-all-keys) changes nothing.
     assert_eq!(enc(&with_text(K::KEY_A, N, "a"), &kitty(0b10001)), b"a");
+    // Ctrl, Alt or Super make no text: none is associated (kitty sends `alt+a` with text only
+    // when the system consumed Alt to type `å`, above).
+    #[rustfmt::skip]
+    let no_text: &[(KeyEvent, &[u8])] = &[
+        (with_text(K::KEY_T, A, "t"), b"\x1b[116;3u"),
+        (with_text(K::MINUS, C, "-"), b"\x1b[45;5u"),
+        (with_text(K::KEY_D, S | A, "D"), b"\x1b[100;4u"),
+        // A keypad key sent as an escape code carries its text and the lock modifiers, as
+        // any key does (kitty strips locks only in legacy mode).
+        (with_text(K::NUMPAD0, ModSet::NUM_LOCK, "0"), b"\x1b[57399;129;48u"),
+        (with_text(K::NUMPAD0, C | ModSet::NUM_LOCK, "0"), b"\x1b[57399;133u"),
+    ];
+    check(no_text, &text);
+}
+
+// Kitty "Key codes" when the client sent no unshifted code point: the key is its text when
+// the text tells it (a letter's lower case, an unshifted key's own character), else the US
+// layout's key; the shifted alternate of a textless US key is the US layout's shifted key.
+// [INPUT.ENCODE.KITTY.8] [INPUT.ENCODE.KITTY.9]
+#[test]
+fn kitty_key_code_without_unshifted_codepoint() {
+    let all = kitty(0b1101);
+    #[rustfmt::skip]
+    let table: &[(KeyEvent, &[u8])] = &[
+        // Russian п on the G key: key 1087, base layout g.
+        (with_text(K::KEY_G, N, "п"), b"\x1b[1087::103u"),
+        // Russian Я with Shift: key я (1103), shifted Я, base z.
+        (with_text(K::KEY_Z, S, "Я"), b"\x1b[1103:1071:122;2u"),
+        // French é on Digit2, unshifted: key 233, base 2.
+        (with_text(K::DIGIT2, N, "é"), b"\x1b[233::50u"),
+        // Shift+5 typing %: the shifted text says nothing of the key; the US 5 it is.
+        (with_text(K::DIGIT5, S, "%"), b"\x1b[53:37;2u"),
+        // No text: the US key, and Shift+; has : as its shifted key.
+        (press(K::SEMICOLON, C | S), b"\x1b[59:58;6u"),
+        // Option typed å: the text is not the key.
+        (KeyEvent { consumed_mods: A, ..with_text(K::KEY_A, A, "å") }, b"\x1b[97u"),
+    ];
+    check(table, &all);
 }
 
 #[test]
