@@ -83,6 +83,7 @@
 
 pub mod coverage;
 pub mod expectations;
+pub mod keydiff;
 pub mod netfuzz;
 pub mod pattern;
 pub mod peer;

@@ -1,8 +1,8 @@
 //! `phux-conformance`: tools for checking a phux 0.8 server: `run` replays the transcripts
 //! against a server, `coverage` prints which spec clauses they check, `wire` converts frames
 //! between wire bytes and the text notation the transcripts use, `record` writes a live session
-//! as a transcript draft, and `probe` is the child
-//! the transcripts run inside terminals.
+//! as a transcript draft, `keydiff` compares our key encoder with the phux reference's, and
+//! `probe` is the child the transcripts run inside terminals.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -68,6 +68,9 @@ enum Command {
     Probe(phux_conformance::probe::ProbeArgs),
     /// Fuzz a server with stateful sessions and oracles; findings become transcripts.
     Fuzz(phux_conformance::netfuzz::FuzzArgs),
+    /// Compare our server's key encoder with the phux reference's, byte for byte, by what a
+    /// raw-mode program reads; differences not in conformance/keydiff-decided.toml fail.
+    Keydiff(phux_conformance::keydiff::KeydiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +176,7 @@ fn main() -> ExitCode {
         Command::Coverage { paths } => coverage(&paths),
         Command::Probe(args) => phux_conformance::probe::run(&args),
         Command::Fuzz(args) => phux_conformance::netfuzz::run(&args),
+        Command::Keydiff(args) => phux_conformance::keydiff::cli(&args),
         Command::Record {
             socket,
             out,

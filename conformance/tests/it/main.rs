@@ -10,6 +10,7 @@
 mod launch;
 
 mod coverage;
+mod keydiff;
 mod mutants;
 mod netfuzz;
 mod peer;
