@@ -7,7 +7,7 @@
 //!
 //! Where tmux does not send what xterm sends, the phux side reads what xterm sends (a phux
 //! server is an xterm-compatible terminal to its program): those rows are decided below, each
-//! with its source — xterm's ctlseqs (<https://invisible-island.net/xterm/ctlseqs/ctlseqs.html>)
+//! with its source ([CLIENT.KEY.1] [CLIENT.KEY.2]) — xterm's ctlseqs (<https://invisible-island.net/xterm/ctlseqs/ctlseqs.html>)
 //! or xterm's `input.c` (`Input()`). Keys are separated by a fence character (U+2603) typed
 //! after each, so each key's bytes are told apart without any timing; every wait polls with a
 //! generous deadline. Skipped (printed on stderr and counted by `.ci/run`) where tmux is not

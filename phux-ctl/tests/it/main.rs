@@ -8,6 +8,7 @@
 
 mod support;
 
+mod ctl_attach_notice;
 mod ctl_attach_replies;
 mod ctl_attach_tmux;
 mod ctl_cli_behaviour;
@@ -18,6 +19,7 @@ mod ctl_paste_large;
 mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
+mod ctl_send_silent_key;
 mod ctl_spawn_list_kill;
 mod ctl_trust;
 mod ctl_upgrade;

@@ -309,6 +309,12 @@ impl Vt {
         }
     }
 
+    /// Whether the bytes so far ended between sequences and characters (the parser is in its
+    /// ground state with no UTF-8 character begun).
+    pub(crate) fn at_ground(&self) -> bool {
+        self.state == State::Ground && self.utf8.need == 0
+    }
+
     pub(crate) fn size(&self) -> (u16, u16) {
         (self.cols, self.rows)
     }
