@@ -55,7 +55,7 @@ fn a_200_kib_paste_arrives_intact() {
 
 #[test]
 fn paste_reads_stdin_and_an_untrusted_unsafe_paste_is_refused() {
-    // [INPUT.PASTE.SAFE.1]
+    // [INPUT.PASTE.SAFE.5]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["cat"]);
