@@ -401,9 +401,14 @@ pub fn verdict(resolution: &Resolution) -> String {
             match reason {
                 NotSentReason::ServerGone =>
                     "the server it was addressed to is gone (a new server answered; its terminal \
-                     ids name other programs)",
-                NotSentReason::Expired => "too old to send (submitted 9.5 minutes ago or more)",
-                NotSentReason::Dropped => "dropped from the outbox",
+                     ids name other programs)"
+                        .to_owned(),
+                NotSentReason::Expired =>
+                    "too old to send (submitted 9.5 minutes ago or more)".to_owned(),
+                NotSentReason::Dropped => "dropped from the outbox".to_owned(),
+                NotSentReason::EarlierPartFailed { part } => format!(
+                    "part {part} of the same input was not delivered, so nothing after it is sent"
+                ),
             }
         ),
         Resolution::Refused { code, message } => format!("refused: {code} {message}"),

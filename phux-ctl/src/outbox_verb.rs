@@ -429,6 +429,7 @@ mod tests {
             },
             enqueued_at: Instant::ZERO,
             addressed_to: Incarnation::UNRECORDED,
+            part: None,
         };
         let records = [
             enq(3, 1),
