@@ -12,6 +12,7 @@ mod launch;
 mod coverage;
 mod mutants;
 mod netfuzz;
+mod paste_reference;
 mod peer;
 mod probe_canonical;
 mod probe_raw;
