@@ -31,6 +31,7 @@ pub mod link;
 pub mod list;
 pub mod outbox_store;
 pub mod outbox_verb;
+mod report;
 pub mod tty_input;
 
 use std::collections::HashSet;
@@ -250,12 +251,18 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
                 .map(|part| match part {
                     SendPart::Text(text) => InputEvent::Paste(PasteEvent {
                         trust: PasteTrust::Trusted,
-                        data: text.into_bytes(),
+                        data: pasteable(text.into_bytes(), args.verbatim),
                     }),
                     SendPart::Key(key) => InputEvent::Key(key.0),
                 })
                 .collect();
-            deliver(&mut session, args.id, Input::Events(events), waits.input)?
+            deliver(
+                &mut session,
+                args.id,
+                Input::Events(events),
+                waits.input,
+                args.json,
+            )?
         }
         CtlCommand::Paste(args) => {
             let trust = if args.untrusted {
@@ -263,12 +270,13 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             } else {
                 PasteTrust::Trusted
             };
-            let data = paste_data.unwrap_or_default();
+            let data = pasteable(paste_data.unwrap_or_default(), args.verbatim);
             deliver(
                 &mut session,
                 args.id,
                 Input::Paste { data, trust },
                 waits.input,
+                args.json,
             )?
         }
         CtlCommand::Screen(args) => screen(&mut session, args)?,
@@ -423,42 +431,30 @@ fn resolution_code(resolution: &Resolution) -> u8 {
     }
 }
 
-/// Submits input through the outbox, waits for every operation, prints the verdict.
+/// Text as `send` and `paste` type it: made safe to paste ([CLIENT.PASTE.4]), or exactly as
+/// given when the user asked for `--verbatim` ([CLIENT.PASTE.5]).
+fn pasteable(mut data: Vec<u8>, verbatim: bool) -> Vec<u8> {
+    if !verbatim {
+        // [CLIENT.PASTE.4] Whatever server answers and whatever the program's modes, nothing
+        // in it can end or restart a bracketed paste, edit the line or signal the program.
+        phux_core::encoder::neutralize_paste(&mut data);
+    }
+    data
+}
+
+/// Submits input through the outbox, waits for every operation, prints every part's verdict
+/// ([CLIENT.SUBMIT.3]).
 fn deliver(
     session: &mut Session,
     terminal: TerminalId,
     input: Input,
     wait: Duration,
+    json: bool,
 ) -> Result<u8, CtlError> {
     let ops = session.submit(terminal, input)?;
     let outcomes = session.wait_resolved(&ops, StdInstant::now() + wait)?;
-    let total = ops.len();
-    let mut code = EXIT_OK;
-    let mut out = std::io::stdout().lock();
-    for (i, outcome) in outcomes.into_iter().enumerate() {
-        let (text, this) = match outcome {
-            Some((_, resolution)) => (verdict(&resolution), resolution_code(&resolution)),
-            None => (
-                "unknown: still unanswered; the next phuxctl run resumes or reports it".to_owned(),
-                EXIT_UNKNOWN,
-            ),
-        };
-        if this != EXIT_OK {
-            if total > 1 {
-                let _ = writeln!(out, "{text} (part {} of {total})", i + 1);
-            } else {
-                let _ = writeln!(out, "{text}");
-            }
-            // Unknown outranks refused: part of the input may have been written.
-            if code == EXIT_OK || this == EXIT_UNKNOWN {
-                code = this;
-            }
-        }
-    }
-    if code == EXIT_OK {
-        let _ = writeln!(out, "delivered");
-    }
-    Ok(code)
+    let parts = report::PartOutcome::collect(&ops, outcomes);
+    Ok(report::print(&parts, json, &mut std::io::stdout().lock()))
 }
 
 /// Stdin beyond the ceiling is counted up to this, to report a paste's real size without

@@ -94,6 +94,7 @@ pub(crate) fn is_stripped(b: u8) -> bool {
 /// controls itself (the phux reference) write the same bytes. The length never changes, so
 /// splitting the result into operations cannot make a marker either.
 pub fn neutralize_paste(data: &mut [u8]) {
+    // [CLIENT.PASTE.4] The 8-bit markers first, while the UTF-8 around them is as sent.
     blank_c1_markers(data);
     for b in data.iter_mut() {
         if is_stripped(*b) {
@@ -394,8 +395,8 @@ mod tests {
         }
     }
 
-    // The client's sanitizer on the payload of issue 35: nothing of it can end a paste, edit
-    // the line or stop a program, and the text stays readable.
+    // [CLIENT.PASTE.4] The client's sanitizer on the payload of issue 35: nothing of it can end
+    // a paste, edit the line or stop a program, and the text stays readable.
     #[test]
     fn neutralized_payload() {
         assert_eq!(
@@ -478,7 +479,7 @@ mod tests {
             }
         }
 
-        // The client's sanitizer: same length, idempotent, no stripped byte and no marker
+        // [CLIENT.PASTE.4] The client's sanitizer: same length, idempotent, no stripped byte and no marker
         // left, every other byte unchanged, UTF-8 stays UTF-8; and however the client then
         // splits the result into operations, each part, bracketed, holds only its own two
         // markers and its data exactly.
