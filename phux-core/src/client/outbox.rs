@@ -596,96 +596,118 @@ impl Outbox {
     /// to follow a part of its submission that was not delivered. Needs no connection: such
     /// an operation is never sent anywhere. Returns the resolutions, in submission order.
     pub fn settle_blocked(&mut self) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in self.in_scope() {
-            let Some(part) = self.ops.get(&op).and_then(|p| p.blocked_by) else {
-                continue;
-            };
-            resolved.extend(self.resolve(
-                op,
-                Resolution::NotSent(NotSentReason::EarlierPartFailed { part }),
-            ));
-        }
-        resolved
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let part = self.ops.get(&op)?.blocked_by?;
+                Some((
+                    op,
+                    Resolution::NotSent(NotSentReason::EarlierPartFailed { part }),
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// Resolves every operation in the scope, not awaiting an answer, that is addressed to an
     /// incarnation other than `incarnation` (the one now connected): unknown if a send of it
     /// is in doubt ([CLIENT.RETRY.8]), else not sent. Returns the resolutions.
     pub fn settle_foreign(&mut self, incarnation: Incarnation) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            if p.addressed_to == incarnation || p.in_flight {
-                continue;
-            }
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::IncarnationChanged)
-            } else {
-                // [CLIENT.BIND.3] Its server is gone; the terminal id now names something else.
-                Resolution::NotSent(NotSentReason::ServerGone)
-            };
-            resolved.extend(self.resolve(op, resolution));
-        }
-        resolved
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                if p.addressed_to == incarnation || p.in_flight {
+                    return None;
+                }
+                Some((
+                    op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::IncarnationChanged)
+                    } else {
+                        // [CLIENT.BIND.3] Its server is gone; the terminal id now names
+                        // something else.
+                        Resolution::NotSent(NotSentReason::ServerGone)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// [CLIENT.BIND.4] Resolves every operation in the scope, not awaiting an answer, whose
     /// submission is [`OPERATION_HORIZON`] old (or dated in the future, as after a clock
     /// reset): unknown if a send of it is in doubt, else not sent. Returns the resolutions.
     pub fn expire(&mut self, now: Instant) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            if p.in_flight || age(now, Some(p.enqueued_at)) < OPERATION_HORIZON {
-                continue;
-            }
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::HorizonElapsed)
-            } else {
-                Resolution::NotSent(NotSentReason::Expired)
-            };
-            resolved.extend(self.resolve(op, resolution));
-        }
-        resolved
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                if p.in_flight || age(now, Some(p.enqueued_at)) < OPERATION_HORIZON {
+                    return None;
+                }
+                Some((
+                    op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::HorizonElapsed)
+                    } else {
+                        Resolution::NotSent(NotSentReason::Expired)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// The user gives up `ops` (those pending and not awaiting an answer): each is resolved
-    /// unknown if a send of it is in doubt, else not sent. Returns the resolutions.
+    /// unknown if a send of it is in doubt, else not sent, and so is every later part of
+    /// their submissions. Returns the resolutions.
     pub fn drop_pending(&mut self, ops: &[OperationId]) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in ops {
-            let Some(p) = self.ops.get(op).filter(|p| !p.in_flight) else {
-                continue;
-            };
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::Dropped)
-            } else {
-                Resolution::NotSent(NotSentReason::Dropped)
-            };
-            resolved.extend(self.resolve(*op, resolution));
-        }
-        resolved
+        let mut seen = HashSet::new();
+        let decided = ops
+            .iter()
+            .filter(|op| seen.insert(**op))
+            .filter_map(|op| {
+                let p = self.ops.get(op).filter(|p| !p.in_flight)?;
+                Some((
+                    *op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::Dropped)
+                    } else {
+                        Resolution::NotSent(NotSentReason::Dropped)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// Resolves every pending operation that was never sent or was last answered "not
     /// written" (so nothing of it was written) as refused with `code` and `message`; those in
     /// doubt are reported unknown. For a server that cannot take acknowledged input at all.
     pub fn refuse_all(&mut self, code: ErrorCode, message: &str) -> Vec<(ApplyInput, Resolution)> {
-        let mut out = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            let resolution = if p.in_doubt || p.in_flight {
-                Resolution::Unknown(UnknownReason::RetriesExhausted)
-            } else {
-                Resolution::Refused {
-                    code,
-                    message: message.to_owned(),
-                }
-            };
-            out.extend(self.resolve(op, resolution));
-        }
-        out
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                Some((
+                    op,
+                    if p.in_doubt || p.in_flight {
+                        Resolution::Unknown(UnknownReason::RetriesExhausted)
+                    } else {
+                        Resolution::Refused {
+                            code,
+                            message: message.to_owned(),
+                        }
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     fn apply(
@@ -710,34 +732,40 @@ impl Outbox {
             RetryDecision::ReportUnknown(reason) => Resolution::Unknown(reason),
             RetryDecision::Refused { code, message } => Resolution::Refused { code, message },
         };
-        self.resolve(op, resolution)
+        self.resolve_all(vec![(op, resolution)])
     }
 
-    /// Resolves `op` (if pending) and, when it was not delivered, every later part of its
-    /// submission; returns what was resolved, `op` first.
-    fn resolve(
+    /// Resolves each of `decided` that is pending with its own resolution, in order; then,
+    /// for each that was not delivered, every later part of its submission still pending.
+    /// Returns what was resolved, `decided` first.
+    fn resolve_all(
         &mut self,
-        op: OperationId,
-        resolution: Resolution,
+        decided: Vec<(OperationId, Resolution)>,
     ) -> Vec<(ApplyInput, Resolution)> {
-        let Some(pending) = self.remove(op) else {
-            return Vec::new();
-        };
-        // The part whose failure ends the submission: this one, or the one that ended it
-        // before (a part blocked after a crash).
-        let failed = match &resolution {
-            Resolution::Delivered => None,
-            Resolution::NotSent(NotSentReason::EarlierPartFailed { part }) => Some(*part),
-            _ => Some(pending.part.index),
-        };
-        // [CLIENT.OUTBOX.3] Dropped only once resolved, and the resolution is journaled.
-        self.record(JournalRecord::Resolved {
-            op,
-            resolution: resolution.clone(),
-        });
-        let mut resolved = vec![(pending.input, resolution)];
-        if let Some(failed) = failed {
-            resolved.extend(self.end_submission(pending.part, failed));
+        let mut resolved = Vec::with_capacity(decided.len());
+        let mut ended = Vec::new();
+        for (op, resolution) in decided {
+            let Some(pending) = self.remove(op) else {
+                continue;
+            };
+            // The part whose failure ends the submission: this one, or the one that ended it
+            // before (a part blocked after a crash).
+            match &resolution {
+                Resolution::Delivered => {}
+                Resolution::NotSent(NotSentReason::EarlierPartFailed { part }) => {
+                    ended.push((pending.part, *part));
+                }
+                _ => ended.push((pending.part, pending.part.index)),
+            }
+            // [CLIENT.OUTBOX.3] Dropped only once resolved, and the resolution is journaled.
+            self.record(JournalRecord::Resolved {
+                op,
+                resolution: resolution.clone(),
+            });
+            resolved.push((pending.input, resolution));
+        }
+        for (from, failed) in ended {
+            resolved.extend(self.end_submission(from, failed));
         }
         resolved
     }
