@@ -7,7 +7,8 @@ use phux_core::client::outbox::Resolution;
 use phux_core::client::retry::NotSentReason;
 use phux_proto::{OperationId, TerminalId};
 
-use super::{EXIT_OK, EXIT_UNKNOWN, resolution_code, verdict};
+use crate::error::{EXIT_OK, EXIT_UNKNOWN};
+use crate::send::{resolution_code, verdict};
 
 /// One part of a submission and what became of it (`None`: still unresolved when the wait
 /// ended; it stays in the outbox for the next run).
@@ -203,7 +204,7 @@ mod tests {
              part 2 of 2: not sent: part 1 of the same input was not delivered, so nothing \
              after it is sent\n"
         );
-        assert_eq!(code, super::super::EXIT_REFUSED);
+        assert_eq!(code, crate::error::EXIT_REFUSED);
         // Unresolved at the deadline: the first may be in flight, the rest wait behind it.
         let (text, code) = printed(
             &[
