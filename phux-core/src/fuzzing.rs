@@ -206,9 +206,9 @@ mod structured {
                 first_silent.get_or_insert(i);
             }
             if let InputEvent::Paste(p) = event
-                && paste_is_unsafe(p)
+                && paste_is_unsafe(p, &modes)
             {
-                // [INPUT.PASTE.SAFE.1] The encoder refuses an unsafe paste and appends nothing.
+                // [INPUT.PASTE.SAFE.5] The encoder refuses an unsafe paste and appends nothing.
                 assert!(result.is_err(), "unsafe paste encoded");
                 assert_eq!(each.len(), before);
                 first_unsafe.get_or_insert(i);

@@ -13,6 +13,7 @@ mod coverage;
 mod keydiff;
 mod mutants;
 mod netfuzz;
+mod paste_reference;
 mod peer;
 mod probe_canonical;
 mod probe_raw;

@@ -22,7 +22,7 @@ mod paste;
 
 pub use key::{ctrl_byte, encode_key, types_input};
 pub use mouse::encode_mouse;
-pub use paste::{encode_paste, paste_is_unsafe};
+pub use paste::{encode_paste, neutralize_paste, paste_is_unsafe};
 
 use phux_proto::ErrorCode;
 use phux_proto::input::{FocusEvent, InputEvent};
@@ -198,7 +198,7 @@ pub fn encode_batch(
     // event is encoded (step 7 precedes step 8).
     if let Some(index) = events
         .iter()
-        .position(|ev| matches!(ev, InputEvent::Paste(p) if paste_is_unsafe(p)))
+        .position(|ev| matches!(ev, InputEvent::Paste(p) if paste_is_unsafe(p, modes)))
     {
         return Err(BatchError::UnsafePaste { index });
     }
@@ -631,7 +631,7 @@ mod tests {
                 Err(BatchError::TooLarge { len }) => prop_assert!(len > MAX_ENCODED_BATCH),
                 Err(BatchError::UnsafePaste { index }) => {
                     prop_assert!(
-                        matches!(&events[index], InputEvent::Paste(p) if paste_is_unsafe(p))
+                        matches!(&events[index], InputEvent::Paste(p) if paste_is_unsafe(p, &modes))
                     );
                 }
                 Err(BatchError::TypesNothing { index }) => {

@@ -16,6 +16,8 @@ mod ctl_exec_bridge;
 mod ctl_keys_tmux;
 mod ctl_lease_signal;
 mod ctl_paste_large;
+mod ctl_paste_parts;
+mod ctl_paste_safety;
 mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
