@@ -110,6 +110,13 @@ fn named_differently() -> Vec<Decided> {
         b"\x1b[Z",
         "input.c Input(): XK_ISO_Left_Tab is CSI Z; tmux 3.3a sends nothing",
     ));
+    rows.push(row(
+        "M-BTab",
+        b"\x1b\x1b[Z",
+        b"\x1b[Z",
+        "input.c Input(): XK_ISO_Left_Tab is CSI Z, sent as a sequence; metaSendsEscape \
+         prefixes ESC only to the text a key types",
+    ));
     rows
 }
 
