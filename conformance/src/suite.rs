@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::expectations::Expectations;
 use crate::pattern::Templates;
-use crate::runner::{CaseReport, Runner, ServerInfo};
+use crate::runner::{CaseReport, Outcome, Runner, ServerInfo};
 use crate::spec::{Profile, Spec};
 use crate::transcript::{self, Transcript};
 use crate::transport::Connector;
@@ -212,9 +212,14 @@ impl Suite {
             .discover()
             .map_err(|e| format!("first handshake with the server failed: {e}"))?;
         let mut reports = Vec::new();
+        // The last case that ran, and, once the server stopped completing handshakes, why.
+        let mut last_run: Option<&str> = None;
+        let mut stopped: Option<String> = None;
         for t in self.select(&options.filters) {
             let ours = self.ours_cited(t);
-            let report = if options.profile == Profile::Phux && !ours.is_empty() {
+            let mut report = if let Some(why) = &stopped {
+                runner.not_run(t, why.clone())
+            } else if options.profile == Profile::Phux && !ours.is_empty() {
                 runner.skipped(
                     t,
                     format!("checks rules of phux-rs only: {}", ours.join(" ")),
@@ -222,6 +227,32 @@ impl Suite {
             } else {
                 runner.run(t)
             };
+            if stopped.is_none() && ran_and_did_not_pass(&report) {
+                // A case that failed may have been failed by a server that no longer answers
+                // anyone: ask it for a handshake on a connection of its own.
+                if let Err(e) = runner.handshake() {
+                    // A case that never got past its setup, or never heard from the server,
+                    // met a server that was gone before it began; one that did may have
+                    // ended it, and keeps its outcome.
+                    let gone_before = setup_failed(&report) || !report.heard_from_server;
+                    let after = if gone_before {
+                        last_run.map_or_else(|| "the first handshake".to_owned(), str::to_owned)
+                    } else {
+                        report.id.clone()
+                    };
+                    let why = format!(
+                        "the server stopped completing handshakes after case {after} ({e}); \
+                         the cases from here on were not run"
+                    );
+                    if gone_before {
+                        report.outcome = Outcome::NotRun(why.clone());
+                    }
+                    stopped = Some(why);
+                }
+            }
+            if !matches!(report.outcome, Outcome::Skipped(_) | Outcome::Disabled(_) | Outcome::NotRun(_)) {
+                last_run = Some(&t.id);
+            }
             on_case(&report);
             let stop = options.fail_fast && report.outcome.is_failure();
             reports.push(report);
@@ -231,6 +262,19 @@ impl Suite {
         }
         Ok(reports)
     }
+}
+
+/// Whether a case ran and ended in anything but a PASS (a KNOWN failure included).
+fn ran_and_did_not_pass(report: &CaseReport) -> bool {
+    matches!(
+        report.outcome,
+        Outcome::Fail | Outcome::NonStrict | Outcome::Error(_) | Outcome::Known(_)
+    )
+}
+
+/// Whether a case failed at a step that checks no clause (its setup), or before any step.
+fn setup_failed(report: &CaseReport) -> bool {
+    report.failure.as_ref().is_none_or(|f| f.clauses.is_empty())
 }
 
 fn selects(filter: &str, t: &Transcript) -> bool {
