@@ -250,7 +250,10 @@ impl Suite {
                     stopped = Some(why);
                 }
             }
-            if !matches!(report.outcome, Outcome::Skipped(_) | Outcome::Disabled(_) | Outcome::NotRun(_)) {
+            if !matches!(
+                report.outcome,
+                Outcome::Skipped(_) | Outcome::Disabled(_) | Outcome::NotRun(_)
+            ) {
                 last_run = Some(&t.id);
             }
             on_case(&report);

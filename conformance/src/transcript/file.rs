@@ -267,7 +267,10 @@ pub fn load_files(
             });
         }
         // One id, one case: `--filter` and a peer file's `case =` name cases by id.
-        if let Some((other, _)) = out.iter().find(|(_, o): &&(String, Transcript)| o.id == t.id) {
+        if let Some((other, _)) = out
+            .iter()
+            .find(|(_, o): &&(String, Transcript)| o.id == t.id)
+        {
             return Err(ParseError {
                 path: path.clone(),
                 line: 1,

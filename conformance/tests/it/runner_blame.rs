@@ -11,9 +11,7 @@ use phux_conformance::report;
 use phux_conformance::runner::{CaseReport, Outcome};
 use phux_conformance::spec::Profile;
 use phux_conformance::suite::{Paths, RunOptions, Suite};
-use phux_conformance::transport::{
-    ConnKey, Connector, InProcess, Recv, Transport, TransportError,
-};
+use phux_conformance::transport::{ConnKey, Connector, InProcess, Recv, Transport, TransportError};
 use phux_proto::notation::Value;
 
 /// Opens in-process servers until `healthy` opens are used up; every later transport is a
@@ -101,14 +99,27 @@ fn a_server_that_stops_answering_is_named_and_no_clause_is_blamed() {
     let cases = suite
         .run_with(
             &connector,
-            &options(&["handshake/001", "handshake/002", "handshake/003", "handshake/004"]),
+            &options(&[
+                "handshake/001",
+                "handshake/002",
+                "handshake/003",
+                "handshake/004",
+            ]),
             &mut |_| {},
         )
         .unwrap();
     let tree = report::tree("wedging", &cases);
     assert_eq!(cases.len(), 4, "{tree}");
-    assert_eq!(outcome_of(&cases, "handshake/001"), &Outcome::Pass, "{tree}");
-    assert_eq!(outcome_of(&cases, "handshake/002"), &Outcome::Pass, "{tree}");
+    assert_eq!(
+        outcome_of(&cases, "handshake/001"),
+        &Outcome::Pass,
+        "{tree}"
+    );
+    assert_eq!(
+        outcome_of(&cases, "handshake/002"),
+        &Outcome::Pass,
+        "{tree}"
+    );
     for id in ["handshake/003", "handshake/004"] {
         let Outcome::NotRun(why) = outcome_of(&cases, id) else {
             panic!("{id} should be NOT_RUN:\n{tree}");
