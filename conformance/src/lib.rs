@@ -76,6 +76,7 @@
 
 pub mod coverage;
 pub mod expectations;
+pub mod matrix;
 pub mod netfuzz;
 pub mod pattern;
 pub mod probe;

@@ -43,6 +43,8 @@ pub struct Runner<'a> {
     pub templates: Templates,
     /// The spec, for clause levels.
     pub spec: &'a Spec,
+    /// phux's own sentences traced to our clauses, cited in a failure's requirement lines.
+    pub matrix: &'a crate::matrix::Matrix,
     /// How long an expectation waits on a real transport.
     pub timeout: Duration,
     /// Cases not to run and the peer's known deviations.
@@ -227,9 +229,17 @@ impl Runner<'_> {
                     requirements: step
                         .clauses
                         .iter()
-                        .map(|c| match self.spec.text(c) {
-                            Some(text) => format!("[{c}] {text}"),
-                            None => format!("[{c}] (not in the spec)"),
+                        .map(|c| {
+                            let phux = self.matrix.cites(c);
+                            let phux = if phux.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (phux: {})", phux.join(", "))
+                            };
+                            match self.spec.text(c) {
+                                Some(text) => format!("[{c}] {text}{phux}"),
+                                None => format!("[{c}] (not in the spec)"),
+                            }
                         })
                         .collect(),
                     expected,

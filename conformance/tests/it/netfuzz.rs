@@ -410,17 +410,29 @@ fn live_terminals(connector: &SocketConnector) -> usize {
     }
 }
 
-/// The `netfuzz_session` cargo-fuzz target's committed corpus, replayed through its body on
-/// stable: every input is a session our engine must pass.
+/// The `netfuzz_session` cargo-fuzz target's committed corpus and every minimised crash it
+/// found (`fuzz/regressions/netfuzz_session/`, when there are any), replayed through its body
+/// on stable: every input is a session our engine must pass.
 #[test]
-fn the_fuzz_corpus_replays_clean() {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/netfuzz_session");
+fn the_fuzz_corpus_and_regressions_replay_clean() {
+    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let mut files = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        phux_conformance::netfuzz::fuzzing::session(&std::fs::read(&path).unwrap());
-        files += 1;
+    for dir in ["corpus", "regressions"] {
+        let dir = fuzz.join(dir).join("netfuzz_session");
+        // Only the corpus must exist: a target may have found nothing yet.
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            assert!(
+                dir.ends_with("regressions/netfuzz_session"),
+                "no corpus in {}",
+                dir.display()
+            );
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            phux_conformance::netfuzz::fuzzing::session(&std::fs::read(&path).unwrap());
+            files += 1;
+        }
     }
-    assert!(files >= 5, "{files} inputs in {}", dir.display());
+    assert!(files >= 5, "{files} inputs in {}", fuzz.display());
 }

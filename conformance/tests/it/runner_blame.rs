@@ -185,7 +185,7 @@ fn a_setup_step_that_fails_is_an_error_and_a_fail_quotes_the_failing_steps_claus
     let ping_echo = suite.spec.text("PING.ECHO.1").unwrap();
     let shown = report::case(None, &cases[1]);
     assert!(
-        shown.contains(&format!("requirement: [PING.ECHO.1] {ping_echo}")),
+        shown.contains(&format!("requirement: [PING.ECHO.1] {ping_echo} (phux: ")),
         "{shown}"
     );
     assert!(!shown.contains("the case header's sentence"), "{shown}");
