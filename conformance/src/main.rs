@@ -431,7 +431,7 @@ fn matrix_against(matrix: &phux_conformance::matrix::Matrix, dir: &Path) -> Exit
         };
         for (section, kind, sentence) in keyword_sentences(&text) {
             let want = normalise(&sentence);
-            if !traced.iter().any(|t| *t == want) {
+            if !traced.contains(&want) {
                 missing += 1;
                 println!("{doc} §{section} {}: {sentence}", kind.name());
             }

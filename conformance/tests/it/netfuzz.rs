@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::time::Duration;
 
+use phux_conformance::netfuzz::replay::Replay;
 use phux_conformance::netfuzz::run::{Bounds, Kind};
 use phux_conformance::netfuzz::{Campaign, Report, campaign, write_findings};
+use phux_conformance::runner::Outcome;
 use phux_conformance::suite::{Paths, Suite};
 use phux_conformance::transport::{
     ConnKey, Connector, InProcess, Recv, SocketConnector, Transport, TransportError,
@@ -296,12 +298,29 @@ fn found_and_minimised(bug: Bug, kind: &Kind, sessions: u64) {
         r.minimise_runs,
         r.transcript
     );
+    // Checked both ways before it was written ...
+    assert_eq!(r.replay, Replay::Confirmed, "{bug:?}:\n{}", r.transcript);
+    // ... and the file written replays so: it FAILs (a cited step, not setup) against the
+    // broken server and PASSes against ours.
     let (suite, _dir) = finding_suite(&report);
+    assert_eq!(
+        suite.transcripts.len(),
+        1,
+        "{bug:?}: the finding was not written as a case"
+    );
     let timeout = Duration::from_secs(5);
     let broken = suite.run(&Broken(bug), None, timeout).unwrap();
-    assert!(broken.iter().all(|c| c.outcome.is_failure()), "{broken:?}");
+    assert!(
+        broken
+            .iter()
+            .all(|c| matches!(c.outcome, Outcome::Fail | Outcome::NonStrict)),
+        "{broken:?}"
+    );
     let honest = suite.run(&InProcess, None, timeout).unwrap();
-    assert!(!honest.iter().any(|c| c.outcome.is_failure()), "{honest:?}");
+    assert!(
+        honest.iter().all(|c| c.outcome == Outcome::Pass),
+        "{honest:?}"
+    );
 }
 
 #[test]
