@@ -4,12 +4,17 @@
 //!
 //! The reference is an external binary, never part of this repository: [`reference_binary`]
 //! takes it from `PHUX_REF_BIN`, else from `../shared/interop/phux-0.22.0/phux` beside the
-//! workspace when that file exists. A test without it prints why it skipped:
+//! workspace when that file exists. A test without it skips through `phux_testkit::skip!`
+//! (recorded, so CI lists it):
 //!
 //! ```no_run
-//! use phux_conformance::peer::Server;
+//! use phux_conformance::peer::{PeerError, Server};
 //!
-//! let Some(reference) = Server::reference_or_skip() else { return };
+//! let reference = match Server::reference() {
+//!     Ok(server) => server,
+//!     Err(PeerError::NoReference) => return, // a test records the skip here
+//!     Err(e) => panic!("the phux reference did not start: {e}"),
+//! };
 //! let mut client = reference.client().expect("HELLO");
 //! assert_eq!(client.hello_ok().server_id.len(), 16);
 //! ```
@@ -121,19 +126,6 @@ impl Server {
     pub fn reference() -> Result<Self, PeerError> {
         let bin = reference_binary().ok_or(PeerError::NoReference)?;
         Self::start_reference(&bin)
-    }
-
-    /// For tests: the phux reference, or `None` after printing why the test skips. A
-    /// reference that is there but does not start is a failure, not a skip.
-    pub fn reference_or_skip() -> Option<Self> {
-        match Self::reference() {
-            Ok(server) => Some(server),
-            Err(PeerError::NoReference) => {
-                println!("skipped: {}", PeerError::NoReference);
-                None
-            }
-            Err(e) => panic!("the phux reference did not start: {e}"),
-        }
     }
 
     /// `bin server --socket S`: the phux reference CLI's server.

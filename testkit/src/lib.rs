@@ -1,5 +1,6 @@
 //! What the workspace's tests share about their surroundings: which programs are installed,
-//! where the phux reference peer is, and what a test does when something it needs is missing.
+//! and what a test does when something it needs is missing (the phux reference peer is found
+//! by `phux_conformance::peer::reference_binary`).
 //!
 //! # Skipping
 //!
@@ -29,13 +30,6 @@ use std::path::{Path, PathBuf};
 /// The environment variable naming the file skips are appended to.
 pub const SKIP_LOG_VAR: &str = "PHUX_SKIP_LOG";
 
-/// The environment variable naming the phux reference binary.
-pub const REF_BIN_VAR: &str = "PHUX_REF_BIN";
-
-/// Where the reference is when `PHUX_REF_BIN` is unset, relative to the repository root: the
-/// shared interop directory every checkout has beside it.
-pub const REF_BIN_DEFAULT: &str = "../shared/interop/phux-0.22.0/phux";
-
 /// Record that the calling test skips, and why (use [`skip!`], which names the package).
 ///
 /// # Panics
@@ -46,7 +40,9 @@ pub fn record_skip(package: &str, reason: &str) {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("?");
     let line = format!("{package} {test}: {reason}");
-    eprintln!("skipped: {line}");
+    // Straight to the process's stderr, past libtest's capture of `eprintln!`, so a local run
+    // shows it too.
+    let _ = writeln!(std::io::stderr(), "SKIP: {line}");
     match std::env::var_os(SKIP_LOG_VAR) {
         Some(path) => {
             let written = OpenOptions::new()
@@ -145,40 +141,6 @@ pub fn program(name: &str) -> Option<PathBuf> {
 fn executable(path: &Path) -> bool {
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// The repository's root directory (this crate lives one level below it).
-pub fn repo_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
-}
-
-/// The phux reference binary: `PHUX_REF_BIN`, or [`REF_BIN_DEFAULT`] beside the repository
-/// when it is there. `Err` says why there is none, for [`skip!`].
-///
-/// # Panics
-///
-/// When `PHUX_REF_BIN` is set but names no executable file: a run that asked for the
-/// reference and silently did without it would hide a broken setup.
-pub fn reference_bin() -> Result<PathBuf, String> {
-    if let Some(bin) = std::env::var_os(REF_BIN_VAR).filter(|v| !v.is_empty()) {
-        let bin = PathBuf::from(bin);
-        assert!(
-            executable(&bin),
-            "{REF_BIN_VAR}={} is not an executable file",
-            bin.display()
-        );
-        return Ok(bin);
-    }
-    let default = repo_root().join(REF_BIN_DEFAULT);
-    if executable(&default) {
-        Ok(default)
-    } else {
-        Err(format!(
-            "no phux reference: {REF_BIN_VAR} is unset and {} is not there",
-            default.display()
-        ))
-    }
 }
 
 /// Whether the tests run as root (some need to create files of another user).

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub(crate) use server::{DEADLINE, Server};
+pub(crate) use server::{DEADLINE, Server, key_recorder};
 
 /// Between two polls of a condition that phuxctl reads from the server.
 const POLL: Duration = Duration::from_millis(25);
