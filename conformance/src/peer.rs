@@ -37,11 +37,11 @@ use phux_proto::frame::{CommandFrame, HelloOk, SpawnResult, SpawnTerminal, Termi
 use phux_proto::{DecodeError, Frame, GroupId, TerminalId};
 
 /// The variable naming the phux reference binary.
-pub const REFERENCE_ENV: &str = "PHUX_REF_BIN";
+pub const REFERENCE_ENV: &str = phux_testkit::REF_BIN_VAR;
 
 /// Where the reference is looked for when [`REFERENCE_ENV`] is unset, relative to the
 /// workspace root (the interop peers sit beside a checkout, never inside it).
-pub const REFERENCE_DEFAULT: &str = "../shared/interop/phux-0.22.0/phux";
+pub const REFERENCE_DEFAULT: &str = phux_testkit::REF_BIN_DEFAULT;
 
 /// How long starting a server, a HELLO or a command may take. Generous: a loaded 2-core
 /// machine can take seconds to schedule a freshly started process.
@@ -99,14 +99,10 @@ impl PeerError {
 }
 
 /// The phux reference binary: `PHUX_REF_BIN` when set (even if it names nothing, so that a
-/// typo is reported rather than skipped), else [`REFERENCE_DEFAULT`] when that file exists.
+/// typo is reported rather than skipped), else [`REFERENCE_DEFAULT`] when that file exists
+/// (one place decides: `phux_testkit::reference_bin`).
 pub fn reference_binary() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os(REFERENCE_ENV) {
-        return Some(PathBuf::from(bin));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let default = root.join(REFERENCE_DEFAULT);
-    default.is_file().then_some(default)
+    phux_testkit::reference_bin().ok()
 }
 
 /// A phux server process on a socket of its own, killed and reaped on drop; its scratch

@@ -1,6 +1,5 @@
 //! What the workspace's tests share about their surroundings: which programs are installed,
-//! and what a test does when something it needs is missing (the phux reference peer is found
-//! by `phux_conformance::peer::reference_binary`).
+//! where the phux reference peer is, and what a test does when something it needs is missing.
 //!
 //! # Skipping
 //!
@@ -141,6 +140,37 @@ pub fn program(name: &str) -> Option<PathBuf> {
 fn executable(path: &Path) -> bool {
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The environment variable naming the phux reference binary.
+pub const REF_BIN_VAR: &str = "PHUX_REF_BIN";
+
+/// Where the reference is when `PHUX_REF_BIN` is unset, relative to the repository root: the
+/// shared interop directory beside a checkout (never inside it).
+pub const REF_BIN_DEFAULT: &str = "../shared/interop/phux-0.22.0/phux";
+
+/// The repository's root directory (this crate lives one level below it).
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// The phux reference binary: `PHUX_REF_BIN` when set (even if it names nothing there, so a
+/// typo fails the test that starts it rather than skipping it), else [`REF_BIN_DEFAULT`]
+/// beside the repository when it is there. `Err` says why there is none, for [`skip!`].
+pub fn reference_bin() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os(REF_BIN_VAR).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(bin));
+    }
+    let default = repo_root().join(REF_BIN_DEFAULT);
+    if executable(&default) {
+        Ok(default)
+    } else {
+        Err(format!(
+            "no phux reference: {REF_BIN_VAR} is unset and {} is not there",
+            default.display()
+        ))
+    }
 }
 
 /// Whether the tests run as root (some need to create files of another user).

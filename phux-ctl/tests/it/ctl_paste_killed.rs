@@ -33,8 +33,8 @@ fn a_paste_killed_mid_way_is_finished_by_the_next_run_exactly_once() {
          time.sleep(0.02)\n",
         received.display()
     );
-    let script = format!("stty raw -echo; exec python3 -c \"$0\"");
-    let id = ctl.spawn(&["/bin/sh", "-c", &script, &reader]);
+    let script = "stty raw -echo; exec python3 -c \"$0\"";
+    let id = ctl.spawn(&["/bin/sh", "-c", script, &reader]);
     ctl.wait_screen(&id, "ready", |s| s.contains("ready"));
 
     let mut paste = ctl

@@ -379,8 +379,7 @@ fn after_a_server_that_died_holding_its_stdio_the_bridge_restores_the_flags_itse
 /// The phux reference server (`PHUX_REF_BIN`, or the shared copy beside the repository) on a
 /// socket in `dir`, with its own HOME and XDG directories; `Err` says why there is none.
 fn reference_server(dir: &std::path::Path) -> Result<(KillOnDrop, std::path::PathBuf), String> {
-    let bin = phux_conformance::peer::reference_binary()
-        .ok_or_else(|| phux_conformance::peer::PeerError::NoReference.to_string())?;
+    let bin = phux_testkit::reference_bin()?;
     let run = dir.join("run");
     std::fs::create_dir(&run).expect("mkdir");
     chmod(&run, 0o700);
