@@ -62,27 +62,26 @@ fn latency_probes_round_trip() {
 }
 
 #[test]
-fn tmux_and_dtach_receive_the_stream_when_installed() {
+fn tmux_receives_the_stream() {
+    phux_testkit::require_programs!("tmux");
     setup();
-    if phux_bench::tmux::installed("tmux", "-V") {
-        let t = throughput::tmux_control(LINES, true).expect("tmux -C");
-        assert!(t.delivered >= t.expected, "{t:?}");
-        let a = throughput::tmux_attached(LINES).expect("tmux attached");
-        assert!(
-            a.complete(),
-            "the end marker never reached the client: {a:?}"
-        );
-        let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
-        assert!(term.echo('q').expect("tmux echo") > 0.0);
-    } else {
-        eprintln!("tmux not installed: skipped");
-    }
-    if phux_bench::tmux::installed("dtach", "--help") {
-        let d = throughput::dtach(LINES).expect("dtach");
-        assert!(d.delivered >= d.expected, "{d:?}");
-    } else {
-        eprintln!("dtach not installed: skipped");
-    }
+    let t = throughput::tmux_control(LINES, true).expect("tmux -C");
+    assert!(t.delivered >= t.expected, "{t:?}");
+    let a = throughput::tmux_attached(LINES).expect("tmux attached");
+    assert!(
+        a.complete(),
+        "the end marker never reached the client: {a:?}"
+    );
+    let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
+    assert!(term.echo('q').expect("tmux echo") > 0.0);
+}
+
+#[test]
+fn dtach_receives_the_stream() {
+    phux_testkit::require_programs!("dtach");
+    setup();
+    let d = throughput::dtach(LINES).expect("dtach");
+    assert!(d.delivered >= d.expected, "{d:?}");
 }
 
 #[test]

@@ -21,5 +21,6 @@ mod probe_signals;
 mod probe_stall;
 mod probe_util;
 mod run_cli;
+mod runner_blame;
 mod suite;
 mod wire_cli;

@@ -15,8 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ctl_attach_tmux::{Tmux, shell_quote, tmux_available};
-use crate::support::{Ctl, Server, skip, wait_until};
+use crate::ctl_attach_tmux::{Tmux, shell_quote};
+use crate::support::{Ctl, Server, wait_until};
 
 /// Typed after every key: no key under test types it, and after any key (an Escape, a cut
 /// `ESC [`, `ESC O` or `ESC P` included) it is read as itself.
@@ -479,10 +479,7 @@ fn check(failures: &[String]) {
 
 #[test]
 fn attach_in_tmux_types_what_tmux_types_straight() {
-    if !tmux_available() {
-        skip("attach_in_tmux_types_what_tmux_types_straight: tmux is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let mut rig = Rig::start("off", "", true);
     let mut classes = classes();
     // Bursts: several keys in one write, read by attach in one read (ESC then a key is Alt
@@ -508,12 +505,7 @@ fn attach_in_tmux_types_what_tmux_types_straight() {
 
 #[test]
 fn attach_in_application_cursor_and_keypad_modes_types_what_tmux_types() {
-    if !tmux_available() {
-        skip(
-            "attach_in_application_cursor_and_keypad_modes_types_what_tmux_types: tmux is not installed",
-        );
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     // DECCKM (CSI ? 1 h) and DECKPAM (ESC =), as vim and less ask for them.
     let mut rig = Rig::start("off", "1b5b3f31681b3d", true);
     let all = classes();
@@ -532,10 +524,7 @@ fn attach_in_application_cursor_and_keypad_modes_types_what_tmux_types() {
 
 #[test]
 fn attach_under_tmux_extended_keys_types_what_xterm_types() {
-    if !tmux_available() {
-        skip("attach_under_tmux_extended_keys_types_what_xterm_types: tmux is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let mut rig = Rig::start("always", "", true);
     let decided = extended();
     let mut keys: Vec<String> = decided.iter().map(|d| d.key.clone()).collect();
@@ -546,10 +535,7 @@ fn attach_under_tmux_extended_keys_types_what_xterm_types() {
 
 #[test]
 fn send_key_names_type_what_tmux_send_keys_types() {
-    if !tmux_available() {
-        skip("send_key_names_type_what_tmux_send_keys_types: tmux is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let mut rig = Rig::start("off", "", false);
     let mut classes = classes();
     classes.push((
