@@ -124,6 +124,20 @@ impl Server {
         Self::start_reference(&bin)
     }
 
+    /// The phux reference for a test: `None` once the skip is recorded when its binary is
+    /// absent (the test returns then); any other failure to start it fails the test.
+    #[allow(clippy::panic)]
+    pub fn reference_or_skip() -> Option<Self> {
+        match Self::reference() {
+            Ok(server) => Some(server),
+            Err(e @ PeerError::NoReference) => {
+                phux_testkit::skip!("{e}");
+                None
+            }
+            Err(e) => panic!("the phux reference did not start: {e}"),
+        }
+    }
+
     /// `bin server --socket S`: the phux reference CLI's server.
     pub fn start_reference(bin: &Path) -> Result<Self, PeerError> {
         Self::start("reference", bin, |socket| {

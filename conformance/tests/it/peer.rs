@@ -1,7 +1,7 @@
 //! `phux_conformance::peer`: the reference and our server, each started in a scratch home,
 //! answer HELLO, spawn a terminal, and are gone once dropped.
 
-use phux_conformance::peer::{Client, PeerError, Server};
+use phux_conformance::peer::{Client, Server};
 use phux_proto::frame::TerminalSize;
 use phux_proto::{Command, CommandResult};
 
@@ -33,13 +33,8 @@ fn gone(pid: u32) -> bool {
 
 #[test]
 fn the_reference_starts_answers_and_is_gone_when_dropped() {
-    let server = match Server::reference() {
-        Ok(server) => server,
-        Err(e @ PeerError::NoReference) => {
-            phux_testkit::skip!("{e}");
-            return;
-        }
-        Err(e) => panic!("the phux reference did not start: {e}"),
+    let Some(server) = Server::reference_or_skip() else {
+        return;
     };
     exercise(&server);
     let (pid, home) = (server.pid(), server.home().to_owned());

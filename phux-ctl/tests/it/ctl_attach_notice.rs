@@ -8,8 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use crate::ctl_attach_replies::attach_in_tmux;
-use crate::ctl_attach_tmux::tmux_available;
-use crate::support::{Ctl, Server, skip, wait_until};
+use crate::support::{Ctl, Server, wait_until};
 
 /// A shell that prints `ready`, then 40 lines each time it is interrupted, and otherwise
 /// waits; its terminal stays in cooked mode, so keys that reach it are echoed.
@@ -33,10 +32,7 @@ fn rows(pane: &str, rows: usize) -> Vec<String> {
 
 #[test]
 fn attach_shows_while_keys_do_not_reach_the_program_and_then_leaves_the_screen_intact() {
-    if !tmux_available() {
-        skip("attach_shows_while_keys_do_not_reach_the_program...: tmux is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["/bin/sh", "-c", PROGRAM]);
