@@ -90,6 +90,7 @@ pub mod probe;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod screen_diff;
 pub mod spec;
 pub mod suite;
 pub mod transcript;

@@ -158,6 +158,9 @@ fn push_grid(out: &mut String, grid: &Grid) {
     let rows = grid.rows();
     // Whether the previous row was drawn up to its last column and wraps into this one.
     let mut wrapping = false;
+    // Whether the cursor already stands at the start of this row (the previous one wrapped
+    // before its last column).
+    let mut at_start = false;
     for (y, row) in grid.iter().enumerate() {
         let used = usize::from(row.used());
         let first = row.cells.first().copied().unwrap_or(Cell::BLANK);
@@ -169,7 +172,7 @@ fn push_grid(out: &mut String, grid: &Grid) {
                 pens.set(out, row.pen(first));
                 out.push_str(" \x08\x1b[X");
             }
-        } else if used > 0 {
+        } else if used > 0 && !at_start {
             let _ = write!(out, "\x1b[{};1H", y + 1);
         }
         // The column the fresh terminal's cursor is at (`cols` when wrap-pending).
@@ -212,10 +215,17 @@ fn push_grid(out: &mut String, grid: &Grid) {
             }
         }
         let last = row.cells.last().copied().unwrap_or(Cell::BLANK);
-        wrapping = row.wrapped
-            && y + 1 < usize::from(rows)
-            && at == usize::from(cols)
-            && (last.has_contents() || last.is_wide_cont());
+        let continues = row.wrapped && y + 1 < usize::from(rows);
+        wrapping =
+            continues && at == usize::from(cols) && (last.has_contents() || last.is_wide_cont());
+        at_start = continues && !wrapping && cols > 1;
+        if at_start {
+            // A row that wrapped before its last column (a wide character did not fit): a wide
+            // character at the last column wraps the same way, leaving that column as it is,
+            // and is erased again from the next row, which is then drawn from its start.
+            pens.set(out, Pen::default());
+            let _ = write!(out, "\x1b[{};{cols}H\u{4e00}\r\x1b[2X", y + 1);
+        }
     }
     pens.set(out, Pen::default());
 }

@@ -2,12 +2,10 @@
 
 use unicode_width::UnicodeWidthChar as _;
 
-use super::{MAX_CELL_BYTES, Vt};
-use crate::grid::Cell;
+use super::{MAX_CELL_BYTES, ReferenceHazard, Vt};
+use crate::grid::{Cell, Pen};
 
 impl Vt {
-    /// Wraps to the start of the next row, marking the row soft-wrapped (as vt100 does: only
-    /// when its last cell holds something and the cursor really moves on).
     /// A character follows a pending wrap: it wraps, or, with DECAWM reset since, it is written
     /// over the last column. [xterm] `DECRST 7` leaves `do_wrap` as it is (`srm_DECAWM` only
     /// changes the flag), and the write that finds `do_wrap` set wraps only under WRAPAROUND.
@@ -47,15 +45,23 @@ impl Vt {
         let from = x.max(cols.saturating_sub(n + 1));
         if (from..cols.saturating_sub(1)).any(|p| row.cells[usize::from(p)].is_wide()) {
             self.hazard();
+            // (The reference too.)
+            self.reference_hazard(ReferenceHazard::InsertRun);
         }
     }
 
+    /// Wraps to the start of the next row, marking the row soft-wrapped when the cursor really
+    /// moves on. [xterm] `WrapLine` marks the row it leaves (`LINEWRAPPED`) whatever its last
+    /// cell holds: a wide character that did not fit the last column wraps its row too.
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
-        let row = self.screen.row_mut(y);
-        let last = row.cells[row.cells.len() - 1];
-        row.wrapped = moves && self.rows > 1 && (last.has_contents() || last.is_wide_cont());
+        if !moves {
+            // (xterm marks the row all the same: a mark that points at no next row, which the
+            // bootstrap could not rebuild.)
+            self.reference_hazard(ReferenceHazard::WrapInPlace);
+        }
+        self.screen.row_mut(y).wrapped = moves && self.rows > 1;
         self.linefeed();
         self.cur.x = 0;
     }
@@ -217,6 +223,13 @@ impl Vt {
                 self.hazard();
             }
         }
+        // The reference leaves a blank in the default style where xterm keeps the first
+        // half's own style (a write at the last column): a hazard where that shows.
+        if let Some(pen) = lead.filter(|_| x + 1 == cols)
+            && !super::edit::looks_like(pen, Pen::default())
+        {
+            self.reference_hazard(ReferenceHazard::LastColumnCut);
+        }
         let row = self.screen.row_mut(y);
         if lead.is_some() {
             if x + 1 == cols {
@@ -267,6 +280,16 @@ impl Vt {
             // the character is dropped and no wrap is pending.
             if self.autowrap {
                 self.wide_wrap_hazard();
+                let row = self.screen.row(self.cur.y);
+                let last = row.cells[usize::from(self.cols - 1)];
+                if last.has_contents()
+                    || last.is_wide_cont()
+                    || last.styled()
+                    || self.pen != Pen::default()
+                {
+                    // (The reference blanks the column.)
+                    self.reference_hazard(ReferenceHazard::WideWrapOver);
+                }
                 self.wrap();
             } else {
                 // Alacritty leaves a wrap pending.
