@@ -1108,3 +1108,30 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         t.heap_bytes()
     );
 }
+
+/// A cursor saved wrap-pending over an empty last column of a soft-wrapped row (a wide
+/// character that did not fit wrapped it): the bootstrap saves it before drawing the row, as
+/// erasing the space that makes the wrap pending would end the row's soft wrap afterwards.
+#[test]
+fn bootstrap_keeps_a_soft_wrap_under_a_saved_pending_cursor() {
+    for alternate in [false, true] {
+        let mut t = Terminal::new(12, 5, 0);
+        if alternate {
+            t.advance(b"main\x1b[?1049h");
+        }
+        // The cursor saved wrap-pending at the end of row 1, whose last column is then erased;
+        // a wide character that does not fit the last column wraps the row again.
+        t.advance("\x1b[2;1H############\x1b7\x1b[X\x1b[2;11Hx\u{4e2d}".as_bytes());
+        assert!(
+            t.vt.screen.row(1).wrapped,
+            "the wide character wrapped row 1"
+        );
+        let mut fresh = Terminal::new(12, 5, 0);
+        fresh.advance(&t.bootstrap());
+        assert_eq!(
+            drawing(&t),
+            drawing(&fresh),
+            "alternate screen: {alternate}"
+        );
+    }
+}
