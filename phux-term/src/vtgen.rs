@@ -42,9 +42,11 @@ pub mod reference {
     /// `CSI ? 1049 h` with a pending wrap: xterm cancels it (the switch clears the screen),
     /// the reference keeps it. A CR goes first.
     pub const ENTER_1049_PENDING: &str = "enter-1049-pending-wrap";
-    /// `CSI ? 1049 h` with a background colour: xterm clears the alternate screen in it
-    /// (BCE), the reference in the default. Not sent.
-    pub const ENTER_1049_BACKGROUND: &str = "enter-1049-background";
+    /// `CSI ? 1049 h` or `l` with a background colour: xterm clears the alternate screen as
+    /// it enters it, in the background colour of that moment (BCE), and not as it leaves; the
+    /// reference clears it as it enters in the default colour, and as it leaves in the
+    /// background colour then (seen when it is entered again). Not sent.
+    pub const ALT_1049_BACKGROUND: &str = "1049-background";
     /// IL or DL with the cursor outside the scroll region: xterm still moves it to the first
     /// column, the reference leaves it. A CR follows.
     pub const LINE_EDIT_OUTSIDE_REGION: &str = "il-dl-outside-region";
@@ -76,9 +78,6 @@ pub mod reference {
     /// xterm joins it to that character (`char_was_written`), the reference to the one
     /// before. Not sent.
     pub const MARK_WITHOUT_AUTOWRAP: &str = "mark-at-last-column-without-autowrap";
-    /// ICH, or a write in insert mode, on a soft-wrapped row: xterm ends the wrap
-    /// (`ScrnInsertChar` ends with `LineClrWrapped`), the reference keeps it. Not sent.
-    pub const INSERT_ON_WRAPPED: &str = "insert-on-soft-wrapped-row";
     /// A scroll whose rows do not go to history (the alternate screen, a region below the
     /// top) while a row of the region is soft-wrapped: xterm moves each row with its mark and
     /// clears the new rows (`ScrnDeleteLine`, `ScrnClearLines`); the reference's new rows keep
@@ -90,7 +89,8 @@ pub mod reference {
     pub const ORIGIN_ROW_SHIFT: &str = "origin-mode-row-shift";
     /// A write at the last column cutting a wide character in two: xterm leaves the first
     /// half a space in the character's own style (`ScrnWriteText`), the reference a blank in
-    /// the default style. Not sent where that shows.
+    /// the pen's colours (what xterm leaves when the write starts elsewhere). Not sent where
+    /// that shows.
     pub const LAST_COLUMN_CUT: &str = "last-column-cut";
     /// TBC without a parameter (`CSI g`): xterm clears the tab stop at the cursor (the
     /// default is 0, ctlseqs "Ps = 0 ⇒ Clear Current Column (default)"), the reference does
@@ -106,14 +106,19 @@ pub mod reference {
     /// margin: xterm shifts the row by the run's width at once (`WriteText`), the reference a
     /// character at a time, cutting the wide character on the way. Not sent.
     pub const INSERT_RUN: &str = "insert-run";
+    /// On a 2-column screen, a wide character written with DECAWM reset while a wrap is
+    /// pending: xterm drops it and the pending wrap with it (`dotext` clears `do_wrap`, fits
+    /// nothing, and sets `do_wrap` to `need_wrap`, false), the reference keeps the wrap
+    /// pending, so the next character wraps. Not sent.
+    pub const WIDE_DROPPED_PENDING: &str = "wide-dropped-with-pending-wrap";
     /// Every id above.
     pub const ALL: &[&str] = &[
+        WIDE_DROPPED_PENDING,
         INSERT_RUN,
         RI_PENDING,
         TBC_NO_STOP,
         TBC_DEFAULT,
         LAST_COLUMN_CUT,
-        INSERT_ON_WRAPPED,
         RECYCLED_WRAP,
         ORIGIN_ROW_SHIFT,
         WIDE_WRAP_OVER,
@@ -123,7 +128,7 @@ pub mod reference {
         ZERO_COUNT,
         REP_AFTER_CONTROL,
         ENTER_1049_PENDING,
-        ENTER_1049_BACKGROUND,
+        ALT_1049_BACKGROUND,
         LINE_EDIT_OUTSIDE_REGION,
         LONE_MARK,
         DEC_GRAPHICS_TEXT,
@@ -360,15 +365,15 @@ pub fn generate_noting(
                 // restore would change origin mode, and G0 in GL around the save and restore
                 // 1049 makes (see its table).
                 let leave_differs = saved.origin != guide.vt.origin || clamped;
-                if !alacritty || !(alternate && leave_differs) {
+                if !(alacritty && alternate && leave_differs) {
                     let leave = if alacritty {
                         alternate
                     } else {
                         c.below(2) == 0
                     };
                     let vt = &guide.vt;
-                    if !alacritty && !leave && vt.pen.bg & !BG_ATTR_MASK != 0 {
-                        steered(reference::ENTER_1049_BACKGROUND);
+                    if !alacritty && vt.pen.bg & !BG_ATTR_MASK != 0 {
+                        steered(reference::ALT_1049_BACKGROUND);
                         continue;
                     }
                     if !alacritty && !leave && vt.cur.pending {
@@ -451,7 +456,7 @@ pub fn generate_noting(
                     mark_target_reference(vt)
                 };
                 let agreed = theirs == Some(ours);
-                if !alacritty && !(agreed && cell.has_contents()) {
+                if !(alacritty || agreed && cell.has_contents()) {
                     steered(reference::LONE_MARK);
                 }
                 if agreed && cell.has_contents() && room {
@@ -489,10 +494,10 @@ pub fn generate_noting(
                 let ids = [
                     reference::WIDE_WRAP_OVER,
                     reference::WRAP_IN_PLACE,
-                    reference::INSERT_ON_WRAPPED,
                     reference::RECYCLED_WRAP,
                     reference::LAST_COLUMN_CUT,
                     reference::INSERT_RUN,
+                    reference::WIDE_DROPPED_PENDING,
                 ];
                 let mut parted = false;
                 for (id, (a, b)) in ids.iter().zip(after.reference.iter().zip(before.reference)) {

@@ -1,6 +1,6 @@
 //! Erase, insert, delete and scroll.
 
-use super::{ReferenceHazard, Vt};
+use super::Vt;
 use crate::grid::{
     BG_ATTR_MASK, Cell, DOUBLE_UNDERLINE, INVERSE, Pen, Row, STRIKETHROUGH, UNDERLINE,
 };
@@ -123,12 +123,8 @@ impl Vt {
         let (x, y) = (self.cur.x, self.cur.y);
         let cols = self.cols;
         let n = n.min(cols - x);
-        if self.screen.row(y).wrapped {
-            // (The reference keeps the mark.)
-            self.reference_hazard(ReferenceHazard::InsertOnWrapped);
-        }
-        // [xterm] `ScrnInsertChar` ends with `LineClrWrapped`.
-        self.screen.row_mut(y).wrapped = false;
+        // The row's soft wrap stays: [xterm] neither `InsertChar` nor `ScrnInsertChar` clears
+        // `LINEWRAPPED` (`ScrnDeleteChar` does, and so does DCH here).
         if n == 0 {
             return;
         }
@@ -280,7 +276,7 @@ impl Vt {
         #[cfg(any(test, feature = "generator"))]
         {
             if (self.top..=self.bottom).any(|y| self.screen.row(y).wrapped) {
-                self.reference_hazard(ReferenceHazard::RecycledWrap);
+                self.reference_hazard(super::ReferenceHazard::RecycledWrap);
             }
         }
     }

@@ -162,6 +162,7 @@ pub(crate) struct Hazards {
 
 /// Where the phux reference parts from xterm in a write (`vtgen::reference` names the rows).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[cfg_attr(not(any(test, feature = "generator")), allow(dead_code))]
 pub(crate) enum ReferenceHazard {
     /// A wide character wraps from the last column, which shows something: xterm leaves the
     /// column as it is, the reference blanks it.
@@ -169,20 +170,20 @@ pub(crate) enum ReferenceHazard {
     /// A wrap that does not move the cursor (the last row, below the scroll region): xterm and
     /// the reference mark the row soft-wrapped, we do not.
     WrapInPlace = 1,
-    /// ICH, or a write in insert mode, on a soft-wrapped row: xterm ends the wrap, the
-    /// reference keeps it.
-    InsertOnWrapped = 2,
     /// A scroll whose rows do not go to history (the alternate screen, a region below the
     /// top) while a row of the region is soft-wrapped: the reference's new blank rows keep the
     /// marks of the rows that left, and the rows it moves lose theirs.
-    RecycledWrap = 3,
+    RecycledWrap = 2,
     /// A write at the last column cutting a wide character: xterm leaves its first half a
-    /// space in its own style, the reference a blank in the default style.
-    LastColumnCut = 4,
+    /// space in its own style, the reference a blank in the pen's colours.
+    LastColumnCut = 3,
     /// Insert mode shifting the row by a run of characters at once (xterm's `WriteText`)
     /// where the reference shifts one character at a time, cutting a wide character that
     /// passes the right margin on the way.
-    InsertRun = 5,
+    InsertRun = 4,
+    /// A wide character as wide as the screen (2 columns), DECAWM reset, while a wrap is
+    /// pending: xterm drops it and the pending wrap with it, the reference keeps the wrap.
+    WideDroppedPending = 5,
 }
 
 /// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the

@@ -223,10 +223,10 @@ impl Vt {
                 self.hazard();
             }
         }
-        // The reference leaves a blank in the default style where xterm keeps the first
+        // The reference leaves a blank in the pen's colours where xterm keeps the first
         // half's own style (a write at the last column): a hazard where that shows.
         if let Some(pen) = lead.filter(|_| x + 1 == cols)
-            && !super::edit::looks_like(pen, Pen::default())
+            && !super::edit::looks_like(pen, erase)
         {
             self.reference_hazard(ReferenceHazard::LastColumnCut);
         }
@@ -243,15 +243,12 @@ impl Vt {
         if tail.is_some() {
             let style = row.intern(erase, end, end + 1);
             // `ClearCells` writes a space; we keep one where a narrow write cut the character
-            // (so the row's soft wrap stays drawable) and empty the cell after a wide one, which
-            // on the last column ends the soft wrap, as an erase there does (both as vt100).
+            // and empty the cell after a wide one (as vt100). Either way the row's soft wrap
+            // stays: [xterm] neither `WriteText` nor `ClearInLine` touches `LINEWRAPPED`.
             if narrow {
                 row.cells[ei] = Cell::new(' ', style);
             } else {
                 row.cells[ei] = Cell::erased(style);
-                if end + 1 == cols {
-                    row.wrapped = false;
-                }
             }
             row.touch(end + 1);
         }
@@ -271,7 +268,8 @@ impl Vt {
         if width > self.cols {
             return;
         }
-        if self.cur.pending {
+        let was_pending = self.cur.pending;
+        if was_pending {
             self.take_pending_wrap();
         }
         if self.cur.x + width > self.cols {
@@ -292,8 +290,12 @@ impl Vt {
                 }
                 self.wrap();
             } else {
-                // Alacritty leaves a wrap pending.
+                // Alacritty leaves a wrap pending; so does the reference when one was pending
+                // and the character is as wide as the screen.
                 self.hazard();
+                if was_pending && width == self.cols {
+                    self.reference_hazard(ReferenceHazard::WideDroppedPending);
+                }
                 self.last_char = Some(c);
                 // (`dotext` still sets `char_was_written`, the column where it was.)
                 self.written = true;

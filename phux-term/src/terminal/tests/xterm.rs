@@ -696,3 +696,21 @@ fn a_wide_character_that_does_not_fit_wraps_its_row() {
     assert!(t.vt.screen.row(0).wrapped);
     assert_rebuilt(&t);
 }
+
+/// ICH, and a write in insert mode, leave the row's soft wrap: xterm's `InsertChar` and
+/// `ScrnInsertChar` shift the cells and never clear `LINEWRAPPED` (`ScrnDeleteChar` does, so
+/// DCH ends it). `printf 'abcdef\033[1;2H\033[@'` on a 4-column xterm: the first row still runs
+/// on into the second for selection; `printf 'abcdef\033[1;2H\033[P'` ends it.
+#[test]
+fn inserting_keeps_a_soft_wrap_deleting_ends_it() {
+    let wrapped = |bytes: &[u8]| {
+        let mut t = Terminal::new(4, 3, 0);
+        t.advance(b"abcdef\x1b[1;2H");
+        t.advance(bytes);
+        assert_rebuilt(&t);
+        t.vt.screen.row(0).wrapped
+    };
+    assert!(wrapped(b"\x1b[@"), "ICH");
+    assert!(wrapped(b"\x1b[4hxy"), "IRM");
+    assert!(!wrapped(b"\x1b[P"), "DCH");
+}
