@@ -297,8 +297,9 @@ fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
             if last.elapsed() >= Duration::from_secs(10) {
                 last = Instant::now();
                 println!(
-                    "  {} streams, {} identical, {} findings, {:.0?}",
+                    "  {} streams, {} events, {} agree, {} findings, {:.0?}",
                     r.streams,
+                    r.events,
                     r.identical,
                     r.findings.len(),
                     r.elapsed
@@ -314,8 +315,10 @@ fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
         print!("{finding}");
     }
     println!(
-        "screen-diff: {} streams in {:.1?}: {} identical, {} findings",
+        "screen-diff: {} streams ({} events) in {:.1?}: {} agree but for decided differences, \
+         {} findings",
         report.streams,
+        report.events,
         report.elapsed,
         report.identical,
         report.findings.len()

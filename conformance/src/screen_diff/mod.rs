@@ -24,10 +24,38 @@
 //! not write the case for [`Oracle::Reference`]) or normalised here, and counted in the
 //! report under its id.
 //!
+//! "Steered" rows are left out by the generator (ids in [`phux_term::vtgen::reference`]; a CR
+//! before or after where that is enough); where the case cannot be told from the stream alone,
+//! our model counts a hazard as it follows the stream and the generator drops the piece.
+//! "Normalised" rows are made equal here ([`normalise`]). "Ours" marks a deliberate deviation
+//! of ours from xterm, which the reference happens to share or not.
+//!
 //! | Id | Case | xterm (and we) | The reference | Evidence | Handled by |
 //! |---|---|---|---|---|---|
+//! | `zero-count` | a count of 0 for CHT, CBT, DCH, IL, DL, SU, SD | 1 | nothing | ctlseqs: each "Ps" defaults to 1, and xterm reads 0 as the default (`one_if_default`) | steered: sent as 1 |
+//! | `rep-after-control` | REP after anything but a printed character | repeats nothing | the last character printed | xterm `doparsing` sets `lastchar = thischar` (-1) back in the ground state; `CASE_REP` needs `CharWidth(lastchar) > 0` | steered: not sent |
+//! | `enter-1049-pending-wrap` | `CSI ? 1049 h` with a wrap pending | cancelled | kept | xterm `srm_OPT_ALTBUF_CURSOR`: `CursorSave`, `ToAlternate`, `ClearScreen`, which calls `ResetWrap` | steered: a CR first |
+//! | `1049-background` | `CSI ? 1049 h` or `l` with a background colour | the alternate screen is cleared as it is entered, in the background then (BCE); leaving clears nothing | cleared as it is entered in the default colour, and as it is left in the background then | xterm `srm_OPT_ALTBUF_CURSOR`: set is `ClearScreen` after `ToAlternate` (`ClearCells` keeps the colour flags); reset is `FromAlternate`, `CursorRestore` only | steered: not sent |
+//! | `il-dl-outside-region` | IL or DL with the cursor outside the scroll region | the cursor goes to the first column | it stays | xterm `CASE_IL` / `CASE_DL`: `set_cur_col(screen, ScrnLeftMargin(xw))` before `InsertLine` / `DeleteLine`, which return at once outside the region | steered: a CR after |
+//! | `lone-mark` | a combining mark after a motion, an edit or a control | joins the cell last written (`char_was_written`), else the one under the cursor; on an empty cell ours puts it on a blank (ours: xterm writes it as a character of its own) | joins the cell before the cursor; drops it in the first column or on an empty cell | xterm `doparsing`: `use_col = char_was_written ? last_written_col : cur_col` | steered: sent only where both join the same cell, which holds a character |
+//! | `mark-at-last-column-without-autowrap` | a combining mark after a character written at the last column with DECAWM reset | joins that character | joins the one before | as `lone-mark`: `dotext` sets `char_was_written` and `last_written_col` | steered: not sent |
+//! | `dec-graphics-text` | `_` or a character beyond Latin-1 while GL holds DEC special graphics | `_` is a blank, others show as they are | `_` shows, others are dropped | xterm `charsets.c` `xtermCharSetOut`: `chr == 0x5f` becomes 0, a code above 255 is not remapped; ctlseqs / VT100 table: 0x5f is blank | steered: not sent |
+//! | `cbt-pending-wrap` | CBT with a wrap pending | the column moves (ours: the wrap is dropped; xterm keeps one pending away from the last column, which the bootstrap could not rebuild) | the column moves, the wrap stays pending | xterm `TabToPrevStop` never touches `do_wrap` | steered: a CR first |
+//! | `ri-pending-wrap` | RI (`ESC M`) with a wrap pending, at the top margin | cancelled | kept when RI scrolls | xterm `RevIndex` calls `ResetWrap` | steered: a CR first |
+//! | `tbc-default` | TBC without a parameter (`CSI g`) | clears the stop at the cursor | nothing | ctlseqs TBC "Ps = 0 ⇒ Clear Current Column (default)"; xterm `CASE_TBC`: `GetParam(0) <= 0` is `TabClear` at `cur_col` | steered: sent as `CSI 0 g` |
+//! | `tbc-without-a-stop` | TBC 0 on a column without a tab stop | nothing | sets a stop there | xterm `TabClear` clears a bit (clearing a clear one changes nothing) | steered: not sent |
+//! | `origin-mode-row-shift` | CHA, HPA or VPR in origin mode with a scroll region below the top | the column only / relative to the cursor's row | adds the region's top to the row again | ctlseqs CHA / HPA "Cursor Character Absolute [column]", VPR "Line Position Relative" | steered: not sent |
+//! | `wide-wrap-over-last-column` | a wide character wrapping from the last column, which shows something | the column is left as it is | blanked | xterm `dotext`: nothing fits, `force_wrap`, then `WrapLine`; nothing is written to the column | hazard: not sent |
+//! | `wide-dropped-with-pending-wrap` | on a 2-column screen, a wide character with DECAWM reset while a wrap is pending | dropped, and the pending wrap with it | dropped, the wrap stays pending (the next character wraps) | xterm `dotext`: `do_wrap` is cleared, nothing fits (`last_chomp` is not `> right + 1`), `do_wrap = need_wrap`, false | hazard: not sent |
+//! | `last-column-cut` | a write at the last column cutting a wide character in two | its first half becomes a space in its own style | a blank in the pen's colours (what xterm leaves elsewhere) | xterm `WriteText`: `DamagedCells` finds nothing at the last column (`nn` is 0) and `ScrnWriteText` sets `chars[-1] = ' '`, leaving its attributes and colours | hazard: not sent where that shows |
+//! | `insert-run` | IRM with a run of characters that shifts a wide character past the right margin | the row shifts by the run's width at once | one character at a time, cutting the wide character on the way | xterm `WriteText`: `InsertChar(xw, cells)` for the whole run | hazard: not sent |
+//! | `wrap-in-place` | a wrap that does not move the cursor (the last row below the scroll region) | ours: the row is not marked (xterm's `WrapLine` marks it, a mark that points at no next row, which the bootstrap could not rebuild) | marked | xterm `WrapLine`: `LineSetFlag(ld, LINEWRAPPED)` then `xtermIndex`, which does not move below the region | hazard: not sent |
+//! | `shifted-soft-wrap` | IL, DL, SD or RI shifting soft-wrapped rows | each row keeps its wrap as it moves | the moved rows lose it | xterm `ScrnInsertLine` / `ScrnDeleteLine` move whole `LineData` (flags included) with `MoveLineData` | steered: not sent |
+//! | `recycled-row-soft-wrap` | a scroll whose rows do not go to history (the alternate screen, a region below the top) while a row of the region is soft-wrapped | rows move with their wraps; the new rows have none | the new rows keep the wraps of the rows that left; the moved rows lose theirs | xterm `ScrnClearLines` clears each new row's flags (`bufHead = 0`) | hazard: not sent |
+//! | `blank-cell-style` | the foreground, bold, faint, italic, blink or invisible of a cell that shows a blank | kept as written | may differ | nothing is drawn with them on a blank (underline, inverse, strike and the background, which show, are compared) | normalised: not compared on blanks |
+//! | `erased-background-rgb` | a blank cell holding only a background colour (what an erase leaves) | reported as its palette index | reported as RGB, the index lost | phux L1.md §6.1: `fg` / `bg` are `{kind: default / palette / rgb}`; the same colour either way | normalised: the index through the reference's own palette (read once per campaign) |
 //!
-//! Any other difference is undecided: [`run`] reports it with the stream that shows it.
+//! Any other difference is undecided: [`Bench::run`] reports it with the stream that shows it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -151,7 +179,10 @@ impl std::fmt::Display for Finding {
 pub struct Report {
     /// Streams shown on both servers and compared.
     pub streams: u64,
-    /// Streams whose screens agreed with nothing normalised.
+    /// What those streams held: escape and control sequences, control characters and
+    /// printed characters (a combining mark with its base), each one event.
+    pub events: u64,
+    /// Streams whose screens agreed but for the decided differences.
     pub identical: u64,
     /// Per decided difference: the streams it was normalised in.
     pub decided: BTreeMap<&'static str, u64>,
@@ -258,6 +289,7 @@ impl Bench {
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("two servers, two screens"));
             report.streams += 1;
+            report.events += tokens(&job.stream).len() as u64;
             judge(job, ours, theirs, &self.palette, report);
         }
         Ok(())
@@ -632,4 +664,40 @@ fn judge(job: Job, ours: Shown, theirs: Shown, palette: &Palette, report: &mut R
         stream: job.stream,
         problem,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every decided difference the generator steers around or the comparison normalises has
+    /// its row, with evidence, in the table of the module docs.
+    #[test]
+    fn every_decided_difference_has_its_row() {
+        let doc = include_str!("mod.rs");
+        for id in vtgen::reference::ALL.iter().chain(normalise::ALL) {
+            assert!(doc.contains(&format!("//! | `{id}` |")), "no row for {id}");
+        }
+    }
+
+    #[test]
+    fn streams_are_a_function_of_seed_and_index() {
+        assert_eq!(stream(7, 3), stream(7, 3));
+        assert_ne!(stream(7, 3).1, stream(7, 4).1);
+    }
+
+    #[test]
+    fn tokens_keep_sequences_characters_and_marks_whole() {
+        let stream = "a\x1b[1;2H\x1b]2;t\x07e\u{301}\u{4e2d}\r\x1b(0".as_bytes();
+        let cut: Vec<&[u8]> = vec![
+            b"a",
+            b"\x1b[1;2H",
+            b"\x1b]2;t\x07",
+            "e\u{301}".as_bytes(),
+            "\u{4e2d}".as_bytes(),
+            b"\r",
+            b"\x1b(0",
+        ];
+        assert_eq!(tokens(stream), cut);
+    }
 }

@@ -19,5 +19,6 @@ mod probe_signals;
 mod probe_stall;
 mod probe_util;
 mod run_cli;
+mod screen_diff;
 mod suite;
 mod wire_cli;
