@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use phux_proto::TerminalId;
+use phux_proto::{OperationId, TerminalId};
 
-use super::keys::{KeySpec, parse_key};
+use crate::keys::{KeySpec, parse_key};
 
 /// A command-line client for phux-mio-server.
 ///
@@ -82,14 +82,24 @@ pub enum CtlCommand {
     /// Parts go in command-line order, as with `tmux send-keys`: `send 5 --key C-u 'echo x'
     /// --key Enter` clears the line, types `echo x`, then presses Enter. TEXT words next to
     /// each other are joined by single spaces and typed as a paste (bracketed if the program
-    /// asked for bracketed paste). Prints `delivered` and exits 0 once the server confirms the
-    /// bytes reached the terminal; otherwise prints `unknown: ...` (exit 3) or
-    /// `refused: CODE message` (exit 4).
+    /// asked for bracketed paste), made safe as `paste` makes its text (--verbatim: exactly).
+    /// Prints `delivered` and exits 0 once the server confirms the bytes reached the
+    /// terminal; otherwise prints `unknown: ...` (exit 3) or `refused: CODE message` (exit 4).
+    /// Input too large for one operation is sent as several, in order, as `paste` does.
     Send(SendArgs),
     /// Paste stdin (or a file) as acknowledged input; print the verdict as `send` does.
     ///
+    /// The text is made safe to paste first, as xterm and ghostty make every paste: ESC and
+    /// the controls that edit a line or stop a program (NUL, C-c, C-d, C-e, C-h, C-o, C-q,
+    /// C-r, C-s, C-u, C-v, C-w, C-z, C-\ and DEL) become spaces, so nothing in it can end the
+    /// program's bracketed paste or type a command; tabs and line ends stay. A program that
+    /// asked for bracketed paste (bash, zsh, vim, ...) takes it as one paste and runs nothing
+    /// until Enter; to a program that did not, each line end is Enter, as in any terminal
+    /// (--untrusted refuses that case instead). --verbatim sends the bytes unchanged.
+    ///
     /// Large input is split into operations of at most 64 KiB, at character boundaries, sent
-    /// in order; at most 1 MiB per run.
+    /// in order: once one is not delivered, none after it is sent, and each part's verdict is
+    /// printed. At most 1 MiB per run.
     Paste(PasteArgs),
     /// Print a terminal's screen (its lines, as text), or the server's JSON document.
     Screen(ScreenArgs),
@@ -135,7 +145,7 @@ pub enum CtlCommand {
     /// Operations are addressed to one terminal of one server incarnation: those whose server
     /// is gone, or that are 9.5 minutes old, are reported and never sent. Other commands never
     /// send them; `send` and `paste` resume only those to their own terminal.
-    Outbox(super::outbox_verb::OutboxArgs),
+    Outbox(OutboxArgs),
     /// Resize a terminal (its program gets SIGWINCH); print the size it now has.
     Resize {
         /// The terminal.
@@ -215,6 +225,13 @@ pub struct SendArgs {
     /// goes first, then the keys).
     #[arg(skip)]
     pub parts: Vec<SendPart>,
+    /// Type TEXT exactly as given, escape sequences and control characters included (by
+    /// default they become spaces, as in `paste`: press keys with --key instead).
+    #[arg(long)]
+    pub verbatim: bool,
+    /// Print the verdict as one JSON object (see `paste --json`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// One part of `send`, in command-line order.
@@ -309,10 +326,24 @@ pub struct PasteArgs {
     /// Read the paste from this file instead of stdin.
     #[arg(long, value_name = "F")]
     pub file: Option<PathBuf>,
-    /// Mark the paste untrusted: the server refuses it if it holds a line feed, the
-    /// end-of-paste marker or invalid UTF-8, and blanks the control characters it carries.
-    #[arg(long)]
+    /// Also have the server check it and refuse it, writing nothing, unless it is safe where
+    /// it lands: phux-mio-server refuses invalid UTF-8, an end-of-paste marker, and a line end
+    /// unless the program asked for bracketed paste (so a multi-line paste goes in as one
+    /// paste or not at all); the phux reference refuses any line end.
+    #[arg(long, conflicts_with = "verbatim")]
     pub untrusted: bool,
+    /// Send the bytes exactly as read, escape sequences and control characters included: for
+    /// input you made yourself. Such data can end the program's bracketed paste and type
+    /// commands. phux-mio-server still writes a start or end marker inside a bracketed paste
+    /// with a space for its ESC; other servers may blank control characters themselves.
+    #[arg(long)]
+    pub verbatim: bool,
+    /// Print the verdict as one JSON object: `verdict` (delivered, refused, unknown,
+    /// not_sent or pending), `exit` (the exit status) and `parts`, each with `part`, `of`,
+    /// `operation`, `verdict`, `text` (the line phuxctl prints) and, when refused, `code`
+    /// and `message`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `screen`'s arguments.
@@ -386,6 +417,54 @@ pub struct AttachArgs {
     /// Do not resize the terminal to this tty.
     #[arg(long)]
     pub no_resize: bool,
+}
+
+/// `phuxctl outbox`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct OutboxArgs {
+    /// What to do (default: list).
+    #[command(subcommand)]
+    pub action: Option<OutboxAction>,
+}
+
+/// `phuxctl outbox` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum OutboxAction {
+    /// List the pending operations: id, terminal, state, age, bytes, and whether the server
+    /// they were addressed to still answers. Sends nothing and creates nothing.
+    List {
+        /// One JSON object per line instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Settle pending operations now (those to TERMINAL, or all): each is sent if its server
+    /// still runs and it is young enough, else reported; the verdicts are printed.
+    Resume {
+        /// Only the operations to this terminal.
+        #[arg(value_parser = parse_terminal)]
+        terminal: Option<TerminalId>,
+    },
+    /// Give up pending operations without sending them (reported `not sent: dropped`, or
+    /// `unknown` when an earlier send of one is in doubt).
+    Drop {
+        /// Every pending operation.
+        #[arg(long, conflicts_with_all = ["terminal", "ops"])]
+        all: bool,
+        /// Every pending operation to this terminal.
+        #[arg(long, value_parser = parse_terminal, conflicts_with = "ops")]
+        terminal: Option<TerminalId>,
+        /// Operation ids, as `outbox list` prints them.
+        #[arg(value_parser = parse_operation)]
+        ops: Vec<OperationId>,
+    },
+}
+
+fn parse_operation(text: &str) -> Result<OperationId, String> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    u128::from_str_radix(digits, 16)
+        .ok()
+        .and_then(OperationId::from_u128)
+        .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
 }
 
 /// Parses `local:3`, `3` or `satellite:HOST:3`.
@@ -545,5 +624,13 @@ mod tests {
         assert_eq!(spawn.env, [("A".to_owned(), "b=c".to_owned())]);
         assert_eq!(spawn.command, ["sh", "-c", "echo --x"]);
         assert!(Cli::try_parse_from(["phuxctl", "spawn", "--env", "=x"]).is_err());
+    }
+
+    #[test]
+    fn operation_ids_parse_as_printed() {
+        let id = OperationId::from_u128(0xabc).expect("id");
+        assert_eq!(parse_operation(&id.to_string()), Ok(id));
+        assert!(parse_operation("0x0").is_err());
+        assert!(parse_operation("zz").is_err());
     }
 }

@@ -6,72 +6,25 @@
 //! what is pending or damaged (CLIENT.JOURNAL.10). A resolution is printed by the run that
 //! resolves it, which journals it, so it is reported once (CLIENT.RESUME.2).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::{Duration, Instant as StdInstant};
 
-use clap::{Args, Subcommand};
 use phux_core::client::journal::{Incarnation, JournalRecord};
 use phux_core::client::outbox::{Outbox, OutboxConfig, Resolution, Scope};
 use phux_proto::input::InputEvent;
 use phux_proto::{OperationId, TerminalId};
 
-use super::cli::{Cli, CtlCommand, parse_terminal};
-use super::conn::{Session, unix_now};
-use super::link::Endpoint;
-use super::outbox_store::{
+use phux_local::verify;
+
+use crate::cli::{Cli, CtlCommand, OutboxAction, OutboxArgs};
+use crate::conn::{Session, Waits, unix_now};
+use crate::error::{CtlError, EXIT_OK, EXIT_UNKNOWN};
+use crate::link::Endpoint;
+use crate::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, Waits, resolution_code, verdict};
-use phux_mio_server::verify;
-
-/// `phuxctl outbox`'s arguments.
-#[derive(Debug, Clone, Args)]
-pub struct OutboxArgs {
-    /// What to do (default: list).
-    #[command(subcommand)]
-    pub action: Option<OutboxAction>,
-}
-
-/// `phuxctl outbox` actions.
-#[derive(Debug, Clone, Subcommand)]
-pub enum OutboxAction {
-    /// List the pending operations: id, terminal, state, age, bytes, and whether the server
-    /// they were addressed to still answers. Sends nothing and creates nothing.
-    List {
-        /// One JSON object per line instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Settle pending operations now (those to TERMINAL, or all): each is sent if its server
-    /// still runs and it is young enough, else reported; the verdicts are printed.
-    Resume {
-        /// Only the operations to this terminal.
-        #[arg(value_parser = parse_terminal)]
-        terminal: Option<TerminalId>,
-    },
-    /// Give up pending operations without sending them (reported `not sent: dropped`, or
-    /// `unknown` when an earlier send of one is in doubt).
-    Drop {
-        /// Every pending operation.
-        #[arg(long, conflicts_with_all = ["terminal", "ops"])]
-        all: bool,
-        /// Every pending operation to this terminal.
-        #[arg(long, value_parser = parse_terminal, conflicts_with = "ops")]
-        terminal: Option<TerminalId>,
-        /// Operation ids, as `outbox list` prints them.
-        #[arg(value_parser = parse_operation)]
-        ops: Vec<OperationId>,
-    },
-}
-
-fn parse_operation(text: &str) -> Result<OperationId, String> {
-    let digits = text.strip_prefix("0x").unwrap_or(text);
-    u128::from_str_radix(digits, 16)
-        .ok()
-        .and_then(OperationId::from_u128)
-        .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
-}
+use crate::send::{resolution_code, verdict};
 
 /// The journal key for a target: its `--name`, or the absolute socket path.
 fn key(cli: &Cli, endpoint: &Endpoint) -> String {
@@ -165,6 +118,7 @@ fn settle(
     waits: Waits,
 ) -> Result<(Session, u8), CtlError> {
     let restored = pending_ops(&records, &scope);
+    let parts = part_names(&records);
     let mut session =
         Session::connect_within(endpoint, Some(store), records, scope, waits.command)?;
     let mut code = EXIT_OK;
@@ -172,19 +126,41 @@ fn settle(
         let deadline = StdInstant::now() + waits.input;
         let outcomes = session.wait_resolved(&restored, deadline)?;
         for (op, outcome) in restored.iter().zip(outcomes) {
+            let part = parts.get(op).map_or_else(String::new, Clone::clone);
             if let Some((terminal, resolution)) = outcome {
+                // [CLIENT.SUBMIT.3] Every part's verdict, those not sent included.
                 eprintln!(
-                    "phuxctl: earlier operation {op} to {terminal}: {}",
+                    "phuxctl: earlier operation {op}{part} to {terminal}: {}",
                     verdict(&resolution)
                 );
                 code = worse(code, resolution_code(&resolution));
             } else {
-                eprintln!("phuxctl: earlier operation {op}: still pending; it stays in the outbox");
+                eprintln!(
+                    "phuxctl: earlier operation {op}{part}: still pending; it stays in the outbox"
+                );
                 code = worse(code, EXIT_UNKNOWN);
             }
         }
     }
     Ok((session, code))
+}
+
+/// ` (part i of n)` for each operation a journal records as part of a larger submission.
+fn part_names(records: &[JournalRecord]) -> HashMap<OperationId, String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Enqueued {
+                input,
+                part: Some(part),
+                ..
+            } if part.of > 1 => Some((
+                input.operation_id,
+                format!(" (part {} of {})", part.index, part.of),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Unknown outranks refused: part of the input may have been written.
@@ -302,7 +278,9 @@ fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, 
     let now = unix_now();
     let mut out = std::io::stdout().lock();
     for p in pending {
-        let state = if p.in_doubt {
+        let state = if p.blocked_by.is_some() {
+            "never sent, and never will be (an earlier part of its input was not delivered)"
+        } else if p.in_doubt {
             "in doubt (sent, unanswered)"
         } else if p.attempts > 0 {
             "not written yet (sent, answered busy)"
@@ -338,12 +316,16 @@ fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, 
                     "server": server,
                     "age_secs": age,
                     "bytes": bytes,
+                    "part": p.part.index,
+                    "of": p.part.of,
                 })
             )
         } else {
             writeln!(
                 out,
-                "{op}\t{terminal}\t{state}\tserver {server}\t{age}s old\t{bytes} bytes"
+                "{op}\t{terminal}\t{state}\tserver {server}\t{age}s old\t{bytes} bytes\tpart {} \
+                 of {}",
+                p.part.index, p.part.of
             )
         };
     }
@@ -429,6 +411,7 @@ mod tests {
             },
             enqueued_at: Instant::ZERO,
             addressed_to: Incarnation::UNRECORDED,
+            part: None,
         };
         let records = [
             enq(3, 1),
@@ -445,13 +428,5 @@ mod tests {
             [op(2)]
         );
         assert!(pending_ops(&records, &Scope::Nothing).is_empty());
-    }
-
-    #[test]
-    fn operation_ids_parse_as_printed() {
-        let id = OperationId::from_u128(0xabc).expect("id");
-        assert_eq!(parse_operation(&id.to_string()), Ok(id));
-        assert!(parse_operation("0x0").is_err());
-        assert!(parse_operation("zz").is_err());
     }
 }

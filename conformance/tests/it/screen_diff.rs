@@ -2,21 +2,15 @@
 //! short fixed-seed campaign must show no undecided difference, and a stream the table decides
 //! against the reference, sent as it is, must be caught (the comparison can fail).
 
-use phux_conformance::peer::{PeerError, Server};
+use phux_conformance::peer::Server;
 use phux_conformance::screen_diff::{Bench, Options, Problem};
 
 use crate::launch;
 
-/// The reference (or `None`, the skip recorded) and ours, and a bench over both.
+/// The reference (or `None`, the skip recorded through the testkit) and ours, and a bench
+/// over both.
 fn bench() -> Option<(Bench, Server, Server)> {
-    let reference = match Server::reference() {
-        Ok(server) => server,
-        Err(e @ PeerError::NoReference) => {
-            eprintln!("SKIP: {e}");
-            return None;
-        }
-        Err(e) => panic!("the phux reference did not start: {e}"),
-    };
+    let reference = Server::reference_or_skip()?;
     let bin = launch::example("conformance-test-server", "phux-conformance");
     let ours = Server::start_ours(&bin).expect("start phux-mio-server");
     let show = vec![

@@ -55,30 +55,26 @@ mod upgrade;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+use phux_proto::command::CommandResult;
 use phux_proto::frame::DetachReason;
 use phux_proto::ids::{BootstrapId, StreamId};
-use phux_proto::{ClientId, ErrorCode};
+use phux_proto::{ClientId, ErrorCode, Frame};
 
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
 use crate::ledger::OperationLedger;
 use crate::time::Instant;
-use connection::{Connection, Phase};
+use connection::{Connection, Queued};
+use outbound::Budget;
 use terminal::Terminal;
 
 pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
-pub use config::{ServerConfig, SpawnSpec};
+pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
-
-/// Output bytes a terminal's model takes between two measurements of its heap
-/// ([SERVER.LIMIT.6]): a measurement walks the model's rows (and a screen's marks), and output
-/// grows a model by at most a few times its own size (a combining mark of two bytes takes a
-/// map entry), so the budget is overshot by at most about a megabyte per terminal.
-const MEASURE_EVERY: usize = 256 * 1024;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -108,9 +104,9 @@ pub struct ServerEngine {
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,
-    /// The viewers of the terminal whose output is being fanned out, kept between reads so
-    /// that a keystroke's echo does not allocate.
-    viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
+    /// What the chunk being fanned out owes each viewer, kept between reads so that a
+    /// keystroke's echo does not allocate.
+    fanout_scratch: Vec<(ConnId, terminal::Delivery)>,
     /// The bytes the terminals' models may hold together ([SERVER.LIMIT.6]); set by the
     /// driver, not part of an upgrade's image (the new image's driver sets it again).
     models_budget: usize,
@@ -137,7 +133,7 @@ impl ServerEngine {
             shutting_down: false,
             upgrade: None,
             pool: pool::BufferPool::default(),
-            viewer_scratch: Vec::new(),
+            fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
         }
     }
@@ -152,20 +148,7 @@ impl ServerEngine {
 
     /// The heap the terminals' models held when last measured, together.
     pub fn models_bytes(&self) -> usize {
-        self.terminals.values().map(|t| t.heap).sum()
-    }
-
-    /// A terminal's model took `ingested` more bytes of output: measured again once
-    /// [`MEASURE_EVERY`] have come since the last time ([SERVER.LIMIT.6]).
-    pub(super) fn note_output(&mut self, terminal: LocalTerminal, ingested: usize) {
-        let Some(t) = self.terminals.get_mut(&terminal) else {
-            return;
-        };
-        t.unmeasured = t.unmeasured.saturating_add(ingested);
-        if t.unmeasured >= MEASURE_EVERY {
-            t.measure();
-            self.enforce_models_budget();
-        }
+        self.terminals.values().map(Terminal::heap).sum()
     }
 
     /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most loses its history,
@@ -174,15 +157,12 @@ impl ServerEngine {
     pub(super) fn enforce_models_budget(&mut self) {
         let mut total = self.models_bytes();
         while total > self.models_budget {
-            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap) else {
+            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap()) else {
                 return;
             };
-            if t.state.scrollback_len() == 0 {
+            let Some((before, after)) = t.drop_history() else {
                 return;
-            }
-            let before = t.heap;
-            t.state.clear_history();
-            let after = t.measure();
+            };
             total = total - before + after;
         }
     }
@@ -209,12 +189,12 @@ impl ServerEngine {
 
     /// Bytes queued for a connection and not yet reported `Sent`.
     pub fn queued_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.outbound.total())
+        self.conns.get(&conn).map(|c| c.outbound().total())
     }
 
     /// Bytes a connection sent that are buffered and not yet framed.
     pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.decoder.buffered())
+        self.conns.get(&conn).map(Connection::buffered)
     }
 
     /// Whether whole frames of the connection wait past this turn's budget
@@ -222,15 +202,12 @@ impl ServerEngine {
     /// `Received` for it when the other sources have had their turn, and reads no more from
     /// it meanwhile, so its buffer stays one read.
     pub fn is_backlogged(&self, conn: ConnId) -> bool {
-        // A connection closed since (failed, detached, shed) has nothing left to handle.
-        self.conns
-            .get(&conn)
-            .is_some_and(|c| c.backlogged && c.phase != Phase::Closed)
+        self.conns.get(&conn).is_some_and(Connection::is_backlogged)
     }
 
     /// The client id of an open connection.
     fn client_of(&self, id: ConnId) -> Option<ClientId> {
-        self.conns.get(&id).map(|c| c.client)
+        self.conns.get(&id).map(Connection::client)
     }
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
@@ -301,11 +278,7 @@ impl ServerEngine {
             }
             self.handshakes.pop_first();
             // [SERVER.LIMIT.2] A connection that has not completed HELLO in time is closed.
-            if self
-                .conns
-                .get(&id)
-                .is_some_and(|c| c.phase == Phase::AwaitHello)
-            {
+            if self.conns.get(&id).is_some_and(Connection::awaits_hello) {
                 self.detach(
                     id,
                     DetachReason::PROTOCOL_ERROR,
@@ -340,7 +313,7 @@ impl ServerEngine {
         } else {
             let deadline = now.saturating_add(self.config.handshake_timeout);
             if let Some(conn) = self.conns.get_mut(&id) {
-                conn.handshake_deadline = Some(deadline);
+                conn.set_handshake_deadline(deadline);
             }
             self.handshakes.insert((deadline, id));
         }
@@ -352,7 +325,7 @@ impl ServerEngine {
         if let Some(at) = self
             .conns
             .get_mut(&id)
-            .and_then(|c| c.handshake_deadline.take())
+            .and_then(Connection::take_handshake_deadline)
         {
             self.handshakes.remove(&(at, id));
         }
@@ -362,15 +335,11 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        let before = conn.outbound.total();
-        conn.outbound.sent(bytes);
-        self.queued = self.queued.saturating_sub(before - conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.sent(bytes));
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
-        if conn.phase == Phase::Ready
-            && !conn.paused.is_empty()
-            && conn.outbound.output <= self.config.output_budget / 2
-        {
-            self.resume_paused_streams(id);
+        let resumable = conn.take_resumable(self.config.output_budget);
+        if !resumable.is_empty() {
+            self.resume_paused_streams(id, resumable);
         }
     }
 
@@ -379,9 +348,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
-        self.queued = self.queued.saturating_sub(conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.outbound().total());
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
-        for change in self.leases.disconnect(conn.client) {
+        for change in self.leases.disconnect(conn.client()) {
             self.broadcast_lease_change(&change);
         }
         for terminal in self.terminals.values_mut() {
@@ -434,6 +403,150 @@ impl ServerEngine {
                 return id;
             }
         }
+    }
+}
+
+/// Sending by connection id, and the server-wide shed: each connection queues its own frames
+/// ([`Connection::send_encoded`]) within the budgets [`outbound`] decides.
+impl ServerEngine {
+    /// Queues one frame for a connection, coalescing with an adjacent send to it.
+    fn send(&mut self, id: ConnId, frame: &Frame) {
+        self.send_encoded(id, Budget::of(frame), |bytes| frame.encode(bytes));
+    }
+
+    /// Queues the frame `encode` appends, counted against `budget`.
+    fn send_encoded(&mut self, id: ConnId, budget: Budget, encode: impl FnOnce(&mut Vec<u8>)) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let queued = conn.send_encoded(
+            &mut self.actions,
+            &mut self.pool,
+            budget,
+            self.config.control_budget,
+            encode,
+        );
+        self.queued += queued.len();
+        match queued {
+            Queued::Closed => return,
+            Queued::Bytes(_) => {}
+            // [QUEUE.CONTROL.2] A client that lets control frames pile up is detached.
+            Queued::ControlOverflow(_) => self.detach(
+                id,
+                DetachReason::PROTOCOL_ERROR,
+                "outbound control queue overflow: the client is not reading",
+            ),
+        }
+        self.shed_over_budget();
+    }
+
+    /// [SERVER.LIMIT.5] While the bytes held for all connections (queued for them, and
+    /// received from them but not yet framed) pass the server-wide budget, the open connection
+    /// holding the most is failed (RESOURCE_EXHAUSTED, then DETACHED): the most expensive
+    /// peer goes first, and the others keep their service. Checked at once when the queued
+    /// bytes alone pass it; `unframed_grew` asks for the full count, which walks the
+    /// connections, after a connection's unframed bytes grew large.
+    fn shed_over_budget_if(&mut self, unframed_grew: bool) {
+        if self.shedding || !(unframed_grew || self.queued > self.config.queued_budget) {
+            return;
+        }
+        self.shedding = true;
+        self.shed_heaviest();
+        self.shedding = false;
+    }
+
+    fn shed_over_budget(&mut self) {
+        self.shed_over_budget_if(false);
+    }
+
+    fn shed_heaviest(&mut self) {
+        loop {
+            let open = self
+                .conns
+                .values()
+                .filter(|c| !c.is_closed())
+                .map(|c| (c.id(), c.held()));
+            let Some((heaviest, _)) = outbound::heaviest_over(open, self.config.queued_budget)
+            else {
+                return;
+            };
+            self.fail(
+                heaviest,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the server's memory budget is spent and this client holds the most of it",
+            );
+        }
+    }
+
+    /// Queues a frame whose head other connections share, counted against the output budget.
+    fn send_shared(&mut self, id: ConnId, frame: SharedFrame) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let queued = conn.send_shared(&mut self.actions, frame);
+        if queued == Queued::Closed {
+            return;
+        }
+        self.queued += queued.len();
+        self.shed_over_budget();
+    }
+
+    fn send_result(&mut self, id: ConnId, request_id: u32, result: CommandResult) {
+        self.send(
+            id,
+            &Frame::CommandResult(phux_proto::frame::CommandResultFrame { request_id, result }),
+        );
+    }
+
+    fn send_error_result(
+        &mut self,
+        id: ConnId,
+        request_id: u32,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) {
+        self.send_result(
+            id,
+            request_id,
+            CommandResult::Error {
+                code,
+                message: message.into(),
+            },
+        );
+    }
+
+    /// An ERROR frame (connection-level; command failures go in COMMAND_RESULT).
+    fn send_error(&mut self, id: ConnId, request_id: Option<u32>, code: ErrorCode, message: &str) {
+        self.send(
+            id,
+            &Frame::Error(phux_proto::frame::ErrorFrame {
+                request_id,
+                code,
+                message: message.to_owned(),
+            }),
+        );
+    }
+
+    /// Sends DETACHED and closes, without an ERROR.
+    fn detach(&mut self, id: ConnId, reason: DetachReason, message: &str) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.is_closed() {
+            return;
+        }
+        if let Some(at) = conn.take_handshake_deadline() {
+            self.handshakes.remove(&(at, id));
+        }
+        if let Some(len) = conn.detach(&mut self.actions, reason, message) {
+            self.queued += len;
+        }
+    }
+
+    /// [ERROR.FATAL.1] ERROR, then DETACHED{PROTOCOL_ERROR} with the same text, then close.
+    fn fail(&mut self, id: ConnId, code: ErrorCode, message: &str) {
+        self.send_error(id, None, code, message);
+        self.detach(id, DetachReason::PROTOCOL_ERROR, message);
     }
 }
 

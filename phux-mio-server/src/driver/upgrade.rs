@@ -394,7 +394,7 @@ fn adopt_image(
     let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
     let decoded = clock.now();
     init_logging(&image.launch);
-    let config = crate::run::engine_config(&image.launch);
+    let config = image.launch.engine_config();
     let mut engine = ServerEngine::from_state(config, state)
         .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
     // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.

@@ -1,6 +1,4 @@
-//! The upgrade image: the server engine's whole state ([`EngineState`]) and the driver's own
-//! (`H`, opaque here) in one versioned byte string, which a new server image reads back after
-//! an exec ([SERVER.UPGRADE.STATE.1]).
+//! The upgrade image's bytes, the one place that decides them.
 //!
 //! Layout: the 8 magic bytes [`MAGIC`], the state version (`u32`, little-endian), the body's
 //! length (`u64`, little-endian), then the body: `postcard` (a documented, stable serde
@@ -17,26 +15,9 @@
 //! only as its elements actually decode; every value that deserializes is checked against the
 //! invariants the engine and the VT model rely on.
 //!
-//! ```
-//! use phux_core::server::{ServerConfig, ServerEngine};
-//! use phux_core::upgrade::{self, STATE_VERSION};
-//!
-//! let engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
-//! let state = engine.export_state()?;
-//! let image = upgrade::encode_image(&state, &"the driver's own state");
-//! assert_eq!(upgrade::image_version(&image)?, STATE_VERSION);
-//! let (state, host): (_, String) = upgrade::decode_image(&image)?;
-//! let config = state.config().clone();
-//! let engine = ServerEngine::from_state(config, state)?;
-//! assert_eq!(engine.server_id(), &[7; 16]);
-//! assert_eq!(host, "the driver's own state");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-pub use crate::server::{EngineState, NotQuiet, StateError};
 
 /// The state version this binary writes.
 pub const STATE_VERSION: u32 = 1;
@@ -83,12 +64,7 @@ pub fn reads_version(version: u32) -> bool {
     READS_VERSIONS.contains(&version)
 }
 
-/// The image of `engine` and the driver's `host` state, in the current version.
-pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
-    encode_value(&(engine, host))
-}
-
-/// The image of a value that serializes as `(EngineState, H)` does.
+/// The image of a value (one that serializes as `(EngineState, H)` does).
 pub(crate) fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
     // Measured first, then written once into a buffer of the right size: an image of many
     // megabytes is never copied by a growing buffer, nor again behind its header.
@@ -139,8 +115,8 @@ pub fn image_version(bytes: &[u8]) -> Result<u32, ImageError> {
     Ok(u32::from_le_bytes(version))
 }
 
-/// Reads an image back: the engine's state and the driver's.
-pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H), ImageError> {
+/// Reads an image's body back as a `T` (the engine's state and the driver's).
+pub(crate) fn decode_value<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ImageError> {
     let version = image_version(bytes)?;
     // [SERVER.UPGRADE.STATE.3] Another version is refused before its body is read.
     if !reads_version(version) {
@@ -163,8 +139,8 @@ pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H
             found - expected
         )));
     }
-    let (value, rest) = postcard::take_from_bytes::<(EngineState, H)>(body)
-        .map_err(|e| ImageError::Corrupt(e.to_string()))?;
+    let (value, rest) =
+        postcard::take_from_bytes::<T>(body).map_err(|e| ImageError::Corrupt(e.to_string()))?;
     if !rest.is_empty() {
         return Err(ImageError::Corrupt(format!(
             "{} bytes left after the state",
