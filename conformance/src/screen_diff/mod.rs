@@ -58,6 +58,7 @@
 //! Any other difference is undecided: [`Bench::run`] reports it with the stream that shows it.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -148,7 +149,10 @@ impl std::fmt::Display for Finding {
         let (cols, rows) = self.size;
         writeln!(f, "stream {} at {cols}x{rows}:", self.index)?;
         writeln!(f, "  bytes: \"{}\"", self.stream.escape_ascii())?;
-        let hex: String = self.stream.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = self.stream.iter().fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
         writeln!(
             f,
             "  replay: phux-conformance screen-diff --replay {hex} --size {cols}x{rows}"

@@ -194,15 +194,24 @@ impl Difference {
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Size(a, b) => write!(f, "size: ours {a:?}, reference {b:?}"),
-            Self::Cursor(a, b) => write!(f, "cursor: ours {a:?}, reference {b:?}"),
-            Self::Line(y, a, b) => write!(f, "row {y}: ours {a:?}, reference {b:?}"),
-            Self::Scrollback(a, b) => write!(f, "scrollback: ours {a:?}, reference {b:?}"),
-            Self::SoftWrap(a, b) => write!(f, "soft-wrapped rows: ours {a:?}, reference {b:?}"),
-            Self::Style((y, x), a, b) => {
-                write!(f, "style of cell ({x}, {y}): ours {a:?}, reference {b:?}")
+            Self::Size(ours, theirs) => write!(f, "size: ours {ours:?}, reference {theirs:?}"),
+            Self::Cursor(ours, theirs) => {
+                write!(f, "cursor: ours {ours:?}, reference {theirs:?}")
             }
-            Self::Title(a, b) => write!(f, "title: ours {a:?}, reference {b:?}"),
+            Self::Line(row, ours, theirs) => {
+                write!(f, "row {row}: ours {ours:?}, reference {theirs:?}")
+            }
+            Self::Scrollback(ours, theirs) => {
+                write!(f, "scrollback: ours {ours:?}, reference {theirs:?}")
+            }
+            Self::SoftWrap(ours, theirs) => {
+                write!(f, "soft-wrapped rows: ours {ours:?}, reference {theirs:?}")
+            }
+            Self::Style((row, col), ours, theirs) => write!(
+                f,
+                "style of cell ({col}, {row}): ours {ours:?}, reference {theirs:?}"
+            ),
+            Self::Title(ours, theirs) => write!(f, "title: ours {ours:?}, reference {theirs:?}"),
         }
     }
 }
