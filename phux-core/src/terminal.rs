@@ -111,6 +111,12 @@ impl TerminalState {
         self.term.heap_bytes()
     }
 
+    /// The model's heap once its screens' rows are all written (see
+    /// [`phux_term::Terminal::heap_bytes_bound`]): what a budget of models counts.
+    pub fn heap_bytes_bound(&self) -> usize {
+        self.term.heap_bytes_bound()
+    }
+
     /// The GET_SCREEN reply as JSON text; see [`Terminal::screen_value`].
     pub fn screen_json(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> String {
         self.term.screen_json(pane, request_scrollback, cells)

@@ -87,6 +87,14 @@ impl Terminal {
     pub fn heap_bytes(&self) -> usize {
         self.vt.heap_bytes()
     }
+
+    /// [`Self::heap_bytes`] plus what the screens' rows not written yet would take once they
+    /// are (a row's cells are allocated when first written): what the model may come to hold
+    /// from a few bytes of output, history aside. A budget of models counts this, so that a
+    /// spawn is judged by its screen's full size, not by how little an idle one holds.
+    pub fn heap_bytes_bound(&self) -> usize {
+        self.vt.heap_bytes_bound()
+    }
 }
 
 /// The whole model as data, exactly: both screens, the history, the parser mid-sequence (a

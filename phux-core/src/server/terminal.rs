@@ -195,7 +195,7 @@ impl Terminal {
         let state = TerminalState::new(cols, rows, scrollback);
         Self {
             id,
-            heap: state.heap_bytes(),
+            heap: state.heap_bytes_bound(),
             unmeasured: 0,
             state,
             lifecycle: Lifecycle::Running,
@@ -332,7 +332,9 @@ impl Terminal {
 
     /// Measures the model's heap again; returns it.
     pub(super) fn measure(&mut self) -> usize {
-        self.heap = self.state.heap_bytes();
+        // The screens at their full size: a few bytes can fill a screen's rows between two
+        // measurements, but only history grows with the output.
+        self.heap = self.state.heap_bytes_bound();
         self.unmeasured = 0;
         self.heap
     }

@@ -203,6 +203,11 @@ impl Grid {
         }
     }
 
+    /// What the rows' cells not allocated yet would take once written.
+    pub(crate) fn unallocated_bytes(&self) -> usize {
+        self.rows.iter().map(|r| r.cells.unallocated_bytes()).sum()
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
         self.rows.capacity() * size_of::<Row>()
             + self.rows.iter().map(Row::heap_bytes).sum::<usize>()

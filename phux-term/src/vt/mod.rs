@@ -505,6 +505,12 @@ impl Vt {
         }
     }
 
+    /// [`Self::heap_bytes`] plus what the screens' cells not written yet would take: what the
+    /// model may come to hold without its history growing.
+    pub(crate) fn heap_bytes_bound(&self) -> usize {
+        self.heap_bytes() + self.screen.unallocated_bytes() + self.other.unallocated_bytes()
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
         self.screen.heap_bytes()
             + self.other.heap_bytes()
