@@ -24,7 +24,7 @@ use tracing::{debug, error, info, trace, warn};
 
 use crate::child::ChildExit;
 use crate::clock::Clock;
-use crate::conn::{Chunk, Conn, FlushState, HandOff, Transport, WriteQueue};
+use crate::conn::{Chunk, Conn, FlushState, HandOff, READ_INTEREST, Transport, WriteQueue};
 use crate::flush::{Decision, FlushPolicy, Output};
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
@@ -1005,7 +1005,7 @@ impl Host {
                 }
             };
             if !c.read_done {
-                registry.register(&mut SourceFd(&read_fd), read, Interest::READABLE)?;
+                registry.register(&mut SourceFd(&read_fd), read, READ_INTEREST)?;
             }
             // [SERVER.BRIDGE.11] The bridge's socket is watched in the new image too.
             let control = match c.transport {

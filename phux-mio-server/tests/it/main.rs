@@ -18,6 +18,7 @@ mod fault_hostile_peers;
 mod fault_large_paste;
 mod fault_slow_consumer;
 mod fault_stalled_child;
+mod hostile_ancillary_data;
 mod hostile_ledger_flood;
 mod hostile_reattach;
 mod hostile_screen_reply;
