@@ -9,7 +9,15 @@
 //! Versioning ([SERVER.UPGRADE.STATE.3]): a binary reads every state version it was built to
 //! read ([`reads_version`]) and refuses any other with [`ImageError::UnknownVersion`], before
 //! it looks at the body. A change to what the state holds or how it is laid out is a new
-//! version.
+//! version. Version 2 changed the driver's half only (the engine's half is laid out as in
+//! version 1): a driver that reads both decodes the engine's half with [`decode_parts`] and
+//! its own by the version ([`decode_host`]).
+//!
+//! An image of a large server is tens or hundreds of megabytes: [`ServerEngine::export_image_to`]
+//! writes it once, straight into the driver's file (no copy of it on the heap), and a reader
+//! decodes it from wherever it lies (a mapped file): nothing in a value borrows the input.
+//!
+//! [`ServerEngine::export_image_to`]: crate::server::ServerEngine::export_image_to
 //!
 //! Decoding never panics and never allocates from a count it has not checked: postcard checks
 //! a byte string's or a string's length against the input left before it takes the bytes, and
@@ -33,16 +41,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::io::{Seek, SeekFrom, Write};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use crate::server::{EngineState, NotQuiet, StateError};
 
 /// The state version this binary writes.
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
 /// Every state version this binary reads.
-pub const READS_VERSIONS: &[u32] = &[1];
+pub const READS_VERSIONS: &[u32] = &[1, 2];
+
+pub use phux_term::bytes;
 
 /// The first bytes of every image.
 pub const MAGIC: [u8; 8] = *b"phuxstat";
@@ -86,6 +98,110 @@ pub fn reads_version(version: u32) -> bool {
 /// The image of `engine` and the driver's `host` state, in the current version.
 pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
     encode_value(&(engine, host))
+}
+
+/// Why an image could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The engine is not quiet ([SERVER.UPGRADE.STATE.4]).
+    #[error(transparent)]
+    NotQuiet(#[from] NotQuiet),
+    /// The output refused the bytes.
+    #[error("cannot write the image: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// Writes the image of a value that serializes as `(EngineState, H)` does to `out`, from where
+/// it stands, in one pass: the header with the body's length 0, the body through a small
+/// buffer, then the length over the header's. Returns the image's length.
+pub(crate) fn write_value<T: Serialize, W: Write + Seek>(
+    value: &T,
+    mut out: W,
+) -> Result<u64, ExportError> {
+    let start = out.stream_position()?;
+    let mut header = [0u8; HEADER_LEN];
+    header[..8].copy_from_slice(&MAGIC);
+    header[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+    out.write_all(&header)?;
+    let mut sink = Sink {
+        out: &mut out,
+        buf: Vec::with_capacity(SINK_BUFFER),
+        written: 0,
+        error: None,
+    };
+    let serialized = postcard::serialize_with_flavor(value, &mut sink);
+    let Sink { written, error, .. } = sink;
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    // Every value postcard meets here is one it writes: only the output can fail.
+    serialized.map_err(|e| std::io::Error::other(e.to_string()))?;
+    let end = out.stream_position()?;
+    out.seek(SeekFrom::Start(start + 12))?;
+    out.write_all(&written.to_le_bytes())?;
+    out.seek(SeekFrom::Start(end))?;
+    Ok(end - start)
+}
+
+/// How much of the body [`write_value`] gathers before it writes: few system calls, and
+/// nothing like a copy of the image.
+const SINK_BUFFER: usize = 256 << 10;
+
+/// A postcard output into a writer, through a buffer; the first error is kept for the caller.
+struct Sink<'a, W: Write> {
+    out: &'a mut W,
+    buf: Vec<u8>,
+    written: u64,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Sink<'_, W> {
+    fn drain(&mut self) -> postcard::Result<()> {
+        if self.error.is_some() {
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        if let Err(e) = self.out.write_all(&self.buf) {
+            self.error = Some(e);
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.written += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+impl<W: Write> postcard::ser_flavors::Flavor for &mut Sink<'_, W> {
+    type Output = ();
+
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        if self.buf.len() == SINK_BUFFER {
+            self.drain()?;
+        }
+        self.buf.push(byte);
+        Ok(())
+    }
+
+    fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
+        if self.buf.len() + bytes.len() > SINK_BUFFER {
+            self.drain()?;
+            if bytes.len() > SINK_BUFFER {
+                // A large byte string (a history log, queued output) goes out as it is.
+                if let Err(e) = self.out.write_all(bytes) {
+                    self.error = Some(e);
+                    return Err(postcard::Error::SerializeBufferFull);
+                }
+                self.written += bytes.len() as u64;
+                return Ok(());
+            }
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        self.drain()
+    }
 }
 
 /// The image of a value that serializes as `(EngineState, H)` does.
@@ -139,8 +255,27 @@ pub fn image_version(bytes: &[u8]) -> Result<u32, ImageError> {
     Ok(u32::from_le_bytes(version))
 }
 
-/// Reads an image back: the engine's state and the driver's.
+/// Reads an image back: the engine's state and the driver's, for a driver whose half has one
+/// layout in every version it reads.
 pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H), ImageError> {
+    let parts = decode_parts(bytes)?;
+    Ok((parts.engine, decode_host(parts.host)?))
+}
+
+/// An image's version, the engine's state, and the driver's half still encoded.
+#[derive(Debug)]
+pub struct Parts<'a> {
+    /// The state version the image holds.
+    pub version: u32,
+    /// The engine's state.
+    pub engine: EngineState,
+    /// The driver's half, for [`decode_host`] in the layout of `version`.
+    pub host: &'a [u8],
+}
+
+/// Reads an image's header and the engine's half (the same in every version this binary
+/// reads), leaving the driver's half to the driver.
+pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
     let version = image_version(bytes)?;
     // [SERVER.UPGRADE.STATE.3] Another version is refused before its body is read.
     if !reads_version(version) {
@@ -163,8 +298,19 @@ pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H
             found - expected
         )));
     }
-    let (value, rest) = postcard::take_from_bytes::<(EngineState, H)>(body)
+    let (engine, host) = postcard::take_from_bytes::<EngineState>(body)
         .map_err(|e| ImageError::Corrupt(e.to_string()))?;
+    Ok(Parts {
+        version,
+        engine,
+        host,
+    })
+}
+
+/// Reads the driver's half of an image ([`Parts::host`]), which must take every byte left.
+pub fn decode_host<H: DeserializeOwned>(host: &[u8]) -> Result<H, ImageError> {
+    let (value, rest) =
+        postcard::take_from_bytes::<H>(host).map_err(|e| ImageError::Corrupt(e.to_string()))?;
     if !rest.is_empty() {
         return Err(ImageError::Corrupt(format!(
             "{} bytes left after the state",

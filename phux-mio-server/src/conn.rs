@@ -92,17 +92,15 @@ impl Conn {
     }
 
     /// A connection the previous server image held (an upgrade), registered by the caller
-    /// already (for reading unless `read_done`), its unwritten bytes queued again.
+    /// already (for reading unless `read_done`), with what it was still to be sent.
     pub(crate) fn adopted(
         transport: Transport,
         (read_token, write_token, control_token): (Token, Token, Option<Token>),
         may_hand_off: bool,
-        pending: Vec<u8>,
+        queue: WriteQueue,
         read_done: bool,
         reported: bool,
     ) -> Self {
-        let mut queue = WriteQueue::new();
-        queue.push(pending);
         Self {
             transport,
             read_token,

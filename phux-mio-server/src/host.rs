@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 use mio::unix::SourceFd;
 use mio::{Interest, Poll, Token};
@@ -32,7 +33,7 @@ use crate::terminal::{Adopted, Term, group_signal, os_spawn_spec};
 use crate::timer::{
     CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, Nearest, REAP_BOUND, Timer, TimerTable,
 };
-use crate::upgrade::{ConnImage, ConnTransport, HostImage, TermImage};
+use crate::upgrade::{Bytes, ConnImageRef, ConnTransport, HostImage, Piece, PieceRef, TermImage};
 
 /// What the host may do with the engine: give written buffers back for reuse. It holds no way
 /// to hand the engine an event.
@@ -912,13 +913,34 @@ impl Host {
     }
 
     /// The connections and terminals as the image carries them (their unwritten bytes,
-    /// deadlines and exit state), and the next connection id.
-    pub(crate) fn image_parts(&self) -> (Vec<ConnImage>, Vec<TermImage>, u64) {
+    /// deadlines and exit state), borrowed from the queues: the heads of frames several
+    /// connections are sent, each once, then per connection its pieces; and the next
+    /// connection id.
+    pub(crate) fn image_parts(
+        &self,
+    ) -> (Vec<Bytes<'_>>, Vec<ConnImageRef<'_>>, Vec<TermImage>, u64) {
         let micros = |at: Option<Instant>| at.map(Instant::as_micros);
-        let conns = self
-            .conns
-            .iter()
-            .map(|(id, c)| ConnImage {
+        let mut shared: Vec<Bytes<'_>> = Vec::new();
+        let mut index: HashMap<*const Vec<u8>, u32> = HashMap::new();
+        let mut conns = Vec::with_capacity(self.conns.len());
+        for (id, c) in &self.conns {
+            let mut pending = Vec::new();
+            for (chunk, from) in c.queue.pieces() {
+                let piece = match chunk {
+                    // [SERVER.UPGRADE.EXEC.5] A head still whole is named, so that it is one
+                    // buffer in the new image as it is here.
+                    Chunk::Shared(head) if from == 0 => {
+                        let at = *index.entry(Arc::as_ptr(head)).or_insert_with(|| {
+                            shared.push(Bytes(head.as_slice()));
+                            u32::try_from(shared.len() - 1).unwrap_or(u32::MAX)
+                        });
+                        PieceRef::Shared(at)
+                    }
+                    other => PieceRef::Bytes(Bytes(other.bytes().get(from..).unwrap_or_default())),
+                };
+                pending.push(piece);
+            }
+            conns.push(ConnImageRef {
                 id: id.0,
                 transport: match &c.transport {
                     Transport::Unix(s) => ConnTransport::Unix {
@@ -937,12 +959,12 @@ impl Host {
                         }
                     }
                 },
-                pending: c.queue.unwritten(),
+                pending,
                 read_done: c.read_done(),
                 reported: c.reported,
                 closing: micros(c.timers.get(Timer::Closing)),
-            })
-            .collect();
+            });
+        }
         let terminals = self
             .terminals
             .iter()
@@ -961,7 +983,7 @@ impl Host {
                 kill_grace: micros(t.timers.get(Timer::KillGrace)),
             })
             .collect();
-        (conns, terminals, self.next_conn)
+        (shared, conns, terminals, self.next_conn)
     }
 
     /// Every descriptor that crosses the exec: the listener, the connections' sockets, the
@@ -1058,6 +1080,7 @@ impl Host {
         fds: &mut impl Iterator<Item = OwnedFd>,
     ) -> io::Result<()> {
         self.next_conn = image.next_conn;
+        let heads: Vec<Arc<Vec<u8>>> = image.shared.into_iter().map(Arc::new).collect();
         let at = |micros: Option<u64>| micros.map(Instant::from_micros);
         let socket = |fds: &mut dyn Iterator<Item = OwnedFd>| {
             let fd = fds.next().ok_or_else(missing_fd)?;
@@ -1087,11 +1110,23 @@ impl Host {
                 }
             };
             let id = ConnId(c.id);
+            let mut queue = WriteQueue::new();
+            for piece in c.pending {
+                match piece {
+                    Piece::Bytes(bytes) => queue.push(bytes),
+                    Piece::Shared(i) => {
+                        let head = heads.get(i as usize).ok_or_else(|| {
+                            io::Error::other(format!("no shared frame {i} in the image"))
+                        })?;
+                        queue.push_head(Arc::clone(head));
+                    }
+                }
+            }
             let mut conn = Conn::adopted(
                 transport,
                 tokens,
                 may_hand_off,
-                c.pending,
+                queue,
                 c.read_done,
                 c.reported,
             );

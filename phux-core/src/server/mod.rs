@@ -197,6 +197,11 @@ impl ServerEngine {
         self.conns.len()
     }
 
+    /// The operations the dedupe ledger holds.
+    pub fn ledger_len(&self) -> usize {
+        self.ledger.len()
+    }
+
     /// Live terminals (exited ones included until killed).
     pub fn terminal_count(&self) -> usize {
         self.terminals.len()

@@ -64,7 +64,7 @@ use crate::socket::{ServerSocket, check_peer};
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
-pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt};
+pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt, validate};
 
 mod upgrade;
 
