@@ -67,6 +67,13 @@
 //! server it runs is this package's example `conformance-test-server`, which `cargo test`
 //! builds before the tests; no test invokes cargo.
 //!
+//! # Differential checks against live servers
+//!
+//! [`peer`] starts the phux reference (`PHUX_REF_BIN`) or our `phux-mio-server` on a socket in
+//! a scratch home of its own, ends it on drop, and gives blocking [`peer::Client`]s, so a tool
+//! or a test can send the same frames to both and compare what a program inside each reads or
+//! shows. Without the reference binary such a test prints why it skipped.
+//!
 //! # Writing new cases
 //!
 //! [`recorder::record`] (`phux-conformance record`) proxies a live session to a server and
@@ -78,6 +85,7 @@ pub mod coverage;
 pub mod expectations;
 pub mod netfuzz;
 pub mod pattern;
+pub mod peer;
 pub mod probe;
 pub mod recorder;
 pub mod report;

@@ -10,13 +10,15 @@
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use phux_core::client::ClientEvent;
 use phux_core::encoder::{encode_key, encode_paste};
-use phux_core::modes::TerminalModes;
+use phux_core::modes::{MouseTracking, TerminalModes};
 use phux_proto::frame::{InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize};
 use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, Frame, TerminalId};
@@ -25,7 +27,7 @@ use phux_term::Terminal;
 use super::cli::AttachArgs;
 use super::conn::{Incoming, Session, Step};
 use super::keys::legacy_bytes;
-use super::tty_input::{Decoder, Incomplete, TtyInput};
+use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
 use super::{CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK};
 
 /// Modes a program may have turned on in this tty through its output, turned off again on
@@ -149,15 +151,46 @@ enum ReplyInput {
     Keys(Vec<KeyEvent>),
 }
 
+/// The reports the program asked this tty for, shared with the reader thread: the attach
+/// loop stores them after drawing output and before writing it, so bytes read after the tty
+/// could have started (or stopped) sending reports are decoded knowing it.
+#[derive(Debug, Default)]
+struct SharedReports(AtomicU8);
+
+impl SharedReports {
+    const MOUSE: u8 = 1;
+    const FOCUS: u8 = 2;
+
+    fn store(&self, modes: &TerminalModes) {
+        let mut bits = 0;
+        if modes.mouse_tracking != MouseTracking::Off {
+            bits |= Self::MOUSE;
+        }
+        if modes.focus_reporting {
+            bits |= Self::FOCUS;
+        }
+        self.0.store(bits, Ordering::Release);
+    }
+
+    fn load(&self) -> Reports {
+        let bits = self.0.load(Ordering::Acquire);
+        Reports {
+            mouse: bits & Self::MOUSE != 0,
+            focus: bits & Self::FOCUS != 0,
+        }
+    }
+}
+
 /// Reads the tty on its own thread, decoding as bytes arrive and reading a sequence that
 /// stays cut as keys after a short wait.
-fn spawn_tty_reader(waker: std::sync::mpsc::Sender<Incoming>) {
+fn spawn_tty_reader(waker: std::sync::mpsc::Sender<Incoming>, reports: Arc<SharedReports>) {
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let fd = stdin.as_fd();
         let mut decoder = Decoder::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            decoder.set_reports(reports.load());
             let wait = match decoder.incomplete() {
                 Incomplete::No => None,
                 Incomplete::Short => Some(SEQUENCE_WAIT),
@@ -251,7 +284,8 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
 
     let guard = TtyGuard::enter()?;
     spawn_resize_watch(session.waker())?;
-    spawn_tty_reader(session.waker());
+    let reports = Arc::new(SharedReports::default());
+    spawn_tty_reader(session.waker(), Arc::clone(&reports));
 
     let (cols, rows) = tty_size.unwrap_or((80, 24));
     let mut attached = Attached {
@@ -259,6 +293,7 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
         detach,
         model: Terminal::new(cols, rows, 0),
         cursor_queries: CursorQueries::default(),
+        reports,
         out: std::io::stdout().lock(),
     };
     let outcome = attached.run(session, args);
@@ -318,12 +353,16 @@ struct Attached<'a> {
     /// The terminal as this tty shows it: its modes decide how a reply is passed on.
     model: Terminal,
     cursor_queries: CursorQueries,
+    /// The reports the program asked for, for the tty reader.
+    reports: Arc<SharedReports>,
     out: std::io::StdoutLock<'a>,
 }
 
 impl Attached<'_> {
     fn draw(&mut self, bytes: &[u8]) {
         self.model.advance(bytes);
+        // Before the tty sees the bytes that turn reports on.
+        self.reports.store(&self.model.modes());
         self.cursor_queries.scan(bytes);
         let _ = self.out.write_all(bytes).and_then(|()| self.out.flush());
     }

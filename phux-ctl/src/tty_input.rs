@@ -9,10 +9,17 @@
 //! Bytes arrive in reads; a sequence cut by the end of a read is kept until more bytes come.
 //! When none come in time ([`Decoder::incomplete`] says how long to wait), [`Decoder::flush`]
 //! reads what is left as keys: a lone ESC is the Escape key, `ESC x` is Alt+x.
+//!
+//! Keys are decoded as an xterm-compatible terminal sends them (ctlseqs, "PC-Style Function
+//! Keys" and "VT220-Style Function Keys"; `ESC` + key for Alt, as metaSendsEscape; the SS3
+//! keypad; modifyOtherKeys' `CSI 27 ; m ; k ~`; the `CSI k ; m u` of fixterms and the kitty
+//! keyboard protocol) into events a server encodes back to those bytes in the program's
+//! modes. Mouse and focus reports are told from keys only while the program has asked for
+//! them ([`Decoder::set_reports`]): otherwise `ESC [ I` is Alt+[ then I, as typed.
 
 use phux_proto::input::{KeyAction, KeyEvent, ModSet, PhysicalKey};
 
-use super::keys::char_key;
+use super::keys::{char_key, physical_key};
 
 /// A paste longer than this is handed on in pieces of this size (each its own INPUT_PASTE),
 /// so a paste without its end marker cannot grow a buffer without bound.
@@ -68,6 +75,18 @@ pub struct Decoder {
     paste: Option<Vec<u8>>,
     /// Dropping an over-long string up to its terminator.
     discarding: bool,
+    /// Which reports the terminal is sending (the program asked for them).
+    reports: Reports,
+}
+
+/// The reports a terminal sends unasked-for by keys: only while a program asked for them is
+/// a sequence of their shape a report rather than keys.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Reports {
+    /// Mouse tracking is on (`CSI M ...`, `CSI < ... M` are mouse reports).
+    pub mouse: bool,
+    /// Focus reporting is on (`CSI I`, `CSI O` are focus reports).
+    pub focus: bool,
 }
 
 enum Parsed {
@@ -79,6 +98,12 @@ impl Decoder {
     /// A decoder with nothing held.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Which reports the terminal now sends: set before feeding bytes read after the program
+    /// turned them on or off.
+    pub fn set_reports(&mut self, reports: Reports) {
+        self.reports = reports;
     }
 
     /// Decodes `bytes` (following what came before); the inputs now complete.
@@ -147,7 +172,7 @@ impl Decoder {
             if self.buf.is_empty() {
                 break;
             }
-            match parse(&self.buf, at_end) {
+            match parse(&self.buf, at_end, self.reports) {
                 Parsed::Item(len, item) => {
                     self.buf.drain(..len);
                     match item {
@@ -257,7 +282,7 @@ fn utf8_char(buf: &[u8]) -> Result<(char, usize), bool> {
 }
 
 /// One input at the start of `buf` (not empty).
-fn parse(buf: &[u8], at_end: bool) -> Parsed {
+fn parse(buf: &[u8], at_end: bool, reports: Reports) -> Parsed {
     let first = buf[0];
     if first != 0x1b {
         return plain(buf, ModSet::NONE, 0, at_end);
@@ -270,7 +295,7 @@ fn parse(buf: &[u8], at_end: bool) -> Parsed {
         };
     };
     let sequence = match second {
-        b'[' => csi(buf),
+        b'[' => csi(buf, reports),
         b'O' => ss3(buf),
         b'P' | b']' | b'_' | b'^' | b'X' => Some(string(buf, second)),
         _ => None,
@@ -299,7 +324,8 @@ fn plain(buf: &[u8], mods: ModSet, at: usize, at_end: bool) -> Parsed {
     }
 }
 
-/// `ESC O x`: the keypad and F1-F4 in the terminal's application modes.
+/// `ESC O x`: F1-F4, and the cursor keys and keypad in the terminal's application modes
+/// (DECCKM, DECKPAM; ctlseqs' VT220 keypad table).
 fn ss3(buf: &[u8]) -> Option<Parsed> {
     let Some(&last) = buf.get(2) else {
         return Some(Parsed::Incomplete);
@@ -311,10 +337,23 @@ fn ss3(buf: &[u8]) -> Option<Parsed> {
         b'D' => PhysicalKey::ARROW_LEFT,
         b'H' => PhysicalKey::HOME,
         b'F' => PhysicalKey::END,
+        b'E' => PhysicalKey::NUMPAD_BEGIN,
         b'P'..=b'S' => PhysicalKey(PhysicalKey::F1.0 + u32::from(last - b'P')),
+        b'p'..=b'y' => PhysicalKey(PhysicalKey::NUMPAD0.0 + u32::from(last - b'p')),
+        b'M' => PhysicalKey::NUMPAD_ENTER,
+        b'k' => PhysicalKey::NUMPAD_ADD,
+        b'm' => PhysicalKey::NUMPAD_SUBTRACT,
+        b'j' => PhysicalKey::NUMPAD_MULTIPLY,
+        b'o' => PhysicalKey::NUMPAD_DIVIDE,
+        b'n' => PhysicalKey::NUMPAD_DECIMAL,
+        b'X' => PhysicalKey::NUMPAD_EQUAL,
+        b'l' => PhysicalKey::NUMPAD_SEPARATOR,
         _ => return None,
     };
-    Some(Parsed::Item(3, key(physical, ModSet::NONE)))
+    Some(Parsed::Item(
+        3,
+        TtyInput::Key(physical_key(physical, ModSet::NONE)),
+    ))
 }
 
 /// A string sequence (`ESC P` DCS, `ESC ]` OSC, `ESC _` APC, `ESC ^` PM, `ESC X` SOS): a
@@ -344,7 +383,7 @@ fn string(buf: &[u8], kind: u8) -> Parsed {
 }
 
 /// `ESC [ ...`: a key, a paste start, a focus or mouse report, or a reply.
-fn csi(buf: &[u8]) -> Option<Parsed> {
+fn csi(buf: &[u8], reports: Reports) -> Option<Parsed> {
     let mut i = 2;
     let marker = match buf.get(i) {
         Some(&m @ b'<'..=b'?') => {
@@ -388,6 +427,12 @@ fn csi(buf: &[u8]) -> Option<Parsed> {
         .collect();
     let param = |n: usize| -> u32 { groups.get(n).and_then(|g| g.first().copied()).unwrap_or(0) };
     let modifier = || mods_of(param(1));
+    // A key's event type (kitty, `CSI 1 ; m : e A`): a release is no key press at all.
+    let event = groups.get(1).and_then(|g| g.get(1).copied()).unwrap_or(1);
+    let key = |physical: PhysicalKey| match event {
+        3 => TtyInput::Ignored,
+        _ => key(physical, modifier()),
+    };
     let item = match (marker, intermediates, fin) {
         // [CLIENT.ATTACH.2] The reply kinds the server answers from its own model.
         (Some(b'?'), [], b'c') => TtyInput::AnsweredReply("DA1"),
@@ -416,25 +461,34 @@ fn csi(buf: &[u8]) -> Option<Parsed> {
                 b'R' => PhysicalKey(PhysicalKey::F1.0 + 2),
                 _ => PhysicalKey(PhysicalKey::F1.0 + 3),
             };
-            key(physical, modifier())
+            key(physical)
         }
-        (None, [], b'Z') => key(PhysicalKey::TAB, ModSet::SHIFT),
+        (None, [], b'E') => key(PhysicalKey::NUMPAD_BEGIN),
+        (None, [], b'Z') => TtyInput::Key(KeyEvent::press(PhysicalKey::TAB, ModSet::SHIFT)),
         (None, [], b'~') if param(0) == 200 => TtyInput::Paste(Vec::new()),
+        // modifyOtherKeys: `CSI 27 ; m ; k ~` is key `k` with modifiers `m`.
+        (None, [], b'~') if param(0) == 27 && groups.len() == 3 => {
+            code_key(param(2), modifier(), None)
+        }
         (None, [], b'~') => match tilde_key(param(0)) {
-            Some(physical) => key(physical, modifier()),
+            Some(physical) => key(physical),
             None => TtyInput::Ignored,
         },
         (None, [], b'u') => kitty_key(&groups),
-        (None, [], b'I') if params.is_empty() => TtyInput::Focus(true),
-        (None, [], b'O') if params.is_empty() => TtyInput::Focus(false),
+        (None, [], b'I') if params.is_empty() && reports.focus => TtyInput::Focus(true),
+        (None, [], b'O') if params.is_empty() && reports.focus => TtyInput::Focus(false),
         // Mouse reports: X10 (`CSI M` and three bytes) and SGR (`CSI < ... M/m`).
-        (None, [], b'M') if params.is_empty() => {
+        (None, [], b'M') if params.is_empty() && reports.mouse => {
             if buf.len() < len + 3 {
                 return Some(Parsed::Incomplete);
             }
             return Some(Parsed::Item(len + 3, TtyInput::Ignored));
         }
-        (Some(b'<'), [], b'M' | b'm') => TtyInput::Ignored,
+        (Some(b'<'), [], b'M' | b'm') if reports.mouse => TtyInput::Ignored,
+        // The shape of a report the terminal is not sending: keys typed in a burst
+        // (`ESC [ I` is Alt+[ then I).
+        (None, [], b'I' | b'O' | b'M') if params.is_empty() => return None,
+        (Some(b'<'), [], b'M' | b'm') => return None,
         // [CLIENT.ATTACH.3] Any other well-formed CSI a terminal sends is a reply (window
         // reports `CSI 8;r;c t`, colour-scheme reports `CSI ? 997;n n`, ...).
         _ => TtyInput::OtherReply(buf[..len].to_vec()),
@@ -461,10 +515,12 @@ fn tilde_key(n: u32) -> Option<PhysicalKey> {
     }
 }
 
-/// `CSI code[:alternates] [; mods[:event]] u`: a key in the kitty keyboard protocol (the
-/// program's output may have turned it on in this terminal).
+/// `CSI code[:shifted[:base]] [; mods[:event] [; text]] u`: a key in the kitty keyboard
+/// protocol (the program's output may have turned it on in this terminal), or fixterms'
+/// `CSI code ; mods u` (tmux's extended keys).
 fn kitty_key(groups: &[Vec<u32>]) -> TtyInput {
-    let code = groups.first().and_then(|g| g.first().copied()).unwrap_or(0);
+    let code_group = groups.first();
+    let code = code_group.and_then(|g| g.first().copied()).unwrap_or(0);
     let mods_group = groups.get(1);
     let mods = mods_of(mods_group.and_then(|g| g.first().copied()).unwrap_or(1));
     let action = match mods_group.and_then(|g| g.get(1).copied()).unwrap_or(1) {
@@ -472,20 +528,91 @@ fn kitty_key(groups: &[Vec<u32>]) -> TtyInput {
         3 => return TtyInput::Ignored,
         _ => KeyAction::Press,
     };
-    let mut event = match code {
-        27 => KeyEvent::press(PhysicalKey::ESCAPE, mods),
-        13 => KeyEvent::press(PhysicalKey::ENTER, mods),
-        9 => KeyEvent::press(PhysicalKey::TAB, mods),
-        127 => KeyEvent::press(PhysicalKey::BACKSPACE, mods),
-        57376..=57388 => KeyEvent::press(PhysicalKey(PhysicalKey::F1.0 + 12 + code - 57376), mods),
-        _ => match char::from_u32(code).filter(|c| !c.is_control()) {
-            Some(c) => char_key(c, mods),
-            // Keypad, modifier and media keys: nothing this client forwards.
-            None => return TtyInput::Ignored,
-        },
+    // The text the key typed: the associated text when the terminal reports it, else the
+    // shifted key when Shift is held.
+    let text: Option<String> = match groups.get(2) {
+        Some(points) => points.iter().map(|&p| char::from_u32(p)).collect(),
+        None => code_group
+            .and_then(|g| g.get(1).copied())
+            .filter(|&s| s != 0 && mods.contains(ModSet::SHIFT))
+            .and_then(char::from_u32)
+            .map(String::from),
     };
-    event.action = action;
+    match code_key(
+        code,
+        mods,
+        text.filter(|t| !t.chars().any(char::is_control)),
+    ) {
+        TtyInput::Key(mut event) => {
+            event.action = action;
+            TtyInput::Key(event)
+        }
+        other => other,
+    }
+}
+
+/// The key whose kitty / modifyOtherKeys code is `code` (a character, or one of kitty's
+/// functional-key numbers), with `mods`; `text`, when known, is what it typed.
+fn code_key(code: u32, mods: ModSet, text: Option<String>) -> TtyInput {
+    let numbered = |first: PhysicalKey, from: u32| PhysicalKey(first.0 + code - from);
+    let physical = match code {
+        27 => PhysicalKey::ESCAPE,
+        13 => PhysicalKey::ENTER,
+        9 => PhysicalKey::TAB,
+        8 | 127 => PhysicalKey::BACKSPACE,
+        // F13-F25 (kitty numbers F13-F35; phux has keys up to F25).
+        57376..=57388 => numbered(PhysicalKey(PhysicalKey::F1.0 + 12), 57376),
+        // The keypad: 0-9, then decimal, divide, multiply, subtract, add, enter, equal,
+        // separator, left, right, up, down, page up, page down, home, end, insert, delete,
+        // begin.
+        57399..=57408 => numbered(PhysicalKey::NUMPAD0, 57399),
+        57409..=57427 => [
+            PhysicalKey::NUMPAD_DECIMAL,
+            PhysicalKey::NUMPAD_DIVIDE,
+            PhysicalKey::NUMPAD_MULTIPLY,
+            PhysicalKey::NUMPAD_SUBTRACT,
+            PhysicalKey::NUMPAD_ADD,
+            PhysicalKey::NUMPAD_ENTER,
+            PhysicalKey::NUMPAD_EQUAL,
+            PhysicalKey::NUMPAD_SEPARATOR,
+            PhysicalKey::NUMPAD_LEFT,
+            PhysicalKey::NUMPAD_RIGHT,
+            PhysicalKey::NUMPAD_UP,
+            PhysicalKey::NUMPAD_DOWN,
+            PhysicalKey::NUMPAD_PAGE_UP,
+            PhysicalKey::NUMPAD_PAGE_DOWN,
+            PhysicalKey::NUMPAD_HOME,
+            PhysicalKey::NUMPAD_END,
+            PhysicalKey::NUMPAD_INSERT,
+            PhysicalKey::NUMPAD_DELETE,
+            PhysicalKey::NUMPAD_BEGIN,
+        ][(code - 57409) as usize],
+        _ => {
+            return match char::from_u32(code).filter(|c| !c.is_control() && !is_private(*c)) {
+                Some(c) => {
+                    let mut event = char_key(c, mods);
+                    if let Some(text) = text {
+                        event.text = Some(text);
+                    }
+                    TtyInput::Key(event)
+                }
+                // Lock, modifier and media keys, kitty's higher F-keys, and private-use code
+                // points no key types (tmux sends its own internal numbers as codes): nothing
+                // a program reads in the modes a terminal starts in.
+                None => TtyInput::Ignored,
+            };
+        }
+    };
+    let mut event = physical_key(physical, mods);
+    if let Some(text) = text.filter(|_| event.text.is_some()) {
+        event.text = Some(text);
+    }
     TtyInput::Key(event)
+}
+
+/// A code point in a private-use area (kitty numbers its functional keys there).
+fn is_private(c: char) -> bool {
+    matches!(u32::from(c), 0xe000..=0xf8ff | 0xf_0000..)
 }
 
 #[cfg(test)]
@@ -613,6 +740,136 @@ mod tests {
             assert_eq!(out.len(), 1, "{bytes:?}: {out:?}");
             assert_eq!(typed(&out), bytes, "{out:?}");
         }
+    }
+
+    #[test]
+    fn every_key_an_xterm_sends_reads_back_as_itself() {
+        // What xterm sends for each key and chord in its reset modes (ctlseqs, "PC-Style
+        // Function Keys"; metaSendsEscape), and tmux 3.3a as well: each decodes to one key
+        // that the server's encoder turns back into the same bytes.
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        for m in 2..=8u8 {
+            for fin in [b'A', b'B', b'C', b'D', b'H', b'F', b'P', b'Q', b'S'] {
+                sent.push(format!("\x1b[1;{m}{}", char::from(fin)).into_bytes());
+            }
+            for n in [2, 3, 5, 6, 15, 17, 18, 19, 20, 21, 23, 24] {
+                sent.push(format!("\x1b[{n};{m}~").into_bytes());
+            }
+        }
+        for n in [2, 3, 5, 6, 15, 17, 18, 19, 20, 21, 23, 24] {
+            sent.push(format!("\x1b[{n}~").into_bytes());
+        }
+        for c in (0x20u8..0x7f).chain(0..0x20).chain([0x7f]) {
+            // ESC ESC is Escape then Escape; `ESC [` and `ESC O` alone are Alt+[ and Alt+O.
+            if c != 0x1b {
+                sent.push(vec![0x1b, c]);
+            }
+        }
+        for text in ["\u{e9}", "\u{df}", "\u{20ac}", "\u{1f600}", "\u{44f}"] {
+            sent.push(text.as_bytes().to_vec());
+            sent.push([b"\x1b", text.as_bytes()].concat());
+        }
+        for bytes in sent {
+            let out = decode(&bytes);
+            assert_eq!(out.len(), 1, "{bytes:?}: {out:?}");
+            assert_eq!(typed(&out), bytes, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn alt_with_shifted_punctuation_and_non_ascii_keeps_its_character() {
+        // The issue's cases, in one read (a burst) and split across two reads.
+        for bytes in [
+            &b"\x1b:"[..],
+            b"\x1b<",
+            b"\x1b>",
+            b"\x1b{",
+            b"\x1b%",
+            b"\x1b!",
+            "\x1b\u{e9}".as_bytes(),
+            "\x1b\u{df}".as_bytes(),
+        ] {
+            assert_eq!(typed(&decode(bytes)), bytes);
+            for split in 1..bytes.len() {
+                let mut d = Decoder::new();
+                let mut out = d.feed(&bytes[..split]);
+                out.extend(d.feed(&bytes[split..]));
+                out.extend(d.flush());
+                assert_eq!(typed(&out), bytes, "split at {split}");
+            }
+        }
+        // Escape then `:wq` typed fast: one read, the same bytes.
+        assert_eq!(typed(&decode(b"\x1b:wq\r")), b"\x1b:wq\r");
+    }
+
+    #[test]
+    fn where_tmux_is_not_xterm_the_program_reads_what_xterm_sends() {
+        // tmux sends Home and End as `CSI 1 ~` and `CSI 4 ~` (its own terminfo's khome and
+        // kend); xterm sends `CSI H` and `CSI F` (ctlseqs, "PC-Style Function Keys"). With
+        // `extended-keys always`, tmux sends chords without a legacy byte as fixterms'
+        // `CSI k ; m u`; xterm without modifyOtherKeys sends the key's own byte. tmux's
+        // KPEnter with Ctrl is its internal key number, which no key is.
+        let rows: &[(&[u8], &[u8])] = &[
+            (b"\x1b[1~", b"\x1b[H"),
+            (b"\x1b[4~", b"\x1b[F"),
+            (b"\x1b[9;5u", b"\t"),
+            (b"\x1b[13;5u", b"\r"),
+            (b"\x1b[13;2u", b"\r"),
+            (b"\x1b[27;5u", b"\x1b"),
+            (b"\x1b[65;6u", b"\x01"),
+            (b"\x1b[49;5u", b"1"),
+            (b"\x1b[27;5;13~", b"\r"),
+            (b"\x1b[27;3;58~", b"\x1b:"),
+            (b"\x1b[1106361;5u", b""),
+        ];
+        for (sent, read) in rows {
+            assert_eq!(
+                typed(&decode(sent)),
+                *read,
+                "{:?}",
+                String::from_utf8_lossy(sent)
+            );
+        }
+    }
+
+    #[test]
+    fn the_keypad_in_application_mode_reads_back_as_the_keypad() {
+        let app = phux_core::modes::TerminalModes {
+            application_keypad: true,
+            application_cursor_keys: true,
+            ..phux_core::modes::TerminalModes::default()
+        };
+        for last in b"pqrstuvwxyMkmjonXlABCDHFE".iter().copied() {
+            let bytes = [0x1b, b'O', last];
+            let out = decode(&bytes);
+            let [TtyInput::Key(key)] = out.as_slice() else {
+                panic!("{bytes:?}: {out:?}");
+            };
+            let mut again = Vec::new();
+            phux_core::encoder::encode_key(key, &app, &mut again);
+            assert_eq!(again, bytes, "{key:?}");
+        }
+        // In numeric mode the same keys type their characters.
+        assert_eq!(typed(&decode(b"\x1bOp\x1bOk\x1bOn")), b"0+.");
+        // The kitty protocol's keypad numbers are keypad keys, not private-use characters.
+        assert_eq!(typed(&decode(b"\x1b[57399u\x1b[57413u")), b"0+");
+    }
+
+    #[test]
+    fn report_shapes_are_keys_unless_the_terminal_sends_reports() {
+        // Nothing asked for focus or mouse reports: `ESC [ I` typed fast is Alt+[ then I.
+        for bytes in [&b"\x1b[I"[..], b"\x1b[O", b"\x1b[M", b"\x1b[<0;1;2M"] {
+            assert_eq!(typed(&decode(bytes)), bytes);
+        }
+        let mut d = Decoder::new();
+        d.set_reports(Reports {
+            mouse: true,
+            focus: true,
+        });
+        assert_eq!(d.feed(b"\x1b[I"), [TtyInput::Focus(true)]);
+        assert_eq!(d.feed(b"\x1b[O"), [TtyInput::Focus(false)]);
+        assert_eq!(d.feed(b"\x1b[M !!"), [TtyInput::Ignored]);
+        assert_eq!(d.feed(b"\x1b[<0;1;2M"), [TtyInput::Ignored]);
     }
 
     #[test]

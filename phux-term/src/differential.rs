@@ -39,6 +39,7 @@
 //! | DECRC and origin mode | restored with the cursor | not restored | xterm `CursorRestore` restores the `DECSC_FLAGS`, origin mode among them; VT510 DECSC saves "state of origin mode (DECOM)" | [`generate`] sends no restore (DECRC, SCORC, leaving 1049) that would change origin mode |
 //! | CUU, CUD, VPR, CHA, HPA in origin mode with a region below the top | relative to the cursor's row / the column only | the row moves down by the region's top again (they go through the origin-relative `goto` with an absolute row) | ctlseqs CUU / CUD / VPR move relative to the cursor; CHA / HPA "Cursor Character Absolute [column]" do not name a row | [`generate`] sends none of them then |
 //! | DECRC in origin mode of a row below the bottom margin | the row is clamped to the bottom margin | restored as saved | xterm `CursorRestore` moves with `CursorSet(sc->row - top_marg, ...)`, which in origin mode keeps the row at most at `bot_marg` | [`generate`] sends no such restore |
+//! | IL, DL (`CSI L`, `CSI M`) | the cursor moves to the first column (the left margin), inside the scroll region or not | the column is kept | xterm `charproc.c` `CASE_IL` / `CASE_DL`: `set_cur_col(screen, ScrnLeftMargin(xw))` before `InsertLine` / `DeleteLine`, which return at once outside the region; ECMA-48 IL / DL: "the active presentation position is moved to the line home position" (pinned in the `xterm` tests) | [`generate`] puts a CR after IL / DL |
 //! | CBT (`CSI Z`) with no tab stop to the left | to the first column | stays | xterm `TabToPrevStop` stops at column 0 | [`generate`] sends no CBT |
 //! | A wide character cut in two by a write, DCH or ECH / EL / ED | the other half becomes a blank in the pen's colours with no attributes; but a write starting at the last column makes the first half a space in its own style | the other half keeps the wide character's style (after DCH or an erase it stays as it was) | xterm `WriteText`, `DeleteChar`, `ClearRight`, `ClearLeft`: `DamagedCurCells` then `ClearInLine` (`ClearCells`); a write at the last column: `DamagedCells` finds nothing (`nn` is 0) and `ScrnWriteText` sets `chars[-1] = ' '`, leaving its attributes and colours | a hazard where the blank would show differently (background, underline, inverse, strike; any DCH or erase cut) |
 //! | IRM or ICH inside a wide character, or cutting one at the right margin | the character is cleared (both halves blank in the pen's colours) before the shift | the halves are moved apart; its IRM shifts one character at a time (cutting a wide character on the way out) and by two for a wide one (turning a wide character round) | xterm `InsertChar`: `DamagedCurCells` at the cursor and at `max_col - n + 1`, `ClearInLine`, then the shift; `WriteText` inserts a run's width at once | hazards |
@@ -405,6 +406,10 @@ pub fn generate(bytes: &[u8], cols: u16, rows: u16) -> Vec<u8> {
                     k = k.min(cols - guide.vt.cur.x);
                 }
                 out.extend_from_slice(format!("\x1b[{k}{fin}").as_bytes());
+                if matches!(fin, 'L' | 'M') {
+                    // IL and DL home the column in xterm only (see the table): a CR after.
+                    out.push(b'\r');
+                }
             }
             35..=39 => sgr(&mut c, &mut out),
             40 => {

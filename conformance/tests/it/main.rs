@@ -12,6 +12,7 @@ mod launch;
 mod coverage;
 mod mutants;
 mod netfuzz;
+mod peer;
 mod probe_canonical;
 mod probe_raw;
 mod probe_signals;

@@ -124,7 +124,7 @@ fn field(text: &str, key: &str) -> Option<Vec<u8>> {
 #[test]
 fn replies_reach_a_querying_program_intact_and_never_as_keys() {
     if !tmux_available() || !installed("python3") {
-        eprintln!("skipped: tmux or python3 is not installed (apt-get install tmux python3)");
+        crate::support::skip("tmux or python3 is not installed (apt-get install tmux python3)");
         return;
     }
     let server = Server::start();
@@ -197,7 +197,7 @@ fn replies_reach_a_querying_program_intact_and_never_as_keys() {
 #[test]
 fn vim_under_attach_starts_with_nothing_pending_and_the_first_keys_land() {
     if !tmux_available() || !installed("vim") {
-        eprintln!("skipped: tmux or vim is not installed (apt-get install tmux vim)");
+        crate::support::skip("tmux or vim is not installed (apt-get install tmux vim)");
         return;
     }
     let server = Server::start();

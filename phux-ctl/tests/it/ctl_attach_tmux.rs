@@ -62,7 +62,7 @@ pub(crate) fn shell_quote(path: &Path) -> String {
 #[test]
 fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
     if !tmux_available() {
-        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        crate::support::skip("tmux is not installed (apt-get install tmux)");
         return;
     }
     let server = Server::start();

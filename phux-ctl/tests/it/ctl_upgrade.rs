@@ -65,7 +65,7 @@ fn upgrade_execs_in_place_and_refusals_exit_4() {
 fn vim_under_attach_takes_keys_across_upgrades() {
     // [SERVER.UPGRADE.3] [SERVER.UPGRADE.6] [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
     if !tmux_available() || !installed("vim") {
-        eprintln!("skipped: tmux or vim is not installed (apt-get install tmux vim)");
+        crate::support::skip("tmux or vim is not installed (apt-get install tmux vim)");
         return;
     }
     let mut server = Server::start();
@@ -144,7 +144,7 @@ fn vim_under_attach_takes_keys_across_upgrades() {
 fn attach_follows_a_flood_of_output_across_upgrades() {
     // [SERVER.UPGRADE.6] [SERVER.UPGRADE.STATE.2]
     if !tmux_available() {
-        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        crate::support::skip("tmux is not installed (apt-get install tmux)");
         return;
     }
     let server = Server::start();

@@ -908,6 +908,11 @@ fn xterm_behaviour_where_vt100_differs() {
     assert_eq!((cursor(&t), t.vt.top, t.vt.bottom), ((0, 0, false), 2, 4));
     t.advance(b"\x1b[4;4r");
     assert_eq!((t.vt.top, t.vt.bottom), (2, 4));
+    // IL and DL move the cursor to the first column; vt100 keeps it. (More in
+    // `xterm::il_and_dl_home_the_column`.)
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"ab\x1b[L");
+    assert_eq!((lines(&t)[1].as_str(), cursor(&t)), ("ab", (0, 0, false)));
     // CUU from below the region stops at its top; RI above it moves up without scrolling.
     t.advance(b"\x1b[5;1H\x1b[r\x1b[2;3r\x1b[5;1H\x1b[9A");
     assert_eq!(cursor(&t).1, 1);

@@ -197,26 +197,46 @@ impl Vt {
         }
     }
 
+    /// IL (`CSI Ps L`). [xterm] `CASE_IL` moves the cursor to the left margin (the first
+    /// column: no DECSLRM here) before `InsertLine`, inside the scroll region or not; ECMA-48
+    /// IL moves the active position to the line home position too.
     pub(super) fn insert_lines(&mut self, n: u16) {
-        self.reset_wrap();
-        let y = self.cur.y;
-        if y < self.top || y > self.bottom {
+        if !self.home_for_line_edit() {
             return;
         }
+        let y = self.cur.y;
         self.screen.scroll_down(y, self.bottom, n);
         self.screen.row_mut(self.bottom).wrapped = false;
         self.colour_new_rows(y, y.saturating_add(n).min(self.bottom + 1));
     }
 
+    /// DL (`CSI Ps M`). [xterm] `CASE_DL` moves the cursor to the left margin before
+    /// `DeleteLine`, as `CASE_IL` does; ECMA-48 DL likewise.
     pub(super) fn delete_lines(&mut self, n: u16) {
-        self.reset_wrap();
-        let y = self.cur.y;
-        if y < self.top || y > self.bottom {
+        if !self.home_for_line_edit() {
             return;
         }
+        let y = self.cur.y;
         self.screen.scroll_up(y, self.bottom, n, |_| {});
         let bottom = self.bottom + 1;
         self.colour_new_rows(bottom.saturating_sub(n).max(y), bottom);
+    }
+
+    /// What IL and DL do first: the cursor to the first column, and whether the edit applies
+    /// (the cursor's row is inside the scroll region). [xterm] `set_cur_col(screen,
+    /// ScrnLeftMargin(xw))` runs whatever the row; `InsertLine` / `DeleteLine` then return at
+    /// once outside the region, and only inside it reset the wrap (`ResetWrap`). Outside the
+    /// region xterm leaves `do_wrap` set, a wrap pending over the first column; we drop it, as
+    /// a pending wrap is kept only on the last column (the bootstrap rebuilds it by writing
+    /// there), and keep xterm's `char_was_written` for a combining mark.
+    fn home_for_line_edit(&mut self) -> bool {
+        self.cur.x = 0;
+        if self.cur.y < self.top || self.cur.y > self.bottom {
+            self.cur.pending = false;
+            return false;
+        }
+        self.reset_wrap();
+        true
     }
 
     /// Scrolls the region up; rows leaving the top of the main screen go to history.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub(crate) use server::{DEADLINE, Server};
+pub(crate) use server::{DEADLINE, Server, key_recorder};
 
 /// Between two polls of a condition that phuxctl reads from the server.
 const POLL: Duration = Duration::from_millis(25);
@@ -115,6 +115,13 @@ impl Ctl {
             })
             .collect()
     }
+}
+
+/// Reports a test that could not run, where it is seen: on stderr past the test harness's
+/// capture (so a passing run shows it), as a `SKIP:` line, which `.ci/run` counts.
+pub(crate) fn skip(reason: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIP: {reason}");
 }
 
 /// The test-only hook's variable (kept out of every other run).

@@ -15,6 +15,11 @@ pub(crate) fn server_exe() -> PathBuf {
     launch::example("ctl-test-server", "phux-ctl")
 }
 
+/// The raw-mode program that records what it reads (the `key-recorder` example).
+pub(crate) fn key_recorder() -> PathBuf {
+    launch::example("key-recorder", "phux-ctl")
+}
+
 /// Starts the `ctl-test-server` example on `socket` and waits until it listens.
 pub(crate) fn launch_at(socket: &Path) -> Child {
     launch::launch_server(&server_exe(), socket, None, "warn")

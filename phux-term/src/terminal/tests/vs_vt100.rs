@@ -12,6 +12,8 @@
 //! - CUU / CUD / CNL / CPL outside the scroll region stop at its edge, and RI above it does
 //!   not scroll (xterm `CursorUp` / `CursorDown` / `RevIndex`): skipped outside the region;
 //! - DECSTBM homes to the first row (vt100: to the region's top): a CUP follows it;
+//! - IL and DL move the cursor to the first column (xterm `CASE_IL` / `CASE_DL`; vt100 keeps
+//!   the column): a CR follows them;
 //! - the alternate screen shares the cursor, keeps one scroll region for both screens, and a
 //!   saved cursor (pen included) per screen; 1049 while already on the alternate screen saves
 //!   the cursor and clears it again (xterm; vt100 does nothing): a switch is followed by
@@ -216,7 +218,14 @@ fn token(cols: u16, rows: u16) -> impl Strategy<Value = (Vec<u8>, Kind)> {
         2 => (prop::sample::select(&['J', 'K'][..]), 0u16..3)
             .prop_map(|(f, k)| (csi(&k.to_string(), f), C)),
         2 => (prop::sample::select(&['@', 'P', 'X', 'L', 'M', 'S', 'T', 'b'][..]), n())
-            .prop_map(|(f, k)| (csi(&k.to_string(), f), C)),
+            .prop_map(|(f, k)| {
+                let mut s = csi(&k.to_string(), f);
+                if matches!(f, 'L' | 'M') {
+                    // IL and DL home the column in xterm only (see the module doc).
+                    s.push(b'\r');
+                }
+                (s, C)
+            }),
         1 => (1..rows, 1..=rows, row(), col()).prop_map(move |(t, b, r, c)| {
             let (t, b) = if t < b { (t, b) } else { (1, rows) };
             let mut s = csi(&format!("{t};{b}"), 'r');

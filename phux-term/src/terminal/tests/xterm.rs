@@ -575,3 +575,38 @@ fn a_restored_pending_wrap_with_other_character_sets_is_rebuilt() {
     assert!(!t.vt.charsets.active());
     assert_rebuilt(&t);
 }
+
+/// IL and DL move the cursor to the left margin (the first column) first: xterm's `CASE_IL` /
+/// `CASE_DL` (charproc.c) call `set_cur_col(screen, ScrnLeftMargin(xw))` before `InsertLine` /
+/// `DeleteLine`, whatever the row; those return at once when the row is outside the scroll
+/// region, and reset the wrap (`ResetWrap`) only inside it. ECMA-48 IL / DL also move the active
+/// position to the line home position. `printf 'abcdef\033[1;4H\033[LZ\n'`: `Z` above `abcdef`;
+/// `printf 'abcdef\r\nghi\033[1;4H\033[MZ\n'`: `Zhi`.
+#[test]
+fn il_and_dl_home_the_column() {
+    let t = term(b"abcdef\x1b[1;4H\x1b[LZ");
+    assert_eq!(lines(&t)[..2], ["Z", "abcdef"]);
+    assert_eq!(cursor(&t), (1, 0, false));
+    assert_rebuilt(&t);
+    let t = term(b"abcdef\r\nghi\x1b[1;4H\x1b[MZ");
+    assert_eq!(lines(&t)[..2], ["Zhi", ""]);
+    assert_rebuilt(&t);
+    // Outside the scroll region nothing moves but the cursor: `printf
+    // '\033[2;3r\033[1;5Hab\033[LZ\033[MY\033[r\n'`: `Y   ab` on the first row.
+    let t = term(b"\x1b[2;3r\x1b[1;5Hab\x1b[LZ\x1b[MY");
+    assert_eq!(lines(&t)[..2], ["Y   ab", ""]);
+    assert_eq!(cursor(&t), (1, 0, false));
+    // A pending wrap is cancelled: `printf '\033[1;80HA\033[LB\n'`: B on the first row, A
+    // pushed down to the second, still in the last column.
+    let t = term(b"\x1b[1;80HA\x1b[LB");
+    assert_eq!(lines(&t)[0], "B");
+    assert_eq!(lines(&t)[1], format!("{}A", " ".repeat(79)));
+    assert_rebuilt(&t);
+    // Outside the region the edit does not reset the wrap: xterm keeps `char_was_written`, so
+    // a combining mark still joins the character written last (`printf
+    // '\033[2;3r\033[1;5Hab\033[L\xcc\x81\033[r\n'`: `ab́`). (xterm also keeps `do_wrap`, a
+    // wrap pending over the first column; we drop it, see `Vt::home_for_line_edit`.)
+    let t = term(b"\x1b[2;3r\x1b[1;5Hab\x1b[L\xcc\x81");
+    assert_eq!(lines(&t)[0], "    ab\u{301}");
+    assert_eq!(cursor(&t), (0, 0, false));
+}
