@@ -236,44 +236,46 @@ fn json_string_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
-/// A styled cell as JSON. The attributes added after schema 3 was fixed (blink, invisible,
-/// strikethrough, double underline) are keys present only when set: clients ignore keys they
-/// do not know, and cells without them stay as they were.
+/// A styled cell as JSON, in the shape phux's L1.md §6.1 fixes: `{col, row, style}`, the style
+/// holding every attribute as a bool and `fg` / `bg` as `{"kind": ...}` objects. phux's own
+/// client reads `style` and each of its keys as required, so none may be left out. Beyond
+/// phux, a cell also carries its `text` and `wide`, and a doubly underlined style says so with
+/// `double_underline` (phux's `underline` means any underline).
 fn cell_json(row: usize, col: usize, cell: Cell, pen: Pen, text: &str) -> Value {
-    let mut v = json!({
-        "row": row,
-        "col": col,
-        "text": text,
+    let double = pen.has_bg(DOUBLE_UNDERLINE);
+    let mut style = json!({
+        "bold": pen.has(BOLD),
+        "faint": pen.has(DIM),
+        "italic": pen.has(ITALIC),
+        "underline": pen.has(UNDERLINE) || double,
+        "blink": pen.has_bg(BLINK),
+        "inverse": pen.has(INVERSE),
+        "invisible": pen.has_bg(INVISIBLE),
+        "strikethrough": pen.has_bg(STRIKETHROUGH),
+        // SGR 53 is not kept: xterm has no overline, and neither has our model.
+        "overline": false,
         "fg": color(Color::unpack(pen.fg)),
         "bg": color(Color::unpack(pen.bg)),
-        "bold": pen.has(BOLD),
-        "dim": pen.has(DIM),
-        "italic": pen.has(ITALIC),
-        "underline": pen.has(UNDERLINE),
-        "inverse": pen.has(INVERSE),
-        "wide": cell.is_wide(),
     });
-    if let Value::Object(map) = &mut v {
-        for (attr, key) in [
-            (BLINK, "blink"),
-            (INVISIBLE, "invisible"),
-            (STRIKETHROUGH, "strikethrough"),
-            (DOUBLE_UNDERLINE, "double_underline"),
-        ] {
-            if pen.has_bg(attr) {
-                map.insert(key.into(), true.into());
-            }
-        }
+    if double && let Value::Object(map) = &mut style {
+        map.insert("double_underline".into(), true.into());
     }
-    v
+    json!({
+        "col": col,
+        "row": row,
+        "style": style,
+        "text": text,
+        "wide": cell.is_wide(),
+    })
 }
 
-/// A colour as JSON: `null` (the default), a palette index, or `"#rrggbb"`.
+/// A colour as JSON, tagged as phux's `CellColor` is: `{"kind": "default"}`, `{"kind":
+/// "palette", "index": n}` or `{"kind": "rgb", "r": .., "g": .., "b": ..}`.
 fn color(c: Color) -> Value {
     match c {
-        Color::Default => Value::Null,
-        Color::Idx(i) => i.into(),
-        Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}").into(),
+        Color::Default => json!({"kind": "default"}),
+        Color::Idx(i) => json!({"kind": "palette", "index": i}),
+        Color::Rgb(r, g, b) => json!({"kind": "rgb", "r": r, "g": g, "b": b}),
     }
 }
 

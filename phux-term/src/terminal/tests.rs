@@ -327,21 +327,35 @@ fn screen_json_shape() {
         4,
         "r, e, d and the blue blank; the default-styled space is not listed"
     );
+    // phux's shape (L1.md §6.1), every style key present; `text` and `wide` beyond it.
     assert_eq!(
         cells[0],
-        serde_json::json!({"row": 1, "col": 0, "text": "r", "fg": 1, "bg": null, "bold": true,
-            "dim": false, "italic": false, "underline": false, "inverse": false, "wide": false})
+        serde_json::json!({"row": 1, "col": 0, "text": "r", "wide": false, "style": {
+            "bold": true, "faint": false, "italic": false, "underline": false, "blink": false,
+            "inverse": false, "invisible": false, "strikethrough": false, "overline": false,
+            "fg": {"kind": "palette", "index": 1}, "bg": {"kind": "default"}}})
     );
     assert_eq!(
-        (&cells[3]["col"], &cells[3]["bg"], &cells[3]["text"]),
-        (&Value::from(4), &Value::from(4), &Value::from(" "))
+        (
+            &cells[3]["col"],
+            &cells[3]["style"]["bg"],
+            &cells[3]["text"]
+        ),
+        (
+            &Value::from(4),
+            &serde_json::json!({"kind": "palette", "index": 4}),
+            &Value::from(" ")
+        )
     );
     // Without `cells`, no cells key; without a title, no title key.
     let v = screen(&term_with(b"x\x1b[?25l\x1b[38;2;1;2;255mY"), None, false);
     assert!(v.get("cells").is_none() && v.get("title").is_none());
     assert_eq!(v["cursor"]["visible"], false);
     let v = screen(&term_with(b"\x1b[38;2;1;2;255m\xe4\xb8\xad"), None, true);
-    assert_eq!(v["cells"][0]["fg"], "#0102ff");
+    assert_eq!(
+        v["cells"][0]["style"]["fg"],
+        serde_json::json!({"kind": "rgb", "r": 1, "g": 2, "b": 255})
+    );
     assert_eq!(v["cells"][0]["wide"], true);
     assert_eq!(
         v["cells"].as_array().unwrap().len(),
@@ -816,7 +830,10 @@ fn erase_insert_delete_characters() {
     assert_eq!(lines(&t)[0], "a    efg", "ECH");
     let v = t.screen_value(0, None, true);
     assert_eq!(v["cells"][0]["text"], "", "an erased cell holds no text");
-    assert_eq!(v["cells"][0]["bg"], 4, "but keeps the pen's background");
+    assert_eq!(
+        v["cells"][0]["style"]["bg"]["index"], 4,
+        "but keeps the pen's background"
+    );
     t.advance(b"\x1b[m\x1b[1;7H\x1b[1K");
     assert_eq!(lines(&t)[0], "       g", "EL 1");
     t.advance(b"\x1b[2;1Hxyz\x1b[1;1H\x1b[J");
@@ -849,7 +866,10 @@ fn cursor_save_restore_and_the_1049_screen() {
     t.advance(b"\x1b[2;3H\x1b[31m\x1b7\x1b[m\x1b[H\x1b8X");
     let v = t.screen_value(0, None, true);
     assert_eq!(lines(&t)[1], "  X");
-    assert_eq!(v["cells"][0]["fg"], 1, "DECRC restores the pen");
+    assert_eq!(
+        v["cells"][0]["style"]["fg"]["index"], 1,
+        "DECRC restores the pen"
+    );
     t.advance(b"\x1b[3;5H\x1b[?1049h");
     assert_eq!(
         cursor(&t),
@@ -929,7 +949,10 @@ fn xterm_behaviour_where_vt100_differs() {
     // Each screen has its own saved cursor, pen included.
     let mut t = Terminal::new(6, 3, 0);
     t.advance(b"\x1b[31m\x1b7\x1b[?1049h\x1b[32m\x1b7\x1b[?1049lR");
-    assert_eq!(t.screen_value(0, None, true)["cells"][0]["fg"], 1);
+    assert_eq!(
+        t.screen_value(0, None, true)["cells"][0]["style"]["fg"]["index"],
+        1
+    );
     // HT keeps the wrap-pending state (xterm `TabToNextStop`); vt100 clamps its cursor back
     // onto the last column. (More in `xterm::a_tab_keeps_the_pending_wrap`.)
     let mut t = Terminal::new(4, 2, 0);
@@ -939,7 +962,10 @@ fn xterm_behaviour_where_vt100_differs() {
     let t = term_with(b"\x1b[1;2mx");
     let v = t.screen_value(0, None, true);
     assert_eq!(
-        (&v["cells"][0]["bold"], &v["cells"][0]["dim"]),
+        (
+            &v["cells"][0]["style"]["bold"],
+            &v["cells"][0]["style"]["faint"]
+        ),
         (&Value::Bool(true), &Value::Bool(true))
     );
 }
@@ -1023,12 +1049,14 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         if n % 3 == 0 {
             let bytes = format!("\x1b[m\x1b[1;{}H\x1b[48;5;{lo}m\x1b[X", x + 1);
             t.advance(bytes.as_bytes());
-            want[x] = serde_json::json!(["", null, lo]);
+            want[x] =
+                serde_json::json!(["", {"kind": "default"}, {"kind": "palette", "index": lo}]);
         } else {
             let c = char::from(b'a' + (n % 26) as u8);
             let bytes = format!("\x1b[m\x1b[1;{}H\x1b[38;2;{hi};{lo};9m{c}", x + 1);
             t.advance(bytes.as_bytes());
-            want[x] = serde_json::json!([c.to_string(), format!("#{hi:02x}{lo:02x}09"), null]);
+            let fg = serde_json::json!({"kind": "rgb", "r": hi, "g": lo, "b": 9});
+            want[x] = serde_json::json!([c.to_string(), fg, {"kind": "default"}]);
         }
     }
     let v = screen(&t, None, true);
@@ -1036,7 +1064,7 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| serde_json::json!([c["text"], c["fg"], c["bg"]]))
+        .map(|c| serde_json::json!([c["text"], c["style"]["fg"], c["style"]["bg"]]))
         .collect();
     assert_eq!(got, want);
     assert_rebuilt(&t);

@@ -66,7 +66,9 @@ fn get_screen_without_title_has_no_title_and_cells_on_request() {
     assert_eq!(v["scrollback"][1], "line6");
     let cells = v["cells"].as_array().unwrap();
     assert!(
-        cells.iter().any(|c| c["text"] == "B" && c["bold"] == true),
+        cells
+            .iter()
+            .any(|c| c["text"] == "B" && c["style"]["bold"] == true),
         "{cells:?}"
     );
     let v = expect_json(h.request(
