@@ -86,7 +86,9 @@ pub mod expectations;
 pub mod netfuzz;
 pub mod pattern;
 pub mod peer;
-pub mod probe;
+/// The probe child ([`phux_probe`], a crate of its own so the server's fault tests can run it
+/// without linking this suite).
+pub use phux_probe as probe;
 pub mod recorder;
 pub mod report;
 pub mod runner;

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use phux_proto::TerminalId;
+use phux_proto::{OperationId, TerminalId};
 
-use super::keys::{KeySpec, parse_key};
+use crate::keys::{KeySpec, parse_key};
 
 /// A command-line client for phux-mio-server.
 ///
@@ -135,7 +135,7 @@ pub enum CtlCommand {
     /// Operations are addressed to one terminal of one server incarnation: those whose server
     /// is gone, or that are 9.5 minutes old, are reported and never sent. Other commands never
     /// send them; `send` and `paste` resume only those to their own terminal.
-    Outbox(super::outbox_verb::OutboxArgs),
+    Outbox(OutboxArgs),
     /// Resize a terminal (its program gets SIGWINCH); print the size it now has.
     Resize {
         /// The terminal.
@@ -388,6 +388,54 @@ pub struct AttachArgs {
     pub no_resize: bool,
 }
 
+/// `phuxctl outbox`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct OutboxArgs {
+    /// What to do (default: list).
+    #[command(subcommand)]
+    pub action: Option<OutboxAction>,
+}
+
+/// `phuxctl outbox` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum OutboxAction {
+    /// List the pending operations: id, terminal, state, age, bytes, and whether the server
+    /// they were addressed to still answers. Sends nothing and creates nothing.
+    List {
+        /// One JSON object per line instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Settle pending operations now (those to TERMINAL, or all): each is sent if its server
+    /// still runs and it is young enough, else reported; the verdicts are printed.
+    Resume {
+        /// Only the operations to this terminal.
+        #[arg(value_parser = parse_terminal)]
+        terminal: Option<TerminalId>,
+    },
+    /// Give up pending operations without sending them (reported `not sent: dropped`, or
+    /// `unknown` when an earlier send of one is in doubt).
+    Drop {
+        /// Every pending operation.
+        #[arg(long, conflicts_with_all = ["terminal", "ops"])]
+        all: bool,
+        /// Every pending operation to this terminal.
+        #[arg(long, value_parser = parse_terminal, conflicts_with = "ops")]
+        terminal: Option<TerminalId>,
+        /// Operation ids, as `outbox list` prints them.
+        #[arg(value_parser = parse_operation)]
+        ops: Vec<OperationId>,
+    },
+}
+
+fn parse_operation(text: &str) -> Result<OperationId, String> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    u128::from_str_radix(digits, 16)
+        .ok()
+        .and_then(OperationId::from_u128)
+        .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
+}
+
 /// Parses `local:3`, `3` or `satellite:HOST:3`.
 pub fn parse_terminal(text: &str) -> Result<TerminalId, String> {
     let bad = || format!("{text:?} is not a terminal id (write local:3 or 3)");
@@ -545,5 +593,13 @@ mod tests {
         assert_eq!(spawn.env, [("A".to_owned(), "b=c".to_owned())]);
         assert_eq!(spawn.command, ["sh", "-c", "echo --x"]);
         assert!(Cli::try_parse_from(["phuxctl", "spawn", "--env", "=x"]).is_err());
+    }
+
+    #[test]
+    fn operation_ids_parse_as_printed() {
+        let id = OperationId::from_u128(0xabc).expect("id");
+        assert_eq!(parse_operation(&id.to_string()), Ok(id));
+        assert!(parse_operation("0x0").is_err());
+        assert!(parse_operation("zz").is_err());
     }
 }

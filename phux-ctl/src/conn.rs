@@ -18,7 +18,7 @@ use phux_core::time::Instant;
 use phux_proto::frame::{SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
-use super::CtlError;
+use super::error::{CtlError, spawn_error_text};
 use super::link::{Endpoint, Link};
 use super::outbox_store::OutboxStore;
 
@@ -31,10 +31,21 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// for longer). What is still pending stays in the outbox for the next run.
 pub const INPUT_TIMEOUT: Duration = Duration::from_mins(1);
 
+/// How long a run waits for the server (`--timeout`, or the defaults).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Waits {
+    /// The handshake and each command.
+    pub(crate) command: Duration,
+    /// Acknowledged input's verdict.
+    pub(crate) input: Duration,
+    /// Another phuxctl's journal lock (`None`: as long as it takes).
+    pub(crate) lock: Option<Duration>,
+}
+
 /// How often one run redials a connection that dropped while operations were pending.
 const MAX_REDIALS: u32 = 3;
 
-/// Test-only: with this set to 1, phuxctl exits (status [`super::EXIT_TEST_HOOK`]) right
+/// Test-only: with this set to 1, phuxctl exits (status [`crate::EXIT_TEST_HOOK`]) right
 /// after it has sent an acknowledged operation and before the answer, as if killed there.
 pub const TEST_EXIT_AFTER_SEND: &str = "PHUXCTL_TEST_EXIT_AFTER_SEND";
 
@@ -523,9 +534,7 @@ impl Session {
                 {
                     return match s.result {
                         SpawnResult::Ok(id) => Ok(id),
-                        SpawnResult::Err(e) => {
-                            Err(CtlError::SpawnFailed(super::spawn_error_text(&e)))
-                        }
+                        SpawnResult::Err(e) => Err(CtlError::SpawnFailed(spawn_error_text(&e))),
                     };
                 }
                 Step::Event(ClientEvent::Frame(Frame::Error(e))) => {

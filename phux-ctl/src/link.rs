@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use phux_mio_server::verify::{self, Target};
+use phux_local::verify::{self, Target};
 
 use super::CtlError;
 

@@ -4,13 +4,15 @@
 //! command, start time or attached clients; the server runs on this host, so /proc gives the
 //! first two, and the attached clients are not known to a client at all.
 
+use std::io::Write;
+
 use serde_json::{Value, json};
 
 use phux_proto::command::StateScope;
 use phux_proto::{Command, CommandValue, ErrorCode, TerminalId};
 
-use super::CtlError;
-use super::conn::Session;
+use crate::conn::Session;
+use crate::error::{CtlError, EXIT_OK};
 
 /// One terminal as `list` shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +37,19 @@ pub struct Row {
     pub command: Option<Vec<String>>,
     /// Seconds since the program started (from /proc).
     pub age_secs: Option<u64>,
+}
+
+/// `list`: the rows as a table (a header on a terminal) or as JSON.
+pub(crate) fn print(session: &mut Session, json: bool) -> Result<u8, CtlError> {
+    let rows = collect(session)?;
+    let mut out = std::io::stdout().lock();
+    let text = if json {
+        to_json(&rows)
+    } else {
+        to_table(&rows, std::io::IsTerminal::is_terminal(&std::io::stdout()))
+    };
+    let _ = write!(out, "{text}");
+    Ok(EXIT_OK)
 }
 
 /// The terminals' ids and sizes (GET_STATE).

@@ -10,68 +10,21 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::time::{Duration, Instant as StdInstant};
 
-use clap::{Args, Subcommand};
 use phux_core::client::journal::{Incarnation, JournalRecord};
 use phux_core::client::outbox::{Outbox, OutboxConfig, Resolution, Scope};
 use phux_proto::input::InputEvent;
 use phux_proto::{OperationId, TerminalId};
 
-use super::cli::{Cli, CtlCommand, parse_terminal};
-use super::conn::{Session, unix_now};
-use super::link::Endpoint;
-use super::outbox_store::{
+use phux_local::verify;
+
+use crate::cli::{Cli, CtlCommand, OutboxAction, OutboxArgs};
+use crate::conn::{Session, Waits, unix_now};
+use crate::error::{CtlError, EXIT_OK, EXIT_UNKNOWN};
+use crate::link::Endpoint;
+use crate::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use super::{CtlError, EXIT_OK, EXIT_UNKNOWN, Waits, resolution_code, verdict};
-use phux_mio_server::verify;
-
-/// `phuxctl outbox`'s arguments.
-#[derive(Debug, Clone, Args)]
-pub struct OutboxArgs {
-    /// What to do (default: list).
-    #[command(subcommand)]
-    pub action: Option<OutboxAction>,
-}
-
-/// `phuxctl outbox` actions.
-#[derive(Debug, Clone, Subcommand)]
-pub enum OutboxAction {
-    /// List the pending operations: id, terminal, state, age, bytes, and whether the server
-    /// they were addressed to still answers. Sends nothing and creates nothing.
-    List {
-        /// One JSON object per line instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Settle pending operations now (those to TERMINAL, or all): each is sent if its server
-    /// still runs and it is young enough, else reported; the verdicts are printed.
-    Resume {
-        /// Only the operations to this terminal.
-        #[arg(value_parser = parse_terminal)]
-        terminal: Option<TerminalId>,
-    },
-    /// Give up pending operations without sending them (reported `not sent: dropped`, or
-    /// `unknown` when an earlier send of one is in doubt).
-    Drop {
-        /// Every pending operation.
-        #[arg(long, conflicts_with_all = ["terminal", "ops"])]
-        all: bool,
-        /// Every pending operation to this terminal.
-        #[arg(long, value_parser = parse_terminal, conflicts_with = "ops")]
-        terminal: Option<TerminalId>,
-        /// Operation ids, as `outbox list` prints them.
-        #[arg(value_parser = parse_operation)]
-        ops: Vec<OperationId>,
-    },
-}
-
-fn parse_operation(text: &str) -> Result<OperationId, String> {
-    let digits = text.strip_prefix("0x").unwrap_or(text);
-    u128::from_str_radix(digits, 16)
-        .ok()
-        .and_then(OperationId::from_u128)
-        .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
-}
+use crate::send::{resolution_code, verdict};
 
 /// The journal key for a target: its `--name`, or the absolute socket path.
 fn key(cli: &Cli, endpoint: &Endpoint) -> String {
@@ -445,13 +398,5 @@ mod tests {
             [op(2)]
         );
         assert!(pending_ops(&records, &Scope::Nothing).is_empty());
-    }
-
-    #[test]
-    fn operation_ids_parse_as_printed() {
-        let id = OperationId::from_u128(0xabc).expect("id");
-        assert_eq!(parse_operation(&id.to_string()), Ok(id));
-        assert!(parse_operation("0x0").is_err());
-        assert!(parse_operation("zz").is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! The probe child of the fault tests (`tests/it/support/faults.rs`): `fault-probe probe` is
-//! `phux-conformance probe`, the same code (`phux_conformance::probe::run`), built by
+//! `phux-conformance probe`, the same code (`phux_probe::run`), built by
 //! `cargo test -p phux-mio-server` with the tests so they need not invoke cargo to build
 //! another package's binary. The probe starts its grandchild as `<this exe> probe --grandchild`,
 //! which lands here too.
@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use phux_conformance::probe::ProbeArgs;
+use phux_probe::ProbeArgs;
 
 /// Only the conformance tool's `probe` command.
 #[derive(Debug, Parser)]
@@ -21,5 +21,5 @@ enum Cli {
 
 fn main() -> ExitCode {
     let Cli::Probe(args) = Cli::parse();
-    phux_conformance::probe::run(&args)
+    phux_probe::run(&args)
 }

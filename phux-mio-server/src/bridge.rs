@@ -22,8 +22,8 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::thread;
 
-use crate::socket::SocketError;
-use crate::verify::{self, Target, TrustError};
+use phux_local::SocketError;
+use phux_local::verify::{self, Target, TrustError};
 
 /// One read's worth in each direction: the bridge's whole buffering.
 const CHUNK: usize = 64 * 1024;

@@ -50,7 +50,6 @@ pub mod socket;
 mod terminal;
 mod timer;
 pub mod upgrade;
-pub mod verify;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};

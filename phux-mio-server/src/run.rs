@@ -63,7 +63,7 @@ where
 /// The bridge logs nothing: its stderr is often the far side of an ssh session, and it has
 /// one thing to say when it fails.
 fn run_bridge(args: &BridgeArgs) -> ExitCode {
-    let result = crate::verify::target(args.socket.as_deref(), &args.name)
+    let result = phux_local::verify::target(args.socket.as_deref(), &args.name)
         .map_err(crate::bridge::BridgeError::from)
         .and_then(|target| crate::bridge::join(&target, !args.no_handoff));
     match result {

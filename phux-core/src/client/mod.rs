@@ -57,6 +57,7 @@
 //! }
 //! ```
 
+mod batch;
 pub mod journal;
 pub mod outbox;
 pub mod retry;

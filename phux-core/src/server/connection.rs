@@ -1,18 +1,29 @@
 //! One client connection: its phase, its decoder and the HELLO gate that turns its bytes
-//! into typed requests, and its output budgets.
+//! into typed requests, its handshake deadline, its outbound queue (counted against the
+//! budgets [`Outbound`] keeps), its detach/fail state and the API that queues frames to it.
+//! The engine looks a connection up once per event and calls these methods; every field is
+//! private.
+
+use std::collections::VecDeque;
 
 use phux_proto::decode_error::DecodeError;
-use phux_proto::frame::{ByteLimit, CommandFrame, FrameType, Hello, SpawnTerminal, TerminalResize};
+use phux_proto::frame::{
+    ByteLimit, CommandFrame, DetachReason, Detached, FrameType, Hello, SpawnTerminal,
+    TerminalResize,
+};
 use phux_proto::input::InputEvent;
 use phux_proto::{ClientId, ErrorCode, Frame, TerminalId};
 
-use super::{ConnId, PeerInfo};
+use super::outbound::{Budget, Outbound};
+use super::pool::BufferPool;
+use super::{ConnId, LocalTerminal, PeerInfo, ServerAction, SharedFrame};
 use crate::encoder::CellGeometry;
 use crate::framing::FrameDecoder;
+use crate::time::Instant;
 
 /// Where a connection is in its life.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
-pub(super) enum Phase {
+enum Phase {
     /// Only HELLO and PING are accepted.
     AwaitHello,
     /// Handshake done.
@@ -21,31 +32,66 @@ pub(super) enum Phase {
     Closed,
 }
 
+/// One client connection. Its fields (and their order: an upgrade's image holds them) are
+/// private; see the module docs.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Connection {
-    pub(super) id: ConnId,
-    pub(super) client: ClientId,
-    pub(super) peer: PeerInfo,
-    pub(super) phase: Phase,
-    pub(super) decoder: FrameDecoder,
+    id: ConnId,
+    client: ClientId,
+    peer: PeerInfo,
+    phase: Phase,
+    decoder: FrameDecoder,
     /// Negotiated at HELLO: min(client, server).
-    pub(super) max_chunk: ByteLimit,
-    pub(super) max_history_page: ByteLimit,
+    max_chunk: ByteLimit,
+    max_history_page: ByteLimit,
     /// The cell size for mouse encoding, from the last VIEWPORT_RESIZE (R16).
-    pub(super) cells: CellGeometry,
+    cells: CellGeometry,
     /// SUBSCRIBE_EVENTS without a terminal: server-scoped events.
-    pub(super) server_events: bool,
+    server_events: bool,
     /// Bytes handed to the driver and not yet reported sent, by budget.
-    pub(super) outbound: Outbound,
+    outbound: Outbound,
     /// Terminals whose stream to this connection was tombstoned for falling behind and waits
     /// to start over ([QUEUE.OUTPUT.1]). An index, so that a `Sent` report need not look at
     /// every terminal: the viewer's `paused_at` stays the truth, and an entry whose viewer was
     /// since replaced or removed is dropped when next looked at.
-    pub(super) paused: Vec<super::LocalTerminal>,
+    paused: Vec<LocalTerminal>,
     /// While HELLO is awaited: when the handshake times out ([SERVER.LIMIT.2]).
-    pub(super) handshake_deadline: Option<crate::time::Instant>,
+    handshake_deadline: Option<Instant>,
     /// Whole frames wait in the decoder, past this turn's budget ([SERVER.FAIR.1]).
-    pub(super) backlogged: bool,
+    backlogged: bool,
+}
+
+/// What became of a frame queued to a connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Queued {
+    /// The connection is closed: nothing was queued.
+    Closed,
+    /// Queued, this many bytes.
+    Bytes(usize),
+    /// Queued, this many bytes, but the control frames queued ahead of it were already past
+    /// the control budget ([QUEUE.CONTROL.2]): the connection must be detached.
+    ControlOverflow(usize),
+}
+
+impl Queued {
+    /// The bytes queued.
+    pub(super) fn len(self) -> usize {
+        match self {
+            Self::Closed => 0,
+            Self::Bytes(n) | Self::ControlOverflow(n) => n,
+        }
+    }
+}
+
+/// How a connection's turn at its received bytes ended ([`Connection::end_turn`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct TurnEnd {
+    /// A frame under way grew past [`UNFRAMED_WATCH`]: the server-wide budget is to be
+    /// counted in full ([SERVER.LIMIT.5]).
+    pub(super) unframed_grew: bool,
+    /// More unframed bytes than [`MAX_PRE_HELLO_BYTES`] before HELLO ([SERVER.LIMIT.1]): the
+    /// buffer was dropped and the connection is to be failed.
+    pub(super) too_many_before_hello: bool,
 }
 
 /// The most unframed bytes a connection may have buffered before HELLO is admitted
@@ -135,63 +181,125 @@ impl Request {
     }
 }
 
-/// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
-pub(super) enum Budget {
-    /// TERMINAL_OUTPUT and BOOTSTRAP_BEGIN / CHUNK / READY: may be tombstoned.
-    Output,
-    /// Everything else: never dropped; overflow detaches the client.
-    Control,
-}
-
-/// Unsent bytes in queue order, so the driver's `Sent{n}` reports (which know nothing of
-/// frames) can be charged back to the right budget.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub(super) struct Outbound {
-    segments: std::collections::VecDeque<(Budget, usize)>,
-    pub(super) output: usize,
-    pub(super) control: usize,
-}
-
-impl Outbound {
-    pub(super) fn push(&mut self, budget: Budget, len: usize) {
-        match self.segments.back_mut() {
-            Some((b, n)) if *b == budget => *n += len,
-            _ => self.segments.push_back((budget, len)),
-        }
-        *self.counter(budget) += len;
-    }
-
-    pub(super) fn sent(&mut self, mut bytes: usize) {
-        while bytes > 0 {
-            let Some((budget, len)) = self.segments.front_mut() else {
-                return;
-            };
-            let take = bytes.min(*len);
-            *len -= take;
-            bytes -= take;
-            let budget = *budget;
-            if *len == 0 {
-                self.segments.pop_front();
-            }
-            let counter = self.counter(budget);
-            *counter = counter.saturating_sub(take);
-        }
-    }
-
-    pub(super) fn total(&self) -> usize {
-        self.output + self.control
-    }
-
-    fn counter(&mut self, budget: Budget) -> &mut usize {
-        match budget {
-            Budget::Output => &mut self.output,
-            Budget::Control => &mut self.control,
-        }
-    }
-}
-
 impl Connection {
+    pub(super) fn new(id: ConnId, client: ClientId, peer: PeerInfo) -> Self {
+        let limit = SMALLEST_LIMIT;
+        Self {
+            id,
+            client,
+            peer,
+            phase: Phase::AwaitHello,
+            decoder: FrameDecoder::new(),
+            max_chunk: limit,
+            max_history_page: limit,
+            cells: CellGeometry::default(),
+            server_events: false,
+            outbound: Outbound::default(),
+            paused: Vec::new(),
+            handshake_deadline: None,
+            backlogged: false,
+        }
+    }
+
+    // ---- getters ------------------------------------------------------------------------
+
+    pub(super) fn id(&self) -> ConnId {
+        self.id
+    }
+
+    pub(super) fn client(&self) -> ClientId {
+        self.client
+    }
+
+    /// Whether the peer is on the server's local socket (SHUTDOWN and UPGRADE come only
+    /// from there).
+    pub(super) fn is_local(&self) -> bool {
+        self.peer.local_socket
+    }
+
+    /// The cell size for mouse encoding.
+    pub(super) fn cells(&self) -> CellGeometry {
+        self.cells
+    }
+
+    /// The negotiated bootstrap chunk limit.
+    pub(super) fn max_chunk(&self) -> ByteLimit {
+        self.max_chunk
+    }
+
+    /// The negotiated history page.
+    pub(super) fn max_history_page(&self) -> ByteLimit {
+        self.max_history_page
+    }
+
+    /// HELLO is still awaited.
+    pub(super) fn awaits_hello(&self) -> bool {
+        self.phase == Phase::AwaitHello
+    }
+
+    /// DETACHED was queued: nothing more is sent or read.
+    pub(super) fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Admitted by HELLO and subscribed to server-scoped events.
+    pub(super) fn hears_server_events(&self) -> bool {
+        self.server_events && self.phase == Phase::Ready
+    }
+
+    /// What is queued for it and not yet sent, by budget.
+    pub(super) fn outbound(&self) -> &Outbound {
+        &self.outbound
+    }
+
+    /// Bytes it sent that are buffered and not yet framed.
+    pub(super) fn buffered(&self) -> usize {
+        self.decoder.buffered()
+    }
+
+    /// What it holds of the server's memory: queued for it, and received and not yet framed
+    /// ([SERVER.LIMIT.5]).
+    pub(super) fn held(&self) -> usize {
+        self.outbound.total() + self.decoder.buffered()
+    }
+
+    /// Whole frames wait past this turn's budget, on an open connection.
+    pub(super) fn is_backlogged(&self) -> bool {
+        // A connection closed since (failed, detached, shed) has nothing left to handle.
+        self.backlogged && self.phase != Phase::Closed
+    }
+
+    // ---- the handshake ------------------------------------------------------------------
+
+    /// HELLO is due by `at` ([SERVER.LIMIT.2]).
+    pub(super) fn set_handshake_deadline(&mut self, at: Instant) {
+        self.handshake_deadline = Some(at);
+    }
+
+    /// The handshake deadline, stopped (admitted, closed or gone).
+    pub(super) fn take_handshake_deadline(&mut self) -> Option<Instant> {
+        self.handshake_deadline.take()
+    }
+
+    /// SUBSCRIBE_EVENTS without a terminal.
+    pub(super) fn subscribe_server_events(&mut self) {
+        self.server_events = true;
+    }
+
+    // ---- receiving ----------------------------------------------------------------------
+
+    /// Takes bytes the peer sent, for [`Self::poll_request`]. `false` (and nothing kept) once
+    /// the connection is closed.
+    pub(super) fn receive(&mut self, bytes: &[u8]) -> bool {
+        if self.phase == Phase::Closed {
+            // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
+            return false;
+        }
+        self.decoder.push(bytes);
+        self.backlogged = false;
+        true
+    }
+
     /// The next request in the bytes received so far, or `None` until more arrive (and
     /// always once the connection is closed).
     pub(super) fn poll_request(&mut self) -> Option<Request> {
@@ -288,6 +396,31 @@ impl Connection {
         Request::fatal(err.code(), message)
     }
 
+    /// The turn's requests were taken: whether whole frames still wait ([SERVER.FAIR.1]),
+    /// and what the bytes left unframed mean for the budgets.
+    pub(super) fn end_turn(&mut self) -> TurnEnd {
+        self.backlogged = self.phase != Phase::Closed && self.decoder.has_frame();
+        // [SERVER.LIMIT.5] A frame under way of megabytes counts against the server-wide
+        // budget: many connections each within the frame limit could hold gigabytes.
+        let unframed_grew = self.decoder.buffered() >= UNFRAMED_WATCH;
+        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
+        // in one read is admitted first and its followers are not counted; whole frames
+        // waiting their turn are not unframed bytes (and the driver reads no more meanwhile).
+        let too_many_before_hello = self.phase == Phase::AwaitHello
+            && !self.backlogged
+            && self.decoder.buffered() > MAX_PRE_HELLO_BYTES;
+        if too_many_before_hello {
+            // [SERVER.LIMIT.1] Unframed bytes before HELLO are bounded; the buffer is dropped
+            // at once (the connection is then failed, so nothing is pushed again;
+            // [ERROR.FATAL.2]).
+            self.decoder = FrameDecoder::new();
+        }
+        TurnEnd {
+            unframed_grew,
+            too_many_before_hello,
+        }
+    }
+
     /// HELLO was admitted with these negotiated limits.
     pub(super) fn admit(&mut self, max_chunk: ByteLimit, max_history_page: ByteLimit) {
         self.max_chunk = max_chunk;
@@ -295,22 +428,123 @@ impl Connection {
         self.phase = Phase::Ready;
     }
 
-    pub(super) fn new(id: ConnId, client: ClientId, peer: PeerInfo) -> Self {
-        let limit = SMALLEST_LIMIT;
-        Self {
-            id,
-            client,
-            peer,
-            phase: Phase::AwaitHello,
-            decoder: FrameDecoder::new(),
-            max_chunk: limit,
-            max_history_page: limit,
-            cells: CellGeometry::default(),
-            server_events: false,
-            outbound: Outbound::default(),
-            paused: Vec::new(),
-            handshake_deadline: None,
-            backlogged: false,
+    // ---- sending ------------------------------------------------------------------------
+
+    /// Queues the frame `encode` appends, counted against `budget`, coalesced with the `Send`
+    /// to this connection at the back of `actions` if there is one (else in a buffer from
+    /// `pool`).
+    pub(super) fn send_encoded(
+        &mut self,
+        actions: &mut VecDeque<ServerAction>,
+        pool: &mut BufferPool,
+        budget: Budget,
+        control_budget: usize,
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) -> Queued {
+        if self.phase == Phase::Closed {
+            return Queued::Closed;
+        }
+        let id = self.id;
+        let bytes = match actions.back_mut() {
+            Some(ServerAction::Send { conn: last, bytes }) if *last == id => bytes,
+            _ => {
+                actions.push_back(ServerAction::Send {
+                    conn: id,
+                    bytes: pool.take(),
+                });
+                let Some(ServerAction::Send { bytes, .. }) = actions.back_mut() else {
+                    return Queued::Closed;
+                };
+                bytes
+            }
+        };
+        let before = bytes.len();
+        let overflow = self.outbound.control_overflows(budget, control_budget);
+        encode(bytes);
+        let added = bytes.len() - before;
+        self.outbound.push(budget, added);
+        if overflow {
+            Queued::ControlOverflow(added)
+        } else {
+            Queued::Bytes(added)
+        }
+    }
+
+    /// Queues a frame whose head other connections share, counted against the output budget.
+    pub(super) fn send_shared(
+        &mut self,
+        actions: &mut VecDeque<ServerAction>,
+        frame: SharedFrame,
+    ) -> Queued {
+        if self.phase == Phase::Closed {
+            return Queued::Closed;
+        }
+        let len = frame.len();
+        self.outbound.push(Budget::Output, len);
+        actions.push_back(ServerAction::SendShared {
+            conn: self.id,
+            frame,
+        });
+        Queued::Bytes(len)
+    }
+
+    /// Queues DETACHED and the close, and closes: nothing more is sent or read. The bytes
+    /// queued, `None` when it was closed already.
+    pub(super) fn detach(
+        &mut self,
+        actions: &mut VecDeque<ServerAction>,
+        reason: DetachReason,
+        message: &str,
+    ) -> Option<usize> {
+        if self.phase == Phase::Closed {
+            return None;
+        }
+        let frame = Frame::Detached(Detached {
+            reason: Some(reason),
+            message: message.to_owned(),
+        });
+        let mut bytes = Vec::new();
+        frame.encode(&mut bytes);
+        self.phase = Phase::Closed;
+        // [ERROR.FATAL.2] Nothing it sent from now on is read: a frame under way is
+        // dropped at once, not held until the close ([SERVER.LIMIT.5]).
+        self.decoder = FrameDecoder::new();
+        let len = bytes.len();
+        self.outbound.push(Budget::Control, len);
+        actions.push_back(ServerAction::Send {
+            conn: self.id,
+            bytes,
+        });
+        actions.push_back(ServerAction::Close { conn: self.id });
+        Some(len)
+    }
+
+    /// The driver wrote `bytes` of what is queued; the bytes that left the queue.
+    pub(super) fn sent(&mut self, bytes: usize) -> usize {
+        let before = self.outbound.total();
+        self.outbound.sent(bytes);
+        before - self.outbound.total()
+    }
+
+    // ---- paused streams -----------------------------------------------------------------
+
+    /// The stream of terminal `t` to it is paused until its queue drains ([QUEUE.OUTPUT.1]).
+    pub(super) fn pause(&mut self, t: LocalTerminal) {
+        if !self.paused.contains(&t) {
+            self.paused.push(t);
+        }
+    }
+
+    /// The paused streams to start over, once its queue has drained far enough
+    /// ([BOOTSTRAP.TOMBSTONE.4]); none otherwise.
+    pub(super) fn take_resumable(&mut self, output_budget: usize) -> Vec<LocalTerminal> {
+        if self.phase == Phase::Ready
+            && !self.paused.is_empty()
+            && self.outbound.may_resume(output_budget)
+        {
+            std::mem::take(&mut self.paused)
+        } else {
+            Vec::new()
         }
     }
 }

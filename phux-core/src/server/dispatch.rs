@@ -5,11 +5,7 @@ use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{CommandFrame, Pong};
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::{
-    Connection, MAX_PRE_HELLO_BYTES, Phase, REPLY_BYTES_PER_UNIT, Request, UNFRAMED_WATCH,
-};
-use super::terminal::EventFilter;
-use crate::framing::FrameDecoder;
+use super::connection::{Connection, REPLY_BYTES_PER_UNIT, Request};
 use crate::time::Instant;
 use phux_proto::frame::DetachReason;
 
@@ -36,15 +32,13 @@ impl Lookup {
 
 impl ServerEngine {
     pub(super) fn on_received(&mut self, now: Instant, id: ConnId, bytes: &[u8]) {
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return;
-        };
-        if conn.phase == Phase::Closed {
-            // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
+        if !self
+            .conns
+            .get_mut(&id)
+            .is_some_and(|conn| conn.receive(bytes))
+        {
             return;
         }
-        conn.decoder.push(bytes);
-        conn.backlogged = false;
         // [SERVER.FAIR.1] At most `frames_per_receive` units of work now (a costly request
         // counts as several); the driver comes back for the rest (an empty `Received`) after
         // the other sources had their turn.
@@ -54,7 +48,7 @@ impl ServerEngine {
                 break;
             };
             budget = budget.saturating_sub(request.cost());
-            let queued = |engine: &Self| engine.conns.get(&id).map_or(0, |c| c.outbound.total());
+            let queued = |engine: &Self| engine.conns.get(&id).map_or(0, |c| c.outbound().total());
             let before = queued(self);
             self.on_request(now, id, request);
             // A reply is work in proportion to its size (a screen document of megabytes is
@@ -62,25 +56,13 @@ impl ServerEngine {
             budget =
                 budget.saturating_sub(queued(self).saturating_sub(before) / REPLY_BYTES_PER_UNIT);
         }
-        let Some(conn) = self.conns.get_mut(&id) else {
+        let Some(turn) = self.conns.get_mut(&id).map(Connection::end_turn) else {
             return;
         };
-        conn.backlogged = conn.phase != Phase::Closed && conn.decoder.has_frame();
-        // [SERVER.LIMIT.5] A frame under way of megabytes counts against the server-wide
-        // budget: many connections each within the frame limit could hold gigabytes.
-        let unframed_grew = conn.decoder.buffered() >= UNFRAMED_WATCH;
-        // Checked after the frames were taken, so that a HELLO followed by pipelined requests
-        // in one read is admitted first and its followers are not counted; whole frames
-        // waiting their turn are not unframed bytes (and the driver reads no more meanwhile).
-        if conn.phase == Phase::AwaitHello
-            && !conn.backlogged
-            && conn.decoder.buffered() > MAX_PRE_HELLO_BYTES
-        {
-            // [SERVER.LIMIT.1] Unframed bytes before HELLO are bounded; the buffer is dropped
-            // at once (the connection is closed by `fail`, so nothing is pushed again; [ERROR.FATAL.2]). FRAME_TOO_LARGE: the
-            // frame under way is larger than anything this phase accepts, a framing
-            // violation that leaves no way to resynchronise ([FRAME.VIOLATION.1]).
-            conn.decoder = FrameDecoder::new();
+        if turn.too_many_before_hello {
+            // [SERVER.LIMIT.1] FRAME_TOO_LARGE: the frame under way is larger than anything
+            // this phase accepts, a framing violation that leaves no way to resynchronise
+            // ([FRAME.VIOLATION.1]).
             self.fail(
                 id,
                 ErrorCode::FRAME_TOO_LARGE,
@@ -88,7 +70,7 @@ impl ServerEngine {
             );
             return;
         }
-        self.shed_over_budget_if(unframed_grew);
+        self.shed_over_budget_if(turn.unframed_grew);
     }
 
     fn on_request(&mut self, now: Instant, id: ConnId, request: Request) {
@@ -122,7 +104,7 @@ impl ServerEngine {
                 if let Some(t) =
                     LocalTerminal::of(&terminal).and_then(|t| self.terminals.get_mut(&t))
                 {
-                    t.viewers.remove(&id);
+                    t.remove_viewer(id);
                 }
                 self.send_result(id, rid, CommandResult::Ok);
             }
@@ -164,13 +146,7 @@ impl ServerEngine {
             } => match self.lookup(&terminal) {
                 Ok(t) => {
                     if let Some(term) = self.terminals.get_mut(&t) {
-                        // A later SUBSCRIBE_EVENTS for the terminal widens the subscription again.
-                        let entry = term.subscribers.entry(id).or_insert(EventFilter {
-                            types: Some(Vec::new()),
-                        });
-                        if entry.types.is_some() {
-                            entry.types = Some(event_types);
-                        }
+                        term.subscribe_terminal_events(id, event_types);
                     }
                     self.send_result(id, rid, CommandResult::Ok);
                 }
@@ -204,7 +180,7 @@ impl ServerEngine {
                 self.cmd_signal(id, rid, &terminal, signal);
             }
             Command::Shutdown => {
-                let local = self.conns.get(&id).is_some_and(|c| c.peer.local_socket);
+                let local = self.conns.get(&id).is_some_and(Connection::is_local);
                 if local {
                     // [SERVER.SHUTDOWN.2] OK first, then every connection is detached.
                     self.send_result(id, rid, CommandResult::Ok);

@@ -1,12 +1,14 @@
 //! Subscriptions and what they hear: event scopes, lease changes and terminal_control.
 
+use std::collections::BTreeMap;
+
 use phux_proto::command::CommandResult;
 use phux_proto::event::{AgentEvent, TerminalControl};
 use phux_proto::frame::EventFrame;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::connection::Phase;
-use super::terminal::EventFilter;
+use super::connection::Connection;
+use super::terminal::Terminal;
 use super::{ConnId, LocalTerminal, ServerEngine};
 use crate::lease::LeaseChange;
 use crate::time::Instant;
@@ -16,13 +18,13 @@ impl ServerEngine {
         match terminal {
             None => {
                 if let Some(conn) = self.conns.get_mut(&id) {
-                    conn.server_events = true;
+                    conn.subscribe_server_events();
                 }
             }
             Some(terminal) => match self.lookup(terminal) {
                 Ok(t) => {
                     if let Some(term) = self.terminals.get_mut(&t) {
-                        term.subscribers.insert(id, EventFilter { types: None });
+                        term.subscribe(id);
                     }
                 }
                 Err(e) => {
@@ -78,7 +80,7 @@ impl ServerEngine {
         let Some(term) = self.terminals.get(&t) else {
             return;
         };
-        let control = change.to_control(term.lifecycle, term.exit_status);
+        let control = change.to_control(term.lifecycle(), term.exit_status());
         self.broadcast_control(t, control);
     }
 
@@ -98,28 +100,33 @@ impl ServerEngine {
         }
     }
 
-    /// Who hears agent events about a terminal: server-scoped subscribers and those
-    /// subscribed to it with SUBSCRIBE_EVENTS, each once.
-    pub(super) fn agent_event_listeners(&self, terminal: LocalTerminal) -> Vec<ConnId> {
-        let mut all = self.server_subscribers();
-        if let Some(t) = self.terminals.get(&terminal) {
-            all.extend(
-                t.subscribers
-                    .iter()
-                    .filter(|(_, f)| f.agent_events())
-                    .map(|(c, _)| *c),
-            );
-        }
-        all.sort_unstable();
-        all.dedup();
-        all
+    /// Who hears agent events about terminal `t`: the server-scoped subscribers given and
+    /// those subscribed to it with SUBSCRIBE_EVENTS, each once.
+    pub(super) fn listeners_of(t: &Terminal, server_scoped: Vec<ConnId>) -> Vec<ConnId> {
+        Self::merge_listeners(server_scoped, t.agent_subscribers())
+    }
+
+    /// The server-scoped subscribers and a terminal's agent-event subscribers, each once.
+    pub(super) fn merge_listeners(
+        mut server_scoped: Vec<ConnId>,
+        terminal_scoped: impl IntoIterator<Item = ConnId>,
+    ) -> Vec<ConnId> {
+        server_scoped.extend(terminal_scoped);
+        server_scoped.sort_unstable();
+        server_scoped.dedup();
+        server_scoped
     }
 
     pub(super) fn server_subscribers(&self) -> Vec<ConnId> {
-        self.conns
-            .values()
-            .filter(|c| c.server_events && c.phase == Phase::Ready)
-            .map(|c| c.id)
-            .collect()
+        server_subscribers(&self.conns)
     }
+}
+
+/// The connections subscribed to server-scoped events, in order.
+pub(super) fn server_subscribers(conns: &BTreeMap<ConnId, Connection>) -> Vec<ConnId> {
+    conns
+        .values()
+        .filter(|c| c.hears_server_events())
+        .map(Connection::id)
+        .collect()
 }

@@ -86,13 +86,13 @@ impl EngineState {
 
     /// The connections, in id order.
     pub fn connections(&self) -> impl Iterator<Item = ConnId> + '_ {
-        self.conns.iter().map(|c| c.id)
+        self.conns.iter().map(Connection::id)
     }
 
     /// The terminals with their child's pid (`None` while the spawn is unanswered), in id
     /// order.
     pub fn terminals(&self) -> impl Iterator<Item = (LocalTerminal, Option<u32>)> + '_ {
-        self.terminals.iter().map(|t| (t.id, t.pid))
+        self.terminals.iter().map(|t| (t.id(), t.pid()))
     }
 
     /// The operations the dedupe ledger holds.
@@ -134,12 +134,8 @@ impl ServerEngine {
                 count: self.actions.len(),
             });
         }
-        if let Some(t) = self
-            .terminals
-            .values()
-            .find(|t| t.jobs.len() != t.held.len())
-        {
-            return Err(NotQuiet::WriteInProgress { terminal: t.id });
+        if let Some(t) = self.terminals.values().find(|t| !t.is_quiet()) {
+            return Err(NotQuiet::WriteInProgress { terminal: t.id() });
         }
         Ok(())
     }
@@ -216,31 +212,24 @@ impl ServerEngine {
         }
         let mut conns = BTreeMap::new();
         for conn in state.conns {
-            if conn.cells.cell_width_px == 0 || conn.cells.cell_height_px == 0 {
+            let cells = conn.cells();
+            if cells.cell_width_px == 0 || cells.cell_height_px == 0 {
                 return Err(StateError::Inconsistent("a connection's cell size is zero"));
             }
-            if conns.insert(conn.id, conn).is_some() {
+            if conns.insert(conn.id(), conn).is_some() {
                 return Err(StateError::Inconsistent("a connection appears twice"));
             }
         }
         let mut terminals = BTreeMap::new();
         for term in state.terminals {
-            let tail = term.jobs.len().checked_sub(term.held.len());
-            let held_are_newest = tail.is_some_and(|tail| {
-                term.jobs
-                    .iter()
-                    .skip(tail)
-                    .map(|(job, _)| job)
-                    .eq(term.held.iter().map(|(job, _)| job))
-            });
-            if !held_are_newest {
+            if !term.held_are_newest() {
                 return Err(StateError::Inconsistent(
                     "held jobs are not the newest of a terminal's jobs",
                 ));
             }
             let mut term = term;
             term.measure();
-            if terminals.insert(term.id, term).is_some() {
+            if terminals.insert(term.id(), term).is_some() {
                 return Err(StateError::Inconsistent("a terminal appears twice"));
             }
         }
@@ -263,7 +252,7 @@ impl ServerEngine {
             shutting_down: state.shutting_down,
             upgrade: state.upgrade,
             pool: super::pool::BufferPool::default(),
-            viewer_scratch: Vec::new(),
+            fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
         })
     }

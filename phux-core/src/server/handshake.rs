@@ -74,7 +74,7 @@ fn hello_ok(server_id: &[u8], conn: &Connection) -> HelloOk {
         },
         server_id: server_id.to_vec(),
         profile: BootstrapProfile::SynthesizedVtRaw,
-        max_chunk_bytes: conn.max_chunk,
-        max_history_page_bytes: conn.max_history_page,
+        max_chunk_bytes: conn.max_chunk(),
+        max_history_page_bytes: conn.max_history_page(),
     }
 }

@@ -5,8 +5,8 @@ use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::dispatch::Lookup;
-use super::terminal::JobKind;
-use super::{ConnId, LocalTerminal, ServerAction, ServerEngine};
+use super::terminal::{JobKind, Orphan};
+use super::{ConnId, LocalTerminal, ServerEngine};
 use crate::digest::PayloadDigest;
 use crate::encoder;
 use crate::ledger::{Admission, LedgerRefusal, Owner};
@@ -26,12 +26,12 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
-        let (client, cells) = (conn.client, conn.cells);
+        let (client, cells) = (conn.client(), conn.cells());
         let Some(term) = self.terminals.get(&t) else {
             return;
         };
         // [INPUT.FRAME.2] Only a client attached to the terminal may send it INPUT_* frames.
-        if !term.viewers.contains_key(&id) || !term.accepts_input() {
+        if !term.has_viewer(id) || !term.accepts_input() {
             return;
         }
         // [LEASE.GATE.1] Under another client's lease INPUT_* is dropped.
@@ -42,7 +42,7 @@ impl ServerEngine {
         {
             return;
         }
-        let modes = term.state.modes();
+        let modes = term.modes();
         // [INPUT.PASTE.SAFE.4] An unsafe untrusted paste on INPUT_PASTE is dropped.
         let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells) else {
             return;
@@ -65,7 +65,7 @@ impl ServerEngine {
         let Some(conn) = self.conns.get(&id) else {
             return;
         };
-        let (client, cells) = (conn.client, conn.cells);
+        let (client, cells) = (conn.client(), conn.cells());
         // [LEASE.GATE.2] ROUTE_INPUT under another client's lease is refused with 204 (R10).
         if let Err(held) = self.leases.check_input(now, &TerminalId::from(t), client) {
             return self.send_error_result(
@@ -79,7 +79,7 @@ impl ServerEngine {
             return;
         };
         let accepts = term.accepts_input();
-        let modes = term.state.modes();
+        let modes = term.modes();
         // [INPUT.ROUTE.3] Encode failures and unsafe pastes write nothing but still reply OK.
         if accepts
             && let Ok(bytes) = encoder::encode_batch(std::slice::from_ref(event), &modes, cells)
@@ -230,7 +230,7 @@ impl ServerEngine {
             .get(&id)
             .ok_or_else(|| refuse(ErrorCode::INTERNAL_ERROR, "connection gone".into()))?;
         // [LEASE.GATE.3] APPLY_INPUT under another client's lease is 204; no subscription needed.
-        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client) {
+        if let Err(held) = self.leases.check_input(now, &apply.terminal, conn.client()) {
             return Err(refuse(
                 ErrorCode::INPUT_LEASE_HELD,
                 format!("input lease held by client {}", held.holder),
@@ -248,9 +248,9 @@ impl ServerEngine {
             ));
         }
         // [INPUT.PASTE.SAFE.3] [INPUT.APPLY.6] [INPUT.APPLY.7] Unsafe paste, then encode against ONE snapshot.
-        let bytes = encoder::encode_batch(&apply.events, &term.state.modes(), conn.cells)
+        let bytes = encoder::encode_batch(&apply.events, &term.modes(), conn.cells())
             .map_err(|e| refuse(e.code(), e.to_string()))?;
-        if term.jobs.len() >= self.config.max_jobs_per_terminal {
+        if term.jobs_full(self.config.max_jobs_per_terminal) {
             // [INPUT.APPLY.8] The terminal's pending input queue is full (checked after the
             // batch's own validity, in the order of [INPUT.APPLY.2]).
             return Err(refuse(
@@ -265,46 +265,28 @@ impl ServerEngine {
     /// whose queue is full drops fire-and-forget input ([INPUT.FRAME.3]); APPLY_INPUT checks
     /// first and refuses ([INPUT.APPLY.8]).
     pub(super) fn queue_job(&mut self, t: LocalTerminal, bytes: Vec<u8>, kind: JobKind) {
-        let limit = self.config.max_jobs_per_terminal;
-        let Some(term) = self.terminals.get_mut(&t) else {
-            return;
-        };
-        if term.jobs.len() >= limit {
-            return;
+        if let Some(term) = self.terminals.get_mut(&t)
+            && let Some(write) = term.queue_job(
+                &mut self.next_job,
+                self.config.max_jobs_per_terminal,
+                self.upgrade.is_some(),
+                bytes,
+                kind,
+            )
+        {
+            self.actions.push_back(write);
         }
-        let job = JobId(self.next_job);
-        self.next_job += 1;
-        term.jobs.push_back((job, kind));
-        if self.upgrade.is_some() {
-            // [SERVER.UPGRADE.3] No new write job while an upgrade is pending: it waits.
-            term.held.push_back((job, bytes));
-            return;
-        }
-        // [INPUT.CANON.1] Every job passes the canonical-line guard in the terminal's
-        // `PtyWriter`, right before its first byte.
-        self.actions.push_back(ServerAction::Write {
-            terminal: t,
-            job,
-            bytes,
-        });
     }
 
     pub(super) fn on_write_done(&mut self, t: LocalTerminal, job: JobId, outcome: WriteOutcome) {
-        let Some(term) = self.terminals.get_mut(&t) else {
+        // Unknown, duplicate or not yet handed out: a driver bug, ignored.
+        let Some(kind) = self
+            .terminals
+            .get_mut(&t)
+            .and_then(|term| term.complete_job(job, outcome))
+        else {
             return;
         };
-        let Some(pos) = term.jobs.iter().position(|(j, _)| *j == job) else {
-            return; // Unknown or duplicate completion: a driver bug, ignored.
-        };
-        if term.held.iter().any(|(j, _)| *j == job) {
-            return; // Not handed out yet: a driver bug, ignored.
-        }
-        let Some((_, kind)) = term.jobs.remove(pos) else {
-            return;
-        };
-        if let WriteOutcome::CanonicalRefused { .. } = outcome {
-            term.canonical = Some(true);
-        }
         let JobKind::Acknowledged {
             op,
             conn,
@@ -330,21 +312,11 @@ impl ServerEngine {
         let Some(t) = LocalTerminal::of(terminal) else {
             return;
         };
-        let Some(term) = self.terminals.get_mut(&t) else {
-            return;
-        };
         // The job stays queued (its bytes may still be written), its completion ignored.
-        let Some(kind) = term
-            .jobs
-            .iter_mut()
-            .map(|(_, kind)| kind)
-            .find(|kind| matches!(kind, JobKind::Acknowledged { op: o, .. } if *o == op))
-        else {
-            return;
-        };
-        let JobKind::Acknowledged {
-            conn, request_id, ..
-        } = std::mem::replace(kind, JobKind::Unacknowledged)
+        let Some((conn, request_id)) = self
+            .terminals
+            .get_mut(&t)
+            .and_then(|term| term.expire_acknowledged(op))
         else {
             return;
         };
@@ -358,26 +330,17 @@ impl ServerEngine {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
-        let jobs: Vec<_> = term.jobs.drain(..).collect();
-        let held: Vec<JobId> = term.held.drain(..).map(|(job, _)| job).collect();
-        for (job, kind) in jobs {
-            if let JobKind::Acknowledged {
+        let tid = TerminalId::from(t);
+        for orphan in term.drain_jobs() {
+            let Orphan {
                 op,
                 conn,
                 request_id,
-            } = kind
-            {
-                // A held job never reached the driver: none of its bytes were written.
-                let outcome = if held.contains(&job) {
-                    WriteOutcome::NotWritten
-                } else {
-                    WriteOutcome::Unknown
-                };
-                let tid = TerminalId::from(t);
-                if self.lane.complete(&tid, op).is_some() {
-                    let _ = self.ledger.complete(op, outcome);
-                    self.send_result(conn, request_id, outcome.to_result());
-                }
+                outcome,
+            } = orphan;
+            if self.lane.complete(&tid, op).is_some() {
+                let _ = self.ledger.complete(op, outcome);
+                self.send_result(conn, request_id, outcome.to_result());
             }
         }
     }

@@ -8,7 +8,7 @@ use phux_proto::frame::{
 };
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
-use super::terminal::Terminal;
+use super::terminal::{Kill, Terminal};
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine, SpawnSpec};
 
 /// The longest `agent_session` SPAWN_TERMINAL accepts.
@@ -128,12 +128,10 @@ impl ServerEngine {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        if t.pid.is_some() {
+        if !t.spawned(pid) {
             return;
         }
-        t.pid = Some(pid);
-        let spawner = t.spawner.take();
-        if let Some((conn, rid)) = spawner {
+        if let Some((conn, rid)) = t.take_spawner() {
             // [SPAWN.ORDER.1] TERMINAL_SPAWNED precedes every frame about the new terminal.
             self.send(
                 conn,
@@ -154,10 +152,10 @@ impl ServerEngine {
     }
 
     pub(super) fn on_spawn_failed(&mut self, terminal: LocalTerminal, message: &str) {
-        let Some(t) = self.terminals.remove(&terminal) else {
+        let Some(mut t) = self.terminals.remove(&terminal) else {
             return;
         };
-        if let Some((conn, rid)) = t.spawner {
+        if let Some((conn, rid)) = t.take_spawner() {
             self.send(
                 conn,
                 &Frame::TerminalSpawned(TerminalSpawned {
@@ -178,11 +176,9 @@ impl ServerEngine {
         // server allocate a 65,535 × 65,535 grid.
         let cols = resize.size.cols.clamp(1, MAX_COLS);
         let rows = resize.size.rows.clamp(1, MAX_ROWS);
-        t.state.resize(cols, rows);
-        t.measure();
-        if t.is_running() {
+        if t.resize(cols, rows) {
             self.actions.push_back(ServerAction::Resize {
-                terminal: t.id,
+                terminal: t.id(),
                 cols,
                 rows,
             });
@@ -200,13 +196,12 @@ impl ServerEngine {
             }
         }
         for t in locals {
-            let Some(term) = self.terminals.get_mut(&t) else {
+            let Some(kill) = self.terminals.get_mut(&t).map(Terminal::kill) else {
                 continue;
             };
-            if term.pid.is_none() {
+            if let Kill::NotStarted { spawner } = kill {
                 // Not started yet: the spawn is abandoned (the driver kills what it started),
                 // and the spawner still gets its one TERMINAL_SPAWNED ([SPAWN.REPLY.1]).
-                let spawner = term.spawner.take();
                 self.remove_terminal(t);
                 self.actions.push_back(ServerAction::Kill { terminal: t });
                 if let Some((conn, rid)) = spawner {
@@ -220,8 +215,7 @@ impl ServerEngine {
                         }),
                     );
                 }
-            } else if !term.killing {
-                term.killing = true;
+            } else if kill == Kill::Signal {
                 self.actions.push_back(ServerAction::Kill { terminal: t });
             }
         }
@@ -245,7 +239,7 @@ impl ServerEngine {
         let Some(term) = self.terminals.get_mut(&t) else {
             return;
         };
-        if !term.is_running() {
+        let Some((action, lifecycle)) = term.signal(signal) else {
             // [SIGNAL.REPLY.1] A terminal without a live child has no process group to signal.
             return self.send_error_result(
                 id,
@@ -253,21 +247,7 @@ impl ServerEngine {
                 ErrorCode::INTERNAL_ERROR,
                 "the terminal has no running child",
             );
-        }
-        let action = match signal {
-            Signal::Interrupt => ControlAction::Interrupted,
-            Signal::Freeze => {
-                term.lifecycle = Lifecycle::Frozen;
-                ControlAction::Frozen
-            }
-            Signal::Resume => {
-                term.lifecycle = Lifecycle::Running;
-                ControlAction::Resumed
-            }
-            Signal::Terminate => ControlAction::Terminated,
-            Signal::Kill => ControlAction::Killed,
         };
-        let lifecycle = term.lifecycle;
         // [SIGNAL.GROUP.1] The signal goes to the terminal's process group; the terminal stays.
         self.actions.push_back(ServerAction::Signal {
             terminal: t,
@@ -289,19 +269,16 @@ impl ServerEngine {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
-        t.lifecycle = Lifecycle::Exited;
-        t.exit_status = exit_status;
+        t.exited(exit_status);
+        let viewers = t.viewer_ids();
+        let server_scoped = super::events::server_subscribers(&self.conns);
+        let audience = t.audience(server_scoped.iter().copied());
+        let listeners = Self::listeners_of(t, server_scoped);
         // Jobs the driver never reported: their bytes may or may not have reached the child.
         self.resolve_orphaned_jobs(terminal);
         let tid = TerminalId::from(terminal);
         // [LEASE.EXIT.1] The lease ends with the child, without a RELEASED event.
         self.leases.remove_terminal(&tid);
-        let Some(t) = self.terminals.get(&terminal) else {
-            return;
-        };
-        let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
-        let audience = t.audience(self.server_subscribers().into_iter());
-        let listeners = self.agent_event_listeners(terminal);
         // [SIGNAL.EVENT.2] terminal_control EXITED with the status to every subscriber (R11),
         // then TERMINAL_CLOSED once to every viewer, then pane_closed to event subscribers.
         let control = TerminalControl {

@@ -63,7 +63,7 @@ use crate::lane::AckLane;
 use crate::lease::LeaseTable;
 use crate::ledger::OperationLedger;
 use crate::time::Instant;
-use connection::{Connection, Phase};
+use connection::Connection;
 use terminal::Terminal;
 
 pub use crate::writer::{JobId, WriteOutcome};
@@ -73,12 +73,6 @@ pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
-
-/// Output bytes a terminal's model takes between two measurements of its heap
-/// ([SERVER.LIMIT.6]): a measurement walks the model's rows (and a screen's marks), and output
-/// grows a model by at most a few times its own size (a combining mark of two bytes takes a
-/// map entry), so the budget is overshot by at most about a megabyte per terminal.
-const MEASURE_EVERY: usize = 256 * 1024;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -108,9 +102,9 @@ pub struct ServerEngine {
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,
-    /// The viewers of the terminal whose output is being fanned out, kept between reads so
-    /// that a keystroke's echo does not allocate.
-    viewer_scratch: Vec<(ConnId, terminal::Viewer)>,
+    /// What the chunk being fanned out owes each viewer, kept between reads so that a
+    /// keystroke's echo does not allocate.
+    fanout_scratch: Vec<(ConnId, terminal::Delivery)>,
     /// The bytes the terminals' models may hold together ([SERVER.LIMIT.6]); set by the
     /// driver, not part of an upgrade's image (the new image's driver sets it again).
     models_budget: usize,
@@ -137,7 +131,7 @@ impl ServerEngine {
             shutting_down: false,
             upgrade: None,
             pool: pool::BufferPool::default(),
-            viewer_scratch: Vec::new(),
+            fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
         }
     }
@@ -152,20 +146,7 @@ impl ServerEngine {
 
     /// The heap the terminals' models held when last measured, together.
     pub fn models_bytes(&self) -> usize {
-        self.terminals.values().map(|t| t.heap).sum()
-    }
-
-    /// A terminal's model took `ingested` more bytes of output: measured again once
-    /// [`MEASURE_EVERY`] have come since the last time ([SERVER.LIMIT.6]).
-    pub(super) fn note_output(&mut self, terminal: LocalTerminal, ingested: usize) {
-        let Some(t) = self.terminals.get_mut(&terminal) else {
-            return;
-        };
-        t.unmeasured = t.unmeasured.saturating_add(ingested);
-        if t.unmeasured >= MEASURE_EVERY {
-            t.measure();
-            self.enforce_models_budget();
-        }
+        self.terminals.values().map(Terminal::heap).sum()
     }
 
     /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most loses its history,
@@ -174,15 +155,12 @@ impl ServerEngine {
     pub(super) fn enforce_models_budget(&mut self) {
         let mut total = self.models_bytes();
         while total > self.models_budget {
-            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap) else {
+            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap()) else {
                 return;
             };
-            if t.state.scrollback_len() == 0 {
+            let Some((before, after)) = t.drop_history() else {
                 return;
-            }
-            let before = t.heap;
-            t.state.clear_history();
-            let after = t.measure();
+            };
             total = total - before + after;
         }
     }
@@ -214,12 +192,12 @@ impl ServerEngine {
 
     /// Bytes queued for a connection and not yet reported `Sent`.
     pub fn queued_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.outbound.total())
+        self.conns.get(&conn).map(|c| c.outbound().total())
     }
 
     /// Bytes a connection sent that are buffered and not yet framed.
     pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
-        self.conns.get(&conn).map(|c| c.decoder.buffered())
+        self.conns.get(&conn).map(Connection::buffered)
     }
 
     /// Whether whole frames of the connection wait past this turn's budget
@@ -227,15 +205,12 @@ impl ServerEngine {
     /// `Received` for it when the other sources have had their turn, and reads no more from
     /// it meanwhile, so its buffer stays one read.
     pub fn is_backlogged(&self, conn: ConnId) -> bool {
-        // A connection closed since (failed, detached, shed) has nothing left to handle.
-        self.conns
-            .get(&conn)
-            .is_some_and(|c| c.backlogged && c.phase != Phase::Closed)
+        self.conns.get(&conn).is_some_and(Connection::is_backlogged)
     }
 
     /// The client id of an open connection.
     fn client_of(&self, id: ConnId) -> Option<ClientId> {
-        self.conns.get(&id).map(|c| c.client)
+        self.conns.get(&id).map(Connection::client)
     }
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
@@ -306,11 +281,7 @@ impl ServerEngine {
             }
             self.handshakes.pop_first();
             // [SERVER.LIMIT.2] A connection that has not completed HELLO in time is closed.
-            if self
-                .conns
-                .get(&id)
-                .is_some_and(|c| c.phase == Phase::AwaitHello)
-            {
+            if self.conns.get(&id).is_some_and(Connection::awaits_hello) {
                 self.detach(
                     id,
                     DetachReason::PROTOCOL_ERROR,
@@ -345,7 +316,7 @@ impl ServerEngine {
         } else {
             let deadline = now.saturating_add(self.config.handshake_timeout);
             if let Some(conn) = self.conns.get_mut(&id) {
-                conn.handshake_deadline = Some(deadline);
+                conn.set_handshake_deadline(deadline);
             }
             self.handshakes.insert((deadline, id));
         }
@@ -357,7 +328,7 @@ impl ServerEngine {
         if let Some(at) = self
             .conns
             .get_mut(&id)
-            .and_then(|c| c.handshake_deadline.take())
+            .and_then(Connection::take_handshake_deadline)
         {
             self.handshakes.remove(&(at, id));
         }
@@ -367,15 +338,11 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        let before = conn.outbound.total();
-        conn.outbound.sent(bytes);
-        self.queued = self.queued.saturating_sub(before - conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.sent(bytes));
         // [BOOTSTRAP.TOMBSTONE.4] A tombstoned stream starts over once the queue has drained.
-        if conn.phase == Phase::Ready
-            && !conn.paused.is_empty()
-            && conn.outbound.output <= self.config.output_budget / 2
-        {
-            self.resume_paused_streams(id);
+        let resumable = conn.take_resumable(self.config.output_budget);
+        if !resumable.is_empty() {
+            self.resume_paused_streams(id, resumable);
         }
     }
 
@@ -384,9 +351,9 @@ impl ServerEngine {
         let Some(conn) = self.conns.remove(&id) else {
             return;
         };
-        self.queued = self.queued.saturating_sub(conn.outbound.total());
+        self.queued = self.queued.saturating_sub(conn.outbound().total());
         // [LEASE.DISCONNECT.1] A departing holder's leases are released and broadcast.
-        for change in self.leases.disconnect(conn.client) {
+        for change in self.leases.disconnect(conn.client()) {
             self.broadcast_lease_change(&change);
         }
         for terminal in self.terminals.values_mut() {

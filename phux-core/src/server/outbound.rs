@@ -1,24 +1,127 @@
-//! The endpoint's output side: frames queued for connections, within their budgets.
+//! The outbound side, in one place: what each connection has queued and not yet sent,
+//! counted against its two budgets ([QUEUE.BOUND.1]: [`Outbound`] decides when output is
+//! tombstoned, when a bootstrap waits, when a paused stream starts over and when a control
+//! overflow detaches), the server-wide budget over every connection ([SERVER.LIMIT.5], the
+//! heaviest is shed), and the engine's sends by connection id. The numbers are the
+//! [`ServerConfig`](super::ServerConfig)'s; a [`Connection`] queues its own frames.
+
+use std::collections::VecDeque;
 
 use phux_proto::command::CommandResult;
-use phux_proto::frame::{DetachReason, Detached, ErrorFrame};
+use phux_proto::frame::DetachReason;
 use phux_proto::{ErrorCode, Frame};
 
-use super::connection::{Budget, Connection, Phase};
-use super::{ConnId, ServerAction, ServerEngine, SharedFrame};
-use crate::framing::FrameDecoder;
+use super::connection::{Connection, Queued};
+use super::{ConnId, ServerEngine, SharedFrame};
+
+/// Which budget a queued frame counts against ([QUEUE.BOUND.1]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+pub(super) enum Budget {
+    /// TERMINAL_OUTPUT and BOOTSTRAP_BEGIN / CHUNK / READY: may be tombstoned.
+    Output,
+    /// Everything else: never dropped; overflow detaches the client.
+    Control,
+}
+
+/// Unsent bytes in queue order, so the driver's `Sent{n}` reports (which know nothing of
+/// frames) can be charged back to the right budget.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct Outbound {
+    segments: VecDeque<(Budget, usize)>,
+    output: usize,
+    control: usize,
+}
+
+impl Budget {
+    /// The budget `frame` counts against.
+    pub(super) fn of(frame: &Frame) -> Self {
+        match frame {
+            Frame::TerminalOutput(_)
+            | Frame::BootstrapBegin(_)
+            | Frame::BootstrapChunk(_)
+            | Frame::BootstrapReady(_) => Self::Output,
+            _ => Self::Control,
+        }
+    }
+}
+
+impl Outbound {
+    /// [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile up
+    /// past the budget is detached instead of growing server memory. A frame is judged by what
+    /// is queued ahead of it ([QUEUE.BOUND.1]'s "one frame"), so a reply larger than the whole
+    /// budget (a big screen with its scrollback) reaches a client that reads. Asked before the
+    /// frame is queued.
+    pub(super) fn control_overflows(&self, budget: Budget, control_budget: usize) -> bool {
+        budget == Budget::Control && self.control > control_budget
+    }
+
+    /// [QUEUE.OUTPUT.1] Whether live output of `frame_len` bytes fits the output budget; a
+    /// reader it does not fit has fallen too far behind, and its stream is tombstoned.
+    pub(super) fn output_fits(&self, frame_len: usize, output_budget: usize) -> bool {
+        self.output + frame_len <= output_budget
+    }
+
+    /// [QUEUE.BOOTSTRAP.1] Whether a bootstrap waits without being built: the queue is past
+    /// the mark a paused stream resumes at, so a client that re-ATTACHes without reading costs
+    /// neither memory nor a synthesis per request.
+    pub(super) fn bootstrap_waits(&self, output_budget: usize) -> bool {
+        self.output > output_budget / 2
+    }
+
+    /// [QUEUE.BOOTSTRAP.1] Whether a bootstrap of `len` bytes, once built, fits: one larger
+    /// than the whole budget still reaches a connection with nothing queued ahead of it
+    /// ([QUEUE.BOUND.1]'s one frame).
+    pub(super) fn bootstrap_fits(&self, len: usize, output_budget: usize) -> bool {
+        self.output == 0 || self.output + len <= output_budget
+    }
+
+    /// [BOOTSTRAP.TOMBSTONE.4] Whether a tombstoned stream may start over: the queue has
+    /// drained to half the output budget.
+    pub(super) fn may_resume(&self, output_budget: usize) -> bool {
+        self.output <= output_budget / 2
+    }
+
+    pub(super) fn push(&mut self, budget: Budget, len: usize) {
+        match self.segments.back_mut() {
+            Some((b, n)) if *b == budget => *n += len,
+            _ => self.segments.push_back((budget, len)),
+        }
+        *self.counter(budget) += len;
+    }
+
+    pub(super) fn sent(&mut self, mut bytes: usize) {
+        while bytes > 0 {
+            let Some((budget, len)) = self.segments.front_mut() else {
+                return;
+            };
+            let take = bytes.min(*len);
+            *len -= take;
+            bytes -= take;
+            let budget = *budget;
+            if *len == 0 {
+                self.segments.pop_front();
+            }
+            let counter = self.counter(budget);
+            *counter = counter.saturating_sub(take);
+        }
+    }
+
+    pub(super) fn total(&self) -> usize {
+        self.output + self.control
+    }
+
+    fn counter(&mut self, budget: Budget) -> &mut usize {
+        match budget {
+            Budget::Output => &mut self.output,
+            Budget::Control => &mut self.control,
+        }
+    }
+}
 
 impl ServerEngine {
     /// Queues one frame for a connection, coalescing with an adjacent send to it.
     pub(super) fn send(&mut self, id: ConnId, frame: &Frame) {
-        let budget = match frame {
-            Frame::TerminalOutput(_)
-            | Frame::BootstrapBegin(_)
-            | Frame::BootstrapChunk(_)
-            | Frame::BootstrapReady(_) => Budget::Output,
-            _ => Budget::Control,
-        };
-        self.send_encoded(id, budget, |bytes| frame.encode(bytes));
+        self.send_encoded(id, Budget::of(frame), |bytes| frame.encode(bytes));
     }
 
     /// Queues the frame `encode` appends, counted against `budget`.
@@ -31,38 +134,23 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.phase == Phase::Closed {
-            return;
-        }
-        let bytes = match self.actions.back_mut() {
-            Some(ServerAction::Send { conn: last, bytes }) if *last == id => bytes,
-            _ => {
-                self.actions.push_back(ServerAction::Send {
-                    conn: id,
-                    bytes: self.pool.take(),
-                });
-                let Some(ServerAction::Send { bytes, .. }) = self.actions.back_mut() else {
-                    return;
-                };
-                bytes
-            }
-        };
-        let before = bytes.len();
-        let control_ahead = conn.outbound.control;
-        encode(bytes);
-        let added = bytes.len() - before;
-        conn.outbound.push(budget, added);
-        self.queued += added;
-        // [QUEUE.CONTROL.2] Control frames are never dropped; a client that lets them pile
-        // up past the budget is detached instead of growing server memory. A frame is judged
-        // by what is queued ahead of it ([QUEUE.BOUND.1]'s "one frame"), so a reply larger
-        // than the whole budget (a big screen with its scrollback) reaches a client that reads.
-        if budget == Budget::Control && control_ahead > self.config.control_budget {
-            self.detach(
+        let queued = conn.send_encoded(
+            &mut self.actions,
+            &mut self.pool,
+            budget,
+            self.config.control_budget,
+            encode,
+        );
+        self.queued += queued.len();
+        match queued {
+            Queued::Closed => return,
+            Queued::Bytes(_) => {}
+            // [QUEUE.CONTROL.2] A client that lets control frames pile up is detached.
+            Queued::ControlOverflow(_) => self.detach(
                 id,
                 DetachReason::PROTOCOL_ERROR,
                 "outbound control queue overflow: the client is not reading",
-            );
+            ),
         }
         self.shed_over_budget();
     }
@@ -87,16 +175,15 @@ impl ServerEngine {
     }
 
     fn shed_heaviest(&mut self) {
-        let held = |c: &Connection| c.outbound.total() + c.decoder.buffered();
         loop {
-            let open = self.conns.values().filter(|c| c.phase != Phase::Closed);
-            let held_open: usize = open.clone().map(held).sum();
+            let open = self.conns.values().filter(|c| !c.is_closed());
+            let held_open: usize = open.clone().map(Connection::held).sum();
             // Closed connections' queues are freed by their close bound (their unframed bytes
             // at once); only open ones can still grow.
             if held_open <= self.config.queued_budget {
                 return;
             }
-            let Some(heaviest) = open.max_by_key(|c| held(c)).map(|c| c.id) else {
+            let Some(heaviest) = open.max_by_key(|c| c.held()).map(Connection::id) else {
                 return;
             };
             self.fail(
@@ -112,13 +199,11 @@ impl ServerEngine {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.phase == Phase::Closed {
+        let queued = conn.send_shared(&mut self.actions, frame);
+        if queued == Queued::Closed {
             return;
         }
-        conn.outbound.push(Budget::Output, frame.len());
-        self.queued += frame.len();
-        self.actions
-            .push_back(ServerAction::SendShared { conn: id, frame });
+        self.queued += queued.len();
         self.shed_over_budget();
     }
 
@@ -156,7 +241,7 @@ impl ServerEngine {
     ) {
         self.send(
             id,
-            &Frame::Error(ErrorFrame {
+            &Frame::Error(phux_proto::frame::ErrorFrame {
                 request_id,
                 code,
                 message: message.to_owned(),
@@ -166,31 +251,18 @@ impl ServerEngine {
 
     /// Sends DETACHED and closes, without an ERROR.
     pub(super) fn detach(&mut self, id: ConnId, reason: DetachReason, message: &str) {
-        let Some(conn) = self.conns.get(&id) else {
+        let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.phase == Phase::Closed {
+        if conn.is_closed() {
             return;
         }
-        self.stop_handshake_timer(id);
-        // Send before marking closed, so the frame is queued; then nothing more is.
-        let frame = Frame::Detached(Detached {
-            reason: Some(reason),
-            message: message.to_owned(),
-        });
-        let mut bytes = Vec::new();
-        frame.encode(&mut bytes);
-        if let Some(conn) = self.conns.get_mut(&id) {
-            conn.phase = Phase::Closed;
-            // [ERROR.FATAL.2] Nothing it sent from now on is read: a frame under way is
-            // dropped at once, not held until the close ([SERVER.LIMIT.5]).
-            conn.decoder = FrameDecoder::new();
-            conn.outbound.push(Budget::Control, bytes.len());
-            self.queued += bytes.len();
+        if let Some(at) = conn.take_handshake_deadline() {
+            self.handshakes.remove(&(at, id));
         }
-        self.actions
-            .push_back(ServerAction::Send { conn: id, bytes });
-        self.actions.push_back(ServerAction::Close { conn: id });
+        if let Some(len) = conn.detach(&mut self.actions, reason, message) {
+            self.queued += len;
+        }
     }
 
     /// [ERROR.FATAL.1] ERROR, then DETACHED{PROTOCOL_ERROR} with the same text, then close.

@@ -7,8 +7,9 @@ use phux_proto::frame::{Bell, EventFrame, TerminalOutputRef};
 use phux_proto::ids::StreamId;
 use phux_proto::{Frame, TerminalId};
 
-use super::connection::Budget;
-use super::terminal::{Chunk, JobKind};
+use super::connection::Connection;
+use super::outbound::{Budget, Outbound};
+use super::terminal::{Chunk, Delivery, JobKind};
 use super::{ConnId, LocalTerminal, ServerEngine, SharedFrame};
 
 /// A bootstrap frame's length on the wire, near enough to judge a budget: its payload plus
@@ -20,9 +21,6 @@ fn bootstrap_frame_len(frame: &Frame) -> usize {
         _ => OVERHEAD,
     }
 }
-
-/// The most bells one output chunk rings: enough for any real use, bounded against floods.
-const MAX_BELLS_PER_CHUNK: u32 = 16;
 
 impl ServerEngine {
     pub(super) fn cmd_attach(&mut self, id: ConnId, rid: u32, terminal: &TerminalId) {
@@ -49,76 +47,44 @@ impl ServerEngine {
         self.send_result(id, rid, CommandResult::Ok);
     }
 
-    /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows.
+    /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows; or,
+    /// when the connection's queue has no room for it, `id` views `t` on a paused stream whose
+    /// bootstrap waits for the queue to drain ([QUEUE.BOOTSTRAP.1]), started over by
+    /// [`Self::resume_paused_streams`].
     pub(super) fn start_bootstrap(&mut self, id: ConnId, t: LocalTerminal, stream: StreamId) {
         let bootstrap = self.allocate_bootstrap();
-        let Some(conn) = self.conns.get(&id) else {
+        let (Some(conn), Some(term)) = (self.conns.get_mut(&id), self.terminals.get_mut(&t)) else {
             return;
         };
-        let chunk_limit = conn.max_chunk.get() as usize;
-        let queued = conn.outbound.output;
+        let chunk_limit = conn.max_chunk().get() as usize;
         let budget = self.config.output_budget;
-        // [QUEUE.BOOTSTRAP.1] Judged before the payload is built when the queue is past the
-        // mark a paused stream resumes at, so a client that re-ATTACHes without reading
-        // costs neither memory nor a synthesis per request.
-        if queued > budget / 2 {
-            return self.defer_bootstrap(id, t, stream, bootstrap);
-        }
-        let Some(term) = self.terminals.get_mut(&t) else {
+        // [QUEUE.BOOTSTRAP.1] Judged before the payload is built, and again once its size is
+        // known.
+        let frames = if conn.outbound().bootstrap_waits(budget) {
+            None
+        } else {
+            let frames = term.bootstrap(id, stream, bootstrap, chunk_limit);
+            let len: usize = frames.iter().map(bootstrap_frame_len).sum();
+            conn.outbound()
+                .bootstrap_fits(len, budget)
+                .then_some(frames)
+        };
+        let Some(frames) = frames else {
+            term.defer_bootstrap(id, stream, bootstrap);
+            conn.pause(t);
             return;
         };
-        let frames = term.bootstrap(id, stream, bootstrap, chunk_limit);
-        let len: usize = frames.iter().map(bootstrap_frame_len).sum();
-        // [QUEUE.BOOTSTRAP.1] A bootstrap larger than the whole budget still reaches a
-        // connection with nothing queued ahead of it ([QUEUE.BOUND.1]'s one frame).
-        if queued > 0 && queued + len > budget {
-            return self.defer_bootstrap(id, t, stream, bootstrap);
-        }
         for frame in frames {
             self.send(id, &frame);
         }
     }
 
-    /// `id` views `t` on `stream`, its bootstrap held back until its queue has drained: a
-    /// paused stream, started over by [`Self::resume_paused_streams`]. None of the deferred
-    /// generation's frames was sent, so no TOMBSTONE is owed for it.
-    fn defer_bootstrap(
-        &mut self,
-        id: ConnId,
-        t: LocalTerminal,
-        stream: StreamId,
-        bootstrap: phux_proto::ids::BootstrapId,
-    ) {
-        let Some(term) = self.terminals.get_mut(&t) else {
-            return;
-        };
-        let seq = term.state.seq();
-        term.viewers.insert(
-            id,
-            super::terminal::Viewer {
-                stream,
-                bootstrap,
-                paused_at: Some(seq),
-            },
-        );
-        if let Some(conn) = self.conns.get_mut(&id)
-            && !conn.paused.contains(&t)
-        {
-            conn.paused.push(t);
-        }
-    }
-
-    /// Streams paused for a slow reader start over once it has caught up.
-    pub(super) fn resume_paused_streams(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return;
-        };
-        let paused: Vec<(LocalTerminal, StreamId)> = std::mem::take(&mut conn.paused)
+    /// Streams paused for a slow reader start over once it has caught up (`paused`, from
+    /// [`Connection::take_resumable`]).
+    pub(super) fn resume_paused_streams(&mut self, id: ConnId, paused: Vec<LocalTerminal>) {
+        let paused: Vec<(LocalTerminal, StreamId)> = paused
             .into_iter()
-            .filter_map(|t| {
-                let viewer = self.terminals.get(&t)?.viewers.get(&id)?;
-                viewer.paused_at.map(|_| (t, viewer.stream))
-            })
+            .filter_map(|t| Some((t, self.terminals.get(&t)?.paused_stream(id)?)))
             .collect();
         for (t, stream) in paused {
             // [BOOTSTRAP.TOMBSTONE.4] A new bootstrap generation replaces the tombstoned one.
@@ -140,53 +106,60 @@ impl ServerEngine {
             // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
             return;
         };
-        self.note_output(terminal, bytes.len());
-        let Some(t) = self.terminals.get_mut(&terminal) else {
-            return;
-        };
-        if !replies.is_empty() && t.accepts_input() {
+        // [SERVER.LIMIT.6] Measured again now and then; the budget is enforced below.
+        let measured = t.note_output(bytes.len());
+        if !replies.is_empty()
+            && t.accepts_input()
             // [OUTPUT.REPLY.2] The chunk's replies are one job of their own, queued behind
             // every earlier job: never inside an APPLY_INPUT batch.
-            self.queue_job(terminal, replies, JobKind::Reply);
+            && let Some(write) = t.queue_job(
+                &mut self.next_job,
+                self.config.max_jobs_per_terminal,
+                self.upgrade.is_some(),
+                replies,
+                JobKind::Reply,
+            )
+        {
+            self.actions.push_back(write);
         }
-        let Some(t) = self.terminals.get_mut(&terminal) else {
-            return;
-        };
-        let mut viewers = std::mem::take(&mut self.viewer_scratch);
-        viewers.clear();
-        viewers.extend(t.viewers.iter().map(|(c, v)| (*c, *v)));
-        let tid = TerminalId::from(terminal);
         let frame_len = bytes.len() + 64;
-        // Two or more viewers share one encoding of the chunk, each adding only its stream
-        // and bootstrap; a lone viewer's frame joins its other sends in one buffer.
-        let shared = viewers
-            .iter()
-            .filter(|(_, v)| v.paused_at.is_none())
-            .count()
-            > 1;
+        let budget = self.config.output_budget;
+        let conns = &self.conns;
+        let no_queue = Outbound::default();
+        let mut deliveries = std::mem::take(&mut self.fanout_scratch);
+        // Two or more live viewers share one encoding of the chunk, each adding only its
+        // stream and bootstrap; a lone viewer's frame joins its other sends in one buffer.
+        let shared = t.fan_out(
+            seq,
+            |conn| {
+                conns
+                    .get(&conn)
+                    .map_or(&no_queue, Connection::outbound)
+                    .output_fits(frame_len, budget)
+            },
+            &mut deliveries,
+        );
+        // Who hears of the bells and the title, read while the terminal is at hand.
+        let (viewers, subscribers) = if bells > 0 || new_title.is_some() {
+            (t.viewer_ids(), t.agent_subscribers().collect())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let tid = TerminalId::from(terminal);
         let mut head = None;
-        for &(conn, viewer) in &viewers {
-            if viewer.paused_at.is_some() {
-                continue;
-            }
-            let queued = self.conns.get(&conn).map_or(0, |c| c.outbound.output);
-            if queued + frame_len > self.config.output_budget {
-                // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
-                // its stream: a TOMBSTONE with the last seq it was sent, never a silent gap.
-                let tombstone = self
-                    .terminals
-                    .get_mut(&terminal)
-                    .and_then(|t| t.tombstone(conn, seq - 1));
-                if let Some(c) = self.conns.get_mut(&conn)
-                    && !c.paused.contains(&terminal)
-                {
-                    c.paused.push(terminal);
+        for (conn, delivery) in &deliveries {
+            let conn = *conn;
+            let (stream, bootstrap) = match delivery {
+                Delivery::Tombstone(frame) => {
+                    // [QUEUE.OUTPUT.1] Its stream waits to start over.
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.pause(terminal);
+                    }
+                    self.send(conn, frame);
+                    continue;
                 }
-                if let Some(frame) = tombstone {
-                    self.send(conn, &frame);
-                }
-                continue;
-            }
+                Delivery::Output { stream, bootstrap } => (*stream, *bootstrap),
+            };
             // [OUTPUT.SEQ.2] Live output carries contiguous seq numbers per bootstrap. The
             // chunk is encoded straight from the PTY's bytes, never copied into an owned
             // frame first.
@@ -194,8 +167,8 @@ impl ServerEngine {
                 terminal: &tid,
                 seq,
                 bytes,
-                stream: viewer.stream,
-                bootstrap: viewer.bootstrap,
+                stream,
+                bootstrap,
             };
             if shared {
                 let head = head
@@ -212,11 +185,32 @@ impl ServerEngine {
                 self.send_encoded(conn, Budget::Output, |buf| out.encode(buf));
             }
         }
-        self.viewer_scratch = viewers;
-        // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing in
-        // a loop cannot flood its subscribers into a control-queue overflow.
-        for _ in 0..bells.min(MAX_BELLS_PER_CHUNK) {
-            self.ring_bell(terminal);
+        self.fanout_scratch = deliveries;
+        if measured {
+            self.enforce_models_budget();
+        }
+        if bells == 0 && new_title.is_none() {
+            return;
+        }
+        let listeners = Self::merge_listeners(self.server_subscribers(), subscribers);
+        // [EVENT.KIND.1] BELL to viewers, EVENT bell to event subscribers, once per bell rung
+        // (the chunk's bells are bounded by the terminal).
+        for _ in 0..bells {
+            for &conn in &viewers {
+                self.send(
+                    conn,
+                    &Frame::Bell(Bell {
+                        terminal: tid.clone(),
+                    }),
+                );
+            }
+            let event = Frame::Event(EventFrame {
+                terminal: Some(tid.clone()),
+                event: AgentEvent::Bell,
+            });
+            for &conn in &listeners {
+                self.send(conn, &event);
+            }
         }
         if let Some(title) = new_title {
             // [EVENT.KIND.2] A new OSC 0/2 title is announced to event subscribers.
@@ -224,34 +218,9 @@ impl ServerEngine {
                 terminal: Some(tid),
                 event: AgentEvent::TitleChanged { title },
             });
-            for conn in self.agent_event_listeners(terminal) {
+            for &conn in &listeners {
                 self.send(conn, &event);
             }
-        }
-    }
-
-    pub(super) fn ring_bell(&mut self, terminal: LocalTerminal) {
-        let Some(t) = self.terminals.get(&terminal) else {
-            return;
-        };
-        let tid = TerminalId::from(terminal);
-        let viewers: Vec<ConnId> = t.viewers.keys().copied().collect();
-        let listeners = self.agent_event_listeners(terminal);
-        // [EVENT.KIND.1] BELL to viewers, EVENT bell to event subscribers.
-        for conn in viewers {
-            self.send(
-                conn,
-                &Frame::Bell(Bell {
-                    terminal: tid.clone(),
-                }),
-            );
-        }
-        let event = Frame::Event(EventFrame {
-            terminal: Some(tid),
-            event: AgentEvent::Bell,
-        });
-        for conn in listeners {
-            self.send(conn, &event);
         }
     }
 }

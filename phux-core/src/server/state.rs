@@ -28,15 +28,15 @@ impl ServerEngine {
             terminals: self
                 .terminals
                 .values()
-                .filter(|t| t.pid.is_some())
+                .filter(|t| t.pid().is_some())
                 .map(|t| {
-                    let (cols, rows) = t.state.size();
+                    let (cols, rows) = t.state().size();
                     TerminalInfo {
-                        terminal: TerminalId::from(t.id),
+                        terminal: TerminalId::from(t.id()),
                         window_id: 0,
                         cols,
                         rows,
-                        title: t.state.title().map(str::to_owned),
+                        title: t.state().title().map(str::to_owned),
                         cwd: None,
                     }
                 })
@@ -55,7 +55,7 @@ impl ServerEngine {
             scrollback_bytes: self
                 .conns
                 .get(&id)
-                .map_or(0, |c| c.max_history_page.get() as usize),
+                .map_or(0, |c| c.max_history_page().get() as usize),
             cells_bytes: MAX_CELLS_JSON,
         }
     }
@@ -73,7 +73,7 @@ impl ServerEngine {
             return;
         };
         match term
-            .state
+            .state()
             .screen_json_within(t.0, request_scrollback, cells, limits)
         {
             Ok(json) => self.send_json_result(id, rid, json),
@@ -112,9 +112,9 @@ impl ServerEngine {
         let term = self.terminals.get(&t)?;
         let tid = TerminalId::from(t);
         let page = self.screen_limits(id).scrollback_bytes;
-        let mut value = term.state.screen_value_within(t.0, scrollback, page);
-        let modes = term.state.modes();
-        let lifecycle = match term.lifecycle {
+        let mut value = term.state().screen_value_within(t.0, scrollback, page);
+        let modes = term.modes();
+        let lifecycle = match term.lifecycle() {
             Lifecycle::Running => "running",
             Lifecycle::Frozen => "frozen",
             Lifecycle::Exited => "exited",
@@ -125,14 +125,14 @@ impl ServerEngine {
         if let Some(obj) = value.as_object_mut() {
             // [SCREEN.STATE.1] GET_TERMINAL_STATE = ScreenState plus lifecycle, lease and modes (R20).
             obj.insert("lifecycle".into(), lifecycle.into());
-            obj.insert("exit_status".into(), term.exit_status.into());
+            obj.insert("exit_status".into(), term.exit_status().into());
             obj.insert(
                 "input_holder".into(),
                 self.leases.holder(&tid).map(|c| c.0).into(),
             );
             obj.insert("lease_expires_ms".into(), lease_ms.into());
-            obj.insert("pid".into(), term.pid.into());
-            obj.insert("canonical".into(), term.canonical.into());
+            obj.insert("pid".into(), term.pid().into());
+            obj.insert("canonical".into(), term.canonical().into());
             obj.insert("modes".into(), modes_json(&modes));
         }
         Some(value.to_string())

@@ -1,9 +1,14 @@
-//! One terminal's engine-side state: its screen, lifecycle, viewers and subscribers.
+//! One terminal's engine-side state and the rules that keep it: its screen model and the
+//! memory it holds, its lifecycle (spawn, signals, kill, exit), its viewers (bootstraps, the
+//! fan-out of each output chunk within every viewer's budget, tombstones) and subscribers,
+//! and its queue of write jobs (held back during an upgrade, completed, expired, orphaned).
+//! The engine looks a terminal up once per event and calls these methods; every field is
+//! private.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use phux_proto::command::TerminalEventType;
-use phux_proto::event::Lifecycle;
+use phux_proto::command::{Signal, TerminalEventType};
+use phux_proto::event::{ControlAction, Lifecycle};
 use phux_proto::ids::{BootstrapId, StreamId};
 
 use phux_proto::frame::{
@@ -12,9 +17,19 @@ use phux_proto::frame::{
 };
 use phux_proto::{Frame, OperationId, TerminalId};
 
-use super::ConnId;
+use super::{ConnId, LocalTerminal, ServerAction};
+use crate::modes::TerminalModes;
 use crate::terminal::TerminalState;
-use crate::writer::JobId;
+use crate::writer::{JobId, WriteOutcome};
+
+/// Output bytes a terminal's model takes between two measurements of its heap
+/// ([SERVER.LIMIT.6]): a measurement walks the model's rows (and a screen's marks), and output
+/// grows a model by at most a few times its own size (a combining mark of two bytes takes a
+/// map entry), so the budget is overshot by at most about a megabyte per terminal.
+const MEASURE_EVERY: usize = 256 * 1024;
+
+/// The most bells one output chunk rings: enough for any real use, bounded against floods.
+const MAX_BELLS_PER_CHUNK: u32 = 16;
 
 /// Why a job exists: who is owed an answer when it completes.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -34,28 +49,63 @@ pub(super) enum JobKind {
 
 /// An attached connection's output stream for this terminal.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-pub(super) struct Viewer {
-    pub(super) stream: StreamId,
-    pub(super) bootstrap: BootstrapId,
+struct Viewer {
+    stream: StreamId,
+    bootstrap: BootstrapId,
     /// `Some(last seq sent)` while tombstoned for a slow reader; bootstrapped again when the
     /// reader catches up.
-    pub(super) paused_at: Option<u64>,
+    paused_at: Option<u64>,
 }
 
 /// A terminal-scoped event subscription.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub(super) struct EventFilter {
+struct EventFilter {
     /// `None`: SUBSCRIBE_EVENTS scoped to the terminal (every agent event about it).
     /// `Some(types)`: SUBSCRIBE_TERMINAL_EVENTS, the per-terminal path, which carries only
     /// the listed shell-integration types (empty = all of them) and terminal_control.
-    pub(super) types: Option<Vec<TerminalEventType>>,
+    types: Option<Vec<TerminalEventType>>,
 }
 
 impl EventFilter {
     /// Whether agent events (bell, pane_closed, ...) reach this subscriber.
-    pub(super) fn agent_events(&self) -> bool {
+    fn agent_events(&self) -> bool {
         self.types.is_none()
     }
+}
+
+/// What one output chunk owes one viewer ([`Terminal::fan_out`]).
+#[derive(Clone, Debug)]
+pub(super) enum Delivery {
+    /// The chunk, on this stream and bootstrap.
+    Output {
+        stream: StreamId,
+        bootstrap: BootstrapId,
+    },
+    /// The viewer fell too far behind: this TOMBSTONE instead, and its stream waits to start
+    /// over ([QUEUE.OUTPUT.1]).
+    Tombstone(Frame),
+}
+
+/// What a KILL does to a terminal ([`Terminal::kill`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kill {
+    /// Not started yet: the spawn is abandoned, and the spawner, if still owed its
+    /// TERMINAL_SPAWNED, gets it ([SPAWN.REPLY.1]).
+    NotStarted { spawner: Option<(ConnId, u32)> },
+    /// The child is to be killed; TERMINAL_CLOSED follows its exit.
+    Signal,
+    /// A KILL is already under way.
+    AlreadyKilling,
+}
+
+/// An acknowledged job a terminal's end leaves unanswered: its operation, the request owed,
+/// and what became of its bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Orphan {
+    pub(super) op: OperationId,
+    pub(super) conn: ConnId,
+    pub(super) request_id: u32,
+    pub(super) outcome: WriteOutcome,
 }
 
 /// What one chunk of output did to a terminal.
@@ -71,36 +121,38 @@ pub(super) struct Chunk {
     pub(super) replies: Vec<u8>,
 }
 
+/// One terminal. Its fields (and their order: an upgrade's image holds them) are private;
+/// see the module docs.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Terminal {
-    pub(super) id: super::LocalTerminal,
-    pub(super) state: TerminalState,
-    pub(super) lifecycle: Lifecycle,
-    pub(super) exit_status: Option<i32>,
+    id: LocalTerminal,
+    state: TerminalState,
+    lifecycle: Lifecycle,
+    exit_status: Option<i32>,
     /// `None` until the driver reports the spawn.
-    pub(super) pid: Option<u32>,
+    pid: Option<u32>,
     /// Whether the last canonical check the driver reported saw ICANON.
-    pub(super) canonical: Option<bool>,
+    canonical: Option<bool>,
     /// Who asked for the spawn and is owed TERMINAL_SPAWNED (R17).
-    pub(super) spawner: Option<(ConnId, u32)>,
-    pub(super) viewers: BTreeMap<ConnId, Viewer>,
-    pub(super) subscribers: BTreeMap<ConnId, EventFilter>,
+    spawner: Option<(ConnId, u32)>,
+    viewers: BTreeMap<ConnId, Viewer>,
+    subscribers: BTreeMap<ConnId, EventFilter>,
     /// Jobs handed to the driver and not yet reported done, in write order.
-    pub(super) jobs: VecDeque<(JobId, JobKind)>,
+    jobs: VecDeque<(JobId, JobKind)>,
     /// The newest of `jobs`, held back while an upgrade is pending ([SERVER.UPGRADE.3]):
     /// their bytes, not yet handed to the driver.
     #[serde(with = "held_jobs")]
-    pub(super) held: VecDeque<(JobId, Vec<u8>)>,
+    held: VecDeque<(JobId, Vec<u8>)>,
     /// A KILL was requested; TERMINAL_CLOSED follows the driver's ChildExited.
-    pub(super) killing: bool,
+    killing: bool,
     /// The title last announced with title_changed.
-    pub(super) last_title: Option<String>,
+    last_title: Option<String>,
     /// The heap its model held when last measured, and the output ingested since
     /// ([SERVER.LIMIT.6]). Not in an upgrade's image: the new image measures again.
     #[serde(skip)]
-    pub(super) heap: usize,
+    heap: usize,
     #[serde(skip)]
-    pub(super) unmeasured: usize,
+    unmeasured: usize,
 }
 
 /// Held jobs with their bytes as byte strings.
@@ -134,7 +186,7 @@ mod held_jobs {
 
 impl Terminal {
     pub(super) fn new(
-        id: super::LocalTerminal,
+        id: LocalTerminal,
         cols: u16,
         rows: u16,
         scrollback: usize,
@@ -160,11 +212,38 @@ impl Terminal {
         }
     }
 
-    /// Measures the model's heap again; returns it.
-    pub(super) fn measure(&mut self) -> usize {
-        self.heap = self.state.heap_bytes();
-        self.unmeasured = 0;
-        self.heap
+    // ---- getters ------------------------------------------------------------------------
+
+    pub(super) fn id(&self) -> LocalTerminal {
+        self.id
+    }
+
+    /// The child's pid, once the driver reported the spawn.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    pub(super) fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    pub(super) fn exit_status(&self) -> Option<i32> {
+        self.exit_status
+    }
+
+    /// Whether the last canonical check the driver reported saw ICANON.
+    pub(super) fn canonical(&self) -> Option<bool> {
+        self.canonical
+    }
+
+    /// The model, for the views (GET_STATE, GET_SCREEN, GET_TERMINAL_STATE).
+    pub(super) fn state(&self) -> &TerminalState {
+        &self.state
+    }
+
+    /// The input modes input is encoded under, now.
+    pub(super) fn modes(&self) -> TerminalModes {
+        self.state.modes()
     }
 
     /// Spawned and not yet exited.
@@ -177,6 +256,112 @@ impl Terminal {
         self.is_running() && !self.killing
     }
 
+    // ---- its life -----------------------------------------------------------------------
+
+    /// The driver started the child as `pid`; `false` when a pid was reported already (the
+    /// report is ignored).
+    pub(super) fn spawned(&mut self, pid: u32) -> bool {
+        if self.pid.is_some() {
+            return false;
+        }
+        self.pid = Some(pid);
+        true
+    }
+
+    /// The spawner still owed TERMINAL_SPAWNED, taken.
+    pub(super) fn take_spawner(&mut self) -> Option<(ConnId, u32)> {
+        self.spawner.take()
+    }
+
+    /// KILL_TERMINAL(S) for this terminal.
+    pub(super) fn kill(&mut self) -> Kill {
+        if self.pid.is_none() {
+            Kill::NotStarted {
+                spawner: self.spawner.take(),
+            }
+        } else if self.killing {
+            Kill::AlreadyKilling
+        } else {
+            self.killing = true;
+            Kill::Signal
+        }
+    }
+
+    /// SIGNAL_TERMINAL: what terminal_control reports, and the lifecycle after it; `None`
+    /// without a live child ([SIGNAL.REPLY.1]).
+    pub(super) fn signal(&mut self, signal: Signal) -> Option<(ControlAction, Lifecycle)> {
+        if !self.is_running() {
+            return None;
+        }
+        let action = match signal {
+            Signal::Interrupt => ControlAction::Interrupted,
+            Signal::Freeze => {
+                self.lifecycle = Lifecycle::Frozen;
+                ControlAction::Frozen
+            }
+            Signal::Resume => {
+                self.lifecycle = Lifecycle::Running;
+                ControlAction::Resumed
+            }
+            Signal::Terminate => ControlAction::Terminated,
+            Signal::Kill => ControlAction::Killed,
+        };
+        Some((action, self.lifecycle))
+    }
+
+    /// The child exited with `exit_status` (`None`: killed by a signal).
+    pub(super) fn exited(&mut self, exit_status: Option<i32>) {
+        self.lifecycle = Lifecycle::Exited;
+        self.exit_status = exit_status;
+    }
+
+    /// The model takes the new size (already clamped); whether the PTY is to be resized too
+    /// (a running child).
+    pub(super) fn resize(&mut self, cols: u16, rows: u16) -> bool {
+        self.state.resize(cols, rows);
+        self.measure();
+        self.is_running()
+    }
+
+    // ---- the model's memory ([SERVER.LIMIT.6]) ------------------------------------------
+
+    /// The heap its model held when last measured.
+    pub(super) fn heap(&self) -> usize {
+        self.heap
+    }
+
+    /// Measures the model's heap again; returns it.
+    pub(super) fn measure(&mut self) -> usize {
+        self.heap = self.state.heap_bytes();
+        self.unmeasured = 0;
+        self.heap
+    }
+
+    /// The model took `ingested` more bytes of output: measured again once
+    /// [`MEASURE_EVERY`] have come since the last time. Whether it was.
+    pub(super) fn note_output(&mut self, ingested: usize) -> bool {
+        self.unmeasured = self.unmeasured.saturating_add(ingested);
+        if self.unmeasured >= MEASURE_EVERY {
+            self.measure();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Drops the model's history: its heap before and after, or `None` when it has none to
+    /// drop (its screens alone).
+    pub(super) fn drop_history(&mut self) -> Option<(usize, usize)> {
+        if self.state.scrollback_len() == 0 {
+            return None;
+        }
+        let before = self.heap;
+        self.state.clear_history();
+        Some((before, self.measure()))
+    }
+
+    // ---- viewers and subscribers --------------------------------------------------------
+
     pub(super) fn forget_conn(&mut self, conn: ConnId) {
         self.viewers.remove(&conn);
         self.subscribers.remove(&conn);
@@ -184,6 +369,66 @@ impl Terminal {
             self.spawner = None;
         }
     }
+
+    /// Whether `conn` is attached.
+    pub(super) fn has_viewer(&self, conn: ConnId) -> bool {
+        self.viewers.contains_key(&conn)
+    }
+
+    /// The attached connections, in order.
+    pub(super) fn viewer_ids(&self) -> Vec<ConnId> {
+        self.viewers.keys().copied().collect()
+    }
+
+    /// DETACH_TERMINAL: `conn` no longer views it.
+    pub(super) fn remove_viewer(&mut self, conn: ConnId) {
+        self.viewers.remove(&conn);
+    }
+
+    /// SUBSCRIBE_EVENTS scoped to this terminal: every agent event about it.
+    pub(super) fn subscribe(&mut self, conn: ConnId) {
+        self.subscribers.insert(conn, EventFilter { types: None });
+    }
+
+    /// SUBSCRIBE_TERMINAL_EVENTS: only `event_types` (empty = all of them) and
+    /// terminal_control; a SUBSCRIBE_EVENTS for the terminal stays as wide as it was.
+    pub(super) fn subscribe_terminal_events(
+        &mut self,
+        conn: ConnId,
+        event_types: Vec<TerminalEventType>,
+    ) {
+        // A later SUBSCRIBE_EVENTS for the terminal widens the subscription again.
+        let entry = self.subscribers.entry(conn).or_insert(EventFilter {
+            types: Some(Vec::new()),
+        });
+        if entry.types.is_some() {
+            entry.types = Some(event_types);
+        }
+    }
+
+    /// The connections subscribed to it with SUBSCRIBE_EVENTS (agent events), in order.
+    pub(super) fn agent_subscribers(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.subscribers
+            .iter()
+            .filter(|(_, f)| f.agent_events())
+            .map(|(c, _)| *c)
+    }
+
+    /// Every connection subscribed to this terminal in any way (R11), each once, in order.
+    pub(super) fn audience(&self, server_scoped: impl Iterator<Item = ConnId>) -> Vec<ConnId> {
+        let mut all: Vec<ConnId> = self
+            .viewers
+            .keys()
+            .chain(self.subscribers.keys())
+            .copied()
+            .chain(server_scoped)
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    // ---- bootstraps, output and tombstones ----------------------------------------------
 
     /// Takes `conn`'s viewer off the terminal for a re-attach: the stream to reuse, and the
     /// TOMBSTONE its current bootstrap is owed.
@@ -253,25 +498,40 @@ impl Terminal {
         frames
     }
 
-    /// [QUEUE.OUTPUT.1] `conn` fell too far behind: its bootstrap ends at `last_valid_seq`
-    /// (never a silent gap) and waits to start over. The TOMBSTONE that says so.
-    pub(super) fn tombstone(&mut self, conn: ConnId, last_valid_seq: u64) -> Option<Frame> {
-        let viewer = self.viewers.get_mut(&conn)?;
-        viewer.paused_at = Some(last_valid_seq);
-        Some(Frame::BootstrapTombstone(BootstrapTombstone {
-            terminal: TerminalId::from(self.id),
-            stream: viewer.stream,
-            bootstrap: viewer.bootstrap,
-            reason: TombstoneReason::OutboundGap,
-            last_valid_seq,
-        }))
+    /// Makes `conn` a viewer on `stream` whose bootstrap `bootstrap` waits for its queue to
+    /// drain: a paused stream, started over like a tombstoned one. None of the deferred
+    /// generation's frames was sent, so no TOMBSTONE is owed for it.
+    pub(super) fn defer_bootstrap(
+        &mut self,
+        conn: ConnId,
+        stream: StreamId,
+        bootstrap: BootstrapId,
+    ) {
+        let seq = self.state.seq();
+        self.viewers.insert(
+            conn,
+            Viewer {
+                stream,
+                bootstrap,
+                paused_at: Some(seq),
+            },
+        );
+    }
+
+    /// The stream of `conn`'s viewer if it waits to start over.
+    pub(super) fn paused_stream(&self, conn: ConnId) -> Option<StreamId> {
+        let viewer = self.viewers.get(&conn)?;
+        viewer.paused_at.map(|_| viewer.stream)
     }
 
     /// Feeds a chunk of the program's output to the screen model: its sequence number, the
-    /// bells it rang and the title it set, if new. `None` once the sequence numbers are used up.
+    /// bells it rang (at most [`MAX_BELLS_PER_CHUNK`]) and the title it set, if new. `None`
+    /// once the sequence numbers are used up.
     pub(super) fn ingest(&mut self, bytes: &[u8]) -> Option<Chunk> {
         let seq = self.state.ingest(bytes).ok()?;
-        let bells = self.state.take_bells();
+        // [EVENT.KIND.1] One bell per BEL, up to a bound per chunk so that a program ringing
+        // in a loop cannot flood its subscribers into a control-queue overflow.
+        let bells = self.state.take_bells().min(MAX_BELLS_PER_CHUNK);
         // Compared before copying: a shell's title is set once and then read after every
         // chunk of output.
         let new_title = (self.state.title() != self.last_title.as_deref()).then(|| {
@@ -288,17 +548,187 @@ impl Terminal {
         })
     }
 
-    /// Every connection subscribed to this terminal in any way (R11), each once, in order.
-    pub(super) fn audience(&self, server_scoped: impl Iterator<Item = ConnId>) -> Vec<ConnId> {
-        let mut all: Vec<ConnId> = self
+    /// What output chunk `seq` owes each live viewer, in viewer order, into `out`: the chunk,
+    /// or, for a viewer whose queue it does not fit (`fits`), a TOMBSTONE ending its bootstrap
+    /// at the last seq it was sent, never a silent gap ([QUEUE.OUTPUT.1]); its stream waits to
+    /// start over. Whether two or more viewers were live (they share one encoding).
+    pub(super) fn fan_out(
+        &mut self,
+        seq: u64,
+        fits: impl Fn(ConnId) -> bool,
+        out: &mut Vec<(ConnId, Delivery)>,
+    ) -> bool {
+        out.clear();
+        let live = self
             .viewers
-            .keys()
-            .chain(self.subscribers.keys())
-            .copied()
-            .chain(server_scoped)
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        all
+            .values()
+            .filter(|v| v.paused_at.is_none())
+            .count();
+        let terminal = TerminalId::from(self.id);
+        for (&conn, viewer) in &mut self.viewers {
+            if viewer.paused_at.is_some() {
+                continue;
+            }
+            if fits(conn) {
+                out.push((
+                    conn,
+                    Delivery::Output {
+                        stream: viewer.stream,
+                        bootstrap: viewer.bootstrap,
+                    },
+                ));
+            } else {
+                // [QUEUE.OUTPUT.1] A reader that falls too far behind loses this bootstrap of
+                // its stream.
+                let last_valid_seq = seq - 1;
+                viewer.paused_at = Some(last_valid_seq);
+                out.push((
+                    conn,
+                    Delivery::Tombstone(Frame::BootstrapTombstone(BootstrapTombstone {
+                        terminal: terminal.clone(),
+                        stream: viewer.stream,
+                        bootstrap: viewer.bootstrap,
+                        reason: TombstoneReason::OutboundGap,
+                        last_valid_seq,
+                    })),
+                ));
+            }
+        }
+        live > 1
+    }
+
+    // ---- write jobs ---------------------------------------------------------------------
+
+    /// Whether its job queue holds `limit` jobs (a job waiting to be written, or written and
+    /// not yet reported done): new input is dropped ([INPUT.FRAME.3]) or refused
+    /// ([INPUT.APPLY.8]).
+    pub(super) fn jobs_full(&self, limit: usize) -> bool {
+        self.jobs.len() >= limit
+    }
+
+    /// Queues a job behind every earlier one (R8), numbered from `next_job`: the `Write` to
+    /// hand the driver. `None` when the queue holds `limit` jobs (the job is dropped;
+    /// APPLY_INPUT checks [`Self::jobs_full`] first and refuses), or while an upgrade is
+    /// pending (`hold`), when it waits with its bytes ([SERVER.UPGRADE.3]).
+    pub(super) fn queue_job(
+        &mut self,
+        next_job: &mut u64,
+        limit: usize,
+        hold: bool,
+        bytes: Vec<u8>,
+        kind: JobKind,
+    ) -> Option<ServerAction> {
+        if self.jobs_full(limit) {
+            return None;
+        }
+        let job = JobId(*next_job);
+        *next_job += 1;
+        self.jobs.push_back((job, kind));
+        if hold {
+            // [SERVER.UPGRADE.3] No new write job while an upgrade is pending: it waits.
+            self.held.push_back((job, bytes));
+            return None;
+        }
+        // [INPUT.CANON.1] Every job passes the canonical-line guard in the terminal's
+        // `PtyWriter`, right before its first byte.
+        Some(ServerAction::Write {
+            terminal: self.id,
+            job,
+            bytes,
+        })
+    }
+
+    /// The driver reported job `job` done: who is owed an answer. `None` for a job it does not
+    /// hold (unknown, reported twice, or still held back): a driver bug, ignored.
+    pub(super) fn complete_job(&mut self, job: JobId, outcome: WriteOutcome) -> Option<JobKind> {
+        let pos = self.jobs.iter().position(|(j, _)| *j == job)?;
+        if self.held.iter().any(|(j, _)| *j == job) {
+            return None; // Not handed out yet.
+        }
+        let (_, kind) = self.jobs.remove(pos)?;
+        if let WriteOutcome::CanonicalRefused { .. } = outcome {
+            self.canonical = Some(true);
+        }
+        Some(kind)
+    }
+
+    /// Operation `op`'s completion bound passed: its job stays queued (its bytes may still be
+    /// written) and its completion will be ignored. The request owed the answer, if the job is
+    /// still there.
+    pub(super) fn expire_acknowledged(&mut self, op: OperationId) -> Option<(ConnId, u32)> {
+        let kind = self
+            .jobs
+            .iter_mut()
+            .map(|(_, kind)| kind)
+            .find(|kind| matches!(kind, JobKind::Acknowledged { op: o, .. } if *o == op))?;
+        let JobKind::Acknowledged {
+            conn, request_id, ..
+        } = std::mem::replace(kind, JobKind::Unacknowledged)
+        else {
+            return None;
+        };
+        Some((conn, request_id))
+    }
+
+    /// The terminal goes away with the jobs the driver never reported: every job leaves, and
+    /// each acknowledged one is owed an answer, unknown (its bytes may have been written) or
+    /// not written (held back, never handed out).
+    pub(super) fn drain_jobs(&mut self) -> Vec<Orphan> {
+        let jobs: Vec<_> = self.jobs.drain(..).collect();
+        let held: Vec<JobId> = self.held.drain(..).map(|(job, _)| job).collect();
+        jobs.into_iter()
+            .filter_map(|(job, kind)| match kind {
+                JobKind::Acknowledged {
+                    op,
+                    conn,
+                    request_id,
+                } => Some(Orphan {
+                    op,
+                    conn,
+                    request_id,
+                    // A held job never reached the driver: none of its bytes were written.
+                    outcome: if held.contains(&job) {
+                        WriteOutcome::NotWritten
+                    } else {
+                        WriteOutcome::Unknown
+                    },
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The upgrade ended: every held job, in queue order, with whether it is acknowledged
+    /// (its completion bound starts now).
+    pub(super) fn release_held(&mut self) -> Vec<(JobId, Vec<u8>, bool)> {
+        let jobs = &self.jobs;
+        self.held
+            .drain(..)
+            .map(|(job, bytes)| {
+                let acknowledged = jobs
+                    .iter()
+                    .any(|(j, kind)| *j == job && matches!(kind, JobKind::Acknowledged { .. }));
+                (job, bytes, acknowledged)
+            })
+            .collect()
+    }
+
+    /// No job is with the driver: every job handed out was reported done (held ones are the
+    /// engine's).
+    pub(super) fn is_quiet(&self) -> bool {
+        self.jobs.len() == self.held.len()
+    }
+
+    /// The held jobs are the newest of its jobs, as queueing leaves them (a restored state's
+    /// invariant).
+    pub(super) fn held_are_newest(&self) -> bool {
+        let tail = self.jobs.len().checked_sub(self.held.len());
+        tail.is_some_and(|tail| {
+            self.jobs
+                .iter()
+                .skip(tail)
+                .map(|(job, _)| job)
+                .eq(self.held.iter().map(|(job, _)| job))
+        })
     }
 }

@@ -5,7 +5,7 @@
 use phux_proto::command::CommandResult;
 use phux_proto::{ErrorCode, TerminalId};
 
-use super::terminal::JobKind;
+use super::terminal::Terminal;
 use super::{ConnId, ServerAction, ServerEngine};
 use crate::time::Instant;
 
@@ -30,13 +30,14 @@ impl ServerEngine {
     /// driver exports once it is.
     pub fn upgrade_quiet(&self) -> bool {
         // [SERVER.UPGRADE.3] Quiet = no job the driver holds; held jobs are the engine's.
-        self.terminals
-            .values()
-            .all(|t| t.jobs.len() == t.held.len())
+        self.terminals.values().all(Terminal::is_quiet)
     }
 
     pub(super) fn cmd_upgrade(&mut self, id: ConnId, rid: u32, binary: Option<String>) {
-        let local = self.conns.get(&id).is_some_and(|c| c.peer.local_socket);
+        let local = self
+            .conns
+            .get(&id)
+            .is_some_and(super::connection::Connection::is_local);
         if !local {
             // [SERVER.UPGRADE.2] Like SHUTDOWN, accepted on the local socket only.
             return self.send_error_result(
@@ -119,11 +120,7 @@ impl ServerEngine {
     /// acknowledged one's completion bound starts now ([INPUT.LANE.3]).
     fn release_held_jobs(&mut self, now: Instant) {
         for (&terminal, term) in &mut self.terminals {
-            for (job, bytes) in term.held.drain(..) {
-                let acknowledged = term
-                    .jobs
-                    .iter()
-                    .any(|(j, kind)| *j == job && matches!(kind, JobKind::Acknowledged { .. }));
+            for (job, bytes, acknowledged) in term.release_held() {
                 if acknowledged {
                     let _ = self.lane.handed_off(now, &TerminalId::from(terminal));
                 }

@@ -163,10 +163,10 @@ impl Rng {
 }
 
 /// The probe child: the `fault-probe` example of this package, a `phux-conformance probe` with
-/// the conformance crate's own probe code (`phux_conformance::probe::run`). `cargo test` builds
-/// a package's examples before it runs its tests, so nothing here invokes cargo; the example
-/// sits in `<target>/<profile>/examples/`, beside the `deps/` directory this test binary runs
-/// from. Panics, saying how to build it, when it is missing.
+/// the probe crate's code (`phux_probe::run`). `cargo test` builds a package's examples before
+/// it runs its tests, so nothing here invokes cargo; the example sits in
+/// `<target>/<profile>/examples/`, beside the `deps/` directory this test binary runs from.
+/// Panics, saying how to build it, when it is missing.
 pub(crate) fn probe_binary() -> PathBuf {
     super::launch::example("fault-probe", "phux-mio-server")
 }

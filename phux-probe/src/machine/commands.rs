@@ -4,8 +4,8 @@ use sha2::{Digest, Sha256};
 
 use super::report::{flood_text, hex, sanitize, styled_text};
 use super::{Disposition, Grandchild, ProbeAction, ProbeMachine, ProbeSignal, Query, State};
-use crate::probe::command::Command;
-use crate::probe::grandchild::GrandchildEvent;
+use crate::command::Command;
+use crate::grandchild::GrandchildEvent;
 
 impl ProbeMachine {
     pub(super) fn command(&mut self, line: &[u8], out: &mut Vec<ProbeAction>) {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::probe::grandchild::GrandchildEvent;
+use crate::grandchild::GrandchildEvent;
 
 /// The signals the probe can catch and name. SIGKILL and SIGSTOP cannot be caught, so they
 /// never reach the machine.

@@ -10,7 +10,8 @@
 //!   [`ProbeAction`]s for a host to perform in order. Every byte a transcript can observe is
 //!   produced by the machine, so the in-process conformance transport can host it as a
 //!   simulated child and see exactly what a real PTY shows.
-//! - [`run`]: the thin driver behind `phux-conformance probe [ARGS]...`, for a real tty
+//! - [`run`]: the thin driver behind `phux-conformance probe [ARGS]...` (and the server's
+//!   fault tests' `fault-probe probe`), for a real tty
 //!   (termios on stdin, signals, a grandchild process). Arguments after `probe` are ignored
 //!   (only a leading `--grandchild` means something), so a spawner can pass any argument
 //!   vector and read it back with `:report args`.
@@ -29,9 +30,14 @@
 //! [`ProbeEvent::Signal`] and, while [`ProbeMachine::has_grandchild`], also as
 //! `ProbeEvent::Grandchild(GrandchildEvent::Signal(..))`.
 //!
-//! The command language and the reports are specified in `conformance/PROBE.md`,
-//! included here:
-#![doc = include_str!("../../PROBE.md")]
+//! It is a crate of its own because two crates run it and one of them tests the other: the
+//! conformance suite (`phux-conformance probe`, and as a simulated child in process) and the
+//! reference server's fault tests (`phux-mio-server`'s `fault-probe` example), which must not
+//! link the suite that tests the server.
+//!
+//! The command language and the reports are specified in `PROBE.md`, included here:
+#![doc = include_str!("../PROBE.md")]
+#![forbid(unsafe_code)]
 
 mod command;
 mod driver;

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use super::report::hex;
 use super::*;
-use crate::probe::grandchild::GrandchildEvent;
+use crate::grandchild::GrandchildEvent;
 use proptest::prelude::*;
 
 /// Every report body the actions wrote, with its sequence number checked: they must count

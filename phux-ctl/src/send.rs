@@ -1,0 +1,211 @@
+//! `send` and `paste`: input submitted through the outbox, waited for, and its verdict
+//! printed.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant as StdInstant};
+
+use phux_core::client::outbox::{Input, Resolution};
+use phux_core::client::retry::{NotSentReason, UnknownReason};
+use phux_proto::TerminalId;
+use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
+
+use crate::cli::{PasteArgs, SendArgs, SendPart};
+use crate::conn::Session;
+use crate::error::{CtlError, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN};
+
+/// `send`: the text and keys in the order given, as one acknowledged batch.
+pub(crate) fn send(session: &mut Session, args: SendArgs, wait: Duration) -> Result<u8, CtlError> {
+    let events = args
+        .ordered_parts()
+        .into_iter()
+        .filter(|part| !matches!(part, SendPart::Text(t) if t.is_empty()))
+        .map(|part| match part {
+            SendPart::Text(text) => InputEvent::Paste(PasteEvent {
+                trust: PasteTrust::Trusted,
+                data: text.into_bytes(),
+            }),
+            SendPart::Key(key) => InputEvent::Key(key.0),
+        })
+        .collect();
+    deliver(session, args.id, Input::Events(events), wait)
+}
+
+/// `paste`: `data` (read by [`read_paste`] before connecting) as a paste.
+pub(crate) fn paste(
+    session: &mut Session,
+    args: PasteArgs,
+    data: Vec<u8>,
+    wait: Duration,
+) -> Result<u8, CtlError> {
+    let trust = if args.untrusted {
+        PasteTrust::Untrusted
+    } else {
+        PasteTrust::Trusted
+    };
+    deliver(session, args.id, Input::Paste { data, trust }, wait)
+}
+
+/// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
+pub fn verdict(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Delivered => "delivered".to_owned(),
+        Resolution::Unknown(reason) => format!(
+            "unknown: {}",
+            match reason {
+                UnknownReason::DeliveryUnknown =>
+                    "the server could not confirm the write (INPUT_DELIVERY_UNKNOWN)",
+                UnknownReason::IncarnationChanged =>
+                    "the server restarted before answering, so a resend could write twice",
+                UnknownReason::HorizonElapsed => "unanswered for too long to resend safely",
+                UnknownReason::RetriesExhausted => "unanswered, and the retries ran out",
+                UnknownReason::Dropped => "dropped from the outbox while its delivery was in doubt",
+            }
+        ),
+        Resolution::NotSent(reason) => format!(
+            "not sent: {}",
+            match reason {
+                NotSentReason::ServerGone =>
+                    "the server it was addressed to is gone (a new server answered; its terminal \
+                     ids name other programs)",
+                NotSentReason::Expired => "too old to send (submitted 9.5 minutes ago or more)",
+                NotSentReason::Dropped => "dropped from the outbox",
+            }
+        ),
+        Resolution::Refused { code, message } => format!("refused: {code} {message}"),
+    }
+}
+
+pub(crate) fn resolution_code(resolution: &Resolution) -> u8 {
+    match resolution {
+        Resolution::Delivered => EXIT_OK,
+        Resolution::Unknown(_) => EXIT_UNKNOWN,
+        Resolution::Refused { .. } | Resolution::NotSent(_) => EXIT_REFUSED,
+    }
+}
+
+/// Submits input through the outbox, waits for every operation, prints the verdict.
+fn deliver(
+    session: &mut Session,
+    terminal: TerminalId,
+    input: Input,
+    wait: Duration,
+) -> Result<u8, CtlError> {
+    let ops = session.submit(terminal, input)?;
+    let outcomes = session.wait_resolved(&ops, StdInstant::now() + wait)?;
+    let total = ops.len();
+    let mut code = EXIT_OK;
+    let mut out = std::io::stdout().lock();
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let (text, this) = match outcome {
+            Some((_, resolution)) => (verdict(&resolution), resolution_code(&resolution)),
+            None => (
+                "unknown: still unanswered; the next phuxctl run resumes or reports it".to_owned(),
+                EXIT_UNKNOWN,
+            ),
+        };
+        if this != EXIT_OK {
+            if total > 1 {
+                let _ = writeln!(out, "{text} (part {} of {total})", i + 1);
+            } else {
+                let _ = writeln!(out, "{text}");
+            }
+            // Unknown outranks refused: part of the input may have been written.
+            if code == EXIT_OK || this == EXIT_UNKNOWN {
+                code = this;
+            }
+        }
+    }
+    if code == EXIT_OK {
+        let _ = writeln!(out, "delivered");
+    }
+    Ok(code)
+}
+
+/// Stdin beyond the ceiling is counted up to this, to report a paste's real size without
+/// reading an endless stream forever.
+const PASTE_COUNT_LIMIT: u64 = 1 << 30;
+
+pub(crate) fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
+    let ceiling = phux_core::client::outbox::DEFAULT_CEILING as u64;
+    let mut data = Vec::new();
+    let size = if let Some(path) = file {
+        let what = |e: std::io::Error| {
+            CtlError::Local(format!("cannot read --file {}: {e}", path.display()))
+        };
+        let mut f = std::fs::File::open(path).map_err(what)?;
+        let meta = f.metadata().map_err(what)?;
+        if meta.is_dir() {
+            return Err(CtlError::Local(format!(
+                "--file {} is a directory",
+                path.display()
+            )));
+        }
+        (&mut f)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(what)?;
+        // A regular file's length is its size; anything else is counted.
+        if meta.is_file() {
+            meta.len().max(data.len() as u64)
+        } else {
+            data.len() as u64 + count_rest(&mut f)
+        }
+    } else {
+        let mut stdin = std::io::stdin().lock();
+        (&mut stdin)
+            .take(ceiling + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| CtlError::Local(format!("reading the paste from stdin: {e}")))?;
+        data.len() as u64 + count_rest(&mut stdin)
+    };
+    if data.is_empty() {
+        return Err(CtlError::Input(match file {
+            Some(path) => format!("--file {} is empty: nothing to paste", path.display()),
+            None => "stdin gave nothing: nothing to paste".to_owned(),
+        }));
+    }
+    if size > ceiling {
+        let size = if size >= PASTE_COUNT_LIMIT {
+            format!("more than {PASTE_COUNT_LIMIT} bytes")
+        } else {
+            format!("{size} bytes")
+        };
+        return Err(CtlError::Input(format!(
+            "the paste is {size}; phuxctl pastes at most {ceiling} bytes (1 MiB) per run \
+             (split it, e.g. with split -b 1M)"
+        )));
+    }
+    Ok(data)
+}
+
+/// How many bytes are left in `reader` (up to [`PASTE_COUNT_LIMIT`]), read and dropped.
+fn count_rest(reader: &mut impl Read) -> u64 {
+    std::io::copy(&mut reader.take(PASTE_COUNT_LIMIT), &mut std::io::sink()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phux_proto::ErrorCode;
+
+    #[test]
+    fn verdicts_read_as_documented() {
+        assert_eq!(verdict(&Resolution::Delivered), "delivered");
+        assert!(
+            verdict(&Resolution::Unknown(UnknownReason::DeliveryUnknown)).starts_with("unknown: ")
+        );
+        assert_eq!(
+            verdict(&Resolution::Refused {
+                code: ErrorCode::INPUT_LEASE_HELD,
+                message: "held".into()
+            }),
+            "refused: INPUT_LEASE_HELD held"
+        );
+        assert_eq!(resolution_code(&Resolution::Delivered), EXIT_OK);
+        assert_eq!(
+            resolution_code(&Resolution::Unknown(UnknownReason::HorizonElapsed)),
+            EXIT_UNKNOWN
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! `spawn`: SPAWN_TERMINAL from the command line, and its refusals in words.
+
+use phux_proto::GroupId;
+use phux_proto::frame::{SpawnTerminal, TerminalSize};
+
+use crate::cli::SpawnArgs;
+use crate::conn::Session;
+use crate::error::{CtlError, EXIT_OK};
+
+/// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
+pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
+
+/// `spawn --cwd`: made absolute against this shell's directory and required to be a
+/// directory, so a bad one is blamed rather than the program.
+pub(crate) fn checked_cwd(dir: &std::path::Path) -> Result<String, CtlError> {
+    let bad = |why: String| CtlError::Usage(format!("--cwd {}: {why}", dir.display()));
+    let absolute = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
+    if !absolute.is_dir() {
+        return Err(bad("not a directory".to_owned()));
+    }
+    absolute
+        .into_os_string()
+        .into_string()
+        .map_err(|_| bad("not UTF-8, which the protocol requires".to_owned()))
+}
+
+/// SPAWN_TERMINAL; prints the new terminal's id.
+pub(crate) fn spawn(
+    session: &mut Session,
+    args: SpawnArgs,
+    cwd: Option<String>,
+) -> Result<u8, CtlError> {
+    let mut spawn = SpawnTerminal::new(0, GroupId(1));
+    if !args.command.is_empty() {
+        spawn.command = Some(args.command);
+    }
+    spawn.cwd = cwd;
+    spawn.term = args.term;
+    if args.clear_env || !args.env.is_empty() {
+        let mut env: Vec<(String, String)> = if args.clear_env {
+            Vec::new()
+        } else {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        };
+        for (k, v) in args.env {
+            env.retain(|(existing, _)| *existing != k);
+            env.push((k, v));
+        }
+        spawn.env = Some(env);
+    }
+    if args.cols.is_some() || args.rows.is_some() {
+        // [SPAWN.SIZE.1] 0 on either axis means the default for both, so the axis not given
+        // is the protocol's default rather than 0.
+        spawn.initial_size = Some(TerminalSize {
+            cols: args.cols.unwrap_or(DEFAULT_SIZE.0),
+            rows: args.rows.unwrap_or(DEFAULT_SIZE.1),
+        });
+    }
+    let id = session.spawn(spawn)?;
+    println!("{id}");
+    Ok(EXIT_OK)
+}
