@@ -28,6 +28,7 @@ mod input_stalled_child_unknown;
 mod lease_release_on_disconnect;
 mod limit_accept_retry;
 mod limit_max_terminals;
+mod limit_models_budget;
 mod limit_spawns_per_turn;
 mod log_no_secrets;
 mod output_burst_delivered;
