@@ -5,9 +5,10 @@
 //! upgrade signal leaves it serving, the same process with the same terminals, upgraded once
 //! or twice.
 //!
-//! The rounds run here are few; `PHUX_UPGRADE_SIGNAL_ROUNDS=N` runs a campaign of `N` and
-//! prints where the signals landed (before the exec, between the exec and the new image
-//! serving, after), read from the server's log. `PHUX_UPGRADE_SIGNAL_SEED` repeats a run.
+//! The rounds run in CI are few; the ignored test runs the issue's 500 (or
+//! `PHUX_UPGRADE_SIGNAL_ROUNDS=N` runs `N` in the first) and prints where the signals landed
+//! (before the exec, between the exec and the new image serving, after), read from the
+//! server's log. `PHUX_UPGRADE_SIGNAL_SEED` repeats a run.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +22,8 @@ use crate::support::common::eventually;
 use crate::upgrade_chaos::{LoggedServer, ping};
 
 const ROUNDS: usize = 12;
+/// The issue's count, for the campaign run on demand.
+const CAMPAIGN_ROUNDS: usize = 500;
 /// The issue's window: signals within 20 ms of the upgrade's start. A debug build's upgrade
 /// takes longer; the window then stretches over a whole upgrade as a first one measures it.
 const WINDOW: Duration = Duration::from_millis(20);
@@ -167,6 +170,21 @@ fn a_signal_at_any_moment_of_an_upgrade_takes_effect_once_after_it() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(ROUNDS);
+    campaign(rounds);
+}
+
+/// The issue's campaign, 500 rounds (several minutes): `cargo test -p phux-mio-server --test
+/// it upgrade_signals -- --ignored --nocapture` prints where the signals landed.
+#[test]
+#[ignore = "a campaign of 500 rounds, minutes long; run on demand"]
+fn five_hundred_signals_at_random_moments_of_upgrades() {
+    // [SERVER.UPGRADE.EXEC.9] [SERVER.SIGNAL.1] [SERVER.SHUTDOWN.3] [SERVER.UPGRADE.4]
+    campaign(CAMPAIGN_ROUNDS);
+}
+
+/// `rounds` rounds, each a signal at a random moment of an upgrade; every round asserts its
+/// outcome, and the tally of where the signals landed is printed.
+fn campaign(rounds: usize) {
     let seed = std::env::var("PHUX_UPGRADE_SIGNAL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -192,6 +210,7 @@ fn a_signal_at_any_moment_of_an_upgrade_takes_effect_once_after_it() {
     };
     let window = WINDOW.max(span.mul_f64(1.25)).min(DEADLINE);
     let mut tally = std::collections::BTreeMap::<(&str, Landed), usize>::new();
+    let started = Instant::now();
     for n in 0..rounds {
         let signal = SIGNALS[n % SIGNALS.len()];
         let offset = Duration::from_micros(rng.next() % (window.as_micros() as u64 + 1));
@@ -205,7 +224,9 @@ fn a_signal_at_any_moment_of_an_upgrade_takes_effect_once_after_it() {
         *tally.entry((name, at)).or_default() += 1;
     }
     eprintln!(
-        "upgrade signals: offsets 0..{} µs (one upgrade: {} µs); landed: {tally:?}",
+        "upgrade signals: {rounds} rounds in {} s, offsets 0..{} µs (one upgrade: {} µs); \
+         landed: {tally:?}",
+        started.elapsed().as_secs(),
         window.as_micros(),
         span.as_micros()
     );
