@@ -22,3 +22,4 @@ pub mod stats;
 pub mod throughput;
 pub mod tmux;
 pub mod upgrade;
+pub mod upgrade_memory;
