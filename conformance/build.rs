@@ -11,7 +11,11 @@ fn main() {
     collect(&root.join("transcripts"), "transcripts", &mut files);
     collect(&root.join("../spec"), "spec", &mut files);
     collect(&root.join("peers"), "peers", &mut files);
-    for name in ["expectations.txt", "not-wire-checkable.txt"] {
+    for name in [
+        "expectations.txt",
+        "not-wire-checkable.txt",
+        "phux-requirements.toml",
+    ] {
         let path = root.join(name);
         if path.is_file() {
             files.push((name.to_owned(), path));

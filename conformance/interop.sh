@@ -174,7 +174,7 @@ check "peer CLI session recorded against ours, replayed" replay_recorded
 # The peer must be the same process image after all of it.
 ref_exe_after=$(readlink "/proc/$ref_pid/exe" 2>/dev/null || echo gone)
 if [ "$ref_exe_before" = "$ref_exe_after" ] && kill -0 "$ref_pid" 2>/dev/null; then
-    rows+=("| peer | same process image (pid $ref_pid) before and after | pass | $ref_exe_after |")
+    rows+=("| peer | same process image (pid $ref_pid) before and after | pass | $(basename "$ref_exe_after") |")
 else
     rows+=("| peer | same process image before and after | FAIL | $ref_exe_before → $ref_exe_after |")
     failed=1

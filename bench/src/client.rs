@@ -69,6 +69,9 @@ pub struct Client {
     next_request: u32,
     next_op: u128,
     out: Vec<u8>,
+    /// Send DETACH_TERMINAL after each spawn: the server attached the spawning connection
+    /// (the phux reference does; ours does not, [SPAWN.ATTACH.1]).
+    pub detach_after_spawn: bool,
 }
 
 impl Client {
@@ -111,6 +114,16 @@ impl Client {
             // Distinct per connection so operation ids never collide across connections.
             next_op: (u128::from(std::process::id()) << 64) | u128::from(rand_seed()),
             out: Vec::with_capacity(4096),
+            detach_after_spawn: false,
+        }
+    }
+
+    /// How long one read may block before it fails with [`Error::Timeout`] (socket
+    /// connections only; a command's pipe has no timeout).
+    pub fn set_read_timeout(&self, timeout: Duration) -> Result<()> {
+        match &self.stream {
+            Conn::Socket(s) => s.set_read_timeout(Some(timeout)).context("socket timeout"),
+            Conn::Command { .. } => Ok(()),
         }
     }
 
@@ -255,7 +268,8 @@ impl Client {
         self.wait_result(id)
     }
 
-    /// Sends SPAWN_TERMINAL for `argv` without waiting; its request id.
+    /// Sends SPAWN_TERMINAL for `argv` without waiting; its request id. Wait with
+    /// [`Self::wait_spawned`], or read the TERMINAL_SPAWNED and call [`Self::after_spawn`].
     pub fn send_spawn(&mut self, argv: &[String]) -> Result<u32> {
         let request_id = self.next_request;
         self.next_request = self.next_request.wrapping_add(1).max(1);
@@ -271,10 +285,22 @@ impl Client {
             Frame::TerminalSpawned(s) if s.request_id == request_id => Some(s.result.clone()),
             _ => None,
         })?;
-        match result {
-            SpawnResult::Ok(id) => Ok(id),
-            SpawnResult::Err(e) => Err(Error::Protocol(format!("spawn refused: {e:?}"))),
+        let id = spawned(result)?;
+        self.after_spawn(&id)?;
+        Ok(id)
+    }
+
+    /// What follows a spawn: DETACH_TERMINAL where the server attached the spawning
+    /// connection ([`Self::detach_after_spawn`]). Not waited for, as spawns may be pipelined
+    /// behind this one: its result, and whatever the implicit stream sent before it, are
+    /// skipped by later waits.
+    pub fn after_spawn(&mut self, terminal: &TerminalId) -> Result<()> {
+        if self.detach_after_spawn {
+            self.send_command(Command::DetachTerminal {
+                terminal: terminal.clone(),
+            })?;
         }
+        Ok(())
     }
 
     /// Spawns a terminal running `argv`.
@@ -367,6 +393,14 @@ impl Client {
             event: key_for(c),
         })
         .to_bytes()
+    }
+}
+
+/// The terminal a TERMINAL_SPAWNED names, or the refusal as an error.
+pub fn spawned(result: SpawnResult) -> Result<TerminalId> {
+    match result {
+        SpawnResult::Ok(id) => Ok(id),
+        SpawnResult::Err(e) => Err(Error::Protocol(format!("spawn refused: {e:?}"))),
     }
 }
 

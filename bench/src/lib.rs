@@ -8,6 +8,7 @@
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
 pub mod client;
+pub mod commands;
 pub mod core;
 pub mod error;
 pub mod hostile;

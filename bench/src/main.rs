@@ -22,8 +22,8 @@ use phux_bench::roles::{self, RelayMode};
 use phux_bench::{payload, tmux};
 
 use sections::{
-    section_ack, section_core, section_echo, section_hostile, section_scale, section_ssh,
-    section_throughput, section_upgrade,
+    section_ack, section_commands, section_core, section_echo, section_hostile, section_scale,
+    section_ssh, section_throughput, section_upgrade,
 };
 
 /// Benchmarks the phux server against a direct PTY drain, a minimal relay, tmux and dtach.
@@ -96,6 +96,8 @@ enum Section {
     Hostile,
     /// 8. The in-place upgrade of a loaded server (runs a built phux-mio-server binary).
     Upgrade,
+    /// 9. SPAWN_TERMINAL and GET_SCREEN latency against the phux reference.
+    Commands,
 }
 
 /// The helper roles the bench runs as copies of itself (hidden from --help).
@@ -259,6 +261,19 @@ fn run(cli: &Cli) -> Result<()> {
     if !have_dtach {
         report.note("dtach is not installed (apt-get install -y dtach): its comparison is skipped");
     }
+    let reference = match phux_bench::procs::reference_bin() {
+        Ok(bin) => {
+            println!("  the phux reference: {}", bin.display());
+            Some(bin)
+        }
+        Err(why) => {
+            report.note(format!(
+                "{why}: the phux reference's comparisons are skipped"
+            ));
+            None
+        }
+    };
+    let reference = reference.as_deref();
     report.json.insert(
         "plan".into(),
         json!({
@@ -276,18 +291,18 @@ fn run(cli: &Cli) -> Result<()> {
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned()));
     let server_bin = server_bin.as_deref();
     type SectionFn<'a> = &'a dyn Fn(&mut Report) -> Result<()>;
-    let sections: [(Section, SectionFn<'_>); 8] = [
+    let sections: [(Section, SectionFn<'_>); 9] = [
         (Section::Throughput, &|r| {
-            section_throughput(r, &plan, server_bin, have_tmux, have_dtach)
+            section_throughput(r, &plan, server_bin, reference, have_tmux, have_dtach)
         }),
         (Section::Ack, &|r| {
-            section_ack(r, &plan, server_bin, have_tmux)
+            section_ack(r, &plan, server_bin, reference, have_tmux)
         }),
         (Section::Echo, &|r| {
-            section_echo(r, &plan, server_bin, have_tmux)
+            section_echo(r, &plan, server_bin, reference, have_tmux)
         }),
         (Section::Scale, &|r| {
-            section_scale(r, &plan, server_bin, have_tmux)
+            section_scale(r, &plan, server_bin, reference, have_tmux)
         }),
         (Section::Core, &|r| section_core(r, cli)),
         (Section::Ssh, &|r| section_ssh(r, &plan, server_bin)),
@@ -296,6 +311,9 @@ fn run(cli: &Cli) -> Result<()> {
             Ok(())
         }),
         (Section::Upgrade, &|r| section_upgrade(r, server_bin)),
+        (Section::Commands, &|r| {
+            section_commands(r, &plan, server_bin, reference)
+        }),
     ];
     for (s, f) in sections {
         if wanted(cli, s) {

@@ -1,6 +1,7 @@
 //! The processes under test: the phux server, and what /proc says about any process.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{OnceLock, mpsc};
@@ -31,12 +32,45 @@ pub fn self_exe() -> Result<PathBuf> {
     std::env::current_exe().context("locating the bench binary")
 }
 
+/// Which implementation a [`PhuxServer`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// This workspace's server (`phux-mio-server`, or the bench's own copy of it).
+    Ours,
+    /// The phux reference (`phux server`, found by [`reference_bin`]).
+    Reference,
+}
+
+/// The phux reference binary: `PHUX_REF_BIN`, or else the shared interop copy beside the
+/// workspace (`../shared/interop/phux-0.22.0/phux` from its root) when it is there. `Err`
+/// says why there is none, for the report's note.
+pub fn reference_bin() -> std::result::Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("PHUX_REF_BIN") {
+        let bin = PathBuf::from(bin);
+        return if bin.is_file() {
+            Ok(bin)
+        } else {
+            Err(format!("PHUX_REF_BIN={} is not a file", bin.display()))
+        };
+    }
+    // The workspace root is the bench crate's parent.
+    let default =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop/phux-0.22.0/phux");
+    if default.is_file() {
+        Ok(std::path::absolute(&default).unwrap_or(default))
+    } else {
+        Err("PHUX_REF_BIN is not set and ../shared/interop/phux-0.22.0/phux is not there".into())
+    }
+}
+
 /// A phux server process on a socket in a private directory; killed on drop.
 #[derive(Debug)]
 pub struct PhuxServer {
     process: Child,
     /// The socket the server listens on.
     pub socket: PathBuf,
+    /// Whose server it is.
+    pub kind: ServerKind,
     _dir: tempfile::TempDir,
 }
 
@@ -78,13 +112,73 @@ impl PhuxServer {
         Ok(Self {
             process,
             socket,
+            kind: ServerKind::Ours,
             _dir: dir,
         })
+    }
+
+    /// Starts the phux reference (`bin server --socket ...`) with a HOME and XDG directories
+    /// of its own in the scratch directory, and waits until it answers HELLO.
+    pub fn start_reference(bin: &Path) -> Result<Self> {
+        let dir = tempfile::tempdir().context("scratch directory")?;
+        let run = dir.path().join("run");
+        for sub in [run.clone(), dir.path().join("home")] {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&sub)
+                .context("the reference's runtime and home directories")?;
+        }
+        let socket = run.join("ref.sock");
+        let mut cmd = Command::new(bin);
+        cmd.arg("server").arg("--socket").arg(&socket);
+        reference_env(&mut cmd, dir.path());
+        let process = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the phux reference")?;
+        let server = Self {
+            process,
+            socket,
+            kind: ServerKind::Reference,
+            _dir: dir,
+        };
+        // It refuses SPAWN_TERMINAL while it has no session ("no session to host the
+        // spawned pane"); given a HOME, it starts its default one (a shell) by itself once it
+        // listens, so it is ready when that shell runs.
+        let end = Instant::now() + START_DEADLINE;
+        loop {
+            if has_children(server.pid()) && server.client().is_ok() {
+                return Ok(server);
+            }
+            if Instant::now() >= end {
+                return Err(Error::Timeout(
+                    "the phux reference's default session".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts a server of `kind`: ours (see [`Self::start`]) or the reference at `reference`.
+    pub fn start_kind(
+        kind: ServerKind,
+        server_bin: Option<&Path>,
+        reference: &Path,
+    ) -> Result<Self> {
+        match kind {
+            ServerKind::Ours => Self::start(server_bin),
+            ServerKind::Reference => Self::start_reference(reference),
+        }
     }
 
     /// A new connection that has completed HELLO.
     pub fn client(&self) -> Result<Client> {
         let mut c = Client::connect(&self.socket)?;
+        // The reference attaches the connection that spawns a terminal to it (ours does not,
+        // [SPAWN.ATTACH.1]); the client detaches at once so that both serve the same viewers.
+        c.detach_after_spawn = self.kind == ServerKind::Reference;
         c.hello()?;
         Ok(c)
     }
@@ -139,6 +233,32 @@ pub fn wait_ready_line(process: &mut Child, prefix: &str) -> Result<()> {
             "expected `{prefix}`, got {line:?}"
         )))
     }
+}
+
+/// The reference's own HOME and XDG directories under `dir` (never the caller's), and a plain
+/// shell for its default session.
+fn reference_env(cmd: &mut Command, dir: &Path) {
+    for (var, sub) in [
+        ("HOME", "home"),
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_RUNTIME_DIR", "run"),
+    ] {
+        cmd.env(var, dir.join(sub));
+    }
+    cmd.env("SHELL", "/bin/sh");
+}
+
+/// Whether any thread of `pid` has a child process (/proc/<pid>/task/*/children).
+fn has_children(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+        tasks.flatten().any(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .is_ok_and(|c| !c.trim().is_empty())
+        })
+    })
 }
 
 /// A process's resident set (VmRSS) in KiB.

@@ -47,7 +47,6 @@ pub fn serve(socket: &Path) -> Result<()> {
     // admit (those protect a shared host); the bench measures the server at that load.
     config.max_connections = SCALE_LIMIT;
     config.max_terminals = SCALE_LIMIT;
-    config.frames_per_receive = phux_mio_server::driver::FRAMES_PER_TURN;
     let engine = ServerEngine::new(config);
     let bound = ServerSocket::bind_with(socket, DirPolicy::Explicit)
         .map_err(|e| Error::Protocol(format!("cannot bind {}: {e}", socket.display())))?;

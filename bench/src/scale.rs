@@ -67,7 +67,8 @@ pub fn fill_file(dir: &Path, fill: Fill) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
-fn fill_argv(file: Option<&Path>) -> Vec<String> {
+/// The command a terminal holding `file` runs: `cat` after printing it, or plain `cat`.
+pub fn fill_argv(file: Option<&Path>) -> Vec<String> {
     match file {
         None => vec!["cat".to_owned()],
         Some(f) => vec![
@@ -96,14 +97,9 @@ pub(crate) fn spawn_many(c: &mut Client, argv: &[String], count: usize) -> Resul
     Ok(ids)
 }
 
-/// KiB of server RSS per terminal, for `count` terminals holding `fill`.
-pub fn phux_per_terminal(
-    server_bin: Option<&Path>,
-    fill: Fill,
-    count: usize,
-    dir: &Path,
-) -> Result<f64> {
-    let server = PhuxServer::start(server_bin)?;
+/// KiB of `server`'s RSS per terminal (a fresh server: ours or the reference), for `count`
+/// terminals holding `fill`.
+pub fn phux_per_terminal(server: &PhuxServer, fill: Fill, count: usize, dir: &Path) -> Result<f64> {
     let mut c = server.client()?;
     let before = settled_rss(
         server.pid(),

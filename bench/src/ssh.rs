@@ -110,11 +110,21 @@ impl LoopbackSsh {
     }
 
     /// The shell command line that runs `remote` (one shell word list, as ssh takes it)
-    /// on this sshd.
+    /// on this sshd, without a terminal on the far side.
     pub fn command(&self, remote: &str) -> String {
+        self.command_with("-T", remote)
+    }
+
+    /// [`Self::command`] with a terminal on the far side (`ssh -tt`), as a login through ssh
+    /// has: what is sent crosses a PTY there, as it does into a phux terminal.
+    pub fn command_tty(&self, remote: &str) -> String {
+        self.command_with("-tt -e none", remote)
+    }
+
+    fn command_with(&self, tty: &str, remote: &str) -> String {
         format!(
-            "ssh -q -T -i '{}' -p {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-             -o BatchMode=yes -o LogLevel=ERROR 127.0.0.1 '{}'",
+            "ssh -q {tty} -i '{}' -p {} -o StrictHostKeyChecking=no \
+             -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR 127.0.0.1 '{}'",
             self.key.display(),
             self.port,
             remote.replace('\'', r"'\''")

@@ -35,6 +35,37 @@ pub struct Run {
     pub screen_ok: Option<bool>,
     /// For phux: CPU seconds the server spent from the go line to the last expected byte.
     pub server_cpu: Option<f64>,
+    /// For phux: the TERMINAL_OUTPUT frames the first viewer received (its bytes over this are
+    /// the mean frame size).
+    pub frames: Option<u64>,
+    /// For phux: how many of those frames carried fewer than [`SMALL_FRAME`] bytes.
+    pub small_frames: Option<u64>,
+}
+
+/// A TERMINAL_OUTPUT shorter than this is "small" in the frame-size figures: the cost a
+/// reader pays per frame is spent on few bytes.
+pub const SMALL_FRAME: usize = 512;
+
+/// How a phux viewer reads its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// As fast as Rust reads: each frame's bytes are looked at in place and counted.
+    Fast,
+    /// A realistic client (a script, a browser): it spends this long on every frame it
+    /// receives before reading the next, busy (its CPU competes with the server's).
+    Slow(Duration),
+}
+
+/// The slow reader's cost per frame: a few microseconds, what a script's frame parsing or a
+/// browser's message event costs, far below what its terminal emulator then spends per byte.
+pub const SLOW_FRAME_COST: Duration = Duration::from_micros(5);
+
+/// Burns `d` of CPU time, as a reader busy with a frame would.
+fn busy(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
 }
 
 impl Run {
@@ -48,6 +79,9 @@ impl Run {
         self.delivered >= self.expected && self.tombstones == 0
     }
 }
+
+/// How long a viewer waits for more of its stream before it counts the run as cut short.
+const STALL: Duration = Duration::from_secs(10);
 
 /// A generous bound for one transfer: 1 MiB/s plus slack (the slowest contender, tmux
 /// control mode, manages well over 10 MiB/s).
@@ -176,6 +210,8 @@ pub fn direct(lines: u64) -> Result<Run> {
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,
+        frames: None,
+        small_frames: None,
     })
 }
 
@@ -183,20 +219,39 @@ struct Viewed {
     count: u64,
     done: Option<Instant>,
     tombstones: u64,
+    frames: u64,
+    small_frames: u64,
 }
 
 /// Receives one viewer's stream until TERMINAL_CLOSED, signalling `tx` once `expected`
 /// bytes are in. Output is read borrowed, as a viewer feeding its own screen would read it;
 /// the few other frames are decoded whole.
-fn view(mut c: Client, t: &TerminalId, expected: u64, tx: &mpsc::Sender<()>) -> Result<Viewed> {
+fn view(
+    mut c: Client,
+    t: &TerminalId,
+    expected: u64,
+    reader: Reader,
+    tx: &mpsc::Sender<()>,
+) -> Result<Viewed> {
     let mut v = Viewed {
         count: 0,
         done: None,
         tombstones: 0,
+        frames: 0,
+        small_frames: 0,
     };
-    c.wait_for_raw(|raw| {
+    // A server that drops a slow viewer's output silently leaves it waiting for bytes that
+    // never come: after a stall the run counts what arrived (INCOMPLETE) instead of waiting
+    // out the transfer's whole deadline.
+    c.set_read_timeout(STALL)?;
+    let watched = c.wait_for_raw(|raw| {
         if let Some(o) = TerminalOutputView::decode(raw)? {
+            if let Reader::Slow(cost) = reader {
+                busy(cost);
+            }
             if &o.terminal == t {
+                v.frames += 1;
+                v.small_frames += u64::from(o.bytes.len() < SMALL_FRAME);
                 v.count += o.bytes.len() as u64;
                 if v.done.is_none() && v.count >= expected {
                     v.done = Some(Instant::now());
@@ -212,16 +267,18 @@ fn view(mut c: Client, t: &TerminalId, expected: u64, tx: &mpsc::Sender<()>) -> 
                 v.tombstones += 1;
                 None
             }
-            Frame::TerminalClosed(closed) if &closed.terminal == t => {
-                if v.done.is_none() {
-                    let _ = tx.send(());
-                }
-                Some(())
-            }
+            Frame::TerminalClosed(closed) if &closed.terminal == t => Some(()),
             _ => None,
         })
-    })?;
-    Ok(v)
+    });
+    if v.done.is_none() {
+        let _ = tx.send(());
+    }
+    match watched {
+        Ok(()) => Ok(v),
+        Err(Error::Timeout(_)) => Ok(v),
+        Err(e) => Err(e),
+    }
 }
 
 /// Polls GET_SCREEN until it contains `needle`.
@@ -243,10 +300,17 @@ fn ok_or(result: CommandResult, what: &str) -> Result<()> {
     }
 }
 
-/// The phux server delivering to `clients` attached viewers. With `hold` the writer stays
-/// after its payload, so GET_SCREEN and a fresh bootstrap can be checked for the last line;
-/// without it the writer exits at once (the no-loss-on-exit check).
-pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Result<Run> {
+/// A phux server (ours or the reference) delivering to `clients` attached viewers, each
+/// reading as `reader` says. With `hold` the writer stays after its payload, so GET_SCREEN and
+/// a fresh bootstrap can be checked for the last line; without it the writer exits at once
+/// (the no-loss-on-exit check).
+pub fn phux(
+    server: &PhuxServer,
+    lines: u64,
+    clients: usize,
+    hold: bool,
+    reader: Reader,
+) -> Result<Run> {
     let mut ctl = server.client()?;
     let t = ctl.spawn(&writer_argv(lines, hold)?)?;
     let mut viewers = Vec::with_capacity(clients);
@@ -266,7 +330,7 @@ pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Resu
         .into_iter()
         .map(|v| {
             let (t, tx) = (t.clone(), tx.clone());
-            std::thread::spawn(move || view(v, &t, expected, &tx))
+            std::thread::spawn(move || view(v, &t, expected, reader, &tx))
         })
         .collect();
     let go = ctl.apply_paste(&t, b"\r");
@@ -303,11 +367,17 @@ pub fn phux(server: &PhuxServer, lines: u64, clients: usize, hold: bool) -> Resu
         tombstones: 0,
         screen_ok,
         server_cpu,
+        frames: None,
+        small_frames: None,
     };
     for h in handles {
         let v = h
             .join()
             .map_err(|_| Error::Protocol("a viewer thread panicked".into()))??;
+        if run.frames.is_none() {
+            run.frames = Some(v.frames);
+            run.small_frames = Some(v.small_frames);
+        }
         let done = v.done.unwrap_or_else(Instant::now);
         run.secs = run.secs.max((done - t0).as_secs_f64());
         run.delivered = run.delivered.min(v.count);
@@ -369,6 +439,8 @@ pub fn tmux_control(lines: u64, hold: bool) -> Result<Run> {
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,
+        frames: None,
+        small_frames: None,
     })
 }
 
@@ -405,6 +477,8 @@ pub fn tmux_attached(lines: u64) -> Result<Run> {
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,
+        frames: None,
+        small_frames: None,
     })
 }
 
@@ -446,6 +520,8 @@ pub fn dtach(lines: u64) -> Result<Run> {
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,
+        frames: None,
+        small_frames: None,
     })
 }
 
@@ -491,6 +567,8 @@ pub fn relay(lines: u64) -> Result<Run> {
         tombstones: 0,
         screen_ok: None,
         server_cpu: None,
+        frames: None,
+        small_frames: None,
     })
 }
 

@@ -29,7 +29,8 @@ fn direct_drain_and_relay_deliver_every_byte() {
 fn phux_keeps_the_screen_and_loses_nothing_when_the_child_exits() {
     setup();
     let server = PhuxServer::start(None).expect("server");
-    let held = throughput::phux(&server, LINES, 1, true).expect("one client, held");
+    let held = throughput::phux(&server, LINES, 1, true, throughput::Reader::Fast)
+        .expect("one client, held");
     assert!(held.complete(), "{held:?}");
     assert_eq!(held.delivered, held.expected);
     assert_eq!(
@@ -38,7 +39,8 @@ fn phux_keeps_the_screen_and_loses_nothing_when_the_child_exits() {
         "GET_SCREEN or bootstrap lacks the last line"
     );
     // The writer exits right after its payload: each of 3 viewers still gets all of it.
-    let exiting = throughput::phux(&server, LINES, 3, false).expect("three clients");
+    let exiting = throughput::phux(&server, LINES, 3, false, throughput::Reader::Fast)
+        .expect("three clients");
     assert!(exiting.complete(), "{exiting:?}");
     assert_eq!(exiting.delivered, exiting.expected);
 }
@@ -60,25 +62,51 @@ fn latency_probes_round_trip() {
 }
 
 #[test]
-fn tmux_and_dtach_receive_the_stream_when_installed() {
+fn tmux_receives_the_stream() {
+    phux_testkit::require_programs!("tmux");
     setup();
-    if phux_bench::tmux::installed("tmux", "-V") {
-        let t = throughput::tmux_control(LINES, true).expect("tmux -C");
-        assert!(t.delivered >= t.expected, "{t:?}");
-        let a = throughput::tmux_attached(LINES).expect("tmux attached");
-        assert!(
-            a.complete(),
-            "the end marker never reached the client: {a:?}"
-        );
-        let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
-        assert!(term.echo('q').expect("tmux echo") > 0.0);
-    } else {
-        eprintln!("tmux not installed: skipped");
+    let t = throughput::tmux_control(LINES, true).expect("tmux -C");
+    assert!(t.delivered >= t.expected, "{t:?}");
+    let a = throughput::tmux_attached(LINES).expect("tmux attached");
+    assert!(
+        a.complete(),
+        "the end marker never reached the client: {a:?}"
+    );
+    let mut term = phux_bench::latency::TmuxTerm::start(&echo_argv()).expect("tmux term");
+    assert!(term.echo('q').expect("tmux echo") > 0.0);
+}
+
+#[test]
+fn dtach_receives_the_stream() {
+    phux_testkit::require_programs!("dtach");
+    setup();
+    let d = throughput::dtach(LINES).expect("dtach");
+    assert!(d.delivered >= d.expected, "{d:?}");
+}
+
+#[test]
+fn the_reference_delivers_and_answers_when_it_is_there() {
+    setup();
+    let Ok(bin) = phux_bench::procs::reference_bin() else {
+        println!("skipped: no phux reference (PHUX_REF_BIN)");
+        return;
+    };
+    let server = PhuxServer::start_reference(&bin).expect("reference server");
+    for reader in [
+        throughput::Reader::Fast,
+        throughput::Reader::Slow(throughput::SLOW_FRAME_COST),
+    ] {
+        let run = throughput::phux(&server, LINES, 1, true, reader).expect("one client");
+        assert_eq!(run.delivered, run.expected, "{reader:?}: {run:?}");
+        assert!(run.frames.is_some_and(|f| f > 0), "{run:?}");
     }
-    if phux_bench::tmux::installed("dtach", "--help") {
-        let d = throughput::dtach(LINES).expect("dtach");
-        assert!(d.delivered >= d.expected, "{d:?}");
-    } else {
-        eprintln!("dtach not installed: skipped");
+    let mut sink = PhuxTerm::start(&server, &sink_argv()).expect("sink terminal");
+    let mut echo = PhuxTerm::start(&server, &echo_argv()).expect("echo terminal");
+    for i in 0..5 {
+        assert!(sink.apply().expect("APPLY_INPUT") > 0.0);
+        assert!(echo.echo(letter(i)).expect("INPUT_KEY echo") > 0.0);
     }
+    let mut c = server.client().expect("client");
+    let spawn = phux_bench::commands::spawn_once(&mut c, &["cat".to_owned()]).expect("spawn");
+    assert!(spawn > 0.0);
 }

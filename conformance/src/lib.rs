@@ -72,7 +72,7 @@
 //! [`peer`] starts the phux reference (`PHUX_REF_BIN`) or our `phux-mio-server` on a socket in
 //! a scratch home of its own, ends it on drop, and gives blocking [`peer::Client`]s, so a tool
 //! or a test can send the same frames to both and compare what a program inside each reads or
-//! shows. Without the reference binary such a test prints why it skipped.
+//! shows. Without the reference binary such a test skips, recorded (phux-testkit).
 //!
 //! # Writing new cases
 //!
@@ -83,6 +83,8 @@
 
 pub mod coverage;
 pub mod expectations;
+pub mod keydiff;
+pub mod matrix;
 pub mod netfuzz;
 pub mod pattern;
 pub mod peer;

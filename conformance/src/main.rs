@@ -1,8 +1,8 @@
 //! `phux-conformance`: tools for checking a phux 0.8 server: `run` replays the transcripts
 //! against a server, `coverage` prints which spec clauses they check, `wire` converts frames
 //! between wire bytes and the text notation the transcripts use, `record` writes a live session
-//! as a transcript draft, and `probe` is the child
-//! the transcripts run inside terminals.
+//! as a transcript draft, `keydiff` compares our key encoder with the phux reference's, and
+//! `probe` is the child the transcripts run inside terminals.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -44,10 +44,27 @@ enum Command {
     /// Exits 0 when no case FAILs or ERRORs (NON_STRICT, UNSUPPORTED and DISABLED cases do
     /// not fail the run), 1 otherwise, 2 when the suite itself cannot be loaded.
     Run(RunArgs),
-    /// Print which spec clauses the transcripts check.
+    /// Print which spec clauses the transcripts check, and how much of phux 0.8's own text
+    /// (the requirements matrix) the cases check under `--profile phux`.
     Coverage {
         #[command(flatten)]
         paths: PathArgs,
+    },
+    /// The requirements matrix of phux 0.8: every normative sentence of phux's documents,
+    /// traced to our clauses and cases or to a reason.
+    Matrix {
+        #[command(flatten)]
+        paths: PathArgs,
+        /// Print the published table (conformance/PHUX-REQUIREMENTS.md) instead of the summary.
+        #[arg(long)]
+        markdown: bool,
+        /// Print the matrix as JSON.
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// A checkout of phux's `docs/spec/` (at 16f2ffdf): list its sentences with a key word
+        /// that the matrix does not trace, and exit 1 if there are any.
+        #[arg(long, value_name = "DIR")]
+        against: Option<PathBuf>,
     },
     /// Proxy a live session and write it as a transcript draft (server-chosen ids captured).
     Record {
@@ -68,6 +85,9 @@ enum Command {
     Probe(phux_conformance::probe::ProbeArgs),
     /// Fuzz a server with stateful sessions and oracles; findings become transcripts.
     Fuzz(phux_conformance::netfuzz::FuzzArgs),
+    /// Compare our server's key encoder with the phux reference's, byte for byte, by what a
+    /// raw-mode program reads; differences not in conformance/keydiff-decided.toml fail.
+    Keydiff(phux_conformance::keydiff::KeydiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -171,8 +191,15 @@ fn main() -> ExitCode {
         Command::Wire(command) => wire::run(&command),
         Command::Run(args) => run(&args),
         Command::Coverage { paths } => coverage(&paths),
+        Command::Matrix {
+            paths,
+            markdown,
+            json,
+            against,
+        } => matrix(&paths, markdown, json, against.as_deref()),
         Command::Probe(args) => phux_conformance::probe::run(&args),
         Command::Fuzz(args) => phux_conformance::netfuzz::run(&args),
+        Command::Keydiff(args) => phux_conformance::keydiff::cli(&args),
         Command::Record {
             socket,
             out,
@@ -353,14 +380,71 @@ fn coverage(paths: &PathArgs) -> ExitCode {
         .values()
         .filter(|c| suite.spec.is_ours(&c.id))
         .count();
-    let uncited: Vec<&str> = suite.spec.uncited_phux().map(|c| c.id.as_str()).collect();
+    let uncited: Vec<&str> = suite.uncited_phux().iter().map(|c| c.id.as_str()).collect();
     println!(
-        "\nClauses: {} in all, {ours} of phux-rs only, {} of phux with a `> phux:` citation, \
-         {} of phux without one yet (conformance/phux-uncited.txt):",
+        "\nClauses: {} in all, {ours} of phux-rs only, {} of phux citing phux's text (a \
+         `> phux:` note or a row of the requirements matrix), {} of phux citing none \
+         (conformance/phux-uncited.txt){}",
         suite.spec.clauses.len(),
         suite.spec.clauses.len() - ours - uncited.len(),
-        uncited.len()
+        uncited.len(),
+        if uncited.is_empty() { "." } else { ":" }
     );
-    println!("  {}", uncited.join(" "));
+    if !uncited.is_empty() {
+        println!("  {}", uncited.join(" "));
+    }
+    println!("\n{}", suite.matrix_report().summary());
     ExitCode::SUCCESS
+}
+
+fn matrix(paths: &PathArgs, markdown: bool, json: bool, against: Option<&Path>) -> ExitCode {
+    let suite = match paths.load() {
+        Ok(s) => s,
+        Err(e) => return setup_error(e),
+    };
+    let report = suite.matrix_report();
+    if let Some(dir) = against {
+        return matrix_against(&suite.matrix, dir);
+    }
+    if markdown {
+        print!("{}", report.markdown());
+    } else if json {
+        println!("{:#}", report.json());
+    } else {
+        print!("{}", report.summary());
+    }
+    ExitCode::SUCCESS
+}
+
+/// The key-word sentences of phux's documents in `dir` that no row of the matrix holds.
+fn matrix_against(matrix: &phux_conformance::matrix::Matrix, dir: &Path) -> ExitCode {
+    use phux_conformance::matrix::{keyword_sentences, normalise};
+    let traced: Vec<String> = matrix.rows.iter().map(|r| normalise(&r.text)).collect();
+    let mut missing = 0;
+    for doc in [
+        "proto.md",
+        "L1.md",
+        "input.md",
+        "appendix-encoding.md",
+        "appendix-reserved.md",
+    ] {
+        let path = dir.join(doc);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => return setup_error(format!("{}: {e}", path.display())),
+        };
+        for (section, kind, sentence) in keyword_sentences(&text) {
+            let want = normalise(&sentence);
+            if !traced.contains(&want) {
+                missing += 1;
+                println!("{doc} §{section} {}: {sentence}", kind.name());
+            }
+        }
+    }
+    println!("{missing} sentences with a key word not in the matrix");
+    if missing == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

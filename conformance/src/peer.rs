@@ -4,12 +4,17 @@
 //!
 //! The reference is an external binary, never part of this repository: [`reference_binary`]
 //! takes it from `PHUX_REF_BIN`, else from `../shared/interop/phux-0.22.0/phux` beside the
-//! workspace when that file exists. A test without it prints why it skipped:
+//! workspace when that file exists. A test without it skips through `phux_testkit::skip!`
+//! (recorded, so CI lists it):
 //!
 //! ```no_run
-//! use phux_conformance::peer::Server;
+//! use phux_conformance::peer::{PeerError, Server};
 //!
-//! let Some(reference) = Server::reference_or_skip() else { return };
+//! let reference = match Server::reference() {
+//!     Ok(server) => server,
+//!     Err(PeerError::NoReference) => return, // a test records the skip here
+//!     Err(e) => panic!("the phux reference did not start: {e}"),
+//! };
 //! let mut client = reference.client().expect("HELLO");
 //! assert_eq!(client.hello_ok().server_id.len(), 16);
 //! ```
@@ -32,11 +37,11 @@ use phux_proto::frame::{CommandFrame, HelloOk, SpawnResult, SpawnTerminal, Termi
 use phux_proto::{DecodeError, Frame, GroupId, TerminalId};
 
 /// The variable naming the phux reference binary.
-pub const REFERENCE_ENV: &str = "PHUX_REF_BIN";
+pub const REFERENCE_ENV: &str = phux_testkit::REF_BIN_VAR;
 
 /// Where the reference is looked for when [`REFERENCE_ENV`] is unset, relative to the
 /// workspace root (the interop peers sit beside a checkout, never inside it).
-pub const REFERENCE_DEFAULT: &str = "../shared/interop/phux-0.22.0/phux";
+pub const REFERENCE_DEFAULT: &str = phux_testkit::REF_BIN_DEFAULT;
 
 /// How long starting a server, a HELLO or a command may take. Generous: a loaded 2-core
 /// machine can take seconds to schedule a freshly started process.
@@ -94,14 +99,10 @@ impl PeerError {
 }
 
 /// The phux reference binary: `PHUX_REF_BIN` when set (even if it names nothing, so that a
-/// typo is reported rather than skipped), else [`REFERENCE_DEFAULT`] when that file exists.
+/// typo is reported rather than skipped), else [`REFERENCE_DEFAULT`] when that file exists
+/// (one place decides: `phux_testkit::reference_bin`).
 pub fn reference_binary() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os(REFERENCE_ENV) {
-        return Some(PathBuf::from(bin));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let default = root.join(REFERENCE_DEFAULT);
-    default.is_file().then_some(default)
+    phux_testkit::reference_bin().ok()
 }
 
 /// A phux server process on a socket of its own, killed and reaped on drop; its scratch
@@ -123,13 +124,14 @@ impl Server {
         Self::start_reference(&bin)
     }
 
-    /// For tests: the phux reference, or `None` after printing why the test skips. A
-    /// reference that is there but does not start is a failure, not a skip.
+    /// The phux reference for a test: `None` once the skip is recorded when its binary is
+    /// absent (the test returns then); any other failure to start it fails the test.
+    #[allow(clippy::panic)]
     pub fn reference_or_skip() -> Option<Self> {
         match Self::reference() {
             Ok(server) => Some(server),
-            Err(PeerError::NoReference) => {
-                println!("skipped: {}", PeerError::NoReference);
+            Err(e @ PeerError::NoReference) => {
+                phux_testkit::skip!("{e}");
                 None
             }
             Err(e) => panic!("the phux reference did not start: {e}"),

@@ -55,7 +55,7 @@ pub fn case(previous: Option<&CaseReport>, case: &CaseReport) -> String {
     }
     let mark = match case.outcome {
         Outcome::Pass => "✔",
-        Outcome::Fail | Outcome::Error(_) | Outcome::KnownPassed(_) => "×",
+        Outcome::Fail | Outcome::Error(_) | Outcome::KnownPassed(_) | Outcome::NotRun(_) => "×",
         Outcome::NonStrict => "!",
         Outcome::Known(_) => "~",
         Outcome::Unsupported(_) | Outcome::Disabled(_) | Outcome::Skipped(_) => "-",
@@ -66,19 +66,23 @@ pub fn case(previous: Option<&CaseReport>, case: &CaseReport) -> String {
         Outcome::Unsupported(why)
         | Outcome::Disabled(why)
         | Outcome::Skipped(why)
-        | Outcome::Known(why) => {
+        | Outcome::Known(why)
+        | Outcome::NotRun(why) => {
             let _ = writeln!(out, "      {}: {why}", case.outcome.name());
         }
         other => {
             let _ = writeln!(out, "      {}", other.name());
-            let _ = writeln!(out, "      requirement: {}", case.requirement);
             if let Some(f) = &case.failure {
-                let clauses = if f.clauses.is_empty() {
-                    case.clauses.join(" ")
+                // What the failing step checks, not what the case is about: a case checks
+                // several clauses, and a setup step (citing none) checks nothing.
+                if f.clauses.is_empty() {
+                    let _ = writeln!(out, "      requirement: none (a setup step)");
                 } else {
-                    f.clauses.join(" ")
-                };
-                let _ = writeln!(out, "      clause: [{clauses}]");
+                    for r in &f.requirements {
+                        let _ = writeln!(out, "      requirement: {r}");
+                    }
+                    let _ = writeln!(out, "      clause: [{}]", f.clauses.join(" "));
+                }
                 let _ = writeln!(out, "      step: line {}: {}", f.line, f.step);
                 if !f.expected.is_empty() {
                     let _ = writeln!(out, "      expected: {}", indent(&f.expected));
@@ -121,10 +125,11 @@ fn indent(text: &str) -> String {
 
 /// How many cases had each outcome, in a fixed order (outcomes with none left out).
 pub fn counts(cases: &[CaseReport]) -> Vec<(&'static str, usize)> {
-    const ORDER: [&str; 9] = [
+    const ORDER: [&str; 10] = [
         "PASS",
         "FAIL",
         "ERROR",
+        "NOT_RUN",
         "KNOWN_PASSED",
         "NON_STRICT",
         "KNOWN",
@@ -169,6 +174,7 @@ pub fn json(info: &RunInfo, cases: &[CaseReport]) -> serde_json::Value {
                     "line": f.line,
                     "step": f.step,
                     "clauses": f.clauses,
+                    "requirements": f.requirements,
                     "expected": f.expected,
                     "actual": f.actual,
                 })),
@@ -333,6 +339,7 @@ mod tests {
             wire: vec![],
             elapsed: Duration::ZERO,
             server_stderr: None,
+            heard_from_server: true,
         };
         let cases = [
             mk("a/001", Outcome::Pass),

@@ -178,6 +178,11 @@ impl Spec {
         self.clauses.get(id).map(|c| c.level)
     }
 
+    /// A clause's sentence.
+    pub fn text(&self, id: &str) -> Option<&str> {
+        self.clauses.get(id).map(|c| c.text.as_str())
+    }
+
     /// Whether a clause is a rule of phux-rs only (an unknown id is not).
     pub fn is_ours(&self, id: &str) -> bool {
         self.clauses

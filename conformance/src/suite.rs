@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::expectations::Expectations;
+use crate::matrix::{Matrix, Report as MatrixReport};
 use crate::pattern::Templates;
-use crate::runner::{CaseReport, Runner, ServerInfo};
-use crate::spec::{Profile, Spec};
+use crate::runner::{CaseReport, Outcome, Runner, ServerInfo};
+use crate::spec::{Clause, Profile, Spec};
 use crate::transcript::{self, Transcript};
 use crate::transport::Connector;
 
@@ -23,6 +24,8 @@ pub struct Paths {
     pub expectations: PathBuf,
     /// `conformance/not-wire-checkable.txt`.
     pub not_wire_checkable: PathBuf,
+    /// `conformance/phux-requirements.toml`, the requirements matrix of phux 0.8.
+    pub matrix: PathBuf,
 }
 
 impl Default for Paths {
@@ -34,6 +37,7 @@ impl Default for Paths {
             spec: root.join("../spec"),
             expectations: root.join("expectations.txt"),
             not_wire_checkable: root.join("not-wire-checkable.txt"),
+            matrix: root.join("phux-requirements.toml"),
         }
     }
 }
@@ -69,6 +73,8 @@ pub struct Suite {
     pub spec: Spec,
     /// Disabled cases and known deviations.
     pub expectations: Expectations,
+    /// phux's own requirements, traced to our clauses.
+    pub matrix: Matrix,
 }
 
 /// How a run goes.
@@ -106,7 +112,18 @@ impl Suite {
             Ok(text) => Expectations::parse(&paths.expectations.display().to_string(), &text)?,
             Err(_) => Expectations::default(),
         };
-        Ok(Self::assemble(prelude, transcripts, spec, expectations))
+        let matrix = std::fs::read_to_string(&paths.matrix)
+            .map_err(|e| format!("{}: {e}", paths.matrix.display()))
+            .and_then(|text| {
+                Matrix::parse(&text).map_err(|e| format!("{}: {e}", paths.matrix.display()))
+            })?;
+        Ok(Self::assemble(
+            prelude,
+            transcripts,
+            spec,
+            expectations,
+            matrix,
+        ))
     }
 
     /// Loads the suite built into this program.
@@ -128,7 +145,15 @@ impl Suite {
             .map(|t| Expectations::parse("expectations.txt", t))
             .transpose()?
             .unwrap_or_default();
-        Ok(Self::assemble(prelude, transcripts, spec, expectations))
+        let matrix = Matrix::parse(embedded::file("phux-requirements.toml").unwrap_or_default())
+            .map_err(|e| format!("phux-requirements.toml: {e}"))?;
+        Ok(Self::assemble(
+            prelude,
+            transcripts,
+            spec,
+            expectations,
+            matrix,
+        ))
     }
 
     fn assemble(
@@ -136,6 +161,7 @@ impl Suite {
         transcripts: Vec<Transcript>,
         spec: Spec,
         expectations: Expectations,
+        matrix: Matrix,
     ) -> Self {
         let mut templates = Templates::default();
         for (name, value) in prelude {
@@ -146,7 +172,30 @@ impl Suite {
             transcripts,
             spec,
             expectations,
+            matrix,
         }
+    }
+
+    /// phux's own clauses (no `Ours` note) that cite no phux text: neither a `> phux:` note
+    /// nor a row of the requirements matrix names them.
+    pub fn uncited_phux(&self) -> Vec<&Clause> {
+        let traced = self.matrix.rows_by_clause();
+        self.spec
+            .uncited_phux()
+            .filter(|c| !traced.contains_key(c.id.as_str()))
+            .collect()
+    }
+
+    /// Whether profile phux leaves a case out (it cites or assumes a rule of ours).
+    pub fn outside_phux(&self, t: &Transcript) -> bool {
+        !self.ours_cited(t).is_empty()
+    }
+
+    /// The requirements matrix held against this suite.
+    pub fn matrix_report(&self) -> MatrixReport<'_> {
+        MatrixReport::new(&self.matrix, &self.spec, &self.transcripts, &|t| {
+            self.outside_phux(t)
+        })
     }
 
     /// The transcripts the filters select (all when there are none): a filter selects a case
@@ -203,6 +252,7 @@ impl Suite {
             connector,
             templates: self.templates.clone(),
             spec: &self.spec,
+            matrix: &self.matrix,
             timeout: options.timeout,
             expectations: &self.expectations,
             server: ServerInfo::default(),
@@ -212,9 +262,14 @@ impl Suite {
             .discover()
             .map_err(|e| format!("first handshake with the server failed: {e}"))?;
         let mut reports = Vec::new();
+        // The last case that ran, and, once the server stopped completing handshakes, why.
+        let mut last_run: Option<&str> = None;
+        let mut stopped: Option<String> = None;
         for t in self.select(&options.filters) {
             let ours = self.ours_cited(t);
-            let report = if options.profile == Profile::Phux && !ours.is_empty() {
+            let mut report = if let Some(why) = &stopped {
+                runner.not_run(t, why.clone())
+            } else if options.profile == Profile::Phux && !ours.is_empty() {
                 runner.skipped(
                     t,
                     format!("checks rules of phux-rs only: {}", ours.join(" ")),
@@ -222,6 +277,35 @@ impl Suite {
             } else {
                 runner.run(t)
             };
+            if stopped.is_none() && ran_and_did_not_pass(&report) {
+                // A case that failed may have been failed by a server that no longer answers
+                // anyone: ask it for a handshake on a connection of its own.
+                if let Err(e) = runner.handshake() {
+                    // A case that never got past its setup, or never heard from the server,
+                    // met a server that was gone before it began; one that did may have
+                    // ended it, and keeps its outcome.
+                    let gone_before = setup_failed(&report) || !report.heard_from_server;
+                    let after = if gone_before {
+                        last_run.map_or_else(|| "the first handshake".to_owned(), str::to_owned)
+                    } else {
+                        report.id.clone()
+                    };
+                    let why = format!(
+                        "the server stopped completing handshakes after case {after} ({e}); \
+                         the cases from here on were not run"
+                    );
+                    if gone_before {
+                        report.outcome = Outcome::NotRun(why.clone());
+                    }
+                    stopped = Some(why);
+                }
+            }
+            if !matches!(
+                report.outcome,
+                Outcome::Skipped(_) | Outcome::Disabled(_) | Outcome::NotRun(_)
+            ) {
+                last_run = Some(&t.id);
+            }
             on_case(&report);
             let stop = options.fail_fast && report.outcome.is_failure();
             reports.push(report);
@@ -231,6 +315,19 @@ impl Suite {
         }
         Ok(reports)
     }
+}
+
+/// Whether a case ran and ended in anything but a PASS (a KNOWN failure included).
+fn ran_and_did_not_pass(report: &CaseReport) -> bool {
+    matches!(
+        report.outcome,
+        Outcome::Fail | Outcome::NonStrict | Outcome::Error(_) | Outcome::Known(_)
+    )
+}
+
+/// Whether a case failed at a step that checks no clause (its setup), or before any step.
+fn setup_failed(report: &CaseReport) -> bool {
+    report.failure.as_ref().is_none_or(|f| f.clauses.is_empty())
 }
 
 fn selects(filter: &str, t: &Transcript) -> bool {

@@ -139,7 +139,7 @@ mod structured {
 
     use crate::encoder::{
         BatchError, CellGeometry, MAX_ENCODED_BATCH, encode_batch, encode_event, encode_key,
-        paste_is_unsafe,
+        paste_is_unsafe, types_input,
     };
     use crate::modes::TerminalModes;
 
@@ -195,13 +195,20 @@ mod structured {
         };
         let mut each = Vec::new();
         let mut first_unsafe = None;
+        let mut first_silent = None;
         for (i, event) in events.iter().enumerate() {
             let before = each.len();
             let result = encode_event(event, &modes, cells, &mut each);
-            if let InputEvent::Paste(p) = event
-                && paste_is_unsafe(p)
+            if let InputEvent::Key(key) = event
+                && each.len() == before
+                && types_input(key)
             {
-                // [INPUT.PASTE.SAFE.1] The encoder refuses an unsafe paste and appends nothing.
+                first_silent.get_or_insert(i);
+            }
+            if let InputEvent::Paste(p) = event
+                && paste_is_unsafe(p, &modes)
+            {
+                // [INPUT.PASTE.SAFE.5] The encoder refuses an unsafe paste and appends nothing.
                 assert!(result.is_err(), "unsafe paste encoded");
                 assert_eq!(each.len(), before);
                 first_unsafe.get_or_insert(i);
@@ -212,6 +219,8 @@ mod structured {
         match encode_batch(&events, &modes, cells) {
             Ok(bytes) => {
                 assert!(first_unsafe.is_none());
+                // [INPUT.APPLY.13] A batch with a key that types nothing is never OK.
+                assert!(first_silent.is_none(), "a silent key was accepted");
                 // [INPUT.APPLY.8]
                 assert!(bytes.len() <= MAX_ENCODED_BATCH);
                 assert_eq!(
@@ -224,6 +233,10 @@ mod structured {
             Err(BatchError::TooLarge { len }) => {
                 assert!(first_unsafe.is_none());
                 assert!(len > MAX_ENCODED_BATCH && each.len() > MAX_ENCODED_BATCH);
+            }
+            Err(BatchError::TypesNothing { index }) => {
+                assert!(first_unsafe.is_none());
+                assert_eq!(Some(index), first_silent);
             }
             Err(e) => panic!("unexpected batch error {e}"),
         }

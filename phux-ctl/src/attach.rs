@@ -7,6 +7,13 @@
 //! output are written to the tty as they arrive, and fed to a local model of the terminal
 //! (`phux_term`) that knows the program's input modes. The detach key restores the tty and
 //! returns, leaving the terminal running; the program's end returns its exit status.
+//!
+//! While keys cannot reach the program (another client holds the terminal's input lease, so
+//! the server drops them; or the terminal is frozen, so they wait unread) a line says so at
+//! the right end of the bottom row, drawn over the program's screen and taken away by drawing
+//! that row again from the model once input flows again ([CLIENT.ATTACH.7]). The terminal's
+//! state at the start comes from GET_TERMINAL_STATE, its changes from `terminal_control`
+//! events.
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -19,6 +26,8 @@ use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use phux_core::client::ClientEvent;
 use phux_core::encoder::{encode_key, encode_paste};
 use phux_core::modes::{MouseTracking, TerminalModes};
+use phux_proto::event::{AgentEvent, Lifecycle};
+use phux_proto::frame::EventFrame;
 use phux_proto::frame::{InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize};
 use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, Frame, TerminalId};
@@ -281,6 +290,15 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
     session.command_ok(Command::AttachTerminal {
         terminal: id.clone(),
     })?;
+    // Events after the ATTACH say what changes; this says how things are now.
+    let block = super::list::terminal_state(session, &id)?
+        .map(|state| InputBlock {
+            holder: state
+                .get("input_holder")
+                .and_then(serde_json::Value::as_u64),
+            frozen: state.get("lifecycle").and_then(serde_json::Value::as_str) == Some("frozen"),
+        })
+        .unwrap_or_default();
 
     let guard = TtyGuard::enter()?;
     spawn_resize_watch(session.waker())?;
@@ -294,8 +312,11 @@ pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> 
         model: Terminal::new(cols, rows, 0),
         cursor_queries: CursorQueries::default(),
         reports,
+        notice: None,
+        notice_shown: false,
         out: std::io::stdout().lock(),
     };
+    attached.set_block(&block);
     let outcome = attached.run(session, args);
     let model = attached.model;
     drop(attached.out);
@@ -355,16 +376,84 @@ struct Attached<'a> {
     cursor_queries: CursorQueries,
     /// The reports the program asked for, for the tty reader.
     reports: Arc<SharedReports>,
+    /// The line saying why keys do not reach the program, while they do not.
+    notice: Option<String>,
+    /// Whether that line is drawn over the bottom row now.
+    notice_shown: bool,
     out: std::io::StdoutLock<'a>,
+}
+
+/// What keeps keys typed here from the program, as the server last said.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+struct InputBlock {
+    /// The client holding the terminal's input lease (this one never takes it): the server
+    /// drops every key from here ([LEASE.GATE.1]).
+    holder: Option<u64>,
+    /// The terminal is frozen: keys are written but the program reads none until it resumes.
+    frozen: bool,
+}
+
+impl InputBlock {
+    /// The line to show, `None` while keys flow.
+    fn notice(self, id: &TerminalId) -> Option<String> {
+        let held = self.holder.map(|client| {
+            format!("client {client} holds {id}'s input lease: keys typed here are dropped")
+        });
+        let frozen = self
+            .frozen
+            .then(|| format!("{id} is frozen: keys wait until it is resumed"));
+        match (held, frozen) {
+            (None, None) => None,
+            (Some(text), None) | (None, Some(text)) => Some(format!(" {text} ")),
+            (Some(held), Some(_)) => Some(format!(" {held}; it is frozen too ")),
+        }
+    }
 }
 
 impl Attached<'_> {
     fn draw(&mut self, bytes: &[u8]) {
+        // [CLIENT.ATTACH.7] The notice comes off before the program's bytes, which may scroll
+        // or overwrite the bottom row, and goes back on after them.
+        self.hide_notice();
         self.model.advance(bytes);
         // Before the tty sees the bytes that turn reports on.
         self.reports.store(&self.model.modes());
         self.cursor_queries.scan(bytes);
-        let _ = self.out.write_all(bytes).and_then(|()| self.out.flush());
+        let _ = self.out.write_all(bytes);
+        self.show_notice();
+        let _ = self.out.flush();
+    }
+
+    /// Takes in what the server says about the terminal's lease and lifecycle.
+    fn set_block(&mut self, block: &InputBlock) {
+        let notice = block.notice(&self.id);
+        if notice != self.notice {
+            self.hide_notice();
+            self.notice = notice;
+            self.show_notice();
+            let _ = self.out.flush();
+        }
+    }
+
+    /// Draws the notice, if there is one and the program's output is not inside a sequence
+    /// (else after the output that ends it).
+    fn show_notice(&mut self) {
+        if let Some(text) = &self.notice
+            && !self.notice_shown
+            && self.model.between_sequences()
+        {
+            let _ = self.out.write_all(&self.model.overlay_bottom_row(text));
+            self.notice_shown = true;
+        }
+    }
+
+    /// Draws the bottom row as the program has it, over the notice.
+    fn hide_notice(&mut self) {
+        if self.notice_shown {
+            // Drawn only between sequences, and no output since: still between them.
+            let _ = self.out.write_all(&self.model.repaint_bottom_row());
+            self.notice_shown = false;
+        }
     }
 
     fn run(&mut self, session: &mut Session, args: &AttachArgs) -> Result<End, CtlError> {
@@ -373,6 +462,17 @@ impl Attached<'_> {
             match session.step(None)? {
                 Step::Event(ClientEvent::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
                     self.model = Terminal::new(b.cols, b.rows, 0);
+                    // The bootstrap clears the screen, the notice with it.
+                    self.notice_shown = false;
+                }
+                Step::Event(ClientEvent::Frame(Frame::Event(EventFrame {
+                    terminal: Some(t),
+                    event: AgentEvent::TerminalControl(control),
+                }))) if t == id => {
+                    self.set_block(&InputBlock {
+                        holder: control.input_holder.map(|c| u64::from(c.0)),
+                        frozen: control.lifecycle == Lifecycle::Frozen,
+                    });
                 }
                 Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
                     self.draw(&c.payload);
@@ -392,6 +492,11 @@ impl Attached<'_> {
                 }
                 Step::Tty(Event::Resize(cols, rows)) if !args.no_resize => {
                     self.model.resize(cols, rows);
+                    // The tty resized its screen, the notice's row with it: drawn again on
+                    // the new bottom row.
+                    self.notice_shown = false;
+                    self.show_notice();
+                    let _ = self.out.flush();
                     session.send(&Frame::TerminalResize(TerminalResize {
                         terminal: id.clone(),
                         size: TerminalSize { cols, rows },

@@ -83,14 +83,24 @@ pub enum CtlCommand {
     /// Parts go in command-line order, as with `tmux send-keys`: `send 5 --key C-u 'echo x'
     /// --key Enter` clears the line, types `echo x`, then presses Enter. TEXT words next to
     /// each other are joined by single spaces and typed as a paste (bracketed if the program
-    /// asked for bracketed paste). Prints `delivered` and exits 0 once the server confirms the
-    /// bytes reached the terminal; otherwise prints `unknown: ...` (exit 3) or
-    /// `refused: CODE message` (exit 4).
+    /// asked for bracketed paste), made safe as `paste` makes its text (--verbatim: exactly).
+    /// Prints `delivered` and exits 0 once the server confirms the bytes reached the
+    /// terminal; otherwise prints `unknown: ...` (exit 3) or `refused: CODE message` (exit 4).
+    /// Input too large for one operation is sent as several, in order, as `paste` does.
     Send(SendArgs),
     /// Paste stdin (or a file) as acknowledged input; print the verdict as `send` does.
     ///
+    /// The text is made safe to paste first, as xterm and ghostty make every paste: ESC and
+    /// the controls that edit a line or stop a program (NUL, C-c, C-d, C-e, C-h, C-o, C-q,
+    /// C-r, C-s, C-u, C-v, C-w, C-z, C-\ and DEL) become spaces, so nothing in it can end the
+    /// program's bracketed paste or type a command; tabs and line ends stay. A program that
+    /// asked for bracketed paste (bash, zsh, vim, ...) takes it as one paste and runs nothing
+    /// until Enter; to a program that did not, each line end is Enter, as in any terminal
+    /// (--untrusted refuses that case instead). --verbatim sends the bytes unchanged.
+    ///
     /// Large input is split into operations of at most 64 KiB, at character boundaries, sent
-    /// in order; at most 1 MiB per run.
+    /// in order: once one is not delivered, none after it is sent, and each part's verdict is
+    /// printed. At most 1 MiB per run.
     Paste(PasteArgs),
     /// Print a terminal's screen (its lines, as text), or the server's JSON document.
     Screen(ScreenArgs),
@@ -216,6 +226,13 @@ pub struct SendArgs {
     /// goes first, then the keys).
     #[arg(skip)]
     pub parts: Vec<SendPart>,
+    /// Type TEXT exactly as given, escape sequences and control characters included (by
+    /// default they become spaces, as in `paste`: press keys with --key instead).
+    #[arg(long)]
+    pub verbatim: bool,
+    /// Print the verdict as one JSON object (see `paste --json`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// One part of `send`, in command-line order.
@@ -310,10 +327,24 @@ pub struct PasteArgs {
     /// Read the paste from this file instead of stdin.
     #[arg(long, value_name = "F")]
     pub file: Option<PathBuf>,
-    /// Mark the paste untrusted: the server refuses it if it holds a line feed, the
-    /// end-of-paste marker or invalid UTF-8, and blanks the control characters it carries.
-    #[arg(long)]
+    /// Also have the server check it and refuse it, writing nothing, unless it is safe where
+    /// it lands: phux-mio-server refuses invalid UTF-8, an end-of-paste marker, and a line end
+    /// unless the program asked for bracketed paste (so a multi-line paste goes in as one
+    /// paste or not at all); the phux reference refuses any line end.
+    #[arg(long, conflicts_with = "verbatim")]
     pub untrusted: bool,
+    /// Send the bytes exactly as read, escape sequences and control characters included: for
+    /// input you made yourself. Such data can end the program's bracketed paste and type
+    /// commands. phux-mio-server still writes a start or end marker inside a bracketed paste
+    /// with a space for its ESC; other servers may blank control characters themselves.
+    #[arg(long)]
+    pub verbatim: bool,
+    /// Print the verdict as one JSON object: `verdict` (delivered, refused, unknown,
+    /// not_sent or pending), `exit` (the exit status) and `parts`, each with `part`, `of`,
+    /// `operation`, `verdict`, `text` (the line phuxctl prints) and, when refused, `code`
+    /// and `message`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `screen`'s arguments.

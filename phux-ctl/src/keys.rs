@@ -88,6 +88,7 @@ pub fn parse_key(text: &str) -> Result<KeySpec, String> {
             .ok_or_else(|| format!("unknown key {text:?} (try Enter, C-c, M-x, Up, F5, S-Tab)"))?;
         physical_key(key, mods)
     };
+    // [CLIENT.KEY.3]
     if !sends_something(&event) {
         return Err(format!(
             "{text:?} sends nothing to a program: no terminal mode encodes it"
@@ -149,6 +150,7 @@ fn keypad_char(key: PhysicalKey) -> Option<char> {
 /// unshifted character types its shifted one (`S-a` is `A`, `S-;` is `:`). A character no US
 /// key types (`é`, `€`) is reported as it is, on no identified key.
 pub fn char_key(c: char, mut mods: ModSet) -> KeyEvent {
+    // [CLIENT.KEY.1] The typed text, before Ctrl or Alt do anything to it.
     let (key, base, needs_shift) = us_key(c).unwrap_or((PhysicalKey::UNIDENTIFIED, c, false));
     if needs_shift {
         mods |= ModSet::SHIFT;
@@ -296,7 +298,9 @@ mod tests {
             ("Tab", b"\t"),
             ("S-Tab", b"\x1b[Z"),
             ("BTab", b"\x1b[Z"),
-            ("M-BTab", b"\x1b\x1b[Z"),
+            // Shift+Tab is CSI Z whatever else is held, as xterm sends it (the encoder's
+            // [INPUT.ENCODE.KEY.4]); Alt adds no ESC before it.
+            ("M-BTab", b"\x1b[Z"),
             ("Esc", b"\x1b"),
             ("M-Escape", b"\x1b\x1b"),
             ("C-c", b"\x03"),
@@ -368,6 +372,7 @@ mod tests {
 
     #[test]
     fn a_key_that_sends_nothing_in_any_mode_is_refused() {
+        // [CLIENT.KEY.3]
         for silent in ["Unidentified", "C-M-Unidentified", "Fn"] {
             let err = parse_key(silent).expect_err(silent);
             assert!(err.contains("sends nothing"), "{silent}: {err}");
@@ -379,6 +384,7 @@ mod tests {
 
     #[test]
     fn events_carry_what_a_keyboard_reports() {
+        // [CLIENT.KEY.1]
         // (name, key, mods, consumed, text, unshifted)
         let rows: &[(&str, PhysicalKey, ModSet, ModSet, &str, char)] = &[
             (

@@ -36,6 +36,7 @@ pub mod link;
 pub mod list;
 pub mod outbox_store;
 pub mod outbox_verb;
+mod report;
 pub mod send;
 pub mod spawn;
 pub mod tty_input;

@@ -84,7 +84,7 @@ pub fn terminal(
 }
 
 /// GET_TERMINAL_STATE's JSON document, `None` for a terminal that went away meanwhile.
-fn terminal_state(session: &mut Session, id: &TerminalId) -> Result<Option<Value>, CtlError> {
+pub fn terminal_state(session: &mut Session, id: &TerminalId) -> Result<Option<Value>, CtlError> {
     let value = match session.command_ok(Command::GetTerminalState {
         terminal: id.clone(),
         include_scrollback: false,

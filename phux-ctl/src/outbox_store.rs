@@ -567,6 +567,7 @@ mod tests {
             },
             enqueued_at: Instant::from_micros(5),
             addressed_to: phux_core::client::journal::Incarnation::of(b"s"),
+            part: None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! what is pending or damaged (CLIENT.JOURNAL.10). A resolution is printed by the run that
 //! resolves it, which journals it, so it is reported once (CLIENT.RESUME.2).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::{Duration, Instant as StdInstant};
 
@@ -118,6 +118,7 @@ fn settle(
     waits: Waits,
 ) -> Result<(Session, u8), CtlError> {
     let restored = pending_ops(&records, &scope);
+    let parts = part_names(&records);
     let mut session =
         Session::connect_within(endpoint, Some(store), records, scope, waits.command)?;
     let mut code = EXIT_OK;
@@ -125,19 +126,41 @@ fn settle(
         let deadline = StdInstant::now() + waits.input;
         let outcomes = session.wait_resolved(&restored, deadline)?;
         for (op, outcome) in restored.iter().zip(outcomes) {
+            let part = parts.get(op).map_or_else(String::new, Clone::clone);
             if let Some((terminal, resolution)) = outcome {
+                // [CLIENT.SUBMIT.3] Every part's verdict, those not sent included.
                 eprintln!(
-                    "phuxctl: earlier operation {op} to {terminal}: {}",
+                    "phuxctl: earlier operation {op}{part} to {terminal}: {}",
                     verdict(&resolution)
                 );
                 code = worse(code, resolution_code(&resolution));
             } else {
-                eprintln!("phuxctl: earlier operation {op}: still pending; it stays in the outbox");
+                eprintln!(
+                    "phuxctl: earlier operation {op}{part}: still pending; it stays in the outbox"
+                );
                 code = worse(code, EXIT_UNKNOWN);
             }
         }
     }
     Ok((session, code))
+}
+
+/// ` (part i of n)` for each operation a journal records as part of a larger submission.
+fn part_names(records: &[JournalRecord]) -> HashMap<OperationId, String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            JournalRecord::Enqueued {
+                input,
+                part: Some(part),
+                ..
+            } if part.of > 1 => Some((
+                input.operation_id,
+                format!(" (part {} of {})", part.index, part.of),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Unknown outranks refused: part of the input may have been written.
@@ -256,7 +279,9 @@ fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, 
     let now = unix_now();
     let mut out = std::io::stdout().lock();
     for p in pending {
-        let state = if p.in_doubt {
+        let state = if p.blocked_by.is_some() {
+            "never sent, and never will be (an earlier part of its input was not delivered)"
+        } else if p.in_doubt {
             "in doubt (sent, unanswered)"
         } else if p.attempts > 0 {
             "not written yet (sent, answered busy)"
@@ -292,12 +317,16 @@ fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, 
                     "server": server,
                     "age_secs": age,
                     "bytes": bytes,
+                    "part": p.part.index,
+                    "of": p.part.of,
                 })
             )
         } else {
             writeln!(
                 out,
-                "{op}\t{terminal}\t{state}\tserver {server}\t{age}s old\t{bytes} bytes"
+                "{op}\t{terminal}\t{state}\tserver {server}\t{age}s old\t{bytes} bytes\tpart {} \
+                 of {}",
+                p.part.index, p.part.of
             )
         };
     }
@@ -393,6 +422,7 @@ mod tests {
             },
             enqueued_at: Instant::ZERO,
             addressed_to: Incarnation::UNRECORDED,
+            part: None,
         };
         let records = [
             enq(3, 1),

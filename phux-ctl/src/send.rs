@@ -1,7 +1,7 @@
 //! `send` and `paste`: input submitted through the outbox, waited for, and its verdict
 //! printed.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
@@ -13,6 +13,7 @@ use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use crate::cli::{PasteArgs, SendArgs, SendPart};
 use crate::conn::Session;
 use crate::error::{CtlError, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN};
+use crate::report;
 
 /// `send`: the text and keys in the order given, as one acknowledged batch.
 pub(crate) fn send(session: &mut Session, args: SendArgs, wait: Duration) -> Result<u8, CtlError> {
@@ -23,12 +24,12 @@ pub(crate) fn send(session: &mut Session, args: SendArgs, wait: Duration) -> Res
         .map(|part| match part {
             SendPart::Text(text) => InputEvent::Paste(PasteEvent {
                 trust: PasteTrust::Trusted,
-                data: text.into_bytes(),
+                data: pasteable(text.into_bytes(), args.verbatim),
             }),
             SendPart::Key(key) => InputEvent::Key(key.0),
         })
         .collect();
-    deliver(session, args.id, Input::Events(events), wait)
+    deliver(session, args.id, Input::Events(events), wait, args.json)
 }
 
 /// `paste`: `data` (read by [`read_paste`] before connecting) as a paste.
@@ -43,7 +44,25 @@ pub(crate) fn paste(
     } else {
         PasteTrust::Trusted
     };
-    deliver(session, args.id, Input::Paste { data, trust }, wait)
+    let data = pasteable(data, args.verbatim);
+    deliver(
+        session,
+        args.id,
+        Input::Paste { data, trust },
+        wait,
+        args.json,
+    )
+}
+
+/// Text as `send` and `paste` type it: made safe to paste ([CLIENT.PASTE.4]), or exactly as
+/// given when the user asked for `--verbatim` ([CLIENT.PASTE.5]).
+fn pasteable(mut data: Vec<u8>, verbatim: bool) -> Vec<u8> {
+    if !verbatim {
+        // [CLIENT.PASTE.4] Whatever server answers and whatever the program's modes, nothing
+        // in it can end or restart a bracketed paste, edit the line or signal the program.
+        phux_core::encoder::neutralize_paste(&mut data);
+    }
+    data
 }
 
 /// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
@@ -67,9 +86,14 @@ pub fn verdict(resolution: &Resolution) -> String {
             match reason {
                 NotSentReason::ServerGone =>
                     "the server it was addressed to is gone (a new server answered; its terminal \
-                     ids name other programs)",
-                NotSentReason::Expired => "too old to send (submitted 9.5 minutes ago or more)",
-                NotSentReason::Dropped => "dropped from the outbox",
+                     ids name other programs)"
+                        .to_owned(),
+                NotSentReason::Expired =>
+                    "too old to send (submitted 9.5 minutes ago or more)".to_owned(),
+                NotSentReason::Dropped => "dropped from the outbox".to_owned(),
+                NotSentReason::EarlierPartFailed { part } => format!(
+                    "part {part} of the same input was not delivered, so nothing after it is sent"
+                ),
             }
         ),
         Resolution::Refused { code, message } => format!("refused: {code} {message}"),
@@ -84,42 +108,19 @@ pub(crate) fn resolution_code(resolution: &Resolution) -> u8 {
     }
 }
 
-/// Submits input through the outbox, waits for every operation, prints the verdict.
+/// Submits input through the outbox, waits for every operation, prints every part's verdict
+/// ([CLIENT.SUBMIT.3]).
 fn deliver(
     session: &mut Session,
     terminal: TerminalId,
     input: Input,
     wait: Duration,
+    json: bool,
 ) -> Result<u8, CtlError> {
     let ops = session.submit(terminal, input)?;
     let outcomes = session.wait_resolved(&ops, StdInstant::now() + wait)?;
-    let total = ops.len();
-    let mut code = EXIT_OK;
-    let mut out = std::io::stdout().lock();
-    for (i, outcome) in outcomes.into_iter().enumerate() {
-        let (text, this) = match outcome {
-            Some((_, resolution)) => (verdict(&resolution), resolution_code(&resolution)),
-            None => (
-                "unknown: still unanswered; the next phuxctl run resumes or reports it".to_owned(),
-                EXIT_UNKNOWN,
-            ),
-        };
-        if this != EXIT_OK {
-            if total > 1 {
-                let _ = writeln!(out, "{text} (part {} of {total})", i + 1);
-            } else {
-                let _ = writeln!(out, "{text}");
-            }
-            // Unknown outranks refused: part of the input may have been written.
-            if code == EXIT_OK || this == EXIT_UNKNOWN {
-                code = this;
-            }
-        }
-    }
-    if code == EXIT_OK {
-        let _ = writeln!(out, "delivered");
-    }
-    Ok(code)
+    let parts = report::PartOutcome::collect(&ops, outcomes);
+    Ok(report::print(&parts, json, &mut std::io::stdout().lock()))
 }
 
 /// Stdin beyond the ceiling is counted up to this, to report a paste's real size without

@@ -10,12 +10,13 @@
 //! When none come in time ([`Decoder::incomplete`] says how long to wait), [`Decoder::flush`]
 //! reads what is left as keys: a lone ESC is the Escape key, `ESC x` is Alt+x.
 //!
-//! Keys are decoded as an xterm-compatible terminal sends them (ctlseqs, "PC-Style Function
-//! Keys" and "VT220-Style Function Keys"; `ESC` + key for Alt, as metaSendsEscape; the SS3
-//! keypad; modifyOtherKeys' `CSI 27 ; m ; k ~`; the `CSI k ; m u` of fixterms and the kitty
-//! keyboard protocol) into events a server encodes back to those bytes in the program's
-//! modes. Mouse and focus reports are told from keys only while the program has asked for
-//! them ([`Decoder::set_reports`]): otherwise `ESC [ I` is Alt+[ then I, as typed.
+//! Keys are decoded as an xterm-compatible terminal sends them ([CLIENT.KEY.2]; ctlseqs,
+//! "PC-Style Function Keys" and "VT220-Style Function Keys"; `ESC` + key for Alt, as
+//! metaSendsEscape; the SS3 keypad; modifyOtherKeys' `CSI 27 ; m ; k ~`; the `CSI k ; m u` of
+//! fixterms and the kitty keyboard protocol) into events a server encodes back to those bytes
+//! in the program's modes. Mouse and focus reports are told from keys only while the program
+//! has asked for them ([`Decoder::set_reports`]): otherwise `ESC [ I` is Alt+[ then I, as
+//! typed.
 
 use phux_proto::input::{KeyAction, KeyEvent, ModSet, PhysicalKey};
 
@@ -744,6 +745,7 @@ mod tests {
 
     #[test]
     fn every_key_an_xterm_sends_reads_back_as_itself() {
+        // [CLIENT.KEY.2]
         // What xterm sends for each key and chord in its reset modes (ctlseqs, "PC-Style
         // Function Keys"; metaSendsEscape), and tmux 3.3a as well: each decodes to one key
         // that the server's encoder turns back into the same bytes.

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use clap::Parser;
-use phux_core::server::{ServerConfig, ServerEngine};
+use phux_core::server::ServerEngine;
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
@@ -133,18 +133,6 @@ fn run_adopted(args: AdoptArgs, failed: Option<&str>) -> ExitCode {
     }
 }
 
-/// The engine's configuration from what the command line chose (the same on every image).
-pub(crate) fn engine_config(launch: &Launch) -> ServerConfig {
-    let mut engine_config = ServerConfig::new(launch.server_id.clone());
-    engine_config
-        .default_command
-        .clone_from(&launch.default_command);
-    engine_config.max_connections = launch.max_connections;
-    engine_config.max_terminals = launch.max_terminals;
-    engine_config.frames_per_receive = crate::driver::FRAMES_PER_TURN;
-    engine_config
-}
-
 fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     // [SERVER.ID.1] One draw from the OS RNG at start, kept for the life of the process (and
     // across its upgrades).
@@ -165,7 +153,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         log_file: config.log_file.clone(),
         args: std::env::args_os().skip(1).collect(),
     };
-    let engine_config = engine_config(&launch);
+    let engine_config = launch.engine_config();
     // [SERVER.UPGRADE.EXEC.1] Resolved now, as nginx does: the file may be replaced later.
     let context = std::env::current_exe().map(|binary| UpgradeContext { binary, launch });
     if let Err(e) = &context {

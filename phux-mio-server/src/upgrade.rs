@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use phux_core::server::ServerConfig;
 use phux_core::upgrade::{EngineState, ImageError};
 use rustix::fs::{MemfdFlags, Mode, OFlags, SealFlags};
 use rustix::io::FdFlags;
@@ -152,6 +153,19 @@ pub struct Launch {
     /// The command-line arguments the first image was started with, after the program name:
     /// every image shows them after its own (`ps`, `pgrep -f` find the server as started).
     pub args: Vec<OsString>,
+}
+
+impl Launch {
+    /// The engine's configuration from what the command line chose (the same on every image).
+    pub(crate) fn engine_config(&self) -> ServerConfig {
+        let mut engine_config = ServerConfig::new(self.server_id.clone());
+        engine_config
+            .default_command
+            .clone_from(&self.default_command);
+        engine_config.max_connections = self.max_connections;
+        engine_config.max_terminals = self.max_terminals;
+        engine_config
+    }
 }
 
 /// The listening socket.

@@ -19,9 +19,10 @@ use rustix::process::Pid;
 use rustix::termios::{InputModes, LocalModes, OptionalActions, OutputModes, Termios};
 use signal_hook::iterator::Signals;
 
-use super::grandchild::{self, GrandchildEvent, LineSplitter, from_raw_signal, raw_signal};
+use super::grandchild::{self, LineSplitter, from_raw_signal, raw_signal};
 use super::machine::{
-    Answer, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport, Query, TermiosReport,
+    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport,
+    Query, TermiosReport,
 };
 
 /// One read's worth: a canonical line (4,096 bytes at most on Linux) fits.

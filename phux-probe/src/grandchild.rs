@@ -10,35 +10,10 @@ use std::process::ExitCode;
 
 use signal_hook::iterator::Signals;
 
-use super::machine::ProbeSignal;
+use crate::machine::{GrandchildEvent, ProbeSignal};
 
 /// A grandchild line longer than this is noise, not a report: it is dropped.
 const MAX_GRANDCHILD_LINE: usize = 64;
-
-/// News from (or about) the grandchild, for [`ProbeEvent::Grandchild`](super::ProbeEvent).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GrandchildEvent {
-    /// It runs and catches every [`ProbeSignal`]: signals sent from now on are reported.
-    Ready,
-    /// It received this signal.
-    Signal(ProbeSignal),
-    /// It is gone (its output ended) while the probe lives.
-    Gone,
-    /// It could not be started.
-    SpawnFailed(String),
-}
-
-impl GrandchildEvent {
-    /// Parses one line the grandchild wrote, without its LF. `None` for anything else.
-    pub fn parse_line(line: &[u8]) -> Option<Self> {
-        if line == b"READY" {
-            return Some(Self::Ready);
-        }
-        let name = line.strip_prefix(b"SIGNAL ")?;
-        let name = std::str::from_utf8(name).ok()?;
-        ProbeSignal::from_name(name).map(Self::Signal)
-    }
-}
 
 /// Splits the grandchild's output into lines, across reads.
 #[derive(Debug, Default)]

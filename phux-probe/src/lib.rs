@@ -45,7 +45,7 @@ mod grandchild;
 mod machine;
 
 pub use driver::{ProbeArgs, run};
-pub use grandchild::GrandchildEvent;
 pub use machine::{
-    Answer, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport, Query, TermiosReport,
+    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport,
+    Query, TermiosReport,
 };

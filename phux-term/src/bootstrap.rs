@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use crate::Terminal;
 use crate::grid::{
     BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, Grid, INVERSE, INVISIBLE,
-    ITALIC, Pen, STRIKETHROUGH, UNDERLINE,
+    ITALIC, Pen, Row, STRIKETHROUGH, UNDERLINE,
 };
 use crate::kitty::KittyStack;
 use crate::modes::{MouseEncoding, MouseTracking};
@@ -89,7 +89,7 @@ impl Terminal {
 }
 
 /// SGR that sets exactly `pen` (from any pen).
-fn push_pen(out: &mut String, pen: Pen) {
+pub(crate) fn push_pen(out: &mut String, pen: Pen) {
     out.push_str("\x1b[0");
     for (bit, code) in [
         (BOLD, 1),
@@ -134,12 +134,12 @@ fn push_pen(out: &mut String, pen: Pen) {
 }
 
 /// Writes pens only when they change.
-struct PenWriter {
-    current: Pen,
+pub(crate) struct PenWriter {
+    pub(crate) current: Pen,
 }
 
 impl PenWriter {
-    fn set(&mut self, out: &mut String, pen: Pen) {
+    pub(crate) fn set(&mut self, out: &mut String, pen: Pen) {
         if pen != self.current {
             push_pen(out, pen);
             self.current = pen;
@@ -172,45 +172,7 @@ fn push_grid(out: &mut String, grid: &Grid) {
         } else if used > 0 {
             let _ = write!(out, "\x1b[{};1H", y + 1);
         }
-        // The column the fresh terminal's cursor is at (`cols` when wrap-pending).
-        let mut at = 0;
-        let mut x = 0;
-        while x < used {
-            let cell = row.cells[x];
-            if cell.is_wide_cont() {
-                x += 1;
-                continue;
-            }
-            if cell == Cell::BLANK || (!cell.has_contents() && !cell.styled()) {
-                x += 1;
-                continue;
-            }
-            if x > at {
-                let _ = write!(out, "\x1b[{}C", x - at);
-                at = x;
-            }
-            if cell.has_contents() {
-                pens.set(out, row.pen(cell));
-                out.push(cell.ch());
-                out.push_str(row.marks_at(x as u16));
-                let width = if cell.is_wide() { 2 } else { 1 };
-                x += width;
-                at = x.min(usize::from(cols) - 1);
-                if x >= usize::from(cols) {
-                    // Pending wrap: the cursor stays on the last column.
-                    at = usize::from(cols);
-                }
-            } else {
-                // An erased cell with a style: erase a run of them with that pen.
-                let mut end = x + 1;
-                while end < used && row.cells[end] == cell {
-                    end += 1;
-                }
-                pens.set(out, row.pen(cell));
-                let _ = write!(out, "\x1b[{}X", end - x);
-                x = end;
-            }
-        }
+        let at = push_cells(out, &mut pens, row, cols);
         let last = row.cells.last().copied().unwrap_or(Cell::BLANK);
         wrapping = row.wrapped
             && y + 1 < usize::from(rows)
@@ -218,6 +180,52 @@ fn push_grid(out: &mut String, grid: &Grid) {
             && (last.has_contents() || last.is_wide_cont());
     }
     pens.set(out, Pen::default());
+}
+
+/// Draws the cells of `row` from the cursor's position at its first column (text, styled
+/// erasures, combining marks); the column the cursor is left at, `cols` when wrap-pending.
+pub(crate) fn push_cells(out: &mut String, pens: &mut PenWriter, row: &Row, cols: u16) -> usize {
+    let used = usize::from(row.used());
+    // The column the terminal's cursor is at (`cols` when wrap-pending).
+    let mut at = 0;
+    let mut x = 0;
+    while x < used {
+        let cell = row.cells[x];
+        if cell.is_wide_cont() {
+            x += 1;
+            continue;
+        }
+        if cell == Cell::BLANK || (!cell.has_contents() && !cell.styled()) {
+            x += 1;
+            continue;
+        }
+        if x > at {
+            let _ = write!(out, "\x1b[{}C", x - at);
+            at = x;
+        }
+        if cell.has_contents() {
+            pens.set(out, row.pen(cell));
+            out.push(cell.ch());
+            out.push_str(row.marks_at(x as u16));
+            let width = if cell.is_wide() { 2 } else { 1 };
+            x += width;
+            at = x.min(usize::from(cols) - 1);
+            if x >= usize::from(cols) {
+                // Pending wrap: the cursor stays on the last column.
+                at = usize::from(cols);
+            }
+        } else {
+            // An erased cell with a style: erase a run of them with that pen.
+            let mut end = x + 1;
+            while end < used && row.cells[end] == cell {
+                end += 1;
+            }
+            pens.set(out, row.pen(cell));
+            let _ = write!(out, "\x1b[{}X", end - x);
+            x = end;
+        }
+    }
+    at
 }
 
 /// The scroll region, tab stops, saved cursor, origin and autowrap modes, then the cursor
@@ -242,8 +250,30 @@ fn push_layout(out: &mut String, vt: &Vt) {
     if slot != Saved::default() {
         push_saved(out, &vt.screen, slot, vt.top, "\x1b7");
     }
+    push_cursor(out, vt, Over::Fresh, Charsets::default());
+}
+
+/// What [`push_cursor`] writes over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Over {
+    /// A fresh terminal: autowrap on, the cursor shown.
+    Fresh,
+    /// A terminal showing the screen, with autowrap off (and the cursor as it should be).
+    AutowrapOff,
+}
+
+/// Origin mode, the cursor (with its wrap-pending state), autowrap, the pen, the cursor's
+/// visibility, insert mode and the character sets as `vt` has them, written to a terminal that
+/// shows `vt`'s screen, with origin and insert modes off and the character sets `charsets`.
+pub(crate) fn push_cursor(out: &mut String, vt: &Vt, over: Over, mut charsets: Charsets) {
+    let autowrap_now = over == Over::Fresh;
+    let slot = vt.saved[usize::from(vt.alt_active)];
     if vt.origin {
         out.push_str("\x1b[?6h");
+    }
+    // A wrap-pending cursor is made by writing to the last column, which needs autowrap.
+    if vt.autowrap && !autowrap_now {
+        out.push_str("\x1b[?7h");
     }
     let cur = vt.cur;
     let base = if vt.origin { vt.top } else { 0 };
@@ -251,8 +281,6 @@ fn push_layout(out: &mut String, vt: &Vt) {
     // A pending wrap over an empty last column (the row changed after it was saved, then
     // DECRC) cannot be drawn, but the saved cursor gives it back when it is that cursor.
     let restorable = (slot.x, slot.y, slot.pending, slot.origin) == (cur.x, cur.y, true, vt.origin);
-    // The character sets the fresh terminal has once the cursor is placed.
-    let mut charsets = Charsets::default();
     if cur.pending && restorable {
         out.push_str("\x1b8");
         // DECRC gave back the saved character sets too.
@@ -260,11 +288,11 @@ fn push_layout(out: &mut String, vt: &Vt) {
     } else if !(cur.pending && push_last_column(out, &vt.screen, cur.y, row)) {
         let _ = write!(out, "\x1b[{row};{}H", cur.x + 1);
     }
-    if !vt.autowrap {
+    if !vt.autowrap && autowrap_now {
         out.push_str("\x1b[?7l");
     }
     push_pen(out, vt.pen);
-    if vt.cursor_hidden {
+    if vt.cursor_hidden && over == Over::Fresh {
         out.push_str("\x1b[?25l");
     }
     // Last: nothing is printed after them.

@@ -682,16 +682,28 @@ mod tests {
         }
     }
 
-    /// The fuzz target's committed corpus, replayed on stable.
+    /// The fuzz target's committed corpus and every minimised crash it found
+    /// (`fuzz/regressions/vt_differential/`, when there are any), replayed on stable.
     #[test]
-    fn the_fuzz_corpus_replays() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/vt_differential");
+    fn the_fuzz_corpus_and_regressions_replay() {
+        let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
         let mut n = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            fuzz_one(&std::fs::read(entry.unwrap().path()).unwrap());
-            n += 1;
+        for dir in ["corpus", "regressions"] {
+            let dir = fuzz.join(dir).join("vt_differential");
+            // Only the corpus must exist: a target may have found nothing yet.
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                assert!(
+                    !dir.ends_with("corpus/vt_differential"),
+                    "no corpus in {}",
+                    dir.display()
+                );
+                continue;
+            };
+            for entry in entries {
+                fuzz_one(&std::fs::read(entry.unwrap().path()).unwrap());
+                n += 1;
+            }
         }
-        assert!(n > 0, "no corpus in {}", dir.display());
+        assert!(n > 0, "no corpus in {}", fuzz.display());
     }
 }

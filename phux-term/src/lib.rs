@@ -50,6 +50,7 @@ mod grid;
 mod history;
 mod kitty;
 pub mod modes;
+mod overlay;
 mod screen;
 mod terminal;
 mod tracker;

@@ -3,10 +3,7 @@
 use crate::modes::TerminalModes;
 use crate::vt::Vt;
 
-/// The most reply bytes that wait for [`Terminal::take_replies`]: far more than any program's
-/// start-up queries (a few dozen bytes each), small enough that a flood of queries costs
-/// nothing.
-pub const MAX_REPLY_BYTES: usize = 4096;
+pub use crate::vt::MAX_REPLY_BYTES;
 
 /// The model of one terminal's output: screens, history, modes and title.
 ///

@@ -16,6 +16,7 @@ pub(crate) fn section_ack(
     report: &mut Report,
     plan: &Plan,
     server_bin: Option<&std::path::Path>,
+    reference: Option<&std::path::Path>,
     have_tmux: bool,
 ) -> Result<()> {
     println!(
@@ -29,6 +30,12 @@ pub(crate) fn section_ack(
     let mut ack = Relay::start(RelayMode::Ack, &sink_argv())?;
     let mut pong = Relay::start(RelayMode::Pong, &[])?;
     let mut direct = DirectPty::start(&sink_argv())?;
+    // The reference server stays up as long as its terminal.
+    let ref_server = reference.map(PhuxServer::start_reference).transpose()?;
+    let mut theirs = ref_server
+        .as_ref()
+        .map(|r| PhuxTerm::start(r, &sink_argv()))
+        .transpose()?;
     let mut tmux = if have_tmux {
         Some(TmuxTerm::start(&sink_argv())?)
     } else {
@@ -45,11 +52,19 @@ pub(crate) fn section_ack(
         if let Some(t) = tmux.as_mut() {
             t.send_keys_ack()?;
         }
+        if let Some(t) = theirs.as_mut() {
+            t.apply()?;
+        }
     }
-    let mut s: [Vec<f64>; 6] = Default::default();
+    let mut s: [Vec<f64>; 7] = Default::default();
     for _ in 0..plan.lat_rounds {
         for _ in 0..plan.lat_ops {
             s[0].push(phux.apply()?);
+        }
+        if let Some(t) = theirs.as_mut() {
+            for _ in 0..plan.lat_ops {
+                s[6].push(t.apply()?);
+            }
         }
         for _ in 0..plan.lat_ops {
             s[1].push(ack.round_trip(req, 1)?);
@@ -77,6 +92,7 @@ pub(crate) fn section_ack(
         "direct PTY write alone",
         "tmux -C send-keys -> %end",
         "tmux send-keys (command)",
+        "phux 0.22.0 APPLY_INPUT -> OK",
     ];
     let refs = [
         "",
@@ -85,6 +101,7 @@ pub(crate) fn section_ack(
         "",
         "ref ~18 us",
         "ref ~1.7 ms",
+        "ours <= it",
     ];
     let base = sums[1];
     println!("  (ratios are to the relay: one process doing socket read, PTY write, reply)");
@@ -109,7 +126,13 @@ pub(crate) fn section_ack(
         "APPLY_INPUT p50 / relay (socket RTT + PTY write) p50",
         ratio(p50(0), p50(1)),
         Op::AtMost,
-        1.5,
+        1.2,
+    );
+    report.target(
+        "APPLY_INPUT p50 / phux 0.22.0 APPLY_INPUT p50",
+        ratio(p50(0), p50(6)),
+        Op::AtMost,
+        1.0,
     );
     report.target(
         "APPLY_INPUT p99 / relay (socket RTT + PTY write) p99",

@@ -14,6 +14,7 @@ pub(crate) fn section_echo(
     report: &mut Report,
     plan: &Plan,
     server_bin: Option<&std::path::Path>,
+    reference: Option<&std::path::Path>,
     have_tmux: bool,
 ) -> Result<()> {
     println!(
@@ -24,6 +25,11 @@ pub(crate) fn section_echo(
     let mut phux = PhuxTerm::start(&server, &echo_argv())?;
     let mut relay = Relay::start(RelayMode::Echo, &echo_argv())?;
     let mut direct = DirectPty::start(&echo_argv())?;
+    let ref_server = reference.map(PhuxServer::start_reference).transpose()?;
+    let mut theirs = ref_server
+        .as_ref()
+        .map(|r| PhuxTerm::start(r, &echo_argv()))
+        .transpose()?;
     let mut tmux = if have_tmux {
         Some(TmuxTerm::start(&echo_argv())?)
     } else {
@@ -39,13 +45,22 @@ pub(crate) fn section_echo(
         if let Some(t) = tmux.as_mut() {
             t.echo(c)?;
         }
+        if let Some(t) = theirs.as_mut() {
+            t.echo(c)?;
+        }
     }
-    let mut s: [Vec<f64>; 4] = Default::default();
+    let mut s: [Vec<f64>; 5] = Default::default();
     let mut i = 0usize;
     for _ in 0..plan.lat_rounds {
         for _ in 0..plan.lat_ops {
             s[0].push(phux.echo(letter(i))?);
             i += 1;
+        }
+        if let Some(t) = theirs.as_mut() {
+            for _ in 0..plan.lat_ops {
+                s[4].push(t.echo(letter(i))?);
+                i += 1;
+            }
         }
         for _ in 0..plan.lat_ops {
             s[1].push(relay.round_trip(&[letter(i) as u8], 1)?);
@@ -68,8 +83,15 @@ pub(crate) fn section_echo(
         "minimal relay (socket<->PTY)",
         "direct PTY write -> read",
         "tmux -C send-keys -> %output",
+        "phux 0.22.0 INPUT_KEY -> echo",
     ];
-    let refs = ["", "ref 2.3x PTY", "ref ~32 us", "ref 2.2x PTY"];
+    let refs = [
+        "",
+        "ref 2.3x PTY",
+        "ref ~32 us",
+        "ref 2.2x PTY",
+        "ours <= it",
+    ];
     let base = sums[1];
     println!("  (ratios are to the minimal relay)");
     print!(
@@ -104,7 +126,13 @@ pub(crate) fn section_echo(
         "echo p50 / minimal relay p50",
         ratio(p50(0), p50(1)),
         Op::AtMost,
-        1.1,
+        1.05,
+    );
+    report.target(
+        "echo p50 / phux 0.22.0 echo p50",
+        ratio(p50(0), p50(4)),
+        Op::AtMost,
+        1.0,
     );
     report.target(
         "echo p99 / minimal relay p99",

@@ -8,6 +8,7 @@ use phux_bench::report::{fmt, table};
 use phux_bench::stats::{Summary, ratio};
 
 mod ack;
+mod commands;
 mod criterion;
 mod echo;
 mod hostile;
@@ -17,6 +18,7 @@ mod throughput;
 mod upgrade;
 
 pub(crate) use ack::section_ack;
+pub(crate) use commands::section_commands;
 pub(crate) use criterion::section_core;
 pub(crate) use echo::section_echo;
 pub(crate) use hostile::section_hostile;

@@ -81,15 +81,27 @@ pub fn transcript(
     for line in note.lines() {
         let _ = writeln!(t, "# {line}");
     }
+    // What the server owes at once (PONGs, the HELLO_OK), consumed before the checks as the
+    // runner's prelude would, so a check sees only the frames it is about. Each is a rule of
+    // its own, so each cites it.
+    let mut owed = Vec::new();
     for r in &out.record {
         match r {
             Recorded::Send {
-                text: Some(text), ..
+                text: Some(text),
+                answers,
+                ..
             } => {
                 let _ = writeln!(t, "c1 > {text}");
+                owed.extend(answers.iter().cloned());
             }
-            Recorded::Send { text: None, bytes } => {
+            Recorded::Send {
+                text: None,
+                bytes,
+                answers,
+            } => {
                 let _ = writeln!(t, "c1 > raw {}", hex(bytes));
+                owed.extend(answers.iter().cloned());
             }
             Recorded::Spawned { request_id, k } => {
                 let _ = writeln!(
@@ -114,6 +126,14 @@ pub fn transcript(
             }
         }
     }
+    for answer in &owed {
+        let cites = if answer.starts_with("PONG") {
+            "PING.ECHO.1"
+        } else {
+            "HELLO.OK.1"
+        };
+        let _ = writeln!(t, "c1 < {answer}  # [{cites}]");
+    }
     match kind {
         Kind::Unsolicited | Kind::MissingReply(_) => {
             for (id, _) in &out.commands {
@@ -133,6 +153,13 @@ pub fn transcript(
             let _ = writeln!(t, "c1 < ERROR{{..}}  # [{clause}]");
         }
         Kind::ActedAfterFatal { detach } => {
+            // The requests before the fatal frame are answered (setup, citing nothing).
+            for (id, _) in &out.commands {
+                let _ = writeln!(
+                    t,
+                    "c1 < COMMAND_RESULT{{request_id={id} ..}} | ERROR{{request_id={id} ..}}"
+                );
+            }
             if !detach {
                 let _ = writeln!(t, "c1 < ERROR{{..}}  # [{clause}]");
             }

@@ -25,12 +25,17 @@
 //!
 //! A finding is minimised ([`shrink`]: ddmin over actions, then over the bytes of mutated
 //! frames) and written as a transcript `netfuzz/NNN-<kind>.phuxt` under `--out`, with the raw
-//! bytes beside it; `phux-conformance run --transcripts OUT --socket …` replays it.
+//! bytes beside it; `phux-conformance run --transcripts OUT --socket …` replays it. Before it
+//! is written, [`replay::check`] runs it against our engine (it must PASS) and against the
+//! server it was found on (it must FAIL); one that does not do both is written apart, as
+//! `unconfirmed/NNN-<kind>.phuxt.txt` with the reason, and is no case.
 
 pub mod emit;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mutate;
+pub mod oracle;
+pub mod replay;
 pub mod rng;
 pub mod run;
 pub mod session;
@@ -160,6 +165,11 @@ pub struct Campaign {
     pub stop_at_first: bool,
     /// Write each finding here as soon as it is minimised (see [`write_findings`]).
     pub out: Option<PathBuf>,
+    /// Check each finding's transcript against our engine in process (it must PASS) and
+    /// against the target (it must FAIL) before writing it as a case.
+    pub check_replay: bool,
+    /// How long a replay step waits on a real transport.
+    pub replay_timeout: Duration,
 }
 
 impl Default for Campaign {
@@ -177,6 +187,8 @@ impl Default for Campaign {
             progress: false,
             stop_at_first: false,
             out: None,
+            check_replay: true,
+            replay_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -200,6 +212,8 @@ pub struct Reported {
     pub transcript: String,
     /// The raw bytes the minimised session sent.
     pub raw: Vec<u8>,
+    /// Whether the transcript passes against our engine and fails against the target.
+    pub replay: replay::Replay,
 }
 
 /// What a campaign did.
@@ -209,8 +223,12 @@ pub struct Report {
     pub sessions: u64,
     /// Frames sent.
     pub frames: u64,
-    /// Time spent fuzzing (minimisation excluded).
+    /// Time spent fuzzing (minimisation and replay checks excluded).
     pub fuzzing: Duration,
+    /// Wall time of the whole campaign, minimisation and replay checks included.
+    pub wall: Duration,
+    /// Time spent minimising findings and checking their transcripts.
+    pub minimising: Duration,
     /// Findings, one per kind, in the order found.
     pub findings: Vec<Reported>,
     /// What the resource oracle saw, if it saw growth.
@@ -256,8 +274,8 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
     let mut last_resources: Option<(u64, usize)> = None;
     let mut number = 0u32;
     loop {
-        let fuzzing = started.elapsed().saturating_sub(minimising);
-        if fuzzing >= c.duration || c.max_sessions.is_some_and(|m| report.sessions >= m) {
+        // `duration` bounds the wall time, minimisation and replay checks included.
+        if started.elapsed() >= c.duration || c.max_sessions.is_some_and(|m| report.sessions >= m) {
             break;
         }
         let index = report.sessions;
@@ -271,7 +289,12 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
             } else {
                 let t0 = Instant::now();
                 number += 1;
-                let reported = minimise_and_write(connector, c, number, index, &actions, &f);
+                // Minimisation gets what is left of the campaign's time (at least a few
+                // seconds, so a finding near the end is still cut down a little).
+                let left = c.duration.saturating_sub(started.elapsed());
+                let budget = c.minimise_time.min(left.max(Duration::from_secs(5)));
+                let reported =
+                    minimise_and_write(connector, c, number, index, &actions, &f, budget);
                 minimising += t0.elapsed();
                 by_kind.insert(reported.finding.kind.clone(), report.findings.len());
                 let down = reported.finding.kind == Kind::ServerDown;
@@ -291,15 +314,16 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
         {
             last_resources = Some(now);
             if now.0 > c.max_rss_kb {
-                eprintln!(
-                    "netfuzz: resource oracle: pid {pid} holds {} KiB after session {index}, over \
-                     the cap of {} KiB: stopping",
-                    now.0, c.max_rss_kb
+                // The campaign stops; the server is not ours to stop, and it is still there.
+                let what = format!(
+                    "RSS {} KiB after session {index} (over the {} KiB cap); the campaign \
+                     stopped, and the server under test (pid {pid}, {} fds) is still running \
+                     with that memory: this campaign does not stop it, so end it yourself if \
+                     it keeps growing",
+                    now.0, c.max_rss_kb, now.1
                 );
-                report.resources = Some(format!(
-                    "RSS {} KiB after session {index} (over the {} KiB cap)",
-                    now.0, c.max_rss_kb
-                ));
+                eprintln!("netfuzz: resource oracle: {what}");
+                report.resources = Some(what);
                 break;
             }
             match baseline {
@@ -336,6 +360,8 @@ pub fn campaign(connector: &dyn Connector, c: &Campaign) -> Report {
         }
     }
     report.fuzzing = started.elapsed().saturating_sub(minimising);
+    report.wall = started.elapsed();
+    report.minimising = minimising;
     report
 }
 
@@ -346,14 +372,17 @@ fn minimise_and_write(
     session: u64,
     actions: &[Action],
     finding: &Finding,
+    time: Duration,
 ) -> Reported {
+    let label = format!("finding {number} ({})", finding.kind.slug());
     let m = shrink::minimise(
         connector,
         actions,
         &finding.kind,
         &c.bounds,
         c.minimise_budget,
-        c.minimise_time,
+        time,
+        c.progress.then_some(label.as_str()),
     );
     // The minimised session's own run gives the transcript (and its detail).
     let out = run_session(connector, &m.actions, &c.bounds);
@@ -371,6 +400,14 @@ fn minimise_and_write(
         m.runs
     );
     let transcript = emit::transcript(number, &shown, &out, c.bounds.queue_bound, &note);
+    let replay = if c.check_replay {
+        if c.progress {
+            eprintln!("netfuzz: {label}: checking that its transcript replays both ways");
+        }
+        replay::check(&transcript, &InProcess, connector, c.replay_timeout)
+    } else {
+        replay::Replay::Unconfirmed("not checked (check_replay off)".into())
+    };
     Reported {
         finding: shown,
         session,
@@ -380,10 +417,14 @@ fn minimise_and_write(
         minimise_runs: m.runs,
         transcript,
         raw: emit::raw_stream(&out),
+        replay,
     }
 }
 
-/// Writes the findings under `dir`: `prelude.phuxt`, `netfuzz/NNN-kind.phuxt` and `.bin`.
+/// Writes the findings under `dir`: `prelude.phuxt`, and per finding `netfuzz/NNN-kind.phuxt`
+/// and `.bin` when its transcript replays both ways ([`replay::check`]), otherwise
+/// `unconfirmed/NNN-kind.phuxt.txt` (not a case: the runner does not load it) opening with
+/// why, and the `.bin`.
 pub fn write_findings(dir: &Path, report: &Report) -> std::io::Result<()> {
     let area = dir.join("netfuzz");
     std::fs::create_dir_all(&area)?;
@@ -394,8 +435,22 @@ pub fn write_findings(dir: &Path, report: &Report) -> std::io::Result<()> {
     }
     for (i, r) in report.findings.iter().enumerate() {
         let stem = format!("{:03}-{}", i + 1, r.finding.kind.slug());
-        std::fs::write(area.join(format!("{stem}.phuxt")), &r.transcript)?;
-        std::fs::write(area.join(format!("{stem}.bin")), &r.raw)?;
+        match &r.replay {
+            replay::Replay::Confirmed => {
+                std::fs::write(area.join(format!("{stem}.phuxt")), &r.transcript)?;
+                std::fs::write(area.join(format!("{stem}.bin")), &r.raw)?;
+            }
+            replay::Replay::Unconfirmed(why) => {
+                let apart = dir.join("unconfirmed");
+                std::fs::create_dir_all(&apart)?;
+                let text = format!(
+                    "# Not a case: this transcript does not replay both ways ({why}).\n{}",
+                    r.transcript
+                );
+                std::fs::write(apart.join(format!("{stem}.phuxt.txt")), text)?;
+                std::fs::write(apart.join(format!("{stem}.bin")), &r.raw)?;
+            }
+        }
     }
     Ok(())
 }
@@ -459,20 +514,39 @@ pub fn run(args: &FuzzArgs) -> ExitCode {
         progress: true,
         stop_at_first: false,
         out: Some(args.out.clone()),
+        check_replay: true,
+        replay_timeout: Duration::from_secs(5),
     };
     let report = campaign(connector.as_ref(), &c);
     println!(
-        "netfuzz: {} sessions, {} frames in {:.1}s ({:.2} sessions/s, {:.0} frames/s), {} findings",
+        "netfuzz: {} sessions, {} frames in {:.1}s of fuzzing ({:.2} sessions/s, {:.0} frames/s), \
+         {} findings; {:.1}s in all, {:.1}s of it minimising and checking findings",
         report.sessions,
         report.frames,
         report.fuzzing.as_secs_f64(),
         report.sessions_per_sec(),
         report.frames_per_sec(),
-        report.findings.len()
+        report.findings.len(),
+        report.wall.as_secs_f64(),
+        report.minimising.as_secs_f64()
     );
-    for (i, r) in report.findings.iter().enumerate() {
+    if report.wall > args.duration + Duration::from_secs(1) {
         println!(
-            "  {:03} {} ×{}: {} (session {}, {} → {} actions)",
+            "  over --duration {:.0}s by {:.1}s: the last finding's minimisation (at least 5 s) \
+             and its replay checks (each step up to 5 s) ran past the end",
+            args.duration.as_secs_f64(),
+            report.wall.saturating_sub(args.duration).as_secs_f64()
+        );
+    }
+    for (i, r) in report.findings.iter().enumerate() {
+        let replay = match &r.replay {
+            replay::Replay::Confirmed => {
+                "replays: PASS against our engine, FAIL against the target".to_owned()
+            }
+            replay::Replay::Unconfirmed(why) => format!("NOT written as a case: {why}"),
+        };
+        println!(
+            "  {:03} {} ×{}: {} (session {}, {} → {} actions); {replay}",
             i + 1,
             r.finding.kind.slug(),
             r.count,

@@ -50,6 +50,11 @@ impl FieldSpan {
     pub(crate) fn value<'a>(&self, body: &'a [u8]) -> &'a [u8] {
         &body[self.value_at..self.end]
     }
+
+    /// The field's id, as a lenient decoder reads it.
+    pub(crate) fn id(&self, body: &[u8]) -> Option<u64> {
+        varint(&body[self.start..]).map(|(id, _)| id)
+    }
 }
 
 /// A LEB128 varint at the front of `buf`: its value and length (at most 10 bytes).

@@ -126,6 +126,9 @@ pub struct Framed {
     pub frame_type: u8,
     /// The frame, when our strict decoder reads it.
     pub frame: Option<Frame>,
+    /// Whether the server takes it on a live connection (no fatal frame before it, and not
+    /// fatal itself): then a PING is owed its PONG and the first HELLO its HELLO_OK.
+    pub live: bool,
 }
 
 /// The server's view of the stream a session writes, and what it owes in reply.
@@ -145,6 +148,10 @@ pub struct Shadow {
     pub owed_spawns: BTreeMap<u32, usize>,
     /// COMMANDs our decoder refuses: each may draw one ERROR ([ERROR.COMMAND.1]).
     pub bad_commands: usize,
+    /// The request ids a lenient decoder reads in those COMMANDs (field 1 of four bytes), with
+    /// counts: a mutation may give a refused COMMAND the id of another request, and then a
+    /// reply with that id cannot be told from the other's.
+    pub bad_ids: BTreeMap<u32, usize>,
     /// Decoded COMMAND request ids in the order sent (for a transcript's expectations).
     pub commands_sent: Vec<u32>,
 }
@@ -173,14 +180,25 @@ impl Shadow {
             }
             let frame_type = buf[at + 4];
             let frame = Frame::decode(&buf[at..end]).ok();
+            let body = &buf[at + HEADER_LEN..end];
             let ok = match &frame {
                 Some(f) => frame_allowed(f, own),
-                None => undecodable_allowed(frame_type, &buf[at + HEADER_LEN..end]),
+                None => undecodable_allowed(frame_type, body),
             };
             if !ok {
                 return None;
             }
-            out.push(Framed { frame_type, frame });
+            let request_id = (frame.is_none() && FrameType(frame_type) == FrameType::COMMAND)
+                .then(|| lenient_request_id(body))
+                .flatten();
+            out.push((
+                Framed {
+                    frame_type,
+                    frame,
+                    live: false,
+                },
+                request_id,
+            ));
             at = end;
         }
         // A partial frame that is already a SPAWN_TERMINAL or COMMAND will be judged whole;
@@ -190,15 +208,15 @@ impl Shadow {
         } else {
             buf[at..].to_vec()
         };
-        for f in &out {
-            self.account(f);
+        for (f, request_id) in &mut out {
+            f.live = self.account(f, *request_id);
         }
         if fused {
             self.fused = true;
             self.fatal
                 .get_or_insert_with(|| "a framing violation".to_owned());
         }
-        Some(out)
+        Some(out.into_iter().map(|(f, _)| f).collect())
     }
 
     /// How many bytes the frame under way still needs (0 when none is under way).
@@ -218,9 +236,10 @@ impl Shadow {
         (4 + len).saturating_sub(self.pending.len()).max(1)
     }
 
-    fn account(&mut self, f: &Framed) {
+    /// Takes one frame as the server will; whether the connection was live for it.
+    fn account(&mut self, f: &Framed, bad_request_id: Option<u32>) -> bool {
         if self.fatal.is_some() {
-            return;
+            return false;
         }
         let t = f.frame_type;
         let fatal = if t >= 0x80 {
@@ -236,7 +255,7 @@ impl Shadow {
         };
         if let Some(why) = fatal {
             self.fatal = Some(why);
-            return;
+            return false;
         }
         match &f.frame {
             Some(Frame::Hello(h)) => {
@@ -256,15 +275,29 @@ impl Shadow {
             Some(Frame::SpawnTerminal(s)) => {
                 *self.owed_spawns.entry(s.request_id).or_default() += 1;
             }
-            None => self.bad_commands += 1,
+            None => {
+                self.bad_commands += 1;
+                if let Some(id) = bad_request_id {
+                    *self.bad_ids.entry(id).or_default() += 1;
+                }
+            }
             Some(_) => {}
         }
+        self.fatal.is_none()
     }
 
     /// Whether every reply owed has come.
     pub fn settled(&self) -> bool {
         self.owed.values().all(|n| *n == 0) && self.owed_spawns.values().all(|n| *n == 0)
     }
+}
+
+/// Field 1 of a COMMAND body read leniently (any wire type, any order), as a server that
+/// accepts what our decoder refuses might read the request id.
+fn lenient_request_id(body: &[u8]) -> Option<u32> {
+    let spans = fields(body)?;
+    let value = spans.iter().find(|f| f.id(body) == Some(1))?.value(body);
+    Some(u32::from_be_bytes(value.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -289,6 +322,31 @@ mod tests {
         // Before HELLO: fatal, so nothing is owed.
         assert_eq!(s.admit(&kill_own, &own).map(|f| f.len()), Some(1));
         assert!(s.fatal.is_some() && s.settled());
+    }
+
+    #[test]
+    fn a_refused_command_keeps_the_request_id_a_lenient_reader_finds() {
+        let own = [TerminalId::Local(3)];
+        let mut s = Shadow {
+            hello: true,
+            ..Shadow::default()
+        };
+        // COMMAND{request_id=9, KILL_TERMINAL{local:3}} with field 2's length padded to a
+        // non-canonical varint: our decoder refuses it, a lenient one reads request 9.
+        let good = bytes("COMMAND{request_id=9 command=KILL_TERMINAL{terminal=local:3}}");
+        let body = &good[HEADER_LEN..];
+        // Field 1: 01 04 04 <4 bytes>; field 2 starts at 7: 02 04 <len>.
+        let mut padded = body[..9].to_vec();
+        padded.push(body[9] | 0x80);
+        padded.push(0x00);
+        padded.extend_from_slice(&body[10..]);
+        let bad = super::super::mutate::reframe(0x31, &padded);
+        assert!(Frame::decode(&bad).is_err());
+        let framed = s.admit(&bad, &own).unwrap();
+        assert_eq!(framed.len(), 1);
+        assert!(framed[0].live);
+        assert_eq!(s.bad_commands, 1);
+        assert_eq!(s.bad_ids.get(&9), Some(&1));
     }
 
     #[test]

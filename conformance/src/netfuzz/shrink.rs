@@ -25,12 +25,32 @@ struct Oracle<'a> {
     runs: usize,
     budget: usize,
     deadline: Instant,
+    /// What to call the finding in a progress line once a second, if anything.
+    progress: Option<&'a str>,
+    last_progress: Instant,
 }
 
 impl Oracle<'_> {
+    fn spent(&self) -> bool {
+        self.runs >= self.budget || Instant::now() >= self.deadline
+    }
+
     fn reproduces(&mut self, actions: &[Action]) -> bool {
-        if self.runs >= self.budget || Instant::now() >= self.deadline {
+        if self.spent() {
             return false;
+        }
+        if let Some(label) = self.progress
+            && self.last_progress.elapsed() >= Duration::from_secs(1)
+        {
+            self.last_progress = Instant::now();
+            eprintln!(
+                "netfuzz: minimising {label}: {} runs, {} actions in this candidate, {:.0}s left",
+                self.runs,
+                actions.len(),
+                self.deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_secs_f64()
+            );
         }
         self.runs += 1;
         run_session(self.connector, actions, self.bounds)
@@ -76,6 +96,7 @@ pub fn minimise(
     bounds: &Bounds,
     budget: usize,
     time: Duration,
+    progress: Option<&str>,
 ) -> Minimised {
     let mut o = Oracle {
         connector,
@@ -84,6 +105,8 @@ pub fn minimise(
         runs: 0,
         budget,
         deadline: Instant::now() + time,
+        progress,
+        last_progress: Instant::now(),
     };
     // What came after the finding showed played no part: cut it first.
     let acted = run_session(connector, actions, bounds).acted.max(1);
@@ -94,6 +117,9 @@ pub fn minimise(
     cur = ddmin(cur, &mut |c: &[Action]| o.reproduces(c));
     // Then each mutated frame: first as the bytes it was, then with fewer body bytes.
     for i in 0..cur.len() {
+        if o.spent() {
+            break;
+        }
         if !matches!(cur[i], Action::Mutated(..)) {
             continue;
         }

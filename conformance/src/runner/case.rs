@@ -87,6 +87,8 @@ pub(super) struct Case {
     pub(super) fresh_spawns: Vec<(String, Value)>,
     /// `(conn, stream)` of streams the server opened without an ATTACH_TERMINAL.
     pub(super) implicit_streams: BTreeSet<(String, String)>,
+    /// Whether the server sent anything (bytes or a close) on any connection of the case.
+    pub(super) heard: bool,
 }
 
 /// The terminal a `TERMINAL_SPAWNED{result=ok{terminal=…}}` names.
@@ -507,6 +509,9 @@ impl Case {
         let Some(c) = self.conns.get_mut(conn) else {
             return Ok(false);
         };
+        if got != Recv::Nothing {
+            self.heard = true;
+        }
         match got {
             Recv::Bytes(bytes) => {
                 c.received += bytes.len() as u64;

@@ -43,6 +43,8 @@ pub struct Runner<'a> {
     pub templates: Templates,
     /// The spec, for clause levels.
     pub spec: &'a Spec,
+    /// phux's own sentences traced to our clauses, cited in a failure's requirement lines.
+    pub matrix: &'a crate::matrix::Matrix,
     /// How long an expectation waits on a real transport.
     pub timeout: Duration,
     /// Cases not to run and the peer's known deviations.
@@ -64,15 +66,22 @@ const POLL_SLICE: Duration = Duration::from_millis(50);
 impl Runner<'_> {
     /// Connects once, sends the prelude's `Hello`, and reads the server's features.
     pub fn discover(&mut self) -> Result<(), String> {
+        self.server.features = self.handshake()?;
+        Ok(())
+    }
+
+    /// Whether the server still completes a handshake (HELLO answered by HELLO_OK on a new
+    /// connection); `Err` says what happened instead.
+    pub fn handshake(&self) -> Result<BTreeSet<String>, String> {
         let mut transport = self.connector.open().map_err(|e| e.to_string())?;
-        self.discover_on(transport.as_mut())
+        self.handshake_on(transport.as_mut())
             .map_err(|e| match transport.server_stderr() {
                 Some(stderr) => format!("{e}; the server's stderr:\n{stderr}"),
                 None => e,
             })
     }
 
-    fn discover_on(&mut self, transport: &mut dyn Transport) -> Result<(), String> {
+    fn handshake_on(&self, transport: &mut dyn Transport) -> Result<BTreeSet<String>, String> {
         let hello = self.templates.expand(&Value::ident("Hello"))?;
         let frame = Frame::from_value(&hello).map_err(|e| format!("prelude Hello: {e}"))?;
         let conn = transport.connect().map_err(|e| e.to_string())?;
@@ -100,12 +109,19 @@ impl Runner<'_> {
                     let value = frame.to_value();
                     let features = pattern::field(&value, "capabilities")
                         .and_then(|c| pattern::field(c, "features"));
-                    self.server.features = flag_names(features);
                     let _ = transport.send(conn, &Frame::Detach.to_bytes());
-                    return Ok(());
+                    return Ok(flag_names(features));
                 }
             }
         }
+    }
+
+    /// The report of a case not run because the server stopped answering (`why` says since
+    /// when).
+    pub fn not_run(&self, t: &Transcript, why: String) -> CaseReport {
+        let mut report = blank_report(t);
+        report.outcome = Outcome::NotRun(why);
+        report
     }
 
     /// The report of a case the run's profile leaves out.
@@ -171,6 +187,7 @@ impl Runner<'_> {
             tolerate_implicit_attach: self.profile == Profile::Phux,
             fresh_spawns: Vec::new(),
             implicit_streams: BTreeSet::new(),
+            heard: false,
         };
         if !case.transport.virtual_time() {
             case.op_salt = fresh_salt();
@@ -190,8 +207,17 @@ impl Runner<'_> {
                         expected,
                         actual,
                     ),
+                    StepError::Failed { expected, actual } if step.clauses.is_empty() => (
+                        Outcome::Error(format!(
+                            "setup failed at line {}: the step checks no clause, so the \
+                             case could not get to what it checks",
+                            step.line
+                        )),
+                        expected,
+                        actual,
+                    ),
                     StepError::Failed { expected, actual } => {
-                        (self.failure_outcome(t, step), expected, actual)
+                        (self.failure_outcome(step), expected, actual)
                     }
                     StepError::Runner(why) => (Outcome::Error(why.clone()), String::new(), why),
                 };
@@ -200,6 +226,22 @@ impl Runner<'_> {
                     line: step.line,
                     step: step.text.clone(),
                     clauses: step.clauses.clone(),
+                    requirements: step
+                        .clauses
+                        .iter()
+                        .map(|c| {
+                            let phux = self.matrix.cites(c);
+                            let phux = if phux.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (phux: {})", phux.join(", "))
+                            };
+                            match self.spec.text(c) {
+                                Some(text) => format!("[{c}] {text}{phux}"),
+                                None => format!("[{c}] (not in the spec)"),
+                            }
+                        })
+                        .collect(),
                     expected,
                     actual,
                 });
@@ -219,6 +261,7 @@ impl Runner<'_> {
             }
         }
         report.wire = case.wire;
+        report.heard_from_server = case.heard;
         report.elapsed = started.elapsed();
         report
     }
@@ -363,14 +406,15 @@ impl Runner<'_> {
         None
     }
 
-    /// FAIL when the failing step (or, citing nothing, the transcript) is MUST, else NON_STRICT.
-    fn failure_outcome(&self, t: &Transcript, step: &Step) -> Outcome {
+    /// FAIL when a clause the failing step cites is MUST, else NON_STRICT (a step that cites
+    /// none is setup, an ERROR, decided before this).
+    fn failure_outcome(&self, step: &Step) -> Outcome {
         let level = step
             .clauses
             .iter()
             .filter_map(|c| self.spec.level(c))
             .min()
-            .unwrap_or(t.level);
+            .unwrap_or(Level::Must);
         if level == Level::Must {
             Outcome::Fail
         } else {
@@ -390,6 +434,7 @@ fn blank_report(t: &Transcript) -> CaseReport {
         wire: Vec::new(),
         elapsed: Duration::ZERO,
         server_stderr: None,
+        heard_from_server: false,
     }
 }
 

@@ -23,6 +23,9 @@ pub enum Outcome {
     Known(String),
     /// Listed as a known deviation of the peer, but it passed: the list is out of date.
     KnownPassed(String),
+    /// Not run: the server stopped completing handshakes before this case (the reason names
+    /// the case after which it stopped). It fails the run, but blames no clause.
+    NotRun(String),
 }
 
 impl Outcome {
@@ -38,12 +41,16 @@ impl Outcome {
             Self::Skipped(_) => "SKIPPED",
             Self::Known(_) => "KNOWN",
             Self::KnownPassed(_) => "KNOWN_PASSED",
+            Self::NotRun(_) => "NOT_RUN",
         }
     }
 
     /// Whether it makes the run fail.
     pub fn is_failure(&self) -> bool {
-        matches!(self, Self::Fail | Self::Error(_) | Self::KnownPassed(_))
+        matches!(
+            self,
+            Self::Fail | Self::Error(_) | Self::KnownPassed(_) | Self::NotRun(_)
+        )
     }
 
     /// The reason it carries, for outcomes that have one.
@@ -54,7 +61,8 @@ impl Outcome {
             | Self::Error(r)
             | Self::Skipped(r)
             | Self::Known(r)
-            | Self::KnownPassed(r) => Some(r),
+            | Self::KnownPassed(r)
+            | Self::NotRun(r) => Some(r),
             Self::Pass | Self::Fail | Self::NonStrict => None,
         }
     }
@@ -69,6 +77,9 @@ pub struct Failure {
     pub step: String,
     /// The clauses the step cites.
     pub clauses: Vec<String>,
+    /// What those clauses require: `[ID] sentence` each, from the spec (empty for a step
+    /// that cites none: a setup step, whose failure is an ERROR).
+    pub requirements: Vec<String>,
     /// What was expected.
     pub expected: String,
     /// What happened instead.
@@ -97,4 +108,6 @@ pub struct CaseReport {
     /// The tail of the server's standard error, when the case did not pass and the transport
     /// started the server (or its bridge).
     pub server_stderr: Option<String>,
+    /// Whether the server sent the case anything at all (a byte or a close).
+    pub heard_from_server: bool,
 }

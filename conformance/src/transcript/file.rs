@@ -266,8 +266,20 @@ pub fn load_files(
                 message: format!("id `{}` does not match the file's place `{want}`", t.id),
             });
         }
-        out.push(t);
+        // One id, one case: `--filter` and a peer file's `case =` name cases by id.
+        if let Some((other, _)) = out
+            .iter()
+            .find(|(_, o): &&(String, Transcript)| o.id == t.id)
+        {
+            return Err(ParseError {
+                path: path.clone(),
+                line: 1,
+                message: format!("id `{}` is also the id of {other}", t.id),
+            });
+        }
+        out.push((path.clone(), t));
     }
+    let mut out: Vec<Transcript> = out.into_iter().map(|(_, t)| t).collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok((prelude, out))
 }
@@ -484,6 +496,19 @@ c1 bytes since resume <= 5_000
         }
         assert!(parse("f", &format!("{HEADER}c1 > raw 7*3\n")).is_err());
         assert!(parse("f", &format!("{HEADER}c1 > raw 00*99999999999\n")).is_err());
+    }
+
+    #[test]
+    fn two_files_with_one_id_do_not_load() {
+        let case = "id: probe/015\nclauses: PING.ECHO.1\nlevel: MUST\ndescription: d\n\
+                    requirement: r\n---\nc1 > PING{nonce=1}\n";
+        let files = [
+            ("probe/015-a.phuxt".to_owned(), case.to_owned()),
+            ("probe/015-b.phuxt".to_owned(), case.to_owned()),
+        ];
+        let err = load_files(&files).expect_err("a duplicate id");
+        assert_eq!(err.path, "probe/015-b.phuxt");
+        assert!(err.message.contains("probe/015-a.phuxt"), "{}", err.message);
     }
 
     #[test]

@@ -94,9 +94,6 @@ struct Rewriter {
     jobs: BTreeMap<OperationId, (LocalTerminal, Vec<u8>)>,
 }
 
-/// The frames of one connection the engine handles per turn, as `phux-mio-server`'s driver.
-const FRAMES_PER_TURN: usize = 32;
-
 /// The program name `$PROBE` names in process; `<it> probe` runs the simulated probe.
 pub(crate) const SIM_PROBE_PROGRAM: &str = "phux-conformance";
 
@@ -155,11 +152,9 @@ struct Sim {
 
 impl Sim {
     fn new(flip: Option<RuleFlip>) -> Self {
-        // [SERVER.FAIR.1] Frames are handled a bounded budget at a time, as over a socket
-        // (the reference driver's 32), the rest when the harness comes back for them.
-        let mut config = ServerConfig::new(server_id_for(1));
-        config.frames_per_receive = FRAMES_PER_TURN;
-        let mut h = Harness::with_config(config);
+        // [SERVER.FAIR.1] Frames are handled a bounded budget at a time (the engine's default,
+        // as over a socket), the rest when the harness comes back for them.
+        let mut h = Harness::with_config(ServerConfig::new(server_id_for(1)));
         // The runner keeps its own wire log of what it sends and reads.
         h.log.set_enabled(false);
         h.set_raw_reads(true);

@@ -154,11 +154,11 @@ fn coverage_table_lists_every_clause() {
 }
 
 /// Every clause says whose rule it is: ours by an `> Ours …` / `> Beyond phux:` note, phux's by
-/// a `> phux:` citation of phux's text. Clauses of phux not cited yet are listed in
-/// `phux-uncited.txt`, which only shrinks: a new clause without a note fails here, and so does
-/// a listed clause that has gained one (delete its line).
+/// phux's own text, cited by a `> phux:` note or by a row of the requirements matrix
+/// (`phux-requirements.toml`). `phux-uncited.txt` lists phux clauses citing neither, and stays
+/// empty: a new clause of phux needs its sentence traced before it lands.
 #[test]
-fn every_clause_says_whose_rule_it_is() {
+fn every_phux_clause_cites_phux_text() {
     let paths = Paths::default();
     let suite = Suite::load(&paths).unwrap();
     let listed: BTreeSet<String> =
@@ -168,16 +168,44 @@ fn every_clause_says_whose_rule_it_is() {
             .filter(|l| !l.is_empty())
             .map(str::to_owned)
             .collect();
-    let uncited: BTreeSet<String> = suite.spec.uncited_phux().map(|c| c.id.clone()).collect();
-    let new: Vec<&String> = uncited.difference(&listed).collect();
     assert!(
-        new.is_empty(),
-        "clauses with no ownership note: add `> phux: <phux's text>` after a phux rule, or \
-         `> Ours:` / `> Ours (Rn):` / `> Beyond phux:` after one of ours: {new:?}"
+        listed.is_empty(),
+        "phux-uncited.txt must stay empty (trace the clause in phux-requirements.toml): {listed:?}"
     );
-    let done: Vec<&String> = listed.difference(&uncited).collect();
+    let uncited: Vec<&str> = suite.uncited_phux().iter().map(|c| c.id.as_str()).collect();
     assert!(
-        done.is_empty(),
-        "phux-uncited.txt lists clauses that now say whose they are (delete them): {done:?}"
+        uncited.is_empty(),
+        "clauses of phux citing no phux text: add a row to conformance/phux-requirements.toml \
+         that traces phux's sentence to them (or a `> phux:` note), or mark one of ours with \
+         `> Ours:` / `> Ours (Rn):` / `> Beyond phux:`: {uncited:?}"
+    );
+}
+
+/// The requirements matrix: every row's clauses exist, every sentence is traced to clauses or
+/// a reason (checked as it is read), and the published table is the one the matrix generates
+/// today (`PHUX_BLESS=1` rewrites it).
+#[test]
+fn the_requirements_matrix_is_consistent_and_published() {
+    let paths = Paths::default();
+    let suite = Suite::load(&paths).unwrap();
+    let report = suite.matrix_report();
+    assert!(
+        report.unknown_clauses.is_empty(),
+        "phux-requirements.toml names clauses the spec lacks: {:?}",
+        report.unknown_clauses
+    );
+    let (normative, checked) = report.figures();
+    assert!(normative >= 150, "only {normative} normative sentences");
+    assert!(checked > 0);
+    let published = paths.matrix.with_file_name("PHUX-REQUIREMENTS.md");
+    let now = report.markdown();
+    if std::env::var_os("PHUX_BLESS").is_some() {
+        std::fs::write(&published, &now).unwrap();
+    }
+    assert!(
+        read(&published) == now,
+        "conformance/PHUX-REQUIREMENTS.md is stale: regenerate it with \
+         `PHUX_BLESS=1 cargo test -p phux-conformance --test it coverage` \
+         (or `phux-conformance matrix --markdown`)"
     );
 }

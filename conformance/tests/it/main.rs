@@ -10,8 +10,10 @@
 mod launch;
 
 mod coverage;
+mod keydiff;
 mod mutants;
 mod netfuzz;
+mod paste_reference;
 mod peer;
 mod probe_canonical;
 mod probe_raw;
@@ -19,5 +21,6 @@ mod probe_signals;
 mod probe_stall;
 mod probe_util;
 mod run_cli;
+mod runner_blame;
 mod suite;
 mod wire_cli;

@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::time::Duration;
 
+use phux_conformance::netfuzz::replay::Replay;
 use phux_conformance::netfuzz::run::{Bounds, Kind};
 use phux_conformance::netfuzz::{Campaign, Report, campaign, write_findings};
+use phux_conformance::runner::Outcome;
 use phux_conformance::suite::{Paths, Suite};
 use phux_conformance::transport::{
     ConnKey, Connector, InProcess, Recv, SocketConnector, Transport, TransportError,
@@ -296,12 +298,29 @@ fn found_and_minimised(bug: Bug, kind: &Kind, sessions: u64) {
         r.minimise_runs,
         r.transcript
     );
+    // Checked both ways before it was written ...
+    assert_eq!(r.replay, Replay::Confirmed, "{bug:?}:\n{}", r.transcript);
+    // ... and the file written replays so: it FAILs (a cited step, not setup) against the
+    // broken server and PASSes against ours.
     let (suite, _dir) = finding_suite(&report);
+    assert_eq!(
+        suite.transcripts.len(),
+        1,
+        "{bug:?}: the finding was not written as a case"
+    );
     let timeout = Duration::from_secs(5);
     let broken = suite.run(&Broken(bug), None, timeout).unwrap();
-    assert!(broken.iter().all(|c| c.outcome.is_failure()), "{broken:?}");
+    assert!(
+        broken
+            .iter()
+            .all(|c| matches!(c.outcome, Outcome::Fail | Outcome::NonStrict)),
+        "{broken:?}"
+    );
     let honest = suite.run(&InProcess, None, timeout).unwrap();
-    assert!(!honest.iter().any(|c| c.outcome.is_failure()), "{honest:?}");
+    assert!(
+        honest.iter().all(|c| c.outcome == Outcome::Pass),
+        "{honest:?}"
+    );
 }
 
 #[test]
@@ -410,17 +429,29 @@ fn live_terminals(connector: &SocketConnector) -> usize {
     }
 }
 
-/// The `netfuzz_session` cargo-fuzz target's committed corpus, replayed through its body on
-/// stable: every input is a session our engine must pass.
+/// The `netfuzz_session` cargo-fuzz target's committed corpus and every minimised crash it
+/// found (`fuzz/regressions/netfuzz_session/`, when there are any), replayed through its body
+/// on stable: every input is a session our engine must pass.
 #[test]
-fn the_fuzz_corpus_replays_clean() {
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/netfuzz_session");
+fn the_fuzz_corpus_and_regressions_replay_clean() {
+    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let mut files = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        phux_conformance::netfuzz::fuzzing::session(&std::fs::read(&path).unwrap());
-        files += 1;
+    for dir in ["corpus", "regressions"] {
+        let dir = fuzz.join(dir).join("netfuzz_session");
+        // Only the corpus must exist: a target may have found nothing yet.
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            assert!(
+                dir.ends_with("regressions/netfuzz_session"),
+                "no corpus in {}",
+                dir.display()
+            );
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            phux_conformance::netfuzz::fuzzing::session(&std::fs::read(&path).unwrap());
+            files += 1;
+        }
     }
-    assert!(files >= 5, "{files} inputs in {}", dir.display());
+    assert!(files >= 5, "{files} inputs in {}", fuzz.display());
 }

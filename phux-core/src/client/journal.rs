@@ -9,14 +9,20 @@
 //!
 //! | kind | record | payload |
 //! |---|---|---|
-//! | 5 | Enqueued | `enqueued_at u64 ‖ addressed_to[32] ‖ COMMAND frame` (request id 0, APPLY_INPUT: op, terminal, events) |
+//! | 6 | Enqueued | `enqueued_at u64 ‖ addressed_to[32] ‖ submission[16] ‖ part u32 ‖ parts u32 ‖ COMMAND frame` (request id 0, APPLY_INPUT: op, terminal, events) |
+//! | 5 | Enqueued (before submissions were recorded; read only) | `enqueued_at u64 ‖ addressed_to[32] ‖ COMMAND frame` |
 //! | 1 | Enqueued (before incarnations were recorded; read only) | `enqueued_at u64 ‖ COMMAND frame` |
 //! | 2 | Sent | `op[16] ‖ at u64 ‖ incarnation[32]` |
 //! | 3 | Answered | `op[16]` |
-//! | 4 | Resolved | `op[16] ‖ 00` delivered · `op ‖ 01 ‖ reason u8` unknown · `op ‖ 02 ‖ code u16 ‖ UTF-8 message` refused · `op ‖ 03 ‖ reason u8` not sent |
+//! | 7 | Ended | `submission[16] ‖ part u32` |
+//! | 4 | Resolved | `op[16] ‖ 00` delivered · `op ‖ 01 ‖ reason u8` unknown · `op ‖ 02 ‖ code u16 ‖ UTF-8 message` refused · `op ‖ 03 ‖ reason u8` not sent · `op ‖ 03 ‖ 03 ‖ part u32` not sent after an earlier part failed |
 //!
 //! A kind-1 record names no incarnation: it reads as addressed to
 //! [`Incarnation::UNRECORDED`], which no server has, so such an operation is never sent.
+//! Kind-1 and kind-5 records name no submission ([`JournalRecord::Enqueued`]'s `part` is
+//! `None`); the outbox infers it when it replays them (CLIENT.SUBMIT.4). A reader older than
+//! kind 6 takes such a record for damage, reports it with its offset and moves it aside
+//! (CLIENT.JOURNAL.6, CLIENT.JOURNAL.7): it never sends a part it cannot place.
 //!
 //! The input events are stored as the phux wire encoding of the APPLY_INPUT command, so there
 //! is one encoding of input atoms. Times are the engine's [`Instant`]s in microseconds.
@@ -47,6 +53,8 @@ const KIND_SENT: u8 = 2;
 const KIND_ANSWERED: u8 = 3;
 const KIND_RESOLVED: u8 = 4;
 const KIND_ADDRESSED: u8 = 5;
+const KIND_SUBMITTED: u8 = 6;
+const KIND_ENDED: u8 = 7;
 
 /// A server incarnation: SHA-256 of a HELLO_OK `server_id` (which is opaque and unbounded on
 /// the wire), so records stay small and comparisons stay bytewise.
@@ -79,6 +87,29 @@ impl fmt::Debug for Incarnation {
     }
 }
 
+/// Where an operation stands in the submission (one `send` or `paste`) it was split from: the
+/// parts of a submission are sent in order, and none after a part that was not delivered.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Part {
+    /// The submission, named by the operation id of its first part.
+    pub submission: OperationId,
+    /// This part's place, from 1.
+    pub index: u32,
+    /// How many parts the submission has.
+    pub of: u32,
+}
+
+impl Part {
+    /// The only part of a submission of one operation.
+    pub fn alone(op: OperationId) -> Self {
+        Self {
+            submission: op,
+            index: 1,
+            of: 1,
+        }
+    }
+}
+
 /// One journal record.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum JournalRecord {
@@ -91,6 +122,9 @@ pub enum JournalRecord {
         /// The server incarnation it is addressed to: its terminal id means something only
         /// there (CLIENT.BIND.1).
         addressed_to: Incarnation,
+        /// Its place in its submission; `None` in a record written before submissions were
+        /// recorded (kinds 1 and 5).
+        part: Option<Part>,
     },
     /// A send of the operation went out on a connection to `incarnation`.
     Sent {
@@ -113,6 +147,15 @@ pub enum JournalRecord {
         op: OperationId,
         /// How it ended.
         resolution: Resolution,
+    },
+    /// Part `part` of `submission` was not delivered, so none of its later parts is ever
+    /// sent. Written by compaction for later parts still pending once the failed part's own
+    /// `Resolved` record (which says the same) is compacted away.
+    Ended {
+        /// The submission (the operation id of its first part).
+        submission: OperationId,
+        /// The part that was not delivered.
+        part: u32,
     },
 }
 
@@ -164,6 +207,14 @@ pub enum RecordError {
     /// An all-zero operation id.
     #[error("operation id is zero")]
     ZeroOperationId,
+    /// A part number of 0, or past the submission's count.
+    #[error("part {index} of {of} is not a part")]
+    Part {
+        /// The part's place.
+        index: u32,
+        /// The submission's count.
+        of: u32,
+    },
     /// An unknown resolution tag or unknown-reason value.
     #[error("unknown resolution value {value}")]
     Resolution {
@@ -270,6 +321,7 @@ impl JournalRecord {
         match self {
             Self::Enqueued { input, .. } => input.operation_id,
             Self::Sent { op, .. } | Self::Answered { op } | Self::Resolved { op, .. } => *op,
+            Self::Ended { submission, .. } => *submission,
         }
     }
 
@@ -283,10 +335,20 @@ impl JournalRecord {
                 input,
                 enqueued_at,
                 addressed_to,
+                part,
             } => {
-                out.push(KIND_ADDRESSED);
+                out.push(if part.is_some() {
+                    KIND_SUBMITTED
+                } else {
+                    KIND_ADDRESSED
+                });
                 out.extend_from_slice(&enqueued_at.as_micros().to_be_bytes());
                 out.extend_from_slice(addressed_to.as_bytes());
+                if let Some(part) = part {
+                    out.extend_from_slice(&part.submission.bytes());
+                    out.extend_from_slice(&part.index.to_be_bytes());
+                    out.extend_from_slice(&part.of.to_be_bytes());
+                }
                 Frame::Command(CommandFrame {
                     request_id: 0,
                     command: Command::ApplyInput(input.clone()),
@@ -307,6 +369,11 @@ impl JournalRecord {
                 out.push(KIND_ANSWERED);
                 out.extend_from_slice(&op.bytes());
             }
+            Self::Ended { submission, part } => {
+                out.push(KIND_ENDED);
+                out.extend_from_slice(&submission.bytes());
+                out.extend_from_slice(&part.to_be_bytes());
+            }
             Self::Resolved { op, resolution } => {
                 out.push(KIND_RESOLVED);
                 out.extend_from_slice(&op.bytes());
@@ -324,11 +391,15 @@ impl JournalRecord {
                     }
                     Resolution::NotSent(reason) => {
                         out.push(3);
-                        out.push(match reason {
-                            NotSentReason::ServerGone => 0,
-                            NotSentReason::Expired => 1,
-                            NotSentReason::Dropped => 2,
-                        });
+                        match reason {
+                            NotSentReason::ServerGone => out.push(0),
+                            NotSentReason::Expired => out.push(1),
+                            NotSentReason::Dropped => out.push(2),
+                            NotSentReason::EarlierPartFailed { part } => {
+                                out.push(3);
+                                out.extend_from_slice(&part.to_be_bytes());
+                            }
+                        }
                     }
                     Resolution::Refused { code, message } => {
                         out.push(2);
@@ -398,17 +469,38 @@ impl JournalRecord {
             return Err(RecordError::Version { found: *version });
         }
         match *kind {
-            KIND_ENQUEUED | KIND_ADDRESSED => {
-                let at =
-                    take_u64(payload).ok_or(RecordError::PayloadLength { kind: "Enqueued" })?;
-                let (addressed_to, frame) = if *kind == KIND_ADDRESSED {
+            KIND_ENQUEUED | KIND_ADDRESSED | KIND_SUBMITTED => {
+                let short = RecordError::PayloadLength { kind: "Enqueued" };
+                let at = take_u64(payload).ok_or(short.clone())?;
+                let (addressed_to, rest) = if *kind == KIND_ENQUEUED {
+                    (Incarnation::UNRECORDED, &payload[8..])
+                } else {
                     let inc: [u8; 32] = payload
                         .get(8..40)
                         .and_then(|b| b.try_into().ok())
-                        .ok_or(RecordError::PayloadLength { kind: "Enqueued" })?;
+                        .ok_or(short.clone())?;
                     (Incarnation(inc), &payload[40..])
+                };
+                let (part, frame) = if *kind == KIND_SUBMITTED {
+                    let submission = take_op(rest)?;
+                    let word = |at: usize| -> Result<u32, RecordError> {
+                        rest.get(at..at + 4)
+                            .and_then(|b| b.try_into().ok())
+                            .map(u32::from_be_bytes)
+                            .ok_or(short.clone())
+                    };
+                    let (index, of) = (word(16)?, word(20)?);
+                    if index == 0 || index > of {
+                        return Err(RecordError::Part { index, of });
+                    }
+                    let part = Part {
+                        submission,
+                        index,
+                        of,
+                    };
+                    (Some(part), &rest[24..])
                 } else {
-                    (Incarnation::UNRECORDED, &payload[8..])
+                    (None, rest)
                 };
                 let frame = Frame::decode(frame).map_err(RecordError::Frame)?;
                 let Frame::Command(CommandFrame {
@@ -422,6 +514,7 @@ impl JournalRecord {
                     input,
                     enqueued_at: Instant::from_micros(at),
                     addressed_to,
+                    part,
                 })
             }
             KIND_SENT => {
@@ -447,6 +540,18 @@ impl JournalRecord {
                     op: take_op(payload)?,
                 })
             }
+            KIND_ENDED => {
+                let [submission @ .., a, b, c, d] = payload else {
+                    return Err(RecordError::PayloadLength { kind: "Ended" });
+                };
+                if submission.len() != 16 {
+                    return Err(RecordError::PayloadLength { kind: "Ended" });
+                }
+                Ok(Self::Ended {
+                    submission: take_op(submission)?,
+                    part: u32::from_be_bytes([*a, *b, *c, *d]),
+                })
+            }
             KIND_RESOLVED => {
                 let op = take_op(payload)?;
                 let resolution = match &payload[16..] {
@@ -458,6 +563,9 @@ impl JournalRecord {
                         3 => UnknownReason::RetriesExhausted,
                         4 => UnknownReason::Dropped,
                         &value => return Err(RecordError::Resolution { value }),
+                    }),
+                    [3, 3, a, b, c, d] => Resolution::NotSent(NotSentReason::EarlierPartFailed {
+                        part: u32::from_be_bytes([*a, *b, *c, *d]),
                     }),
                     [3, reason] => Resolution::NotSent(match reason {
                         0 => NotSentReason::ServerGone,
@@ -495,7 +603,7 @@ fn plausible_record(bytes: &[u8]) -> bool {
         && bytes.get(LEN_LEN) == Some(&JOURNAL_VERSION)
         && bytes
             .get(LEN_LEN + 1)
-            .is_some_and(|k| (KIND_ENQUEUED..=KIND_ADDRESSED).contains(k))
+            .is_some_and(|k| (KIND_ENQUEUED..=KIND_ENDED).contains(k))
         && JournalRecord::decode_prefix(bytes).is_ok()
 }
 

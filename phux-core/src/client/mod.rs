@@ -310,9 +310,15 @@ impl ClientEngine {
     /// Limits which pending operations the engine sends, resends, decides and expires (see
     /// [`Scope`]); the others stay in the outbox and its journal untouched.
     /// Operations that come into the scope while connected are settled against the
-    /// connected incarnation at once (those addressed elsewhere are resolved).
+    /// connected incarnation at once (those addressed elsewhere are resolved), and those a
+    /// journal showed to follow a failed part of their submission are resolved not sent,
+    /// connected or not.
     pub fn set_scope(&mut self, now: Instant, scope: Scope) {
         self.outbox.set_scope(scope);
+        // [CLIENT.SUBMIT.2] A part that follows a failed one is settled at once, connected
+        // or not.
+        let blocked = self.outbox.settle_blocked();
+        self.report(blocked);
         if let Conn::Ready { incarnation, .. } = self.conn {
             let resolved = self.outbox.settle_foreign(incarnation);
             self.report(resolved);
@@ -650,16 +656,8 @@ impl ClientEngine {
     ) {
         if let Some(op) = self.op_requests.remove(&request_id) {
             self.op_sent.remove(&op);
-            let terminal = self.outbox.pending(op).map(|p| p.input.terminal.clone());
-            if let (Some(resolution), Some(terminal)) =
-                (self.outbox.handle_answer(now, op, result), terminal)
-            {
-                self.events.push_back(ClientEvent::OperationResolved {
-                    op,
-                    terminal,
-                    resolution,
-                });
-            }
+            let resolved = self.outbox.handle_answer(now, op, result);
+            self.report(resolved);
         } else if self.commands.remove(&request_id) {
             self.events
                 .push_back(ClientEvent::CommandResult { request_id, result });

@@ -8,6 +8,12 @@
 //! outbox can be rebuilt after a client restart ([`Outbox::rebuild`]) and the file rewritten
 //! small ([`Outbox::compact`]).
 //!
+//! One submission (a `send`, a `paste`) may need several operations (the wire limits an
+//! APPLY_INPUT to 64 KiB and 256 events). Its parts go out in order, and a part that is not
+//! delivered (refused, unknown, not sent, dropped) ends the submission: every later part is
+//! resolved not sent without ever leaving ([`NotSentReason::EarlierPartFailed`]), so a
+//! program never reads the end of a paste without its start.
+//!
 //! What happens after each send is the [`retry`] policy's decision.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -19,6 +25,7 @@ use phux_proto::{ErrorCode, OperationId, TerminalId};
 
 use super::batch::{event_len, split_events};
 pub use super::batch::{max_paste_len, split_utf8};
+pub use super::journal::Part;
 use super::journal::{Incarnation, JournalError, JournalRecord};
 pub use super::retry::Resolution;
 use super::retry::{
@@ -125,6 +132,11 @@ struct Pending {
     enqueued_at: Instant,
     /// The server incarnation the operation was submitted to; it is sent nowhere else.
     addressed_to: Incarnation,
+    /// Its place in its submission.
+    part: Part,
+    /// An earlier part of its submission was not delivered (found when replaying a journal):
+    /// it is never sent, and is resolved not sent once in the scope.
+    blocked_by: Option<u32>,
     first_sent_at: Option<Instant>,
     /// The incarnation of the last send.
     incarnation: Option<Incarnation>,
@@ -154,6 +166,11 @@ pub struct PendingView<'a> {
     pub enqueued_at: Instant,
     /// The server incarnation it is addressed to.
     pub addressed_to: Incarnation,
+    /// Its place in its submission.
+    pub part: Part,
+    /// The earlier part of its submission that was not delivered, if one was: it will not be
+    /// sent.
+    pub blocked_by: Option<u32>,
 }
 
 /// The client's pending acknowledged-input operations.
@@ -202,6 +219,8 @@ impl Outbox {
             first_sent_at: p.first_sent_at,
             enqueued_at: p.enqueued_at,
             addressed_to: p.addressed_to,
+            part: p.part,
+            blocked_by: p.blocked_by,
         })
     }
 
@@ -327,12 +346,22 @@ impl Outbox {
                 return Err(OutboxError::DuplicateId { op: *op });
             }
         }
+        let of = u32::try_from(ids.len()).map_err(|_| OutboxError::TooLarge {
+            len,
+            ceiling: self.config.ceiling,
+        })?;
         let terminals = std::iter::repeat_n(terminal, batches.len());
-        for ((op, events), terminal) in ids.iter().zip(batches).zip(terminals) {
+        for (((op, events), terminal), index) in ids.iter().zip(batches).zip(terminals).zip(1..) {
             let input = ApplyInput {
                 operation_id: *op,
                 terminal,
                 events,
+            };
+            // [CLIENT.SUBMIT.1] Each part names its submission and its place in it.
+            let part = Part {
+                submission: ids[0],
+                index,
+                of,
             };
             // [CLIENT.OUTBOX.1] Recorded before it can be sent.
             // [CLIENT.BIND.1] The incarnation is recorded with the operation.
@@ -340,13 +369,20 @@ impl Outbox {
                 input: input.clone(),
                 enqueued_at: now,
                 addressed_to,
+                part: Some(part),
             });
-            self.insert(input, now, addressed_to);
+            self.insert(input, now, addressed_to, part);
         }
         Ok(ids)
     }
 
-    fn insert(&mut self, input: ApplyInput, enqueued_at: Instant, addressed_to: Incarnation) {
+    fn insert(
+        &mut self,
+        input: ApplyInput,
+        enqueued_at: Instant,
+        addressed_to: Incarnation,
+        part: Part,
+    ) {
         let op = input.operation_id;
         self.queues
             .entry(input.terminal.clone())
@@ -359,6 +395,8 @@ impl Outbox {
                 input,
                 enqueued_at,
                 addressed_to,
+                part,
+                blocked_by: None,
                 first_sent_at: None,
                 incarnation: None,
                 attempts: 0,
@@ -380,7 +418,9 @@ impl Outbox {
         // inside the horizon (`expire` resolves the rest).
         let op = self.heads().find(|op| {
             self.ops.get(op).is_some_and(|p| {
-                !p.in_flight
+                // [CLIENT.SUBMIT.2] Never a part after one that was not delivered.
+                p.blocked_by.is_none()
+                    && !p.in_flight
                     && p.not_before <= now
                     && p.addressed_to == incarnation
                     && age(now, Some(p.enqueued_at)) < OPERATION_HORIZON
@@ -404,20 +444,24 @@ impl Outbox {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.heads()
             .filter_map(|op| self.ops.get(&op))
-            .filter(|p| !p.in_flight)
+            .filter(|p| !p.in_flight && p.blocked_by.is_none())
             .map(|p| p.not_before)
             .min()
     }
 
-    /// The server answered `op`'s in-flight send. Returns the resolution if this ends it.
-    /// An answer for an operation not in flight is ignored (`None`).
+    /// The server answered `op`'s in-flight send. Returns what this answer resolves: nothing
+    /// (a retry follows), or the operation, followed by the later parts of its submission
+    /// that it ends when it was not delivered. An answer for an operation not in flight is
+    /// ignored.
     pub fn handle_answer(
         &mut self,
         now: Instant,
         op: OperationId,
         result: phux_proto::CommandResult,
-    ) -> Option<Resolution> {
-        let pending = self.ops.get(&op).filter(|p| p.in_flight)?;
+    ) -> Vec<(ApplyInput, Resolution)> {
+        let Some(pending) = self.ops.get(&op).filter(|p| p.in_flight) else {
+            return Vec::new();
+        };
         let age = age(now, pending.first_sent_at);
         let decision = retry::decide(
             SendOutcome::Result(result),
@@ -444,8 +488,9 @@ impl Outbox {
         }
     }
 
-    /// A connection to `incarnation` is up. Every operation in the scope addressed to another
-    /// incarnation is resolved: unknown if a send of it is in doubt, else not sent. Every
+    /// A connection to `incarnation` is up. Every operation in the scope that follows a failed
+    /// part of its submission is resolved not sent ([`Outbox::settle_blocked`]); every one
+    /// addressed to another incarnation is resolved: unknown if a send of it is in doubt, else not sent. Every
     /// operation in doubt is decided: resent (same incarnation, inside the horizon) or
     /// reported unknown. Then expired operations are resolved ([`Outbox::expire`]). Returns
     /// the resolutions, in submission order.
@@ -454,7 +499,8 @@ impl Outbox {
         now: Instant,
         incarnation: Incarnation,
     ) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = self.settle_foreign(incarnation);
+        let mut resolved = self.settle_blocked();
+        resolved.extend(self.settle_foreign(incarnation));
         for op in self.in_scope() {
             let Some(pending) = self.ops.get(&op).filter(|p| p.in_doubt) else {
                 continue;
@@ -469,100 +515,128 @@ impl Outbox {
                 pending.attempts,
                 true,
             );
-            let input = pending.input.clone();
-            if let Some(resolution) = self.apply(now, op, decision, false) {
-                resolved.push((input, resolution));
-            }
+            resolved.extend(self.apply(now, op, decision, false));
         }
         resolved.extend(self.expire(now));
         resolved
+    }
+
+    /// [CLIENT.SUBMIT.2] Resolves as not sent every operation in the scope that a journal showed
+    /// to follow a part of its submission that was not delivered. Needs no connection: such
+    /// an operation is never sent anywhere. Returns the resolutions, in submission order.
+    pub fn settle_blocked(&mut self) -> Vec<(ApplyInput, Resolution)> {
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let part = self.ops.get(&op)?.blocked_by?;
+                Some((
+                    op,
+                    Resolution::NotSent(NotSentReason::EarlierPartFailed { part }),
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// Resolves every operation in the scope, not awaiting an answer, that is addressed to an
     /// incarnation other than `incarnation` (the one now connected): unknown if a send of it
     /// is in doubt ([CLIENT.RETRY.8]), else not sent. Returns the resolutions.
     pub fn settle_foreign(&mut self, incarnation: Incarnation) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            if p.addressed_to == incarnation || p.in_flight {
-                continue;
-            }
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::IncarnationChanged)
-            } else {
-                // [CLIENT.BIND.3] Its server is gone; the terminal id now names something else.
-                Resolution::NotSent(NotSentReason::ServerGone)
-            };
-            let input = p.input.clone();
-            self.resolve(op, resolution.clone());
-            resolved.push((input, resolution));
-        }
-        resolved
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                if p.addressed_to == incarnation || p.in_flight {
+                    return None;
+                }
+                Some((
+                    op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::IncarnationChanged)
+                    } else {
+                        // [CLIENT.BIND.3] Its server is gone; the terminal id now names
+                        // something else.
+                        Resolution::NotSent(NotSentReason::ServerGone)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// [CLIENT.BIND.4] Resolves every operation in the scope, not awaiting an answer, whose
     /// submission is [`OPERATION_HORIZON`] old (or dated in the future, as after a clock
     /// reset): unknown if a send of it is in doubt, else not sent. Returns the resolutions.
     pub fn expire(&mut self, now: Instant) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            if p.in_flight || age(now, Some(p.enqueued_at)) < OPERATION_HORIZON {
-                continue;
-            }
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::HorizonElapsed)
-            } else {
-                Resolution::NotSent(NotSentReason::Expired)
-            };
-            let input = p.input.clone();
-            self.resolve(op, resolution.clone());
-            resolved.push((input, resolution));
-        }
-        resolved
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                if p.in_flight || age(now, Some(p.enqueued_at)) < OPERATION_HORIZON {
+                    return None;
+                }
+                Some((
+                    op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::HorizonElapsed)
+                    } else {
+                        Resolution::NotSent(NotSentReason::Expired)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// The user gives up `ops` (those pending and not awaiting an answer): each is resolved
-    /// unknown if a send of it is in doubt, else not sent. Returns the resolutions.
+    /// unknown if a send of it is in doubt, else not sent, and so is every later part of
+    /// their submissions. Returns the resolutions.
     pub fn drop_pending(&mut self, ops: &[OperationId]) -> Vec<(ApplyInput, Resolution)> {
-        let mut resolved = Vec::new();
-        for op in ops {
-            let Some(p) = self.ops.get(op).filter(|p| !p.in_flight) else {
-                continue;
-            };
-            let resolution = if p.in_doubt {
-                Resolution::Unknown(UnknownReason::Dropped)
-            } else {
-                Resolution::NotSent(NotSentReason::Dropped)
-            };
-            let input = p.input.clone();
-            self.resolve(*op, resolution.clone());
-            resolved.push((input, resolution));
-        }
-        resolved
+        let mut seen = HashSet::new();
+        let decided = ops
+            .iter()
+            .filter(|op| seen.insert(**op))
+            .filter_map(|op| {
+                let p = self.ops.get(op).filter(|p| !p.in_flight)?;
+                Some((
+                    *op,
+                    if p.in_doubt {
+                        Resolution::Unknown(UnknownReason::Dropped)
+                    } else {
+                        Resolution::NotSent(NotSentReason::Dropped)
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     /// Resolves every pending operation that was never sent or was last answered "not
     /// written" (so nothing of it was written) as refused with `code` and `message`; those in
     /// doubt are reported unknown. For a server that cannot take acknowledged input at all.
     pub fn refuse_all(&mut self, code: ErrorCode, message: &str) -> Vec<(ApplyInput, Resolution)> {
-        let mut out = Vec::new();
-        for op in self.in_scope() {
-            let Some(p) = self.ops.get(&op) else { continue };
-            let resolution = if p.in_doubt || p.in_flight {
-                Resolution::Unknown(UnknownReason::RetriesExhausted)
-            } else {
-                Resolution::Refused {
-                    code,
-                    message: message.to_owned(),
-                }
-            };
-            let input = p.input.clone();
-            self.resolve(op, resolution.clone());
-            out.push((input, resolution));
-        }
-        out
+        let decided = self
+            .in_scope()
+            .into_iter()
+            .filter_map(|op| {
+                let p = self.ops.get(&op)?;
+                Some((
+                    op,
+                    if p.in_doubt || p.in_flight {
+                        Resolution::Unknown(UnknownReason::RetriesExhausted)
+                    } else {
+                        Resolution::Refused {
+                            code,
+                            message: message.to_owned(),
+                        }
+                    },
+                ))
+            })
+            .collect();
+        self.resolve_all(decided)
     }
 
     fn apply(
@@ -571,43 +645,96 @@ impl Outbox {
         op: OperationId,
         decision: RetryDecision,
         answered: bool,
-    ) -> Option<Resolution> {
+    ) -> Vec<(ApplyInput, Resolution)> {
         let resolution = match decision {
             RetryDecision::Retry { after } => {
-                let pending = self.ops.get_mut(&op)?;
-                pending.in_flight = false;
-                pending.not_before = now + after;
-                if answered {
-                    self.record(JournalRecord::Answered { op });
+                if let Some(pending) = self.ops.get_mut(&op) {
+                    pending.in_flight = false;
+                    pending.not_before = now + after;
+                    if answered {
+                        self.record(JournalRecord::Answered { op });
+                    }
                 }
-                return None;
+                return Vec::new();
             }
             RetryDecision::Delivered => Resolution::Delivered,
             RetryDecision::ReportUnknown(reason) => Resolution::Unknown(reason),
             RetryDecision::Refused { code, message } => Resolution::Refused { code, message },
         };
-        self.resolve(op, resolution.clone());
-        Some(resolution)
+        self.resolve_all(vec![(op, resolution)])
     }
 
-    fn resolve(&mut self, op: OperationId, resolution: Resolution) {
-        if self.remove(op) {
+    /// Resolves each of `decided` that is pending with its own resolution, in order; then,
+    /// for each that was not delivered, every later part of its submission still pending.
+    /// Returns what was resolved, `decided` first.
+    fn resolve_all(
+        &mut self,
+        decided: Vec<(OperationId, Resolution)>,
+    ) -> Vec<(ApplyInput, Resolution)> {
+        let mut resolved = Vec::with_capacity(decided.len());
+        let mut ended = Vec::new();
+        for (op, resolution) in decided {
+            let Some(pending) = self.remove(op) else {
+                continue;
+            };
+            // The part whose failure ends the submission: this one, or the one that ended it
+            // before (a part blocked after a crash).
+            match &resolution {
+                Resolution::Delivered => {}
+                Resolution::NotSent(NotSentReason::EarlierPartFailed { part }) => {
+                    ended.push((pending.part, *part));
+                }
+                _ => ended.push((pending.part, pending.part.index)),
+            }
             // [CLIENT.OUTBOX.3] Dropped only once resolved, and the resolution is journaled.
-            self.record(JournalRecord::Resolved { op, resolution });
+            self.record(JournalRecord::Resolved {
+                op,
+                resolution: resolution.clone(),
+            });
+            resolved.push((pending.input, resolution));
         }
+        for (from, failed) in ended {
+            resolved.extend(self.end_submission(from, failed));
+        }
+        resolved
     }
 
-    fn remove(&mut self, op: OperationId) -> bool {
-        let Some(pending) = self.ops.remove(&op) else {
-            return false;
-        };
+    /// [CLIENT.SUBMIT.2] Part `failed` of a submission was not delivered: every part after
+    /// `from` is resolved not sent. None of them has been sent: a terminal's operations go out
+    /// one at a time in order, so a later part leaves only once every earlier part is
+    /// delivered.
+    fn end_submission(&mut self, from: Part, failed: u32) -> Vec<(ApplyInput, Resolution)> {
+        let mut later: Vec<(u32, OperationId)> = self
+            .ops
+            .iter()
+            .filter(|(_, p)| p.part.submission == from.submission && p.part.index > from.index)
+            .map(|(op, p)| (p.part.index, *op))
+            .collect();
+        later.sort_unstable();
+        let mut resolved = Vec::new();
+        for (_, op) in later {
+            let Some(pending) = self.remove(op) else {
+                continue;
+            };
+            let resolution = Resolution::NotSent(NotSentReason::EarlierPartFailed { part: failed });
+            self.record(JournalRecord::Resolved {
+                op,
+                resolution: resolution.clone(),
+            });
+            resolved.push((pending.input, resolution));
+        }
+        resolved
+    }
+
+    fn remove(&mut self, op: OperationId) -> Option<Pending> {
+        let pending = self.ops.remove(&op)?;
         if let Some(queue) = self.queues.get_mut(&pending.input.terminal) {
             queue.retain(|o| *o != op);
             if queue.is_empty() {
                 self.queues.remove(&pending.input.terminal);
             }
         }
-        true
+        Some(pending)
     }
 
     /// Rebuilds the outbox from journal records (oldest first), after a client restart.
@@ -650,6 +777,13 @@ impl Outbox {
         let mut check = |e: JournalError| if on_error(e.clone()) { Ok(()) } else { Err(e) };
         // Whether each operation's last send is still unanswered.
         let mut awaiting: HashSet<OperationId> = HashSet::new();
+        // Per submission, the first part that was not delivered.
+        let mut ended: HashMap<OperationId, u32> = HashMap::new();
+        let mut end = |submission: OperationId, part: u32| {
+            let first = ended.entry(submission).or_insert(part);
+            *first = (*first).min(part);
+        };
+        let mut legacy = LegacyParts::default();
         for (index, record) in records.into_iter().enumerate() {
             let op = record.op();
             match record {
@@ -657,13 +791,22 @@ impl Outbox {
                     input,
                     enqueued_at,
                     addressed_to,
+                    part,
                 } => {
                     if outbox.ops.contains_key(&op) {
                         check(JournalError::DuplicateOperation { index, op })?;
                         continue;
                     }
-                    outbox.insert(input, enqueued_at, addressed_to);
+                    let part = match part {
+                        Some(part) => {
+                            legacy.reset();
+                            part
+                        }
+                        None => legacy.place(&input, enqueued_at, addressed_to),
+                    };
+                    outbox.insert(input, enqueued_at, addressed_to, part);
                 }
+                JournalRecord::Ended { submission, part } => end(submission, part),
                 JournalRecord::Sent {
                     incarnation, at, ..
                 } => {
@@ -687,10 +830,15 @@ impl Outbox {
                     }
                     awaiting.remove(&op);
                 }
-                JournalRecord::Resolved { .. } => {
-                    if !outbox.remove(op) {
+                JournalRecord::Resolved { resolution, .. } => {
+                    let Some(pending) = outbox.remove(op) else {
                         check(JournalError::UnknownOperation { index, op })?;
                         continue;
+                    };
+                    // [CLIENT.SUBMIT.2] Its later parts were resolved after it; if the process
+                    // died before their records were durable, they are blocked below.
+                    if resolution != Resolution::Delivered {
+                        end(pending.part.submission, pending.part.index);
                     }
                     awaiting.remove(&op);
                 }
@@ -702,6 +850,16 @@ impl Outbox {
                 p.in_doubt = true;
             }
         }
+        for p in outbox.ops.values_mut() {
+            if let Some(&failed) = ended.get(&p.part.submission)
+                && p.part.index > failed
+            {
+                p.blocked_by = Some(failed);
+            }
+            if let Some(&of) = legacy.counts.get(&p.part.submission) {
+                p.part.of = of;
+            }
+        }
         Ok(outbox)
     }
 
@@ -711,12 +869,23 @@ impl Outbox {
         let mut ordered: Vec<&Pending> = self.ops.values().collect();
         ordered.sort_unstable_by_key(|p| p.seq);
         let mut out = Vec::with_capacity(ordered.len());
+        let mut ended = HashSet::new();
         for p in ordered {
             let op = p.input.operation_id;
+            if let Some(part) = p.blocked_by
+                && ended.insert(p.part.submission)
+            {
+                // The failed part's own record is gone: say what it said.
+                out.push(JournalRecord::Ended {
+                    submission: p.part.submission,
+                    part,
+                });
+            }
             out.push(JournalRecord::Enqueued {
                 input: p.input.clone(),
                 enqueued_at: p.enqueued_at,
                 addressed_to: p.addressed_to,
+                part: Some(p.part),
             });
             if let (Some(at), Some(incarnation)) = (p.first_sent_at, p.incarnation) {
                 out.push(JournalRecord::Sent {
@@ -731,6 +900,42 @@ impl Outbox {
             }
         }
         out
+    }
+}
+
+/// [CLIENT.SUBMIT.4] The parts of submissions recorded before submissions were: phuxctl
+/// submitted once per run and recorded every part with the same time, terminal and
+/// incarnation, one after another; so consecutive such `Enqueued` records (other kinds of
+/// record between them aside) are the parts of one submission, numbered among those still
+/// pending.
+#[derive(Default)]
+struct LegacyParts {
+    last: Option<(TerminalId, Incarnation, Instant, Part)>,
+    /// Per inferred submission, how many parts were found.
+    counts: HashMap<OperationId, u32>,
+}
+
+impl LegacyParts {
+    fn place(&mut self, input: &ApplyInput, at: Instant, addressed_to: Incarnation) -> Part {
+        let part = match &self.last {
+            Some((terminal, inc, when, prev))
+                if *terminal == input.terminal && *inc == addressed_to && *when == at =>
+            {
+                Part {
+                    index: prev.index.saturating_add(1),
+                    ..*prev
+                }
+            }
+            _ => Part::alone(input.operation_id),
+        };
+        self.counts.insert(part.submission, part.index);
+        self.last = Some((input.terminal.clone(), addressed_to, at, part));
+        part
+    }
+
+    /// A record that names its submission breaks a run of legacy records.
+    fn reset(&mut self) {
+        self.last = None;
     }
 }
 

@@ -86,6 +86,13 @@ pub enum NotSentReason {
     Expired,
     /// The user dropped it before it was sent.
     Dropped,
+    /// An earlier part of the same submission was not delivered (refused, unknown or not
+    /// sent), so this part is never sent: the program must not read the rest of a paste
+    /// without its start (CLIENT.SUBMIT.2).
+    EarlierPartFailed {
+        /// The part (1-based) that was not delivered.
+        part: u32,
+    },
 }
 
 /// What to do with the operation next.

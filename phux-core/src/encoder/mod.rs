@@ -20,9 +20,9 @@ mod key;
 mod mouse;
 mod paste;
 
-pub use key::encode_key;
+pub use key::{ctrl_byte, encode_key, types_input};
 pub use mouse::encode_mouse;
-pub use paste::{encode_paste, paste_is_unsafe};
+pub use paste::{encode_paste, neutralize_paste, paste_is_unsafe};
 
 use phux_proto::ErrorCode;
 use phux_proto::input::{FocusEvent, InputEvent};
@@ -110,6 +110,16 @@ pub enum BatchError {
         /// The running total at the event that crossed the bound.
         len: usize,
     },
+    /// Step 8: the key event at `index` types input (it carries text, or is a key that types
+    /// a character) but encodes to no bytes under the terminal's modes; answering OK would
+    /// report as delivered a key the program never gets.
+    #[error(
+        "APPLY_INPUT event {index} types input but encodes to no bytes under the terminal's modes"
+    )]
+    TypesNothing {
+        /// The position of the key event in the batch.
+        index: usize,
+    },
     /// Step 8: the event at `index` could not be encoded.
     #[error("APPLY_INPUT event encoding failed (event {index}): {source}")]
     Encode {
@@ -125,7 +135,9 @@ impl BatchError {
     pub fn code(&self) -> ErrorCode {
         match self {
             Self::UnsafePaste { .. } => ErrorCode::UNSAFE_PASTE,
-            Self::TooLarge { .. } | Self::Encode { .. } => ErrorCode::INVALID_COMMAND,
+            Self::TooLarge { .. } | Self::TypesNothing { .. } | Self::Encode { .. } => {
+                ErrorCode::INVALID_COMMAND
+            }
         }
     }
 }
@@ -186,7 +198,7 @@ pub fn encode_batch(
     // event is encoded (step 7 precedes step 8).
     if let Some(index) = events
         .iter()
-        .position(|ev| matches!(ev, InputEvent::Paste(p) if paste_is_unsafe(p)))
+        .position(|ev| matches!(ev, InputEvent::Paste(p) if paste_is_unsafe(p, modes)))
     {
         return Err(BatchError::UnsafePaste { index });
     }
@@ -202,11 +214,20 @@ pub fn encode_batch(
                 return Err(BatchError::TooLarge { len });
             }
         }
+        let before = out.len();
         match event {
             // Step 7 already vetted every paste.
             InputEvent::Paste(p) => paste::encode_checked(p, modes, &mut out),
             other => encode_event(other, modes, cells, &mut out)
                 .map_err(|source| BatchError::Encode { index, source })?,
+        }
+        // [INPUT.APPLY.13] A key that types input must reach the program as bytes; the batch
+        // is refused whole, before any of it is written.
+        if out.len() == before
+            && let InputEvent::Key(key) = event
+            && types_input(key)
+        {
+            return Err(BatchError::TypesNothing { index });
         }
         // [INPUT.APPLY.8] The running total of encoded bytes must stay within 64 KiB.
         if out.len() > MAX_ENCODED_BATCH {
@@ -367,6 +388,41 @@ mod tests {
         assert_eq!(
             encode_batch(&events, &modes, CellGeometry::default()).unwrap(),
             "\x1b[Ié\x1b[200~a b\x1b[201~".as_bytes()
+        );
+    }
+
+    // [INPUT.APPLY.13] A key that carries text the encoder cannot send refuses the whole
+    // batch, keys before it included; keys that legitimately write nothing do not.
+    #[test]
+    fn batch_with_a_key_that_types_nothing_is_refused() {
+        let modes = TerminalModes::default();
+        let silent = KeyEvent {
+            text: Some("\u{3}".to_owned()),
+            ..KeyEvent::press(PhysicalKey::UNIDENTIFIED, ModSet::NONE)
+        };
+        let events = vec![
+            InputEvent::Key(text_key("a")),
+            InputEvent::Key(silent.clone()),
+        ];
+        let err = encode_batch(&events, &modes, CellGeometry::default()).unwrap_err();
+        assert_eq!(err, BatchError::TypesNothing { index: 1 });
+        assert_eq!(err.code(), ErrorCode::INVALID_COMMAND);
+        let legit = vec![
+            InputEvent::Key(KeyEvent {
+                action: KeyAction::Release,
+                ..text_key("a")
+            }),
+            InputEvent::Key(KeyEvent {
+                composing: true,
+                ..text_key("a")
+            }),
+            InputEvent::Key(KeyEvent::press(PhysicalKey::SHIFT_LEFT, ModSet::SHIFT)),
+            InputEvent::Key(KeyEvent::press(PhysicalKey::PRINT_SCREEN, ModSet::NONE)),
+            InputEvent::Key(KeyEvent::press(PhysicalKey::UNIDENTIFIED, ModSet::NONE)),
+        ];
+        assert_eq!(
+            encode_batch(&legit, &modes, CellGeometry::default()),
+            Ok(Vec::new())
         );
     }
 
@@ -540,6 +596,21 @@ mod tests {
             prop_assert_eq!(out, text.into_bytes());
         }
 
+        // [INPUT.APPLY.13] What a keyboard sends (text without control characters, or none)
+        // always reaches the program when the key types input, whatever the modes: the
+        // refusal never meets an honest client.
+        #[test]
+        fn a_key_that_types_input_always_encodes(
+            key in any_key(),
+            text in proptest::option::of("[^\\p{Cc}]{1,3}"),
+            modes in any_modes(),
+        ) {
+            let key = KeyEvent { text, ..key };
+            let mut out = Vec::new();
+            encode_key(&key, &modes, &mut out);
+            prop_assert!(!types_input(&key) || !out.is_empty(), "{key:?} under {modes:?}");
+        }
+
         // [INPUT.APPLY.8] Whatever the batch, an Ok result never exceeds the bound, and a
         // TooLarge refusal reports a length over it.
         #[test]
@@ -560,8 +631,16 @@ mod tests {
                 Err(BatchError::TooLarge { len }) => prop_assert!(len > MAX_ENCODED_BATCH),
                 Err(BatchError::UnsafePaste { index }) => {
                     prop_assert!(
-                        matches!(&events[index], InputEvent::Paste(p) if paste_is_unsafe(p))
+                        matches!(&events[index], InputEvent::Paste(p) if paste_is_unsafe(p, &modes))
                     );
+                }
+                Err(BatchError::TypesNothing { index }) => {
+                    let InputEvent::Key(key) = &events[index] else {
+                        return Err(TestCaseError::fail("TypesNothing for a non-key event"));
+                    };
+                    let mut alone = Vec::new();
+                    encode_key(key, &modes, &mut alone);
+                    prop_assert!(types_input(key) && alone.is_empty());
                 }
                 Err(other) => prop_assert!(false, "unexpected {other:?}"),
             }

@@ -2,6 +2,12 @@
 
 use std::time::Duration;
 
+/// The units of work of one connection the engine handles per `Received` by default
+/// ([SERVER.FAIR.1]; [`ServerConfig::frames_per_receive`]): a read of 64 KiB holds thousands
+/// of small requests, each of which may cost a screen's reflow (a resize) or a reply; the
+/// other sources wait no longer than this many of them.
+pub const FRAMES_PER_RECEIVE: usize = 32;
+
 /// Server-wide settings.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ServerConfig {
@@ -31,10 +37,9 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// The most frames of one connection handled per `Received` ([SERVER.FAIR.1]), a spawn,
     /// a resize, an attach or a screen read counting as 8 and every 64 KiB of replies a request
-    /// queues as one more; the rest stay buffered until the
-    /// driver asks again ([`ServerEngine::is_backlogged`]). A driver serving many clients on
-    /// one thread sets it, so that one client's flood waits its turn; `usize::MAX` (the
-    /// default) handles all at once.
+    /// queues as one more; the rest stay buffered until the driver asks again
+    /// ([`ServerEngine::is_backlogged`]), so that one client's flood waits its turn.
+    /// [`FRAMES_PER_RECEIVE`] by default; `usize::MAX` handles all at once.
     ///
     /// [`ServerEngine::is_backlogged`]: crate::server::ServerEngine::is_backlogged
     pub frames_per_receive: usize,
@@ -58,7 +63,7 @@ impl ServerConfig {
             default_command: vec!["/bin/sh".to_owned()],
             handshake_timeout: Duration::from_secs(10),
             max_connections: 256,
-            frames_per_receive: usize::MAX,
+            frames_per_receive: FRAMES_PER_RECEIVE,
             queued_budget: 256 * 1024 * 1024,
         }
     }

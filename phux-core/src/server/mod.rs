@@ -55,20 +55,22 @@ mod upgrade;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+use phux_proto::command::CommandResult;
 use phux_proto::frame::DetachReason;
 use phux_proto::ids::{BootstrapId, StreamId};
-use phux_proto::{ClientId, ErrorCode};
+use phux_proto::{ClientId, ErrorCode, Frame};
 
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
 use crate::ledger::OperationLedger;
 use crate::time::Instant;
-use connection::Connection;
+use connection::{Connection, Queued};
+use outbound::Budget;
 use terminal::Terminal;
 
 pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
-pub use config::{ServerConfig, SpawnSpec};
+pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
@@ -422,6 +424,150 @@ impl ServerEngine {
                 return id;
             }
         }
+    }
+}
+
+/// Sending by connection id, and the server-wide shed: each connection queues its own frames
+/// ([`Connection::send_encoded`]) within the budgets [`outbound`] decides.
+impl ServerEngine {
+    /// Queues one frame for a connection, coalescing with an adjacent send to it.
+    fn send(&mut self, id: ConnId, frame: &Frame) {
+        self.send_encoded(id, Budget::of(frame), |bytes| frame.encode(bytes));
+    }
+
+    /// Queues the frame `encode` appends, counted against `budget`.
+    fn send_encoded(&mut self, id: ConnId, budget: Budget, encode: impl FnOnce(&mut Vec<u8>)) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let queued = conn.send_encoded(
+            &mut self.actions,
+            &mut self.pool,
+            budget,
+            self.config.control_budget,
+            encode,
+        );
+        self.queued += queued.len();
+        match queued {
+            Queued::Closed => return,
+            Queued::Bytes(_) => {}
+            // [QUEUE.CONTROL.2] A client that lets control frames pile up is detached.
+            Queued::ControlOverflow(_) => self.detach(
+                id,
+                DetachReason::PROTOCOL_ERROR,
+                "outbound control queue overflow: the client is not reading",
+            ),
+        }
+        self.shed_over_budget();
+    }
+
+    /// [SERVER.LIMIT.5] While the bytes held for all connections (queued for them, and
+    /// received from them but not yet framed) pass the server-wide budget, the open connection
+    /// holding the most is failed (RESOURCE_EXHAUSTED, then DETACHED): the most expensive
+    /// peer goes first, and the others keep their service. Checked at once when the queued
+    /// bytes alone pass it; `unframed_grew` asks for the full count, which walks the
+    /// connections, after a connection's unframed bytes grew large.
+    fn shed_over_budget_if(&mut self, unframed_grew: bool) {
+        if self.shedding || !(unframed_grew || self.queued > self.config.queued_budget) {
+            return;
+        }
+        self.shedding = true;
+        self.shed_heaviest();
+        self.shedding = false;
+    }
+
+    fn shed_over_budget(&mut self) {
+        self.shed_over_budget_if(false);
+    }
+
+    fn shed_heaviest(&mut self) {
+        loop {
+            let open = self
+                .conns
+                .values()
+                .filter(|c| !c.is_closed())
+                .map(|c| (c.id(), c.held()));
+            let Some((heaviest, _)) = outbound::heaviest_over(open, self.config.queued_budget)
+            else {
+                return;
+            };
+            self.fail(
+                heaviest,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the server's memory budget is spent and this client holds the most of it",
+            );
+        }
+    }
+
+    /// Queues a frame whose head other connections share, counted against the output budget.
+    fn send_shared(&mut self, id: ConnId, frame: SharedFrame) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let queued = conn.send_shared(&mut self.actions, frame);
+        if queued == Queued::Closed {
+            return;
+        }
+        self.queued += queued.len();
+        self.shed_over_budget();
+    }
+
+    fn send_result(&mut self, id: ConnId, request_id: u32, result: CommandResult) {
+        self.send(
+            id,
+            &Frame::CommandResult(phux_proto::frame::CommandResultFrame { request_id, result }),
+        );
+    }
+
+    fn send_error_result(
+        &mut self,
+        id: ConnId,
+        request_id: u32,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) {
+        self.send_result(
+            id,
+            request_id,
+            CommandResult::Error {
+                code,
+                message: message.into(),
+            },
+        );
+    }
+
+    /// An ERROR frame (connection-level; command failures go in COMMAND_RESULT).
+    fn send_error(&mut self, id: ConnId, request_id: Option<u32>, code: ErrorCode, message: &str) {
+        self.send(
+            id,
+            &Frame::Error(phux_proto::frame::ErrorFrame {
+                request_id,
+                code,
+                message: message.to_owned(),
+            }),
+        );
+    }
+
+    /// Sends DETACHED and closes, without an ERROR.
+    fn detach(&mut self, id: ConnId, reason: DetachReason, message: &str) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.is_closed() {
+            return;
+        }
+        if let Some(at) = conn.take_handshake_deadline() {
+            self.handshakes.remove(&(at, id));
+        }
+        if let Some(len) = conn.detach(&mut self.actions, reason, message) {
+            self.queued += len;
+        }
+    }
+
+    /// [ERROR.FATAL.1] ERROR, then DETACHED{PROTOCOL_ERROR} with the same text, then close.
+    fn fail(&mut self, id: ConnId, code: ErrorCode, message: &str) {
+        self.send_error(id, None, code, message);
+        self.detach(id, DetachReason::PROTOCOL_ERROR, message);
     }
 }
 

@@ -13,7 +13,6 @@ use std::fmt;
 
 use phux_proto::command::Signal;
 
-use super::ExitKind;
 use crate::time::Instant;
 use crate::writer::Termios;
 
@@ -172,6 +171,25 @@ impl ChildModel for Cat {
                 io.write(&self.line);
                 self.line.clear();
             }
+        }
+    }
+}
+
+/// How the child ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ExitKind {
+    /// `_exit(code)`.
+    Code(i32),
+    /// Killed by a signal.
+    Signal(Signal),
+}
+
+impl ExitKind {
+    /// The status TERMINAL_CLOSED carries: the code, or none for a signal.
+    pub fn exit_status(self) -> Option<i32> {
+        match self {
+            Self::Code(code) => Some(code),
+            Self::Signal(_) => None,
         }
     }
 }

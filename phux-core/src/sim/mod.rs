@@ -100,13 +100,13 @@ use crate::server::{
 };
 use crate::time::Instant;
 
-pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, Received, Record};
+pub use child::{Cat, ChildIo, ChildMode, ChildModel, Echo, ExitKind, Received, Record};
 pub use conn::SimConn;
 pub use frames::{
     apply_input, command_frame, error_code, events, expect_json, hello_frame, paste, server_id_for,
     untrusted_paste,
 };
-pub use pty::{DEFAULT_KERNEL_BUFFER, ExitKind, PtyEvent, SimPty, count};
+pub use pty::{DEFAULT_KERNEL_BUFFER, PtyEvent, SimPty, count};
 pub use wirelog::WireLog;
 use wirelog::fmt_duration;
 

@@ -11,31 +11,12 @@ use std::time::Duration;
 
 use phux_proto::command::Signal;
 
-use super::child::{ChildIo, ChildMode, ChildModel, Received};
+use super::child::{ChildIo, ChildMode, ChildModel, ExitKind, Received};
 use crate::time::Instant;
 use crate::writer::{JobId, PortWrite, PtyPort, PtyWriter, Termios, WriteOutcome};
 
 /// The kernel's PTY input buffer, in bytes: writes beyond it wait for the child to read.
 pub const DEFAULT_KERNEL_BUFFER: usize = 4096;
-
-/// How the child ended.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ExitKind {
-    /// `_exit(code)`.
-    Code(i32),
-    /// Killed by a signal.
-    Signal(Signal),
-}
-
-impl ExitKind {
-    /// The status TERMINAL_CLOSED carries: the code, or none for a signal.
-    pub fn exit_status(self) -> Option<i32> {
-        match self {
-            Self::Code(code) => Some(code),
-            Self::Signal(_) => None,
-        }
-    }
-}
 
 /// Something the simulated PTY reports to the engine.
 #[derive(Clone, PartialEq, Eq, Debug)]

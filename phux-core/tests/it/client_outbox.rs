@@ -2,7 +2,7 @@
 //! encoding, torn-tail tolerance, rebuild and compaction (CLIENT.OUTBOX.N).
 
 use phux_core::client::journal::{
-    Incarnation, JournalError, JournalRecord, RecordError, decode_journal,
+    Incarnation, JournalError, JournalRecord, Part, RecordError, decode_journal,
 };
 use phux_core::client::outbox::{
     DEFAULT_CEILING, Input, Outbox, OutboxConfig, OutboxError, Resolution, max_paste_len,
@@ -41,8 +41,8 @@ fn drain_ops(outbox: &mut Outbox, terminal: &TerminalId) -> Vec<ApplyInput> {
     while let Some(input) = outbox.poll_send(now(), inc) {
         assert_eq!(&input.terminal, terminal);
         assert_eq!(outbox.poll_send(now(), inc), None, "[CLIENT.OUTBOX.2]");
-        let resolution = outbox.handle_answer(now(), input.operation_id, CommandResult::Ok);
-        assert_eq!(resolution, Some(Resolution::Delivered));
+        let resolved = outbox.handle_answer(now(), input.operation_id, CommandResult::Ok);
+        assert_eq!(resolved, [(input.clone(), Resolution::Delivered)]);
         out.push(input);
     }
     out
@@ -292,6 +292,7 @@ fn sample_records() -> Vec<JournalRecord> {
             },
             enqueued_at: Instant::from_micros(11),
             addressed_to: Incarnation::of(b"a"),
+            part: Some(Part::alone(op(1))),
         },
         JournalRecord::Sent {
             op: op(1),
@@ -502,7 +503,7 @@ fn client_outbox_3_compact_rebuilds_the_live_state() {
         code: ErrorCode::RESOURCE_EXHAUSTED,
         message: String::new(),
     };
-    assert_eq!(outbox.handle_answer(now(), c, busy), None);
+    assert_eq!(outbox.handle_answer(now(), c, busy), []);
     let mut log: Vec<JournalRecord> = std::iter::from_fn(|| outbox.poll_journal()).collect();
     let compacted = outbox.compact();
     // a: Enqueued+Sent; b: Enqueued; c: Enqueued+Sent+Answered; d: Enqueued.
@@ -575,7 +576,13 @@ proptest! {
         events in prop::collection::vec(event_strategy(), 1..20),
         at in any::<u64>(),
         id in 1u128..,
+        part in prop::option::of((1u128.., 1u32.., any::<u32>())),
     ) {
+        let part = part.map(|(submission, index, more)| Part {
+            submission: OperationId::from_u128(submission).unwrap(),
+            index,
+            of: index.saturating_add(more),
+        });
         let record = JournalRecord::Enqueued {
             input: ApplyInput {
                 operation_id: OperationId::from_u128(id).unwrap(),
@@ -584,6 +591,7 @@ proptest! {
             },
             enqueued_at: Instant::from_micros(at),
             addressed_to: Incarnation::of(&at.to_be_bytes()),
+            part,
         };
         prop_assert_eq!(JournalRecord::from_bytes(&record.to_bytes()), Ok(record));
     }
@@ -655,6 +663,7 @@ fn client_bind_5_unaddressed_records_are_never_sent() {
             input: input.clone(),
             enqueued_at: Instant::from_micros(1_000),
             addressed_to: Incarnation::UNRECORDED,
+            part: None,
         }]
     );
     let mut outbox = Outbox::rebuild(OutboxConfig::default(), decoded.records).unwrap();

@@ -13,7 +13,10 @@
 //! - every operation is resolved exactly once ([CLIENT.RESUME.2]);
 //! - every operation that was never sent is reported not sent ([CLIENT.BIND.3],
 //!   [CLIENT.BIND.4]), and nothing reported not sent was written;
-//! - every operation reported delivered was written once, to its own terminal.
+//! - every operation reported delivered was written once, to its own terminal;
+//! - the parts of a submission split into several operations are written in order, and
+//!   none after a part that was not delivered: every later part is reported not sent
+//!   ([CLIENT.SUBMIT.2]).
 #![cfg(feature = "sim")]
 
 use std::cell::RefCell;
@@ -38,6 +41,11 @@ enum Step {
     Submit {
         term: u32,
         parts: usize,
+    },
+    /// One submission too large for one operation: `parts` operations (256 events each).
+    SubmitSplit {
+        term: u32,
+        parts: u32,
     },
     Drop,
     DropMidSend {
@@ -70,6 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
     let t = 1..=TERMINALS;
     prop_oneof![
         8 => (t.clone(), 1..5usize).prop_map(|(term, parts)| Step::Submit { term, parts }),
+        1 => (t.clone(), 2..4u32).prop_map(|(term, parts)| Step::SubmitSplit { term, parts }),
         1 => Just(Step::Drop),
         1 => (t.clone(), 0..60usize).prop_map(|(term, at)| Step::DropMidSend { term, at }),
         2 => t.clone().prop_map(|term| Step::Stall { term }),
@@ -93,6 +102,8 @@ struct Op {
     /// A `Sent` record was journaled for it.
     sent: bool,
     resolutions: Vec<Resolution>,
+    /// The submission it is a part of (its first operation) and its place there.
+    part: (OperationId, u32),
 }
 
 /// Totals over every schedule, for the report.
@@ -106,6 +117,8 @@ struct Figures {
     unknown: usize,
     refused: usize,
     never_sent: usize,
+    /// Parts not sent because an earlier part of their submission was not delivered.
+    ended: usize,
     server_gone: usize,
     expired: usize,
     misdirected: usize,
@@ -287,6 +300,46 @@ impl World {
                     payload: payload.clone(),
                     sent: false,
                     resolutions: Vec::new(),
+                    part: (op, 1),
+                },
+            );
+        }
+    }
+
+    /// One submission of `parts` operations: each is 256 paste events, the first its own
+    /// tag, so what reached a terminal names the part.
+    fn submit_split(&mut self, term: u32, parts: u32) {
+        let inc = self.h.incarnation();
+        let first = self.next_id;
+        let tags: Vec<Vec<u8>> = (0..parts)
+            .map(|i| format!("[op:{:06}]", first + u128::from(i)).into_bytes())
+            .collect();
+        self.next_id += u128::from(parts);
+        let events = tags
+            .iter()
+            .flat_map(|tag| {
+                std::iter::once(paste(tag)).chain(std::iter::repeat_n(paste(b"."), 255))
+            })
+            .collect();
+        let mut next = first;
+        let ops = self
+            .engine
+            .apply_input(self.h.now, TerminalId::Local(term), events, || {
+                next += 1;
+                OperationId::from_u128(next - 1).expect("nonzero")
+            })
+            .expect("submit");
+        assert_eq!(ops.len(), tags.len(), "one operation per 256 events");
+        for ((op, tag), index) in ops.iter().zip(tags).zip(1..) {
+            self.ops.insert(
+                *op,
+                Op {
+                    incarnation: inc,
+                    terminal: term,
+                    payload: tag,
+                    sent: false,
+                    resolutions: Vec::new(),
+                    part: (ops[0], index),
                 },
             );
         }
@@ -300,6 +353,7 @@ impl World {
                     self.submit(term, None);
                 }
             }
+            Step::SubmitSplit { term, parts } => self.submit_split(term, parts),
             Step::Drop => self.lose_connection(),
             Step::DropMidSend { term, at } => self.submit(term, Some(at)),
             Step::Stall { term } => self.h.pty(&TerminalId::Local(term)).stall(),
@@ -367,6 +421,7 @@ impl World {
             )
             .collect();
         let mut ids = HashSet::new();
+        let mut written_count = HashMap::new();
         for (op, o) in &self.ops {
             assert!(ids.insert(o.payload.clone()), "payloads are unique");
             let mut written = 0;
@@ -386,6 +441,7 @@ impl World {
                 figures.duplicates += written - 1;
                 panic!("{op} reached its terminal {written} times: {o:?}");
             }
+            written_count.insert(*op, written);
             assert_eq!(o.resolutions.len(), 1, "{op} resolved once: {o:?}");
             let resolution = &o.resolutions[0];
             if !o.sent {
@@ -404,7 +460,7 @@ impl World {
                     match reason {
                         NotSentReason::ServerGone => figures.server_gone += 1,
                         NotSentReason::Expired => figures.expired += 1,
-                        NotSentReason::Dropped => {}
+                        NotSentReason::Dropped | NotSentReason::EarlierPartFailed { .. } => {}
                     }
                     assert_eq!(written, 0, "{op} not sent, yet written: {o:?}");
                 }
@@ -415,12 +471,54 @@ impl World {
                 Resolution::Unknown(_) => figures.unknown += 1,
             }
         }
+        self.check_submissions(&written_count, figures);
         figures.operations += self.ops.len();
         figures.restarts += self.restarts;
     }
+
+    /// [CLIENT.SUBMIT.2] Per submission, in part order: delivered parts, then at most one part
+    /// that was not delivered, then parts never written and reported not sent because of it.
+    fn check_submissions(&self, written: &HashMap<OperationId, usize>, figures: &mut Figures) {
+        let mut submissions: HashMap<OperationId, Vec<(u32, OperationId)>> = HashMap::new();
+        for (op, o) in &self.ops {
+            submissions
+                .entry(o.part.0)
+                .or_default()
+                .push((o.part.1, *op));
+        }
+        for parts in submissions.values_mut() {
+            parts.sort_unstable();
+            let mut failed: Option<u32> = None;
+            for &(index, op) in parts.iter() {
+                let o = &self.ops[&op];
+                let resolution = &o.resolutions[0];
+                match failed {
+                    None if *resolution != Resolution::Delivered => failed = Some(index),
+                    None => {}
+                    Some(part) => {
+                        // Not sent: because of that part, or for a reason that held for every
+                        // part (its server is gone, it expired, it was dropped).
+                        match resolution {
+                            Resolution::NotSent(NotSentReason::EarlierPartFailed { part: p }) => {
+                                assert_eq!(*p, part, "{op}: {o:?}");
+                                figures.ended += 1;
+                            }
+                            Resolution::NotSent(_) => {}
+                            other => panic!(
+                                "{op}, part {index}, follows part {part}, which was not \
+                                 delivered, yet is {other:?}: {o:?}"
+                            ),
+                        }
+                        assert_eq!(written[&op], 0, "{op} written after part {part}: {o:?}");
+                        assert!(!o.sent, "{op} sent after part {part}: {o:?}");
+                    }
+                }
+            }
+        }
+    }
 }
 
-// [CLIENT.BIND.2] [CLIENT.BIND.3] [CLIENT.BIND.4] [CLIENT.RESUME.2]
+// [CLIENT.BIND.2] [CLIENT.BIND.3] [CLIENT.BIND.4] [CLIENT.RESUME.2] [CLIENT.SUBMIT.2]
 #[test]
 fn client_schedules_write_only_to_the_addressed_incarnation() {
     // Thousands of schedules; PHUX_CLIENT_SCHEDULES overrides (a soak runs more).
@@ -454,6 +552,6 @@ fn client_schedules_write_only_to_the_addressed_incarnation() {
     }
     // The schedules reached the cases the invariants are about.
     assert!(f.restarts > 0 && f.server_gone > 0 && f.expired > 0 && f.never_sent > 0);
-    assert!(f.delivered > 0 && f.unknown > 0);
+    assert!(f.delivered > 0 && f.unknown > 0 && f.ended > 0);
     assert_eq!((f.misdirected, f.duplicates), (0, 0));
 }

@@ -9,6 +9,7 @@
 mod client_engine;
 mod client_outbox;
 mod client_schedules;
+mod client_submissions;
 mod engine_commands;
 mod engine_handshake;
 mod engine_input;

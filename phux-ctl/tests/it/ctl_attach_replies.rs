@@ -3,23 +3,13 @@
 //! no typed garbage, the replies the server answers itself are not doubled, a reply the server
 //! does not answer arrives byte for byte, and the first keys typed after land intact. Also:
 //! attach ends with the program's exit status and leaves its last screen in view, and vim
-//! (`set showcmd`) starts with nothing pending. Skipped, with the reason printed, where
+//! (`set showcmd`) starts with nothing pending. Skipped (phux_testkit records it) where
 //! tmux, python3 or vim is not installed.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use crate::ctl_attach_tmux::{Tmux, shell_quote, tmux_available};
+use crate::ctl_attach_tmux::{Tmux, shell_quote};
 use crate::support::{Ctl, Server, wait_until};
-
-pub(crate) fn installed(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// A tmux session whose pane runs `phuxctl attach ID`, then prints attach's exit status.
 pub(crate) fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
@@ -123,10 +113,7 @@ fn field(text: &str, key: &str) -> Option<Vec<u8>> {
 
 #[test]
 fn replies_reach_a_querying_program_intact_and_never_as_keys() {
-    if !tmux_available() || !installed("python3") {
-        crate::support::skip("tmux or python3 is not installed (apt-get install tmux python3)");
-        return;
-    }
+    phux_testkit::require_programs!("tmux", "python3");
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -196,10 +183,7 @@ fn replies_reach_a_querying_program_intact_and_never_as_keys() {
 
 #[test]
 fn vim_under_attach_starts_with_nothing_pending_and_the_first_keys_land() {
-    if !tmux_available() || !installed("vim") {
-        crate::support::skip("tmux or vim is not installed (apt-get install tmux vim)");
-        return;
-    }
+    phux_testkit::require_programs!("tmux", "vim");
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,6 +1,6 @@
 //! `phuxctl attach` driven under tmux: keys typed in the tmux pane reach the terminal and its
 //! echo is drawn, the detach key returns with the tty restored, and the terminal lives on.
-//! Skipped, with the reason printed, where tmux is not installed.
+//! Skipped (phux_testkit records it) where tmux is not installed.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,25 +46,13 @@ impl Drop for Tmux {
     }
 }
 
-pub(crate) fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 pub(crate) fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
 
 #[test]
 fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
-    if !tmux_available() {
-        crate::support::skip("tmux is not installed (apt-get install tmux)");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["/bin/sh"]);

@@ -210,17 +210,15 @@ fn a_run_waiting_for_the_journal_lock_says_so() {
         .expect("a lock file");
     // Another holder of the lock: flock(1) keeps it (its child `cat` does not share it,
     // -o) until cat's stdin closes.
-    let Ok(mut holder) = Command::new("flock")
+    phux_testkit::require_programs!("flock");
+    let mut holder = Command::new("flock")
         .arg("-o")
         .arg(&lock)
         .arg("cat")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
-    else {
-        eprintln!("skipped: flock(1) is not installed (util-linux)");
-        return;
-    };
+        .expect("start flock(1)");
     let busy = || {
         Command::new("flock")
             .arg("-n")

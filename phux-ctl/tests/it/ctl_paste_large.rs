@@ -23,7 +23,7 @@ fn content() -> Vec<u8> {
 
 #[test]
 fn a_200_kib_paste_arrives_intact() {
-    // [CLIENT.PASTE.2] [CLIENT.OUTBOX.2] [INPUT.ENCODE.PASTE.1]
+    // [CLIENT.PASTE.2] [CLIENT.OUTBOX.2] [INPUT.ENCODE.PASTE.1] [CLIENT.PASTE.4]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -43,7 +43,12 @@ fn a_200_kib_paste_arrives_intact() {
 
     let out = ctl.run(&["paste", &id, "--file", source.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "delivered\n");
+    // [CLIENT.SUBMIT.3] Four parts, each reported, then the whole.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "part 1 of 4: delivered\npart 2 of 4: delivered\npart 3 of 4: delivered\n\
+         part 4 of 4: delivered\ndelivered\n"
+    );
 
     assert!(
         wait_until(|| std::fs::metadata(&received).is_ok_and(|m| m.len() as usize == SIZE)),
@@ -55,7 +60,7 @@ fn a_200_kib_paste_arrives_intact() {
 
 #[test]
 fn paste_reads_stdin_and_an_untrusted_unsafe_paste_is_refused() {
-    // [INPUT.PASTE.SAFE.1]
+    // [INPUT.PASTE.SAFE.5]
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["cat"]);

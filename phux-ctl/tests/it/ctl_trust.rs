@@ -245,9 +245,9 @@ fn nothing_is_sent_into_a_squatted_directory_or_to_another_users_listener() {
     std::fs::remove_file(&socket).expect("rm socket");
 
     if rustix::process::geteuid().as_raw() != 0 {
-        eprintln!(
-            "skipping the other-uid parts: they need root to create a directory and a \
-             listener of another user (the uid rule itself is unit-tested in verify.rs)"
+        phux_testkit::skip!(
+            "the other-uid parts need root to create a directory and a listener of another \
+             user (the uid rule itself is unit-tested in verify.rs)"
         );
         return;
     }

@@ -6,8 +6,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::ctl_attach_replies::{attach_in_tmux, installed};
-use crate::ctl_attach_tmux::tmux_available;
+use crate::ctl_attach_replies::attach_in_tmux;
 use crate::support::{Ctl, Server};
 
 /// The pid column of `list` for terminal `id`.
@@ -64,10 +63,7 @@ fn upgrade_execs_in_place_and_refusals_exit_4() {
 #[test]
 fn vim_under_attach_takes_keys_across_upgrades() {
     // [SERVER.UPGRADE.3] [SERVER.UPGRADE.6] [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
-    if !tmux_available() || !installed("vim") {
-        crate::support::skip("tmux or vim is not installed (apt-get install tmux vim)");
-        return;
-    }
+    phux_testkit::require_programs!("tmux", "vim");
     let mut server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -143,10 +139,7 @@ fn vim_under_attach_takes_keys_across_upgrades() {
 #[test]
 fn attach_follows_a_flood_of_output_across_upgrades() {
     // [SERVER.UPGRADE.6] [SERVER.UPGRADE.STATE.2]
-    if !tmux_available() {
-        crate::support::skip("tmux is not installed (apt-get install tmux)");
-        return;
-    }
+    phux_testkit::require_programs!("tmux");
     let server = Server::start();
     let ctl = Ctl::new(&server);
     let dir = tempfile::tempdir().expect("tempdir");

@@ -8,6 +8,7 @@
 
 mod support;
 
+mod ctl_attach_notice;
 mod ctl_attach_replies;
 mod ctl_attach_tmux;
 mod ctl_cli_behaviour;
@@ -15,10 +16,15 @@ mod ctl_exec_bridge;
 mod ctl_journal_failures;
 mod ctl_keys_tmux;
 mod ctl_lease_signal;
+mod ctl_paste_killed;
 mod ctl_paste_large;
+mod ctl_paste_parts;
+mod ctl_paste_safety;
 mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
+mod ctl_send_silent_key;
 mod ctl_spawn_list_kill;
+mod ctl_ssh;
 mod ctl_trust;
 mod ctl_upgrade;

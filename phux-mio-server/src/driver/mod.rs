@@ -71,11 +71,6 @@ mod upgrade;
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
 
-/// The frames of one connection the engine handles per turn ([SERVER.FAIR.1]): a read of
-/// 64 KiB holds thousands of small requests, each of which may cost a screen's reflow (a
-/// resize) or a reply; the others wait no longer than this many of them.
-pub const FRAMES_PER_TURN: usize = 32;
-
 /// The most time one source's reads take per turn ([SERVER.FAIR.2]) before the others get
 /// theirs: ordinary output takes far less (a 4 KiB chunk is tens of microseconds), output
 /// whose bytes cost many cells each is cut into slices of this.
@@ -83,7 +78,8 @@ pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
 
 /// The most time one turn of the loop spends on sources cut short at their own bound in an
 /// earlier turn ([SERVER.FAIR.4]); those it does not reach are served first among them in the
-/// next. Each source's share is bounded ([`FRAMES_PER_TURN`], [`SOURCE_SLICE`]), but with
+/// next. Each source's share is bounded (the engine's
+/// [`FRAMES_PER_RECEIVE`](phux_core::server::FRAMES_PER_RECEIVE), [`SOURCE_SLICE`]), but with
 /// many busy sources a turn would grow with their number.
 pub const TURN_SLICE: Duration = Duration::from_millis(10);
 

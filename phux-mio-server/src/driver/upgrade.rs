@@ -473,7 +473,7 @@ pub fn validate(
         connections: parts.engine.connections().count(),
         ledger: parts.engine.ledger_len(),
     };
-    let config = crate::run::engine_config(&image.launch);
+    let config = image.launch.engine_config();
     let mut engine = ServerEngine::from_state(config, parts.engine)
         .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
     // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.

@@ -173,7 +173,7 @@ fn the_bridge_sends_nothing_to_a_listener_of_another_user() {
                 .expect("start the listener"),
         ),
         Err(why) => {
-            println!("skipped: {why}");
+            phux_testkit::skip!("{why}");
             return;
         }
     };
@@ -376,10 +376,10 @@ fn after_a_server_that_died_holding_its_stdio_the_bridge_restores_the_flags_itse
     );
 }
 
-/// The phux reference server (`PHUX_REF_BIN`) on a socket in `dir`, with its own HOME and
-/// XDG directories; `None` when the variable is unset.
-fn reference_server(dir: &std::path::Path) -> Option<(KillOnDrop, std::path::PathBuf)> {
-    let bin = std::env::var_os("PHUX_REF_BIN")?;
+/// The phux reference server (`PHUX_REF_BIN`, or the shared copy beside the repository) on a
+/// socket in `dir`, with its own HOME and XDG directories; `Err` says why there is none.
+fn reference_server(dir: &std::path::Path) -> Result<(KillOnDrop, std::path::PathBuf), String> {
+    let bin = phux_testkit::reference_bin()?;
     let run = dir.join("run");
     std::fs::create_dir(&run).expect("mkdir");
     chmod(&run, 0o700);
@@ -408,7 +408,7 @@ fn reference_server(dir: &std::path::Path) -> Option<(KillOnDrop, std::path::Pat
         common::eventually(|| std::os::unix::net::UnixStream::connect(&socket).is_ok()),
         "the reference server never listened"
     );
-    Some((process, socket))
+    Ok((process, socket))
 }
 
 #[test]
@@ -416,9 +416,12 @@ fn against_a_server_that_declines_the_handoff_the_bridge_copies() {
     // [SERVER.BRIDGE.6] [SERVER.BRIDGE.8] The phux reference knows no handoff: it answers the offer as the
     // framing violation it is, and the bridge reconnects and copies.
     let dir = common::private_tempdir();
-    let Some((reference, socket)) = reference_server(dir.path()) else {
-        println!("skipped: PHUX_REF_BIN is not set");
-        return;
+    let (reference, socket) = match reference_server(dir.path()) {
+        Ok(found) => found,
+        Err(why) => {
+            phux_testkit::skip!("{why}");
+            return;
+        }
     };
     let mut p = piped_bridge(&socket, &[]);
     let ok = p.client.hello();
@@ -471,14 +474,11 @@ fn a_peer_of_another_user_cannot_hand_over_descriptors() {
     // connection: a peer running as `nobody` that offers descriptors is refused with a frame,
     // never the acknowledgement, and the server keeps nothing it was sent.
     const PYTHON: &str = "/usr/bin/python3";
-    if !rustix::process::geteuid().is_root() || !common::have("setpriv") {
-        println!("skipped: needs root and setpriv to run a peer as nobody");
+    if !rustix::process::geteuid().is_root() {
+        phux_testkit::skip!("needs root to run a peer as nobody");
         return;
     }
-    if !std::path::Path::new(PYTHON).is_file() {
-        println!("skipped: no {PYTHON} for the test peer");
-        return;
-    }
+    phux_testkit::require_programs!("setpriv", PYTHON);
     let server = Server::start();
     // Opened on purpose, so that only the peer-uid check stands in the way.
     let dir = server.socket.parent().expect("socket directory");

@@ -149,9 +149,12 @@ fn a_stalled_child_resolves_unknown_in_bounded_time_without_slowing_others_or_gr
         waited < Duration::from_secs(15),
         "resolved far after the bound: {waited:?}"
     );
+    // Held behind the stalled job, a healthy operation would wait out its bound too: the
+    // slowest healthy round trip stays far below what the stalled one took (a ratio in one
+    // run, not a stopwatch that a loaded machine could break).
     assert!(
-        stall_max < Duration::from_secs(1),
-        "healthy terminal slowed during the stall: max {stall_max:?}"
+        stall_max < waited / 3,
+        "healthy terminal slowed during the stall: max {stall_max:?}, the stalled job {waited:?}"
     );
 
     // Memory: thousands of operations to the stalled terminal, pipelined, each refused or left

@@ -45,13 +45,6 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-fn python3() -> bool {
-    std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// The byte the program waits for, as acknowledged input from `c`.
 fn go(c: &mut Client, t: &TerminalId) {
     let apply = ApplyInput {
@@ -99,10 +92,7 @@ fn wait_output(c: &mut Client, t: &TerminalId, needle: &str) {
 #[test]
 fn queries_at_start_are_answered_once_with_no_client_attached() {
     // [OUTPUT.REPLY.1]
-    if !python3() {
-        eprintln!("skipped: python3 is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("python3");
     let server = Server::start();
     let mut c = server.connect();
     c.hello();
@@ -118,10 +108,7 @@ fn queries_at_start_are_answered_once_with_no_client_attached() {
 fn queries_at_start_are_answered_once_with_a_client_attached() {
     // [OUTPUT.REPLY.1] The attached client's output carries the queries; the program's only
     // answers are the server's.
-    if !python3() {
-        eprintln!("skipped: python3 is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("python3");
     let server = Server::start();
     let mut c = server.connect();
     c.hello();

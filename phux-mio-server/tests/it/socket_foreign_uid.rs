@@ -2,9 +2,10 @@
 //! it cannot even connect.
 //!
 //! Needs root plus `setpriv` (or `runuser`) and `perl` to run a client as `nobody`; otherwise
-//! the test prints why it skipped. Manual check without root: start the server as one user,
-//! then as another user run `socat - UNIX-CONNECT:<socket>` (expect "Permission denied"), and
-//! with the directory and socket opened up by hand, expect the server to log a refused peer.
+//! the test records a skip with the reason (phux_testkit). Manual check without root: start
+//! the server as one user, then as another user run `socat - UNIX-CONNECT:<socket>` (expect
+//! "Permission denied"), and with the directory and socket opened up by hand, expect the
+//! server to log a refused peer.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -47,7 +48,7 @@ fn foreign_uid_is_refused_by_peercred() {
     let mut client = match client_as_nobody(sock.path()) {
         Ok(c) => c,
         Err(why) => {
-            println!("skipped: {why}");
+            phux_testkit::skip!("{why}");
             return;
         }
     };
@@ -83,7 +84,7 @@ fn foreign_uid_cannot_reach_a_private_socket() {
     let client = match client_as_nobody(sock.path()) {
         Ok(c) => c,
         Err(why) => {
-            println!("skipped: {why}");
+            phux_testkit::skip!("{why}");
             return;
         }
     };

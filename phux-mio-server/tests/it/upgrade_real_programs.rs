@@ -7,10 +7,9 @@
 //! acknowledged keystroke lands exactly once (vim writes exactly the typed text), every line
 //! the shell prints arrives once and in order (and Ctrl-C still interrupts its foreground
 //! program), and every program goes on taking input and reports its exit status (and its
-//! last output) at the end. Each test is skipped, with a message, when its program is not
-//! installed.
+//! last output) at the end. Each test is skipped (phux_testkit records it) when its program
+//! is not installed.
 
-use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -22,15 +21,6 @@ use phux_proto::{Frame, OperationId, TerminalId};
 
 use crate::support::client::{Client, DEADLINE, is_dead, pid_of_terminal};
 use crate::upgrade_chaos::{LoggedServer, apply_until_acknowledged, ping, screen};
-
-fn installed(program: &str) -> bool {
-    Process::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Upgrade number `i` (counting from 0): an UPGRADE frame, or every third a SIGUSR2; returns
 /// once the new image has adopted the state, having checked that `terminal` still runs the
@@ -189,10 +179,7 @@ const TYPING_UPGRADES: usize = 3;
 fn vim_being_typed_into_sees_upgrades_as_a_pause() {
     // [SERVER.UPGRADE.6] [SERVER.UPGRADE.7] [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
     // [INPUT.DEDUPE.2]
-    if !installed("vim") {
-        eprintln!("skipped: vim is not installed (apt-get install vim)");
-        return;
-    }
+    phux_testkit::require_programs!("vim");
     let fixture = LoggedServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("typed.txt");
@@ -354,10 +341,7 @@ fn wait_output(c: &mut Client, terminal: &TerminalId, what: &str, pred: impl Fn(
 #[test]
 fn a_shell_mid_command_prints_every_line_once_across_upgrades() {
     // [SERVER.UPGRADE.6] [SERVER.UPGRADE.7] [SERVER.UPGRADE.EXEC.5]
-    if !installed("bash") {
-        eprintln!("skipped: bash is not installed");
-        return;
-    }
+    phux_testkit::require_programs!("bash");
     let fixture = LoggedServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let stop = dir.path().join("stop");
@@ -459,10 +443,7 @@ const LESS_ROWS: usize = 300;
 #[test]
 fn less_pages_a_long_file_across_upgrades() {
     // [SERVER.UPGRADE.6] [SERVER.UPGRADE.7] [SERVER.UPGRADE.EXEC.5] [SERVER.UPGRADE.STATE.2]
-    if !installed("less") {
-        eprintln!("skipped: less is not installed (apt-get install less)");
-        return;
-    }
+    phux_testkit::require_programs!("less");
     let fixture = LoggedServer::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("long.txt");

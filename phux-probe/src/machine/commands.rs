@@ -2,10 +2,10 @@
 
 use sha2::{Digest, Sha256};
 
+use super::GrandchildEvent;
 use super::report::{flood_text, hex, sanitize, styled_text};
 use super::{Disposition, Grandchild, ProbeAction, ProbeMachine, ProbeSignal, Query, State};
 use crate::command::Command;
-use crate::grandchild::GrandchildEvent;
 
 impl ProbeMachine {
     pub(super) fn command(&mut self, line: &[u8], out: &mut Vec<ProbeAction>) {

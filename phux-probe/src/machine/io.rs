@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use crate::grandchild::GrandchildEvent;
-
 /// The signals the probe can catch and name. SIGKILL and SIGSTOP cannot be caught, so they
 /// never reach the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -185,4 +183,29 @@ pub enum ProbeAction {
     Exit(u8),
     /// Die by this signal, as its default disposition would. The machine is finished.
     DieBySignal(ProbeSignal),
+}
+
+/// News from (or about) the grandchild, for [`ProbeEvent::Grandchild`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrandchildEvent {
+    /// It runs and catches every [`ProbeSignal`]: signals sent from now on are reported.
+    Ready,
+    /// It received this signal.
+    Signal(ProbeSignal),
+    /// It is gone (its output ended) while the probe lives.
+    Gone,
+    /// It could not be started.
+    SpawnFailed(String),
+}
+
+impl GrandchildEvent {
+    /// Parses one line the grandchild wrote, without its LF. `None` for anything else.
+    pub fn parse_line(line: &[u8]) -> Option<Self> {
+        if line == b"READY" {
+            return Some(Self::Ready);
+        }
+        let name = line.strip_prefix(b"SIGNAL ")?;
+        let name = std::str::from_utf8(name).ok()?;
+        ProbeSignal::from_name(name).map(Self::Signal)
+    }
 }

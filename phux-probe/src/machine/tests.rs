@@ -1,8 +1,8 @@
 use std::time::Duration;
 
+use super::GrandchildEvent;
 use super::report::hex;
 use super::*;
-use crate::grandchild::GrandchildEvent;
 use proptest::prelude::*;
 
 /// Every report body the actions wrote, with its sequence number checked: they must count

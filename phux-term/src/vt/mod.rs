@@ -19,6 +19,11 @@
 use crate::grid::{Grid, Pen};
 use crate::history::History;
 use crate::tracker::ModeTracker;
+
+/// The most reply bytes that wait for [`Terminal::take_replies`](crate::Terminal::take_replies):
+/// far more than any program's start-up queries (a few dozen bytes each), small enough that a
+/// flood of queries costs nothing.
+pub const MAX_REPLY_BYTES: usize = 4096;
 pub(crate) use charset::{Charset, Charsets};
 
 mod charset;
@@ -304,6 +309,12 @@ impl Vt {
         }
     }
 
+    /// Whether the bytes so far ended between sequences and characters (the parser is in its
+    /// ground state with no UTF-8 character begun).
+    pub(crate) fn at_ground(&self) -> bool {
+        self.state == State::Ground && self.utf8.need == 0
+    }
+
     pub(crate) fn size(&self) -> (u16, u16) {
         (self.cols, self.rows)
     }
@@ -435,7 +446,7 @@ impl Vt {
             && self.n_intermediates <= MAX_INTERMEDIATES
             && self.utf8.need <= 3
             && self.osc.len() <= MAX_OSC
-            && self.replies.len() <= crate::MAX_REPLY_BYTES;
+            && self.replies.len() <= MAX_REPLY_BYTES;
         match (sizes, cursors, charsets, parser) {
             (false, ..) => Err("terminal: screen sizes do not match"),
             (_, false, ..) => Err("terminal: a cursor or the scroll region is off the screen"),

@@ -4,7 +4,9 @@ use phux_proto::input::{KeyAction, KeyEvent, ModSet};
 
 use super::legacy::{backspace_byte, fkey_tilde, push_enter};
 use super::table::{Kind, classify};
-use super::{clean_text, derived_char, printable, push_char, push_decimal, remove, single_char};
+use super::{
+    clean_text, derived_char, lower, printable, push_char, push_decimal, remove, single_char, upper,
+};
 use crate::modes::{KittyFlags, TerminalModes};
 
 /// The kitty modifier bits (without the `1 +`): shift 1, alt 2, ctrl 4, super 8, caps_lock
@@ -175,7 +177,9 @@ pub(super) fn kitty(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
         },
         // [INPUT.ENCODE.KITTY.5] Keypad keys that produce text send it (unless every key is
         // reported); the others are their own KP_* codes.
-        Kind::Keypad { kitty: code, .. } => {
+        Kind::Keypad {
+            kitty: code, ch, ..
+        } => {
             if !report_all
                 && !release
                 && no_action_mods
@@ -185,18 +189,23 @@ pub(super) fn kitty(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
                 return;
             }
             let Some(code) = code else {
-                // Keypad parentheses have no kitty code: they are text keys.
+                // Keypad parentheses have no kitty code: they are text keys, typing their
+                // character.
                 let ctx = TextCtx {
                     report_all,
                     assoc,
                     alternates,
                     derive: true,
                 };
-                return kitty_text_key(key, None, &mut seq, ctx, out);
+                let typed = ch.map(|c| (char::from(c), char::from(c)));
+                return kitty_text_key(key, typed, &mut seq, ctx, out);
             };
+            // Sent as an escape code, the key carries the lock modifiers too (kitty strips them
+            // only in legacy mode: key_encoding.c convert_glfw_mods), and its text when
+            // associated text is reported, as any key's (kitty: init_encoding_data).
             seq.code = code;
-            if !report_all {
-                seq.mods &= !(64 | 128);
+            if assoc && !release && no_action_mods {
+                seq.text = text.map(str::to_owned);
             }
         }
         // [INPUT.ENCODE.KITTY.6] Modifier and lock keys are reported only with
@@ -213,6 +222,7 @@ pub(super) fn kitty(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
                 seq.mods |= own;
             }
         }
+        Kind::Menu => seq.code = 57363,
         Kind::KittyOnly(code) => seq.code = code,
         Kind::Text { us } => {
             let ctx = TextCtx {
@@ -267,16 +277,32 @@ fn kitty_text_key(
     if !report_all && !eff_action && !release {
         if let Some(text) = text {
             out.extend_from_slice(text.as_bytes());
-        } else if derive && let Some(c) = derived_char(key, us, key.mods.contains(ModSet::SHIFT)) {
+        } else if derive && let Some(c) = derived_char(key, us) {
             push_char(out, c);
         }
         return;
     }
     // [INPUT.ENCODE.KITTY.8] The key code is the unshifted (lower-case) code point; 0 when no
-    // key is known for the text.
+    // key is known for the text. Without the client's unshifted code point, a text key's
+    // text tells it when it can (a letter's lower case, or an unshifted key's own character:
+    // the Russian `п`, the French `é`), else the US layout's key. Not when the system used
+    // Option or AltGr to make the text (`å` is not a key).
+    let shift = key.mods.contains(ModSet::SHIFT);
+    let layout_text = remove(key.consumed_mods, ModSet::SHIFT) == ModSet::NONE;
+    let from_text = text
+        .and_then(single_char)
+        .filter(|_| derive && layout_text)
+        .and_then(|c| {
+            if c.is_alphabetic() {
+                Some(lower(c))
+            } else {
+                (!shift).then_some(c)
+            }
+        });
     let unshifted = key
         .unshifted_codepoint
         .and_then(printable)
+        .or(from_text)
         .or(us.map(|(base, _)| base))
         .or_else(|| text.and_then(single_char).filter(|_| derive));
     let code = unshifted.map(lower);
@@ -291,9 +317,13 @@ fn kitty_text_key(
     // base-layout (US PC-101) key, each only when it differs from the key code.
     if alternates && let Some(code) = code {
         if seq.mods & 1 != 0 {
+            // The text, else the US layout's shifted key when the code is the US one, else
+            // the capital.
+            let us_shifted = us.filter(|(base, _)| *base == code).map(|(_, s)| s);
             let shifted = text
                 .and_then(single_char)
                 .filter(|c| *c != code)
+                .or_else(|| us_shifted.filter(|c| *c != code))
                 .or_else(|| upper(code).filter(|c| *c != code));
             seq.shifted = shifted.map(u32::from);
         }
@@ -303,25 +333,11 @@ fn kitty_text_key(
             .map(u32::from);
     }
     // [INPUT.ENCODE.KITTY.9] Associated text (report-all-keys + report-associated-text) as
-    // code points in the third field; releases carry none.
-    if assoc && !release {
+    // code points in the third field; releases carry none, and nor does a key with Ctrl, Alt
+    // or Super held (those make no text: kitty reports `alt+a` with text only when the system
+    // consumed Alt to type `å`).
+    if assoc && !release && !eff_action {
         seq.text = text.map(str::to_owned);
     }
     seq.write(out);
-}
-
-fn lower(c: char) -> char {
-    let mut it = c.to_lowercase();
-    match (it.next(), it.next()) {
-        (Some(l), None) => l,
-        _ => c,
-    }
-}
-
-fn upper(c: char) -> Option<char> {
-    let mut it = c.to_uppercase();
-    match (it.next(), it.next()) {
-        (Some(u), None) => Some(u),
-        _ => None,
-    }
 }

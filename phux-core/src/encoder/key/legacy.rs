@@ -3,7 +3,7 @@
 use phux_proto::input::{KeyAction, KeyEvent, ModSet};
 
 use super::table::{Kind, classify};
-use super::{clean_text, derived_char, printable, push_char, push_decimal, remove, single_char};
+use super::{clean_text, derived_char, push_char, push_decimal, remove, single_char};
 use crate::modes::TerminalModes;
 
 const ESC: u8 = 0x1b;
@@ -27,21 +27,19 @@ fn xterm_param(mods: ModSet) -> u32 {
     1 + bits
 }
 
-/// Ctrl + key as a C0 byte, per xterm / kitty's "Legacy ctrl mapping of ASCII keys" table;
-/// `None` for keys Ctrl leaves untouched.
-fn ctrl_byte(c: char) -> Option<u8> {
+/// Ctrl + character as a C0 byte, as xterm sends it (the X keyboard library's control
+/// translation, `_XkbToControl`): `@` to `~` (letters, `[ \\ ] ^ _`, and `` ` { | } ~``) to their
+/// low five bits, Space and `2` to NUL, `3` to `7` to ESC..US, `8` and `?` to DEL, `/` to US.
+/// `None` for characters Ctrl leaves as they are (`1`, `9`, `0`, `-`, `=`, `;`, ...): xterm then
+/// sends the character itself.
+pub fn ctrl_byte(c: char) -> Option<u8> {
     let b = u8::try_from(u32::from(c)).ok()?;
     match b {
-        b'a'..=b'z' => Some(b - b'a' + 1),
-        b'A'..=b'Z' => Some(b - b'A' + 1),
-        b' ' | b'@' | b'2' => Some(0x00),
-        b'[' | b'3' => Some(0x1b),
-        b'\\' | b'4' => Some(0x1c),
-        b']' | b'5' => Some(0x1d),
-        b'^' | b'~' | b'6' => Some(0x1e),
-        // xterm sends US for Ctrl+- on a US layout, as for Ctrl+_ ([INPUT.ENCODE.KEY.4]).
-        b'_' | b'-' | b'/' | b'7' => Some(0x1f),
-        b'?' | b'8' => Some(0x7f),
+        b'@'..=b'~' => Some(b & 0x1f),
+        b' ' | b'2' => Some(0x00),
+        b'3'..=b'7' => Some(b - b'3' + 0x1b),
+        b'8' | b'?' => Some(0x7f),
+        b'/' => Some(0x1f),
         _ => None,
     }
 }
@@ -68,10 +66,11 @@ pub(super) fn legacy(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
         }
         // [INPUT.ENCODE.KEY.4] Tab is HT, Shift+Tab is CSI Z.
         Kind::Tab => {
-            alt_prefix(out);
             if shift {
+                // xterm sends Shift+Tab as CSI Z whatever else is held.
                 out.extend_from_slice(b"\x1b[Z");
             } else {
+                alt_prefix(out);
                 out.push(b'\t');
             }
         }
@@ -92,10 +91,20 @@ pub(super) fn legacy(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
         // [INPUT.ENCODE.KEY.8] The keypad: its text in numeric mode, the VT220 SS3 codes in
         // application mode (DECKPAM).
         Kind::Keypad { ch, app, .. } => {
+            // With Num Lock on the keypad types its characters whatever DECKPAM says (xterm's
+            // numLock resource, on by default: input.c forces keypad_mode off when the Num
+            // Lock modifier is down). Modifiers go between SS3 and the final, as xterm sends
+            // Ctrl+KP_Add as `SS3 5 k`.
             if modes.application_keypad
+                && !mods.contains(ModSet::NUM_LOCK)
                 && let Some(app) = app
             {
-                out.extend_from_slice(&[ESC, b'O', app]);
+                out.extend_from_slice(&[ESC, b'O']);
+                let param = xterm_param(mods);
+                if param > 1 {
+                    push_decimal(out, param);
+                }
+                out.push(app);
                 return;
             }
             if ch == Some(b'\r') {
@@ -106,6 +115,8 @@ pub(super) fn legacy(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
                 out.push(ch);
             }
         }
+        // xterm sends the Menu key as CSI 29 ~ (the VT220 "Do" key), kitty too in legacy mode.
+        Kind::Menu => push_tilde(out, 29, xterm_param(mods)),
         Kind::Modifier { .. } | Kind::KittyOnly(_) => {}
         Kind::Text { us } => legacy_text(key, us, true, out),
         // [INPUT.ENCODE.KEY.9] A key without a code writes its text, and nothing without one.
@@ -155,31 +166,26 @@ fn push_tilde(out: &mut Vec<u8>, n: u32, param: u32) {
     out.push(b'~');
 }
 
-/// F1..=F25 per xterm: F1-F4 `SS3 P..S` (`CSI 1;m P..S` modified), F5-F12 VT220 `CSI n ~`,
-/// F13-F24 as Shift+F1..F12, F25 as Ctrl+F1.
+/// F1..=F25 as xterm sends them: F1-F4 `SS3 P..S` (`CSI 1;m P..S` modified), F5-F12 and
+/// F13-F25 `CSI n ~` (`CSI n;m ~` modified) with xterm's numbers for the physical keys.
 fn legacy_function(out: &mut Vec<u8>, n: u8, mods: ModSet) {
-    let (base, extra) = match n {
-        1..=12 => (n, ModSet::NONE),
-        13..=24 => (n - 12, ModSet::SHIFT),
-        _ => (1, ModSet::CTRL),
-    };
-    let param = xterm_param(mods | extra);
-    match base {
-        1..=4 => {
-            let fin = b'P' + (base - 1);
-            if param > 1 {
-                out.extend_from_slice(b"\x1b[1;");
-                push_decimal(out, param);
-                out.push(fin);
-            } else {
-                out.extend_from_slice(&[ESC, b'O', fin]);
-            }
+    let param = xterm_param(mods);
+    if let 1..=4 = n {
+        let fin = b'P' + (n - 1);
+        if param > 1 {
+            out.extend_from_slice(b"\x1b[1;");
+            push_decimal(out, param);
+            out.push(fin);
+        } else {
+            out.extend_from_slice(&[ESC, b'O', fin]);
         }
-        _ => push_tilde(out, u32::from(fkey_tilde(base)), param),
+        return;
     }
+    push_tilde(out, u32::from(fkey_tilde(n)), param);
 }
 
-/// The VT220 `CSI n ~` number of F5..=F12 (ctlseqs "VT220-Style Function Keys").
+/// The `CSI n ~` number of F5..=F25: the VT220's for F5-F20 (ctlseqs "VT220-Style Function
+/// Keys"), and xterm's own after them (F21 42 ... F25 46, as xterm 379 sends them).
 pub(super) fn fkey_tilde(n: u8) -> u16 {
     match n {
         5 => 15,
@@ -189,7 +195,16 @@ pub(super) fn fkey_tilde(n: u8) -> u16 {
         9 => 20,
         10 => 21,
         11 => 23,
-        _ => 24,
+        12 => 24,
+        13 => 25,
+        14 => 26,
+        15 => 28,
+        16 => 29,
+        17 => 31,
+        18 => 32,
+        19 => 33,
+        20 => 34,
+        _ => 42 + u16::from(n.saturating_sub(21)),
     }
 }
 
@@ -197,38 +212,51 @@ fn legacy_text(key: &KeyEvent, us: Option<(char, char)>, derive: bool, out: &mut
     // Modifiers the platform consumed to produce `text` (Option on macOS) are not applied
     // again.
     let eff = remove(key.mods, key.consumed_mods);
-    let ctrl = eff.contains(ModSet::CTRL);
     let alt = eff.contains(ModSet::ALT);
-    let shift = key.mods.contains(ModSet::SHIFT);
     let text = clean_text(key);
-    if ctrl {
-        // [INPUT.ENCODE.KEY.10] Ctrl maps a key to its C0 byte (Ctrl+@..Ctrl+_, Ctrl+Space
-        // NUL, Ctrl+? DEL); the produced text is tried first, then the unshifted code point,
-        // then the US-layout key, so Ctrl+C works on any layout.
-        let candidates = [
-            text.and_then(single_char),
-            key.unshifted_codepoint.and_then(printable),
-            us.map(|(base, _)| base),
-        ];
-        if let Some(byte) = candidates.into_iter().flatten().find_map(ctrl_byte) {
-            if alt {
-                out.push(ESC);
-            }
-            out.push(byte);
-            return;
+    let derived = if derive { derived_char(key, us) } else { None };
+    // [INPUT.ENCODE.KEY.4] Ctrl maps the typed character to its C0 byte as xterm does; a
+    // character Ctrl leaves alone is sent as it is.
+    if eff.contains(ModSet::CTRL)
+        && let Some(byte) = ctrl_target(text, derived, us).and_then(ctrl_byte)
+    {
+        if alt {
+            out.push(ESC);
         }
+        out.push(byte);
+        return;
     }
-    // [INPUT.ENCODE.KEY.1] Text keys write their text; [INPUT.ENCODE.KEY.5] Alt/Meta
-    // prefixes ESC.
+    // [INPUT.ENCODE.KEY.2] Text keys write their text (else the derived character);
+    // [INPUT.ENCODE.KEY.5] Alt prefixes ESC, to any character, ASCII or not (xterm's
+    // metaSendsEscape).
     if let Some(text) = text {
         if alt {
             out.push(ESC);
         }
         out.extend_from_slice(text.as_bytes());
-    } else if let Some(c) = derived_char(key, us, shift).filter(|_| derive) {
+    } else if let Some(c) = derived {
         if alt {
             out.push(ESC);
         }
         push_char(out, c);
     }
+}
+
+/// The character Ctrl applies to. An ASCII `text` decides alone, as in xterm (Ctrl with `)`
+/// on a French layout is `)`, not the US key's `-`); else the derived character when it is
+/// ASCII. A character outside ASCII (a Cyrillic `с`) has no control: on a letter key Ctrl
+/// applies to the US layout's letter, so Ctrl+C interrupts on any layout (as kitty and
+/// libghostty do); any other key keeps its character (Ctrl+ü is ü, as in xterm).
+fn ctrl_target(
+    text: Option<&str>,
+    derived: Option<char>,
+    us: Option<(char, char)>,
+) -> Option<char> {
+    if let Some(c) = text.and_then(single_char).filter(char::is_ascii) {
+        return Some(c);
+    }
+    if let Some(c) = derived.filter(char::is_ascii) {
+        return Some(c);
+    }
+    us.map(|(base, _)| base).filter(char::is_ascii_lowercase)
 }

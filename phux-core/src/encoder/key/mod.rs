@@ -4,10 +4,15 @@
 //! keypad table) for the legacy bytes; kitty's "Comprehensive keyboard handling in terminals"
 //! (keyboard-protocol) for everything under non-zero flags.
 //!
-//! Choices the sources leave open, made here:
-//! - F13-F24 in legacy mode use xterm's modified-F1..F12 scheme (the xterm terminfo `kf13`..
-//!   `kf24` entries: F13 = Shift+F1 = `CSI 1;2P`, ..., F24 = Shift+F12 = `CSI 24;2~`) and F25 is
-//!   Ctrl+F1 (`kf25` = `CSI 1;5P`); the key's own modifiers are added on top.
+//! Where the sources leave a choice, legacy mode sends what xterm sends (xterm 379 with
+//! `metaSendsEscape`, its keys typed through the X keyboard library; `conformance/xterm-keys.sh`
+//! shows it), and the kitty protocol what kitty's own encoder sends:
+//! - F13-F25 are the physical keys xterm knows: `CSI 25 ~`, `26 ~`, `28 ~`, `29 ~`, `31 ~` ...
+//!   `34 ~` (VT220), then `42 ~` ... `46 ~`; Menu is `CSI 29 ~`.
+//! - Ctrl maps a character to C0 as xterm does (`@`..`~`, Space, `2`-`8`, `/`, `?`); others
+//!   (`-`, `=`, digits) are sent as they are.
+//! - Shift+Tab is `CSI Z` with or without Alt; Num Lock makes the keypad type its characters
+//!   even under DECKPAM.
 //! - An IME that is composing (`composing`) owns the key: nothing is written.
 //! - Super is not encoded for legacy text keys (xterm has no byte for it); it is for functional
 //!   keys (`CSI 1;9A`) and in kitty mode.
@@ -31,11 +36,12 @@ mod tests;
 #[cfg(test)]
 pub(super) use table::is_text_key;
 
-use phux_proto::input::{KeyEvent, ModSet};
+use phux_proto::input::{KeyAction, KeyEvent, ModSet};
 
 use crate::modes::{KittyFlags, TerminalModes};
 
 use kitty::kitty;
+pub use legacy::ctrl_byte;
 use legacy::legacy;
 
 /// Appends the PTY bytes for one key event to `out`.
@@ -51,6 +57,28 @@ pub fn encode_key(key: &KeyEvent, modes: &TerminalModes, out: &mut Vec<u8>) {
         legacy(key, modes, out);
     } else {
         kitty(key, modes, out);
+    }
+}
+
+/// Whether `key` types input the program must receive: a press or repeat, not mid-composition,
+/// of a key that types a character (a letter, digit, punctuation, Space or keypad character
+/// key, or one the client gave an unshifted code point) or of a key without a code of its own
+/// that carries text. Releases, modifier and lock keys, and functional keys (whose text, if a
+/// client sends any, the encoder ignores as kitty does) are not: a key with no code in the
+/// terminal's modes (Print Screen in legacy mode) legitimately writes nothing. These must
+/// write something ([INPUT.APPLY.13]).
+pub fn types_input(key: &KeyEvent) -> bool {
+    if key.action == KeyAction::Release || key.composing {
+        return false;
+    }
+    let has_text = key.text.as_deref().is_some_and(|t| !t.is_empty());
+    match table::classify(key.key) {
+        table::Kind::Text { us } => {
+            has_text || us.is_some() || key.unshifted_codepoint.and_then(printable).is_some()
+        }
+        table::Kind::Keypad { ch, .. } => has_text || ch.is_some_and(|c| c != b'\r'),
+        table::Kind::NoCode => has_text,
+        _ => false,
     }
 }
 
@@ -97,17 +125,48 @@ fn printable(cp: u32) -> Option<char> {
     char::from_u32(cp).filter(|c| !c.is_control())
 }
 
-/// The character a text key produces without relying on `text`: the client's unshifted code
-/// point, else the US-layout character of the physical key; shifted when Shift is held.
-fn derived_char(key: &KeyEvent, us: Option<(char, char)>, shift: bool) -> Option<char> {
-    if let Some(c) = key.unshifted_codepoint.and_then(printable) {
-        if shift {
-            let mut up = c.to_uppercase();
-            if let (Some(u), None) = (up.next(), up.next()) {
-                return Some(u);
-            }
-        }
-        return Some(c);
+/// The character a text key types when the client sent no `text`: its unshifted code point,
+/// else the US-layout character of the physical key, as Shift and (for letters) Caps Lock
+/// change it. Shift turns a letter to its capital and any other character to what the US
+/// layout has above it, when the unshifted character is the US one (`;` to `:`, `,` to `<`,
+/// `[` to `{`): case mapping alone leaves punctuation unshifted, which typed `M-:` as `ESC ;`.
+fn derived_char(key: &KeyEvent, us: Option<(char, char)>) -> Option<char> {
+    let base = key
+        .unshifted_codepoint
+        .and_then(printable)
+        .or(us.map(|(base, _)| base))?;
+    let shift = key.mods.contains(ModSet::SHIFT);
+    if base.is_alphabetic() {
+        let caps = key.mods.contains(ModSet::CAPS_LOCK);
+        return Some(if shift == caps {
+            base
+        } else {
+            upper(base).unwrap_or(base)
+        });
     }
-    us.map(|(base, shifted)| if shift { shifted } else { base })
+    if !shift {
+        return Some(base);
+    }
+    Some(match us {
+        Some((us_base, us_shifted)) if us_base == base => us_shifted,
+        _ => base,
+    })
+}
+
+/// The single upper-case form of `c`, when it has exactly one.
+fn upper(c: char) -> Option<char> {
+    let mut it = c.to_uppercase();
+    match (it.next(), it.next()) {
+        (Some(u), None) => Some(u),
+        _ => None,
+    }
+}
+
+/// The single lower-case form of `c`, or `c` itself.
+fn lower(c: char) -> char {
+    let mut it = c.to_lowercase();
+    match (it.next(), it.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
 }

@@ -32,7 +32,9 @@ pub(super) enum Kind {
         kitty: u32,
         bit: ModSet,
     },
-    /// Keys that only have a kitty code (PrintScreen, Pause, Menu, media keys).
+    /// The Menu key: `CSI 29 ~` in legacy mode (xterm's), kitty's 57363 otherwise.
+    Menu,
+    /// Keys that only have a kitty code (PrintScreen, Pause, media keys).
     KittyOnly(u32),
     /// A text-producing key; `us` is its character in the US layout, if known.
     Text {
@@ -212,7 +214,7 @@ pub(super) fn classify(key: PhysicalKey) -> Kind {
         K::SCROLL_LOCK => Kind::KittyOnly(57359),
         K::PRINT_SCREEN => Kind::KittyOnly(57361),
         K::PAUSE => Kind::KittyOnly(57362),
-        K::CONTEXT_MENU => Kind::KittyOnly(57363),
+        K::CONTEXT_MENU => Kind::Menu,
         K::MEDIA_PLAY_PAUSE => Kind::KittyOnly(57430),
         K::MEDIA_STOP => Kind::KittyOnly(57432),
         K::MEDIA_TRACK_NEXT => Kind::KittyOnly(57435),

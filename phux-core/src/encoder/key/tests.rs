@@ -99,13 +99,25 @@ fn xterm_function_keys() {
         (press(K::F12, N), b"\x1b[24~"),
         (press(K::F5, S), b"\x1b[15;2~"),
         (press(K::F12, A | C), b"\x1b[24;7~"),
-        // F13-F24: xterm terminfo kf13..kf24 = Shift+F1..F12; kf25 = Ctrl+F1.
-        (press(K::F13, N), b"\x1b[1;2P"),
-        (press(K::F16, N), b"\x1b[1;2S"),
-        (press(K::F17, N), b"\x1b[15;2~"),
-        (press(K::F24, N), b"\x1b[24;2~"),
-        (press(K::F25, N), b"\x1b[1;5P"),
-        (press(K::F13, C), b"\x1b[1;6P"),
+        // F13-F25: the physical keys, as xterm 379 sends them (VT220 numbers to F20).
+        (press(K::F13, N), b"\x1b[25~"),
+        (press(K::F14, N), b"\x1b[26~"),
+        (press(K::F15, N), b"\x1b[28~"),
+        (press(K::F16, N), b"\x1b[29~"),
+        (press(K::F17, N), b"\x1b[31~"),
+        (press(K::F18, N), b"\x1b[32~"),
+        (press(K::F19, N), b"\x1b[33~"),
+        (press(K::F20, N), b"\x1b[34~"),
+        (press(K::F21, N), b"\x1b[42~"),
+        (press(K::F22, N), b"\x1b[43~"),
+        (press(K::F23, N), b"\x1b[44~"),
+        (press(K::F24, N), b"\x1b[45~"),
+        (press(K::F25, N), b"\x1b[46~"),
+        (press(K::F13, S), b"\x1b[25;2~"),
+        (press(K::F13, C), b"\x1b[25;5~"),
+        // Menu: xterm's CSI 29 ~.
+        (press(K::CONTEXT_MENU, N), b"\x1b[29~"),
+        (press(K::CONTEXT_MENU, S), b"\x1b[29;2~"),
         // Numpad navigation keys are their main-block twins in legacy mode.
         (press(K::NUMPAD_UP, N), b"\x1b[A"),
         (press(K::NUMPAD_BEGIN, N), b"\x1b[E"),
@@ -143,7 +155,7 @@ fn c0_control_keys() {
         (K::ENTER, [b"\r", b"\r", b"\x1b\r", b"\r", b"\r", b"\x1b\r", b"\x1b\r"]),
         (K::ESCAPE, [b"\x1b", b"\x1b", b"\x1b\x1b", b"\x1b", b"\x1b", b"\x1b\x1b", b"\x1b\x1b"]),
         (K::BACKSPACE, [b"\x7f", b"\x08", b"\x1b\x7f", b"\x7f", b"\x08", b"\x1b\x7f", b"\x1b\x08"]),
-        (K::TAB, [b"\t", b"\t", b"\x1b\t", b"\x1b[Z", b"\x1b[Z", b"\x1b\x1b[Z", b"\x1b\t"]),
+        (K::TAB, [b"\t", b"\t", b"\x1b\t", b"\x1b[Z", b"\x1b[Z", b"\x1b[Z", b"\x1b\t"]),
         (K::SPACE, [b" ", b"\x00", b"\x1b ", b" ", b"\x00", b"\x1b ", b"\x1b\x00"]),
     ];
     for (key, wants) in table {
@@ -223,6 +235,80 @@ fn legacy_text_and_ctrl() {
     check(table, &d);
 }
 
+fn unshifted(mut ev: KeyEvent, c: char) -> KeyEvent {
+    ev.unshifted_codepoint = Some(u32::from(c));
+    ev
+}
+
+// What xterm 379 (metaSendsEscape on, a US keymap, UTF-8) sent a raw-mode program for each
+// chord, typed through the X server (conformance/xterm-keys.sh reproduces the table), with the
+// client's `text` and without it. [INPUT.ENCODE.KEY.4] [INPUT.ENCODE.KEY.5]
+#[test]
+fn what_xterm_sends() {
+    let d = TerminalModes::default();
+    #[rustfmt::skip]
+    let table: &[(KeyEvent, &[u8])] = &[
+        // Ctrl: the X library's control translation, no more.
+        (with_text(K::MINUS, C, "-"), b"-"),
+        (press(K::MINUS, C), b"-"),
+        (with_text(K::BACKQUOTE, C, "`"), b"\x00"),
+        (with_text(K::BRACKET_LEFT, C | S, "{"), b"\x1b"),
+        (press(K::BRACKET_LEFT, C | S), b"\x1b"),
+        (with_text(K::BACKSLASH, C | S, "|"), b"\x1c"),
+        (with_text(K::BRACKET_RIGHT, C | S, "}"), b"\x1d"),
+        (with_text(K::BACKQUOTE, C | S, "~"), b"\x1e"),
+        (with_text(K::SLASH, C | S, "?"), b"\x7f"),
+        (with_text(K::DIGIT1, C, "1"), b"1"),
+        (with_text(K::DIGIT0, C, "0"), b"0"),
+        (with_text(K::SEMICOLON, C, ";"), b";"),
+        (with_text(K::QUOTE, C, "'"), b"'"),
+        (with_text(K::COMMA, C, ","), b","),
+        (with_text(K::EQUAL, C, "="), b"="),
+        (with_text(K::DIGIT1, C | S, "!"), b"!"),
+        (press(K::DIGIT1, C | S), b"!"),
+        (with_text(K::DIGIT2, C | S, "@"), b"\x00"),
+        (press(K::DIGIT6, C | S), b"\x1e"),
+        (with_text(K::SPACE, C | S, " "), b"\x00"),
+        (with_text(K::SPACE, C | A, " "), b"\x1b\x00"),
+        (with_text(K::BRACKET_LEFT, C | A, "["), b"\x1b\x1b"),
+        (with_text(K::KEY_A, C | A | S, "A"), b"\x1b\x01"),
+        (with_text(K::KEY_P, C | S, "P"), b"\x10"),
+        // A layout's own ASCII character decides, not the US key under it: Ctrl with `)` on a
+        // French keyboard (the US `-` key) is `)`.
+        (unshifted(with_text(K::MINUS, C, ")"), ')'), b")"),
+        // Ctrl with a character outside ASCII: the character (xterm), except on a letter key,
+        // where the Latin letter's control (Ctrl+C interrupts on a Cyrillic layout).
+        (unshifted(with_text(K::DIGIT2, C, "é"), 'é'), "é".as_bytes()),
+        (unshifted(with_text(K::DIGIT2, C | A, "é"), 'é'), "\x1bé".as_bytes()),
+        (unshifted(with_text(K::BRACKET_LEFT, C, "ü"), 'ü'), "ü".as_bytes()),
+        (unshifted(with_text(K::KEY_C, C, "с"), 'с'), b"\x03"),
+        (unshifted(press(K::KEY_X, C), 'ч'), b"\x18"),
+        (unshifted(press(K::DIGIT4, C), '\''), b"'"),
+        // Alt: ESC before the character, ASCII or not, text or derived.
+        (with_text(K::KEY_A, A | S, "A"), b"\x1bA"),
+        (with_text(K::SEMICOLON, A | S, ":"), b"\x1b:"),
+        (press(K::SEMICOLON, A | S), b"\x1b:"),
+        (unshifted(press(K::SEMICOLON, A | S), ';'), b"\x1b:"),
+        (unshifted(press(K::COMMA, A | S), ','), b"\x1b<"),
+        (unshifted(press(K::BRACKET_LEFT, A | S), '['), b"\x1b{"),
+        (unshifted(press(K::DIGIT5, A | S), '5'), b"\x1b%"),
+        (unshifted(press(K::DIGIT1, A | S), '1'), b"\x1b!"),
+        (unshifted(with_text(K::DIGIT2, A, "é"), 'é'), "\x1bé".as_bytes()),
+        (unshifted(press(K::DIGIT2, A), 'é'), "\x1bé".as_bytes()),
+        (unshifted(press(K::MINUS, A), 'ß'), "\x1bß".as_bytes()),
+        (unshifted(with_text(K::KEY_A, A, "ф"), 'ф'), "\x1bф".as_bytes()),
+        (unshifted(press(K::KEY_A, A | S), 'ф'), "\x1bФ".as_bytes()),
+        // Caps Lock capitalises a derived letter, Shift undoes it.
+        (press(K::KEY_Q, ModSet::CAPS_LOCK), b"Q"),
+        (press(K::KEY_Q, ModSet::CAPS_LOCK | S), b"q"),
+        (press(K::DIGIT1, ModSet::CAPS_LOCK), b"1"),
+        // Shift+Tab is CSI Z with Alt too.
+        (press(K::TAB, A | S), b"\x1b[Z"),
+        (press(K::TAB, C | S), b"\x1b[Z"),
+    ];
+    check(table, &d);
+}
+
 // xterm ctlseqs, VT220 keypad table: numeric mode sends the characters, application
 // mode (DECKPAM) SS3 p..y, SS3 M (Enter), k + , m - , j * , o / , n . , l , , X =.
 // [INPUT.ENCODE.KEY.8]
@@ -252,6 +338,16 @@ fn keypad() {
         assert_eq!(enc(&press(*key, N), &numeric), *num, "{key}");
         assert_eq!(enc(&press(*key, N), &app), *appl, "{key}");
     }
+    // With Num Lock on the keypad types its characters under DECKPAM too (xterm); without it,
+    // modifiers go between SS3 and the final (xterm's Ctrl+KP_Add is SS3 5 k).
+    let nl = ModSet::NUM_LOCK;
+    assert_eq!(enc(&with_text(K::NUMPAD1, nl, "1"), &app), b"1");
+    assert_eq!(enc(&press(K::NUMPAD_ENTER, nl), &app), b"\r");
+    assert_eq!(enc(&with_text(K::NUMPAD_ADD, nl, "+"), &app), b"+");
+    assert_eq!(enc(&press(K::NUMPAD_ADD, C), &app), b"\x1bO5k");
+    assert_eq!(enc(&press(K::NUMPAD1, S | A), &app), b"\x1bO4q");
+    // Alt does not prefix the keypad's characters (xterm's Alt+KP_1 is 1).
+    assert_eq!(enc(&with_text(K::NUMPAD1, A | nl, "1"), &numeric), b"1");
     // Numeric mode prefers the key's own text (a locale's decimal comma).
     assert_eq!(enc(&with_text(K::NUMPAD_DECIMAL, N, ","), &numeric), b",");
     let lnm = TerminalModes {
@@ -534,6 +630,44 @@ fn kitty_report_all_and_text() {
     );
     // Associated text alone (without report-all-keys) changes nothing.
     assert_eq!(enc(&with_text(K::KEY_A, N, "a"), &kitty(0b10001)), b"a");
+    // Ctrl, Alt or Super make no text: none is associated (kitty sends `alt+a` with text only
+    // when the system consumed Alt to type `å`, above).
+    #[rustfmt::skip]
+    let no_text: &[(KeyEvent, &[u8])] = &[
+        (with_text(K::KEY_T, A, "t"), b"\x1b[116;3u"),
+        (with_text(K::MINUS, C, "-"), b"\x1b[45;5u"),
+        (with_text(K::KEY_D, S | A, "D"), b"\x1b[100;4u"),
+        // A keypad key sent as an escape code carries its text and the lock modifiers, as
+        // any key does (kitty strips locks only in legacy mode).
+        (with_text(K::NUMPAD0, ModSet::NUM_LOCK, "0"), b"\x1b[57399;129;48u"),
+        (with_text(K::NUMPAD0, C | ModSet::NUM_LOCK, "0"), b"\x1b[57399;133u"),
+    ];
+    check(no_text, &text);
+}
+
+// Kitty "Key codes" when the client sent no unshifted code point: the key is its text when
+// the text tells it (a letter's lower case, an unshifted key's own character), else the US
+// layout's key; the shifted alternate of a textless US key is the US layout's shifted key.
+// [INPUT.ENCODE.KITTY.8] [INPUT.ENCODE.KITTY.9]
+#[test]
+fn kitty_key_code_without_unshifted_codepoint() {
+    let all = kitty(0b1101);
+    #[rustfmt::skip]
+    let table: &[(KeyEvent, &[u8])] = &[
+        // Russian п on the G key: key 1087, base layout g.
+        (with_text(K::KEY_G, N, "п"), b"\x1b[1087::103u"),
+        // Russian Я with Shift: key я (1103), shifted Я, base z.
+        (with_text(K::KEY_Z, S, "Я"), b"\x1b[1103:1071:122;2u"),
+        // French é on Digit2, unshifted: key 233, base 2.
+        (with_text(K::DIGIT2, N, "é"), b"\x1b[233::50u"),
+        // Shift+5 typing %: the shifted text says nothing of the key; the US 5 it is.
+        (with_text(K::DIGIT5, S, "%"), b"\x1b[53:37;2u"),
+        // No text: the US key, and Shift+; has : as its shifted key.
+        (press(K::SEMICOLON, C | S), b"\x1b[59:58;6u"),
+        // Option typed å: the text is not the key.
+        (KeyEvent { consumed_mods: A, ..with_text(K::KEY_A, A, "å") }, b"\x1b[97u"),
+    ];
+    check(table, &all);
 }
 
 #[test]

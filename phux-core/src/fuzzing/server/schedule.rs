@@ -234,7 +234,7 @@ pub(super) fn apply_events(op: u8, variant: u8) -> Vec<InputEvent> {
         })],
         // [INPUT.APPLY.3] No events: refused before any binding.
         3 => Vec::new(),
-        // [INPUT.PASTE.SAFE.1] An untrusted paste with a LF: refused, nothing written.
+        // [INPUT.PASTE.SAFE.5] An untrusted paste with a LF: refused, nothing written.
         _ => vec![InputEvent::Paste(PasteEvent {
             trust: PasteTrust::Untrusted,
             data: format!("{tag}\n").into_bytes(),

@@ -212,3 +212,43 @@ fn apply_input_delivery_unknown_when_the_write_breaks_part_way() {
         Some(ErrorCode::INPUT_DELIVERY_UNKNOWN)
     );
 }
+
+#[test]
+fn apply_input_with_a_key_that_types_nothing_is_refused_whole() {
+    // [INPUT.APPLY.13] [INPUT.DEDUPE.9]: a key that carries text the encoder cannot send
+    // (phux 0.8 forbids control characters in `text`) refuses the batch at step 7: nothing
+    // of it is written, the answer is 200, and no record binds the id.
+    let (mut h, c, t) = setup();
+    let mut silent = KeyEvent::press(PhysicalKey::UNIDENTIFIED, ModSet::NONE);
+    silent.text = Some("\u{3}".to_owned());
+    let mut a = KeyEvent::press(PhysicalKey::KEY_A, ModSet::NONE);
+    a.text = Some("a".to_owned());
+    let r = apply(
+        &mut h,
+        c,
+        1,
+        &t,
+        vec![InputEvent::Key(a.clone()), InputEvent::Key(silent)],
+    );
+    assert_eq!(code(&r), Some(ErrorCode::INVALID_COMMAND), "{r:?}");
+    assert!(h.writes.is_empty());
+    // The id is evaluated afresh: the same id with the good key alone is written.
+    assert_eq!(
+        apply(&mut h, c, 1, &t, vec![InputEvent::Key(a)]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(h.pty(&t).read_log(), b"a");
+    // ROUTE_INPUT keeps phux's rule: OK, nothing written ([INPUT.ROUTE.3]).
+    let mut silent = KeyEvent::press(PhysicalKey::UNIDENTIFIED, ModSet::NONE);
+    silent.text = Some("\u{1b}".to_owned());
+    let r = h.request(
+        c,
+        Command::RouteInput {
+            terminal: t.clone(),
+            event: InputEvent::Key(silent),
+        },
+    );
+    assert_eq!(r, Some(CommandResult::Ok));
+    h.settle();
+    assert_eq!(h.pty(&t).read_log(), b"a");
+}

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn unsafe_untrusted_paste_is_refused_and_safe_ones_are_sanitized() {
-    // [INPUT.PASTE.SAFE.1] [INPUT.PASTE.SAFE.2] [INPUT.PASTE.SAFE.3] [INPUT.ENCODE.PASTE.3]
+    // [INPUT.PASTE.SAFE.5] [INPUT.PASTE.SAFE.2] [INPUT.PASTE.SAFE.3] [INPUT.ENCODE.PASTE.3]
     let (mut h, c, t) = setup();
     for (op, data) in [(1u128, &b"a\nb"[..]), (2, b"\xff\xfe"), (3, b"x\x1b[201~y")] {
         let r = apply(
@@ -29,6 +29,35 @@ fn unsafe_untrusted_paste_is_refused_and_safe_ones_are_sanitized() {
         Some(CommandResult::Ok)
     );
     assert_eq!(h.pty(&t).read_log(), b"ok\r zt\ru");
+}
+
+#[test]
+fn an_untrusted_multi_line_paste_goes_in_whole_under_bracketed_paste() {
+    // [INPUT.PASTE.SAFE.5] [INPUT.ENCODE.PASTE.1] [INPUT.ENCODE.PASTE.3] [INPUT.ENCODE.PASTE.5]
+    let (mut h, c, t) = setup();
+    h.pty(&t).script(b"\x1b[?2004h");
+    h.settle();
+    assert_eq!(
+        apply(&mut h, c, 1, &t, vec![untrusted_paste(b"one\ntwo\x15\n")]),
+        Some(CommandResult::Ok)
+    );
+    // The end marker stays unsafe even inside brackets: whoever made it meant to break out.
+    let r = apply(&mut h, c, 2, &t, vec![untrusted_paste(b"x\x1b[201~\nrm")]);
+    assert_eq!(code(&r), Some(ErrorCode::UNSAFE_PASTE));
+    // A trusted paste's own end marker is written blanked: the paste cannot end early.
+    assert_eq!(
+        apply(&mut h, c, 3, &t, vec![paste(b"x\x1b[201~y\n")]),
+        Some(CommandResult::Ok)
+    );
+    assert_eq!(
+        h.pty(&t).read_log(),
+        b"\x1b[200~one\ntwo \n\x1b[201~\x1b[200~x [201~y\n\x1b[201~"
+    );
+    // Bracketed paste off again: the same untrusted lines would each be Enter.
+    h.pty(&t).script(b"\x1b[?2004l");
+    h.settle();
+    let r = apply(&mut h, c, 4, &t, vec![untrusted_paste(b"one\ntwo")]);
+    assert_eq!(code(&r), Some(ErrorCode::UNSAFE_PASTE));
 }
 
 #[test]

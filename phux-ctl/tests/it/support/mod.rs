@@ -117,13 +117,6 @@ impl Ctl {
     }
 }
 
-/// Reports a test that could not run, where it is seen: on stderr past the test harness's
-/// capture (so a passing run shows it), as a `SKIP:` line, which `.ci/run` counts.
-pub(crate) fn skip(reason: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "SKIP: {reason}");
-}
-
 /// The test-only hook's variable (kept out of every other run).
 pub(crate) const PHUXCTL_TEST_HOOK: &str = "PHUXCTL_TEST_EXIT_AFTER_SEND";
 

@@ -180,7 +180,7 @@ pub(crate) fn have(tool: &str) -> bool {
 }
 
 /// A command that runs `perl -e script` as `nobody`, or why there cannot be one here (these
-/// tests need root and `setpriv` or `runuser`, and print that they skipped otherwise).
+/// tests need root and `setpriv` or `runuser`, and record a skip otherwise).
 pub(crate) fn perl_as_nobody(script: &str) -> Result<std::process::Command, &'static str> {
     use std::process::Command;
     if !rustix::process::geteuid().is_root() {

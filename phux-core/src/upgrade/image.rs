@@ -1,6 +1,4 @@
-//! The upgrade image: the server engine's whole state ([`EngineState`]) and the driver's own
-//! (`H`, opaque here) in one versioned byte string, which a new server image reads back after
-//! an exec ([SERVER.UPGRADE.STATE.1]).
+//! The upgrade image's bytes, the one place that decides them.
 //!
 //! Layout: the 8 magic bytes [`MAGIC`], the state version (`u32`, little-endian), the body's
 //! length (`u64`, little-endian), then the body: `postcard` (a documented, stable serde
@@ -10,14 +8,11 @@
 //! read ([`reads_version`]) and refuses any other with [`ImageError::UnknownVersion`], before
 //! it looks at the body. A change to what the state holds or how it is laid out is a new
 //! version. Version 2 changed the driver's half only (the engine's half is laid out as in
-//! version 1): a driver that reads both decodes the engine's half with [`decode_parts`] and
-//! its own by the version ([`decode_host`]).
+//! version 1).
 //!
-//! An image of a large server is tens or hundreds of megabytes: [`ServerEngine::export_image_to`]
-//! writes it once, straight into the driver's file (no copy of it on the heap), and a reader
-//! decodes it from wherever it lies (a mapped file): nothing in a value borrows the input.
-//!
-//! [`ServerEngine::export_image_to`]: crate::server::ServerEngine::export_image_to
+//! An image of a large server is tens or hundreds of megabytes: [`write_value`] writes it
+//! once, straight into the driver's file (no copy of it on the heap), and a reader decodes it
+//! from wherever it lies (a mapped file): nothing in a value borrows the input.
 //!
 //! Decoding never panics and never allocates from a count it has not checked: postcard checks
 //! a byte string's or a string's length against the input left before it takes the bytes, and
@@ -25,36 +20,19 @@
 //! only as its elements actually decode; every value that deserializes is checked against the
 //! invariants the engine and the VT model rely on.
 //!
-//! ```
-//! use phux_core::server::{ServerConfig, ServerEngine};
-//! use phux_core::upgrade::{self, STATE_VERSION};
-//!
-//! let engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
-//! let state = engine.export_state()?;
-//! let image = upgrade::encode_image(&state, &"the driver's own state");
-//! assert_eq!(upgrade::image_version(&image)?, STATE_VERSION);
-//! let (state, host): (_, String) = upgrade::decode_image(&image)?;
-//! let config = state.config().clone();
-//! let engine = ServerEngine::from_state(config, state)?;
-//! assert_eq!(engine.server_id(), &[7; 16]);
-//! assert_eq!(host, "the driver's own state");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use std::io::{Seek, SeekFrom, Write};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use crate::server::{EngineState, NotQuiet, StateError};
+use crate::server::NotQuiet;
 
 /// The state version this binary writes.
 pub const STATE_VERSION: u32 = 2;
 
 /// Every state version this binary reads.
 pub const READS_VERSIONS: &[u32] = &[1, 2];
-
-pub use phux_term::bytes;
 
 /// The first bytes of every image.
 pub const MAGIC: [u8; 8] = *b"phuxstat";
@@ -93,11 +71,6 @@ pub enum ImageError {
 /// Whether this binary reads state version `version` (what `--check-upgrade` answers).
 pub fn reads_version(version: u32) -> bool {
     READS_VERSIONS.contains(&version)
-}
-
-/// The image of `engine` and the driver's `host` state, in the current version.
-pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
-    encode_value(&(engine, host))
 }
 
 /// Why an image could not be written.
@@ -204,7 +177,7 @@ impl<W: Write> postcard::ser_flavors::Flavor for &mut Sink<'_, W> {
     }
 }
 
-/// The image of a value that serializes as `(EngineState, H)` does.
+/// The image of a value (one that serializes as `(EngineState, H)` does).
 pub(crate) fn encode_value<T: Serialize>(value: &T) -> Vec<u8> {
     // Measured first, then written once into a buffer of the right size: an image of many
     // megabytes is never copied by a growing buffer, nor again behind its header.
@@ -255,27 +228,9 @@ pub fn image_version(bytes: &[u8]) -> Result<u32, ImageError> {
     Ok(u32::from_le_bytes(version))
 }
 
-/// Reads an image back: the engine's state and the driver's, for a driver whose half has one
-/// layout in every version it reads.
-pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H), ImageError> {
-    let parts = decode_parts(bytes)?;
-    Ok((parts.engine, decode_host(parts.host)?))
-}
-
-/// An image's version, the engine's state, and the driver's half still encoded.
-#[derive(Debug)]
-pub struct Parts<'a> {
-    /// The state version the image holds.
-    pub version: u32,
-    /// The engine's state.
-    pub engine: EngineState,
-    /// The driver's half, for [`decode_host`] in the layout of `version`.
-    pub host: &'a [u8],
-}
-
-/// Reads an image's header and the engine's half (the same in every version this binary
-/// reads), leaving the driver's half to the driver.
-pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
+/// An image's version and body, the header checked: a version this binary reads
+/// ([SERVER.UPGRADE.STATE.3]), and exactly the body's length after it.
+pub(crate) fn body(bytes: &[u8]) -> Result<(u32, &[u8]), ImageError> {
     let version = image_version(bytes)?;
     // [SERVER.UPGRADE.STATE.3] Another version is refused before its body is read.
     if !reads_version(version) {
@@ -298,19 +253,17 @@ pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
             found - expected
         )));
     }
-    let (engine, host) = postcard::take_from_bytes::<EngineState>(body)
-        .map_err(|e| ImageError::Corrupt(e.to_string()))?;
-    Ok(Parts {
-        version,
-        engine,
-        host,
-    })
+    Ok((version, body))
 }
 
-/// Reads the driver's half of an image ([`Parts::host`]), which must take every byte left.
-pub fn decode_host<H: DeserializeOwned>(host: &[u8]) -> Result<H, ImageError> {
-    let (value, rest) =
-        postcard::take_from_bytes::<H>(host).map_err(|e| ImageError::Corrupt(e.to_string()))?;
+/// Decodes a `T` from the start of `bytes`; the bytes after it.
+pub(crate) fn take<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, &[u8]), ImageError> {
+    postcard::take_from_bytes::<T>(bytes).map_err(|e| ImageError::Corrupt(e.to_string()))
+}
+
+/// Decodes a `T` that must take every byte of `bytes`.
+pub(crate) fn take_all<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ImageError> {
+    let (value, rest) = take(bytes)?;
     if !rest.is_empty() {
         return Err(ImageError::Corrupt(format!(
             "{} bytes left after the state",
