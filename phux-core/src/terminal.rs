@@ -111,10 +111,16 @@ impl TerminalState {
         self.term.heap_bytes()
     }
 
-    /// The model's heap once its screens' rows are all written (see
-    /// [`phux_term::Terminal::heap_bytes_bound`]): what a budget of models counts.
-    pub fn heap_bytes_bound(&self) -> usize {
-        self.term.heap_bytes_bound()
+    /// The most heap both screens' rows of a `cols` x `rows` terminal can come to hold; see
+    /// [`Terminal::rows_heap_bound`].
+    pub fn rows_heap_bound(cols: u16, rows: u16) -> usize {
+        Terminal::rows_heap_bound(cols, rows)
+    }
+
+    /// The heap held outside the screens' rows (history, buffers), O(1); see
+    /// [`Terminal::heap_bytes_besides_rows`].
+    pub fn heap_bytes_besides_rows(&self) -> usize {
+        self.term.heap_bytes_besides_rows()
     }
 
     /// The GET_SCREEN reply as JSON text; see [`Terminal::screen_value`].

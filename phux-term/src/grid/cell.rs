@@ -150,15 +150,6 @@ impl Cells {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.buf.len() * size_of::<Cell>()
     }
-
-    /// The heap they would take once written, while not allocated yet.
-    pub(crate) fn unallocated_bytes(&self) -> usize {
-        if self.allocated() {
-            0
-        } else {
-            usize::from(self.cols) * size_of::<Cell>()
-        }
-    }
 }
 
 impl std::ops::Deref for Cells {

@@ -203,14 +203,13 @@ impl Grid {
         }
     }
 
-    /// What the rows' cells not allocated yet would take once written.
-    pub(crate) fn unallocated_bytes(&self) -> usize {
-        self.rows.iter().map(|r| r.cells.unallocated_bytes()).sum()
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.spine_bytes() + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
     }
 
-    pub(crate) fn heap_bytes(&self) -> usize {
+    /// The heap of the ring itself, without what its rows hold: O(1).
+    pub(crate) fn spine_bytes(&self) -> usize {
         self.rows.capacity() * size_of::<Row>()
-            + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
     }
 
     /// Collects every row's style table now, as a full table would be.

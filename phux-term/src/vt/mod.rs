@@ -505,15 +505,17 @@ impl Vt {
         }
     }
 
-    /// [`Self::heap_bytes`] plus what the screens' cells not written yet would take: what the
-    /// model may come to hold without its history growing.
-    pub(crate) fn heap_bytes_bound(&self) -> usize {
-        self.heap_bytes() + self.screen.unallocated_bytes() + self.other.unallocated_bytes()
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.screen.heap_bytes() - self.screen.spine_bytes() + self.other.heap_bytes()
+            - self.other.spine_bytes()
+            + self.heap_bytes_besides_rows()
     }
 
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.screen.heap_bytes()
-            + self.other.heap_bytes()
+    /// The heap outside the screens' rows: the history, the rings' spines, the parser's and
+    /// the title's buffers. O(1).
+    pub(crate) fn heap_bytes_besides_rows(&self) -> usize {
+        self.screen.spine_bytes()
+            + self.other.spine_bytes()
             + self.history.heap_bytes()
             + self.tabs.capacity()
             + self.osc.capacity()
