@@ -24,3 +24,4 @@ mod run_cli;
 mod runner_blame;
 mod suite;
 mod wire_cli;
+mod workspace;
