@@ -97,11 +97,13 @@ pub(crate) fn lease(session: &mut Session, args: &LeaseArgs) -> Result<u8, CtlEr
             let after = list::lease_holder(session, &args.id)?;
             match (before, after) {
                 (None, _) => println!("released nothing: {} has no lease", args.id),
-                (Some(holder), Some(_)) => println!(
-                    "released nothing: {}'s lease is held by client {holder}, not by this \
-                     command; it ends when that client releases it or disconnects",
-                    args.id
-                ),
+                (Some(holder), Some(_)) => {
+                    return Err(CtlError::NotDone(format!(
+                        "released nothing: {}'s lease is held by client {holder}, not by this \
+                         command; it ends when that client releases it or disconnects",
+                        args.id
+                    )));
+                }
                 (Some(_), None) => println!("released {}", args.id),
             }
         }

@@ -80,8 +80,8 @@ fn single_target(command: &CtlCommand) -> Option<TerminalId> {
         CtlCommand::Screen(a) => Some(a.id.clone()),
         CtlCommand::Lease(a) => Some(a.id.clone()),
         CtlCommand::Attach(a) => Some(a.id.clone()),
+        CtlCommand::Signal(a) => a.resolve().map(|(_, id)| id.clone()),
         CtlCommand::Watch { id, .. }
-        | CtlCommand::Signal { id, .. }
         | CtlCommand::Resize { id, .. }
         | CtlCommand::Events { id: Some(id), .. } => Some(id.clone()),
         _ => None,
@@ -162,7 +162,12 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Watch { id, bootstrap } => view::watch(&mut session, &id, bootstrap)?,
         CtlCommand::Events { id, json } => view::events(&mut session, id, json)?,
         CtlCommand::Lease(args) => control::lease(&mut session, &args)?,
-        CtlCommand::Signal { signal, id } => control::signal(&mut session, signal, id)?,
+        CtlCommand::Signal(args) => {
+            let (signal, id) = args.resolve().ok_or_else(|| {
+                CtlError::Usage("signal needs one signal and one terminal id".to_owned())
+            })?;
+            control::signal(&mut session, signal, id.clone())?
+        }
         CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
         CtlCommand::Resize { id, size } => control::resize(&mut session, &id, size)?,
         CtlCommand::Upgrade { .. } => control::upgrade(&mut session, upgrade_binary, cli.timeout)?,

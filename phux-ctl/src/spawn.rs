@@ -58,7 +58,19 @@ pub(crate) fn spawn(
             rows: args.rows.unwrap_or(DEFAULT_SIZE.1),
         });
     }
+    let asked = spawn.initial_size;
     let id = session.spawn(spawn)?;
     println!("{id}");
+    if let Some(asked) = asked
+        && let Some(now) = crate::list::terminal(session, &id)?
+        && (now.cols, now.rows) != (asked.cols, asked.rows)
+    {
+        // [TERMINAL.RESIZE.3] A server clamps the size: say so rather than leave the user
+        // with a terminal of another size than the one asked for.
+        eprintln!(
+            "phuxctl: {id} is {}x{}, not the {}x{} asked for: the server limits a terminal's size",
+            now.cols, now.rows, asked.cols, asked.rows
+        );
+    }
     Ok(EXIT_OK)
 }
