@@ -22,6 +22,7 @@ mod probe_stall;
 mod probe_util;
 mod run_cli;
 mod runner_blame;
+mod screen_diff;
 mod suite;
 mod wire_cli;
 mod workspace;
