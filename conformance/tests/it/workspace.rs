@@ -31,6 +31,15 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// not at the line.
 const MAX_SOURCE_LINES: usize = 800;
 
+/// Files over the bound that landed before they were split, each with the seams to split it
+/// along. The list only shrinks: a file listed here that is back under the bound fails the
+/// test until its line goes.
+const KNOWN_LONG: &[(&str, &str)] = &[(
+    "phux-mio-server/src/upgrade.rs",
+    "the upgrade workstream's: the host image (HostImage, Launch, v1), the check (Exe, \
+     Checker), the memfd image, the descriptors and the exec",
+)];
+
 /// Test code is exempt: integration tests (`tests/`) and unit tests moved beside their module
 /// (`tests.rs`, or a `tests/` directory inside `src/`).
 fn is_test(rel: &Path) -> bool {
@@ -44,19 +53,23 @@ fn no_source_file_outside_tests_is_over_800_lines() {
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     assert!(files.len() > 20, "found only {} .rs files", files.len());
-    let mut long: Vec<String> = files
-        .iter()
-        .filter_map(|file| {
-            let rel = file.strip_prefix(&root).unwrap_or(file);
-            if is_test(rel) {
-                return None;
-            }
-            let text =
-                std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            let lines = text.lines().count();
-            (lines > MAX_SOURCE_LINES).then(|| format!("{} ({lines} lines)", rel.display()))
-        })
-        .collect();
+    let mut long = Vec::new();
+    let mut split = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&root).unwrap_or(file);
+        if is_test(rel) {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let lines = text.lines().count();
+        let known = KNOWN_LONG.iter().any(|(path, _)| rel == Path::new(path));
+        if lines > MAX_SOURCE_LINES && !known {
+            long.push(format!("{} ({lines} lines)", rel.display()));
+        } else if lines <= MAX_SOURCE_LINES && known {
+            split.push(rel.display().to_string());
+        }
+    }
     long.sort();
     assert!(
         long.is_empty(),
@@ -64,6 +77,16 @@ fn no_source_file_outside_tests_is_over_800_lines() {
          file):\n{}",
         long.join("\n")
     );
+    assert!(
+        split.is_empty(),
+        "KNOWN_LONG lists files now within {MAX_SOURCE_LINES} lines (delete them): {split:?}"
+    );
+    for (path, _) in KNOWN_LONG {
+        assert!(
+            root.join(path).is_file(),
+            "KNOWN_LONG lists {path}, which is gone"
+        );
+    }
 }
 
 #[test]
