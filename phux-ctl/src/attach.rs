@@ -33,7 +33,7 @@ use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, Frame, TerminalId};
 use phux_term::Terminal;
 
-use super::cli::AttachArgs;
+use super::cli::AttachOptions;
 use super::conn::{Incoming, Session, Step};
 use super::keys::legacy_bytes;
 use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
@@ -264,13 +264,13 @@ enum End {
 
 /// Runs an interactive attach until the detach key, the terminal's exit or the connection's
 /// end.
-pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> {
+pub fn attach(session: &mut Session, id: &TerminalId, args: &AttachOptions) -> Result<u8, CtlError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(CtlError::Local(
             "attach needs a terminal on stdin and stdout".to_owned(),
         ));
     }
-    let id = args.id.clone();
+    let id = id.clone();
     let detach = legacy_bytes(&args.detach_key.0);
     if detach.is_empty() {
         return Err(CtlError::Local(
@@ -456,7 +456,7 @@ impl Attached<'_> {
         }
     }
 
-    fn run(&mut self, session: &mut Session, args: &AttachArgs) -> Result<End, CtlError> {
+    fn run(&mut self, session: &mut Session, args: &AttachOptions) -> Result<End, CtlError> {
         let id = self.id.clone();
         loop {
             match session.step(None)? {
