@@ -264,7 +264,11 @@ enum End {
 
 /// Runs an interactive attach until the detach key, the terminal's exit or the connection's
 /// end.
-pub fn attach(session: &mut Session, id: &TerminalId, args: &AttachOptions) -> Result<u8, CtlError> {
+pub fn attach(
+    session: &mut Session,
+    id: &TerminalId,
+    args: &AttachOptions,
+) -> Result<u8, CtlError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(CtlError::Local(
             "attach needs a terminal on stdin and stdout".to_owned(),

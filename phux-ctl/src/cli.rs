@@ -521,7 +521,9 @@ pub fn parse_target(text: &str) -> Result<Target, String> {
         Err(not_id) => match check_name(text) {
             Ok(()) => Ok(Target::Name(text.to_owned())),
             Err(_) if text.contains(':') => Err(not_id),
-            Err(not_name) => Err(format!("{not_name}; nor is it a terminal id (local:3 or 3)")),
+            Err(not_name) => Err(format!(
+                "{not_name}; nor is it a terminal id (local:3 or 3)"
+            )),
         },
     }
 }
@@ -629,7 +631,10 @@ mod tests {
         // -A without a name has nothing to find.
         assert!(Cli::try_parse_from(["phuxctl", "new", "-A"]).is_err());
         let cli = Cli::try_parse_from(["phuxctl", "attach"]).expect("parse");
-        assert!(matches!(cli.command, CtlCommand::Attach(AttachArgs { id: None, .. })));
+        assert!(matches!(
+            cli.command,
+            CtlCommand::Attach(AttachArgs { id: None, .. })
+        ));
     }
 
     #[test]

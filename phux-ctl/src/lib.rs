@@ -51,8 +51,8 @@ use phux_proto::{ErrorCode, TerminalId};
 
 use cli::{Cli, CtlCommand, NewArgs};
 use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Waits};
-use names::{Target, Use};
 use link::Endpoint;
+use names::{Target, Use};
 
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
@@ -176,7 +176,11 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             let name = args.named.clone();
             // An unnamed terminal is noted as the most recent only where phuxctl already
             // keeps names: spawn creates no state of its own.
-            let usage = if name.is_some() { Use::Write } else { Use::Read };
+            let usage = if name.is_some() {
+                Use::Write
+            } else {
+                Use::Read
+            };
             let mut book = names.bound(&mut session, usage)?;
             if let Some(name) = &name
                 && let Some(other) = book.lookup(name)
@@ -286,8 +290,14 @@ fn new(
     let mut session = match endpoint {
         // [CLIENT.START.1] Only a server on this host is started, and only where none listens.
         Endpoint::Socket(target) => {
-            let (session, started) =
-                start::ensure(target, cli.socket.is_some(), &cli.name, key, waits.command, dial)?;
+            let (session, started) = start::ensure(
+                target,
+                cli.socket.is_some(),
+                &cli.name,
+                key,
+                waits.command,
+                dial,
+            )?;
             if let start::Started::Started(log) = started {
                 eprintln!(
                     "phuxctl: started a server on {} (its log: {})",

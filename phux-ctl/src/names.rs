@@ -317,7 +317,11 @@ impl<'k> Resolver<'k> {
     }
 
     /// The terminal `target` stands for: an id as given, a name as the book has it.
-    pub fn resolve(&mut self, session: &mut Session, target: &Target) -> Result<TerminalId, CtlError> {
+    pub fn resolve(
+        &mut self,
+        session: &mut Session,
+        target: &Target,
+    ) -> Result<TerminalId, CtlError> {
         match target {
             Target::Id(id) => Ok(id.clone()),
             Target::Name(_) => lookup(&self.bound(session, Use::Read)?, target),

@@ -51,13 +51,7 @@ pub(crate) fn paste(
         PasteTrust::Trusted
     };
     let data = pasteable(data, args.verbatim);
-    deliver(
-        session,
-        id,
-        Input::Paste { data, trust },
-        wait,
-        args.json,
-    )
+    deliver(session, id, Input::Paste { data, trust }, wait, args.json)
 }
 
 /// Text as `send` and `paste` type it: made safe to paste ([CLIENT.PASTE.4]), or exactly as

@@ -1,7 +1,7 @@
 //! `spawn`: SPAWN_TERMINAL from the command line, and its refusals in words.
 
-use phux_proto::{GroupId, TerminalId};
 use phux_proto::frame::{SpawnTerminal, TerminalSize};
+use phux_proto::{GroupId, TerminalId};
 
 use crate::cli::SpawnArgs;
 use crate::conn::Session;
@@ -50,8 +50,14 @@ pub(crate) fn create(
     // [CLIENT.SPAWN.1] This shell's directory unless told otherwise (one that is gone or not
     // UTF-8 leaves the server's).
     spawn.cwd = cwd.or_else(|| {
-        ours.then(|| std::env::current_dir().ok()?.into_os_string().into_string().ok())
-            .flatten()
+        ours.then(|| {
+            std::env::current_dir()
+                .ok()?
+                .into_os_string()
+                .into_string()
+                .ok()
+        })
+        .flatten()
     });
     spawn.term = args.term;
     if args.clear_env || !args.env.is_empty() || ours {

@@ -148,7 +148,10 @@ fn spawn_server(
         .stderr(stderr)
         .spawn()
         .map_err(|source| CtlError::Exec {
-            command: format!("{} (set {SERVER_VAR} to the server binary)", binary.display()),
+            command: format!(
+                "{} (set {SERVER_VAR} to the server binary)",
+                binary.display()
+            ),
             source,
         })
 }

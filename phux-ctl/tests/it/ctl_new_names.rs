@@ -110,7 +110,17 @@ fn new_a_s_creates_then_attaches_by_name_starting_the_server() {
     let tmux = tmux_in(dir.path());
     // Each step runs in the same pane, replacing what ran there.
     let in_pane = |line: &str| tmux.run(&["respawn-pane", "-k", "-t", "t", line]);
-    tmux.run(&["new-session", "-d", "-s", "t", "-x", "90", "-y", "25", "exec sleep 1000"]);
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "90",
+        "-y",
+        "25",
+        "exec sleep 1000",
+    ]);
     // [CLIENT.START.1] No server: `new -A -s work` starts one, creates `work`, attaches.
     in_pane(&t.pane_line("new -A -s work -- /bin/sh", "first"));
     tmux.run(&["send-keys", "-t", "t", "echo made-$((6*7))", "Enter"]);
@@ -119,7 +129,9 @@ fn new_a_s_creates_then_attaches_by_name_starting_the_server() {
     assert_eq!(servers.len(), 1, "one server started");
     // [SERVER.DETACH.1] In a session of its own: the pane's hangup never reaches it.
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", servers[0])).expect("stat");
-    let session = stat[stat.rfind(')').expect("comm") + 1..].split_whitespace().nth(3);
+    let session = stat[stat.rfind(')').expect("comm") + 1..]
+        .split_whitespace()
+        .nth(3);
     assert_eq!(session, Some(servers[0].to_string().as_str()), "{stat}");
     // Its log is where phuxctl keeps its state, owner-only.
     let log = std::fs::read_dir(state_dir(&t.ctl))
@@ -127,7 +139,8 @@ fn new_a_s_creates_then_attaches_by_name_starting_the_server() {
         .filter_map(Result::ok)
         .find(|e| e.path().extension().is_some_and(|x| x == "log"))
         .expect("a server log");
-    let mode = std::os::unix::fs::PermissionsExt::mode(&log.metadata().expect("meta").permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&log.metadata().expect("meta").permissions());
     assert_eq!(mode & 0o777, 0o600);
     tmux.run(&["send-keys", "-t", "t", "C-\\"]);
     let pane = tmux.wait_pane("the detach", |p| p.contains("first="));
@@ -136,8 +149,15 @@ fn new_a_s_creates_then_attaches_by_name_starting_the_server() {
     // [CLIENT.NAME.1] list shows the name; the verbs take it.
     let list = t.ok(&["list"]);
     assert!(list.contains("local:1\twork\t"), "{list}");
-    assert!(t.ok(&["send", "work", "echo by-name", "--key", "Enter"]).contains("delivered"));
-    assert!(wait_until(|| t.ok(&["screen", "work"]).matches("by-name").count() >= 2));
+    assert!(
+        t.ok(&["send", "work", "echo by-name", "--key", "Enter"])
+            .contains("delivered")
+    );
+    assert!(wait_until(|| t
+        .ok(&["screen", "work"])
+        .matches("by-name")
+        .count()
+        >= 2));
 
     // [CLIENT.NAME.2] Without -A the name is refused, and nothing is created.
     let out = t.run(&["new", "-d", "-s", "work"]);
@@ -208,7 +228,9 @@ fn two_shells_creating_at_once_get_one_server_and_one_terminal_per_name() {
     let list = t.ok(&["list"]);
     for name in ["a", "b", "same"] {
         assert_eq!(
-            list.lines().filter(|l| l.split('\t').nth(1) == Some(name)).count(),
+            list.lines()
+                .filter(|l| l.split('\t').nth(1) == Some(name))
+                .count(),
             1,
             "{list}"
         );

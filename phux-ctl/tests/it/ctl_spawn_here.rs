@@ -26,12 +26,18 @@ fn spawn_runs_in_the_callers_directory_and_environment() {
             .output()
             .expect("run phuxctl");
         assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).expect("utf-8").trim().to_owned()
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_owned()
     };
 
     // [CLIENT.SPAWN.1]
     let ours = spawn(&[]);
-    let want = format!("<P={} M=from-the-caller T=xterm-256color>", here_path.display());
+    let want = format!(
+        "<P={} M=from-the-caller T=xterm-256color>",
+        here_path.display()
+    );
     ctl.wait_screen(&ours, &want, |s| s.contains(&want));
 
     // --server-env: the server's directory (the test's) and environment (no mark).
