@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use phux_proto::notation::NotationError;
-use phux_proto::{DecodeError, Frame};
+use phux_proto::{DecodeError, DecodeErrorKind, Frame};
 
 /// The exit status for input that does not decode or parse (clap uses 2 for bad usage too:
 /// either way, the input was wrong).
@@ -40,6 +40,9 @@ enum WireError {
     Hex(&'static str),
     /// The bytes are not a frame.
     Decode(DecodeError),
+    /// The bytes are not exactly one frame (too few, or more after it): not an error a
+    /// stream decoder reports, so no wire code.
+    NotOneFrame(String),
     /// The text is not a frame.
     Notation(NotationError),
 }
@@ -50,8 +53,15 @@ impl std::fmt::Display for WireError {
             Self::Hex(why) => write!(f, "bad hex: {why}"),
             Self::Decode(e) => {
                 let code = e.code();
-                write!(f, "decode error: {e}\nwire code: {code} ({})", code.0)
+                write!(f, "decode error: {e}\nwire code: {code} ({})", code.0)?;
+                if matches!(e.kind(), DecodeErrorKind::FrameLength { .. }) {
+                    // [FRAME.VIOLATION.1] The code's name says "large"; phux sends it for a
+                    // length of 0 as well.
+                    write!(f, ", phux's code for any length outside 1..=16 MiB")?;
+                }
+                Ok(())
             }
+            Self::NotOneFrame(why) => write!(f, "{why}"),
             Self::Notation(e) => write!(f, "notation error: {e}"),
         }
     }
@@ -74,10 +84,28 @@ pub(crate) fn run(command: &WireCommand) -> ExitCode {
     }
 }
 
-/// Hex in, notation out.
+/// Hex in, notation out: exactly one whole frame.
 fn decode(hex: &str) -> Result<String, WireError> {
     let bytes = parse_hex(hex).map_err(WireError::Hex)?;
-    let frame = Frame::decode(&bytes).map_err(WireError::Decode)?;
+    let frame = Frame::decode(&bytes).map_err(|e| match e.kind() {
+        // A stream decoder waits for the rest of a frame, and takes bytes after one as the
+        // next frame's: neither is a framing violation of the stream.
+        DecodeErrorKind::FrameTruncated { available, .. } if available < 4 => {
+            WireError::NotOneFrame(format!(
+                "incomplete frame: {available} byte(s); a frame starts with a 4-byte length, \
+                 then a type byte"
+            ))
+        }
+        DecodeErrorKind::FrameTruncated { needed, available } => WireError::NotOneFrame(format!(
+            "incomplete frame: its header declares {needed} bytes, {available} given"
+        )),
+        DecodeErrorKind::TrailingBytes { extra } => WireError::NotOneFrame(format!(
+            "{extra} byte(s) after the frame: `wire decode` takes exactly one frame ({} bytes \
+             here, as its header declares)",
+            bytes.len() - extra
+        )),
+        _ => WireError::Decode(e),
+    })?;
     Ok(frame.to_string())
 }
 
@@ -87,7 +115,7 @@ fn encode(notation: &str) -> Result<String, WireError> {
     Ok(to_hex(&frame.to_bytes()))
 }
 
-fn parse_hex(text: &str) -> Result<Vec<u8>, &'static str> {
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, &'static str> {
     let digits: Vec<u8> = text
         .bytes()
         .filter(|b| !b.is_ascii_whitespace())
@@ -146,6 +174,21 @@ mod tests {
         // [FRAME.LENGTH.1] length 0 is a framing violation.
         let e = decode("0000000003").unwrap_err().to_string();
         assert!(e.contains("wire code: FRAME_TOO_LARGE (4)"), "{e}");
+        assert!(e.contains("outside 1..=16 MiB"), "{e}");
+        // Too few bytes, or more than one frame: said as such, with no wire code.
+        for (hex, said) in [
+            ("", "incomplete frame: 0 byte(s)"),
+            ("000000", "incomplete frame: 3 byte(s)"),
+            ("00000001", "header declares 5 bytes, 4 given"),
+            (
+                "0000000c7f010408deadbeefcafef00d00",
+                "1 byte(s) after the frame",
+            ),
+        ] {
+            let e = decode(hex).unwrap_err().to_string();
+            assert!(e.contains(said), "{hex:?}: {e}");
+            assert!(!e.contains("wire code"), "{hex:?}: {e}");
+        }
         let e = decode("0000000102").unwrap_err().to_string();
         assert!(e.contains("unknown frame type 0x02"), "{e}");
         assert!(e.contains("wire code: UNKNOWN_MESSAGE_TYPE (2)"), "{e}");

@@ -33,7 +33,7 @@ use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, Frame, TerminalId};
 use phux_term::Terminal;
 
-use super::cli::AttachOptions;
+use super::cli::{AttachOptions, DetachKey};
 use super::conn::{Incoming, Session, Step};
 use super::keys::legacy_bytes;
 use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
@@ -51,6 +51,11 @@ const SEQUENCE_WAIT: Duration = Duration::from_millis(50);
 
 /// How long to wait for the rest of a string reply or a paste that a read cut short.
 const STRING_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a press of the detach key waits for a second press, which sends the key to the
+/// program instead of detaching (tmux's prefix-prefix habit): longer than a quick double
+/// press, short enough that a detach does not feel slow.
+const DETACH_AGAIN_WINDOW: Duration = Duration::from_millis(500);
 
 /// Raw mode and the alternate screen for as long as it lives; restored on drop (also on an
 /// error or a panic unwinding through `attach`).
@@ -275,8 +280,11 @@ pub fn attach(
         ));
     }
     let id = id.clone();
-    let detach = legacy_bytes(&args.detach_key.0);
-    if detach.is_empty() {
+    let detach = match &args.detach_key {
+        DetachKey::None => None,
+        DetachKey::Key(key) => Some(legacy_bytes(&key.0)),
+    };
+    if detach.as_ref().is_some_and(Vec::is_empty) {
         return Err(CtlError::Local(
             "the detach key must be one that sends something (try C-\\ or C-])".to_owned(),
         ));
@@ -313,6 +321,7 @@ pub fn attach(
     let mut attached = Attached {
         id: id.clone(),
         detach,
+        detach_pending: None,
         model: Terminal::new(cols, rows, 0),
         cursor_queries: CursorQueries::default(),
         reports,
@@ -374,7 +383,10 @@ fn final_lines(model: &Terminal) -> Vec<String> {
 /// One attach's state.
 struct Attached<'a> {
     id: TerminalId,
-    detach: Vec<u8>,
+    /// The detach key's bytes (`None`: `--detach-key none`).
+    detach: Option<Vec<u8>>,
+    /// When a first press of the detach key detaches unless pressed again before then.
+    detach_pending: Option<std::time::Instant>,
     /// The terminal as this tty shows it: its modes decide how a reply is passed on.
     model: Terminal,
     cursor_queries: CursorQueries,
@@ -463,7 +475,8 @@ impl Attached<'_> {
     fn run(&mut self, session: &mut Session, args: &AttachOptions) -> Result<End, CtlError> {
         let id = self.id.clone();
         loop {
-            match session.step(None)? {
+            match session.step(self.detach_pending)? {
+                Step::Deadline if self.detach_pending.is_some() => return Ok(End::Detached),
                 Step::Event(ClientEvent::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
                     self.model = Terminal::new(b.cols, b.rows, 0);
                     // The bootstrap clears the screen, the notice with it.
@@ -515,13 +528,33 @@ impl Attached<'_> {
         }
     }
 
-    /// Carries out one input; true for the detach key.
+    /// Carries out one input; true when it is time to detach: the detach key pressed once
+    /// and followed by another input (a second press within [`DETACH_AGAIN_WINDOW`] sends
+    /// the key itself, once).
     fn input(&mut self, session: &mut Session, input: TtyInput) -> Result<bool, CtlError> {
         let terminal = self.id.clone();
+        let is_detach = |event: &KeyEvent| {
+            self.detach
+                .as_ref()
+                .is_some_and(|d| legacy_bytes(event) == *d)
+        };
+        if self.detach_pending.take().is_some() {
+            if let TtyInput::Key(event) = &input
+                && is_detach(event)
+            {
+                session.send(&Frame::InputKey(InputKey {
+                    terminal,
+                    event: event.clone(),
+                }))?;
+                return Ok(false);
+            }
+            return Ok(true);
+        }
         match input {
             TtyInput::Key(event) => {
-                if legacy_bytes(&event) == self.detach {
-                    return Ok(true);
+                if is_detach(&event) {
+                    self.detach_pending = Some(std::time::Instant::now() + DETACH_AGAIN_WINDOW);
+                    return Ok(false);
                 }
                 session.send(&Frame::InputKey(InputKey { terminal, event }))?;
             }

@@ -112,7 +112,8 @@ pub enum CtlCommand {
     ///
     /// Large input is split into operations of at most 64 KiB, at character boundaries, sent
     /// in order: once one is not delivered, none after it is sent, and each part's verdict is
-    /// printed. At most 1 MiB per run.
+    /// printed. At most 1 MiB per run. An empty paste is bad usage (exit 2), as `send` with
+    /// nothing to send is.
     Paste(PasteArgs),
     /// Print a terminal's screen (its lines, as text), or the server's JSON document.
     Screen(ScreenArgs),
@@ -138,13 +139,12 @@ pub enum CtlCommand {
     /// Acquire or release a terminal's input lease.
     Lease(LeaseArgs),
     /// Send a signal to a terminal's process group.
-    Signal {
-        /// Which signal.
-        signal: SignalName,
-        /// The terminal (an id or a name).
-        #[arg(value_parser = parse_target)]
-        id: Target,
-    },
+    ///
+    /// The signal and the terminal may come in either order (`signal INT 3`, `signal 3 INT`).
+    /// The protocol carries five signals: INT (or interrupt), STOP (freeze), CONT (resume),
+    /// TERM (terminate) and KILL, written in any case, with or without SIG. Any other signal
+    /// (HUP, USR1, ...) is bad usage (exit 2): SIGNAL_TERMINAL cannot carry it.
+    Signal(SignalArgs),
     /// Attach this tty to a terminal, interactively (raw mode), until the detach key.
     ///
     /// Keys go to the terminal as key events, the terminal's output is drawn as it arrives,
@@ -198,10 +198,12 @@ pub struct SpawnArgs {
     /// Name the terminal, so that every verb reaches it by NAME (unique on its server).
     #[arg(short = 's', long = "named", value_name = "NAME", value_parser = parse_name)]
     pub named: Option<String>,
-    /// Columns (default 80, the protocol's default width).
+    /// Columns (default 80, the protocol's default width). A server limits the size
+    /// (phux-mio-server to 1024 columns and 512 rows): when the terminal it made differs from
+    /// the size asked for, spawn says so on stderr (the id is still printed, exit 0).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub cols: Option<u16>,
-    /// Rows (default 24, the protocol's default height).
+    /// Rows (default 24, the protocol's default height; limited as --cols is).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub rows: Option<u16>,
     /// Working directory for the program (relative to this shell's directory). Default: this
@@ -325,17 +327,32 @@ where
             .iter()
             .all(|p| matches!(p, SendPart::Text(t) if t.is_empty()));
         if nothing {
-            let mut cmd = Cli::command();
-            cmd.build();
-            let error_kind = clap::error::ErrorKind::InvalidValue;
-            let message = "send needs something to send: TEXT (not empty) or --key NAME";
-            match cmd.find_subcommand_mut("send") {
-                Some(send) => send.error(error_kind, message).exit(),
-                None => cmd.error(error_kind, message).exit(),
-            }
+            usage_error(
+                "send",
+                "send needs something to send: TEXT (not empty) or --key NAME",
+            );
         }
     }
+    if let (CtlCommand::Signal(args), Some(("signal", _))) = (&cli.command, matches.subcommand())
+        && args.resolve().is_none()
+    {
+        usage_error(
+            "signal",
+            "signal needs one signal and one terminal id, in either order (signal INT 3)",
+        );
+    }
     cli
+}
+
+/// Exits with clap's usage error (status 2) for `verb`.
+fn usage_error(verb: &str, message: &str) -> ! {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let error_kind = clap::error::ErrorKind::InvalidValue;
+    match cmd.find_subcommand_mut(verb) {
+        Some(sub) => sub.error(error_kind, message).exit(),
+        None => cmd.error(error_kind, message).exit(),
+    }
 }
 
 /// `paste`'s arguments.
@@ -411,6 +428,76 @@ pub enum LeaseAction {
     Release,
 }
 
+/// `signal`'s arguments: a signal and a terminal, in either order.
+#[derive(Debug, Clone, Args)]
+pub struct SignalArgs {
+    /// The signal: INT, STOP, CONT, TERM or KILL (any case, SIG prefix optional), or
+    /// interrupt, freeze, resume, terminate, kill. It may follow the id instead.
+    #[arg(value_name = "SIGNAL", value_parser = parse_signal_word)]
+    pub first: SignalWord,
+    /// The terminal.
+    #[arg(value_name = "ID", value_parser = parse_signal_word)]
+    pub second: SignalWord,
+}
+
+impl SignalArgs {
+    /// The signal and the terminal, whichever order they came in; `None` unless there is
+    /// exactly one of each.
+    pub fn resolve(&self) -> Option<(SignalName, &Target)> {
+        match (&self.first, &self.second) {
+            (SignalWord::Signal(s), SignalWord::Terminal(id))
+            | (SignalWord::Terminal(id), SignalWord::Signal(s)) => Some((*s, id)),
+            _ => None,
+        }
+    }
+}
+
+/// One word of `signal`: a signal's name or a terminal id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignalWord {
+    /// A signal the protocol carries.
+    Signal(SignalName),
+    /// A terminal (an id or a name).
+    Terminal(Target),
+}
+
+/// Signals a user may name that SIGNAL_TERMINAL cannot carry (named in the refusal).
+const UNCARRIED_SIGNALS: &[&str] = &[
+    "HUP", "QUIT", "ILL", "TRAP", "ABRT", "IOT", "BUS", "FPE", "USR1", "SEGV", "USR2", "PIPE",
+    "ALRM", "CHLD", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",
+    "POLL", "PWR", "SYS",
+];
+
+/// Parses a word of `signal`: a signal name (`INT`, `SIGINT`, `int`, `interrupt`, ...) or a
+/// terminal id; a signal the protocol cannot carry is refused by name.
+fn parse_signal_word(text: &str) -> Result<SignalWord, String> {
+    let upper = text.to_ascii_uppercase();
+    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let signal = match bare {
+        "INT" | "INTERRUPT" => Some(SignalName::Interrupt),
+        "STOP" | "FREEZE" => Some(SignalName::Freeze),
+        "CONT" | "RESUME" => Some(SignalName::Resume),
+        "TERM" | "TERMINATE" => Some(SignalName::Terminate),
+        "KILL" => Some(SignalName::Kill),
+        _ => None,
+    };
+    if let Some(signal) = signal {
+        return Ok(SignalWord::Signal(signal));
+    }
+    if UNCARRIED_SIGNALS.contains(&bare) {
+        return Err(format!(
+            "SIG{bare} cannot be sent: the protocol's SIGNAL_TERMINAL carries only INT, STOP, \
+             CONT, TERM and KILL"
+        ));
+    }
+    parse_target(text).map(SignalWord::Terminal).map_err(|_| {
+        format!(
+            "{text:?} is neither a signal (INT, STOP, CONT, TERM, KILL) nor a terminal id \
+             (local:3 or 3) or name"
+        )
+    })
+}
+
 /// The signals SIGNAL_TERMINAL carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SignalName {
@@ -458,12 +545,45 @@ pub struct NewArgs {
 /// How `attach` and `new` attach.
 #[derive(Debug, Clone, Args)]
 pub struct AttachOptions {
-    /// The key that detaches (same names as `send --key`).
-    #[arg(long, value_name = "KEY", default_value = "C-\\", value_parser = parse_key)]
-    pub detach_key: KeySpec,
+    /// The key that detaches (same names as `send --key`), or `none` for no detach key (the
+    /// attach then ends only with the program or the connection). A key a program needs
+    /// for typing (a character, Enter, Tab, Space, Backspace, Esc) is refused. To send the
+    /// detach key itself to the program, press it twice within a second: the first press
+    /// waits that long for a second one before it detaches.
+    #[arg(long, value_name = "KEY", default_value = "C-\\", value_parser = parse_detach_key)]
+    pub detach_key: DetachKey,
     /// Do not resize the terminal to this tty.
     #[arg(long)]
     pub no_resize: bool,
+}
+
+/// `attach --detach-key`: a key, or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetachKey {
+    /// No detach key.
+    None,
+    /// This key detaches.
+    Key(KeySpec),
+}
+
+/// Parses `--detach-key`: `none`, or a key that types nothing a program needs.
+fn parse_detach_key(text: &str) -> Result<DetachKey, String> {
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(DetachKey::None);
+    }
+    let key = parse_key(text)?;
+    let bytes = crate::keys::legacy_bytes(&key.0);
+    // Enter, Tab, Backspace (both bytes) and Esc, and any key that types text.
+    let typing = matches!(bytes.as_slice(), [0x0d | 0x09 | 0x7f | 0x08 | 0x1b])
+        || std::str::from_utf8(&bytes)
+            .is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_control));
+    if typing {
+        return Err(format!(
+            "{text:?} is a key programs need for typing; pick a chord such as C-\\ or C-], \
+             or none"
+        ));
+    }
+    Ok(DetachKey::Key(key))
 }
 
 /// `phuxctl outbox`'s arguments.

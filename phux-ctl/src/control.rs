@@ -100,10 +100,12 @@ pub(crate) fn lease(
             let after = list::lease_holder(session, id)?;
             match (before, after) {
                 (None, _) => println!("released nothing: {id} has no lease"),
-                (Some(holder), Some(_)) => println!(
-                    "released nothing: {id}'s lease is held by client {holder}, not by this \
-                     command; it ends when that client releases it or disconnects"
-                ),
+                (Some(holder), Some(_)) => {
+                    return Err(CtlError::NotDone(format!(
+                        "released nothing: {id}'s lease is held by client {holder}, not by this \
+                         command; it ends when that client releases it or disconnects"
+                    )));
+                }
                 (Some(_), None) => println!("released {id}"),
             }
         }

@@ -81,6 +81,10 @@ pub enum CtlError {
     /// The socket is not the user's own (CLIENT.PEER.N): nothing was sent.
     #[error(transparent)]
     Untrusted(Box<verify::TrustError>),
+    /// The server answered OK but did not do what was asked (another client's lease stays
+    /// held): exit 4, as a refusal.
+    #[error("{0}")]
+    NotDone(String),
     /// Bad usage found after parsing (clap's exit status).
     #[error("{0}")]
     Usage(String),
@@ -96,7 +100,7 @@ impl CtlError {
             | Self::Protocol(_)
             | Self::Timeout(_)
             | Self::Untrusted(_) => EXIT_CONNECTION,
-            Self::Refused { .. } | Self::SpawnFailed(_) => EXIT_REFUSED,
+            Self::Refused { .. } | Self::SpawnFailed(_) | Self::NotDone(_) => EXIT_REFUSED,
             Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
             Self::Usage(_) => EXIT_USAGE,
         }

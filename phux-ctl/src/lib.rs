@@ -83,8 +83,8 @@ fn single_target(command: &CtlCommand) -> Option<Target> {
         CtlCommand::Screen(a) => Some(a.id.clone()),
         CtlCommand::Lease(a) => Some(a.id.clone()),
         CtlCommand::Attach(a) => a.id.clone(),
+        CtlCommand::Signal(a) => a.resolve().map(|(_, id)| id.clone()),
         CtlCommand::Watch { id, .. }
-        | CtlCommand::Signal { id, .. }
         | CtlCommand::Resize { id, .. }
         | CtlCommand::Events { id: Some(id), .. } => Some(id.clone()),
         _ => None,
@@ -237,8 +237,11 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             let id = names.resolve(&mut session, &args.id)?;
             control::lease(&mut session, &id, &args)?
         }
-        CtlCommand::Signal { signal, id } => {
-            let id = names.resolve(&mut session, &id)?;
+        CtlCommand::Signal(args) => {
+            let (signal, target) = args.resolve().ok_or_else(|| {
+                CtlError::Usage("signal needs one signal and one terminal id".to_owned())
+            })?;
+            let id = names.resolve(&mut session, target)?;
             control::signal(&mut session, signal, id)?
         }
         CtlCommand::Attach(args) => {

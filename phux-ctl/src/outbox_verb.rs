@@ -333,8 +333,8 @@ fn drop_ops(
     waits: Waits,
 ) -> Result<u8, CtlError> {
     if !all && terminal.is_none() && ops.is_empty() {
-        return Err(CtlError::Local(
-            "name the operations to drop, or --terminal ID, or --all".to_owned(),
+        return Err(CtlError::Usage(
+            "outbox drop needs the operations to drop, or --terminal ID, or --all".to_owned(),
         ));
     }
     let (mut store, journal) = open_store(key, waits.lock)?;

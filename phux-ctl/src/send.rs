@@ -161,7 +161,8 @@ pub(crate) fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
         data.len() as u64 + count_rest(&mut stdin)
     };
     if data.is_empty() {
-        return Err(CtlError::Input(match file {
+        // An empty paste is bad usage, as `send` with nothing to send is (exit 2).
+        return Err(CtlError::Usage(match file {
             Some(path) => format!("--file {} is empty: nothing to paste", path.display()),
             None => "stdin gave nothing: nothing to paste".to_owned(),
         }));

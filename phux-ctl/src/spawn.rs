@@ -85,5 +85,18 @@ pub(crate) fn create(
             rows: args.rows.unwrap_or(DEFAULT_SIZE.1),
         });
     }
-    session.spawn(spawn)
+    let asked = spawn.initial_size;
+    let id = session.spawn(spawn)?;
+    if let Some(asked) = asked
+        && let Some(now) = crate::list::terminal(session, &id)?
+        && (now.cols, now.rows) != (asked.cols, asked.rows)
+    {
+        // [TERMINAL.RESIZE.3] A server clamps the size: say so rather than leave the user
+        // with a terminal of another size than the one asked for.
+        eprintln!(
+            "phuxctl: {id} is {}x{}, not the {}x{} asked for: the server limits a terminal's size",
+            now.cols, now.rows, asked.cols, asked.rows
+        );
+    }
+    Ok(id)
 }

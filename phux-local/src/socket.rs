@@ -95,7 +95,10 @@ pub enum PeerError {
 /// [`DirPolicy::Explicit`] (see `phux_mio_server::socket::ServerSocket::bind_with`).
 pub fn socket_path(explicit: Option<PathBuf>, name: &str) -> Result<PathBuf, SocketError> {
     if let Some(path) = explicit {
-        return Ok(path);
+        // A relative path is taken from the current directory, as every Unix tool takes one,
+        // and made absolute once: the socket's directory is then known to everyone who is
+        // told the path (the ready line, an upgraded image).
+        return std::path::absolute(&path).map_err(|e| SocketError::io("resolve", &path, e));
     }
     let xdg = std::env::var_os("XDG_RUNTIME_DIR");
     default_socket_path(xdg.as_deref(), euid(), name)

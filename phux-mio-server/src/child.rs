@@ -112,6 +112,16 @@ impl ChildExit {
     }
 }
 
+/// For the log: `0`, `3`, or `signal 9`.
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Exited(code) => write!(f, "{code}"),
+            Self::Signaled(signal) => write!(f, "signal {signal}"),
+        }
+    }
+}
+
 /// The signals SIGNAL_TERMINAL can send to a terminal's process group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GroupSignal {

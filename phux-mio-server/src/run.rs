@@ -3,10 +3,12 @@
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
 use phux_core::server::ServerEngine;
@@ -57,11 +59,7 @@ where
     }
     match serve(&config) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error!(error = %e, "fatal");
-            eprintln!("phux-mio-server: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fatal(&e),
     }
 }
 
@@ -110,11 +108,7 @@ fn run_adopted(args: AdoptArgs, failed: Option<&str>) -> ExitCode {
         .and_then(Driver::run);
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error!(error = %e, "fatal");
-            eprintln!("phux-mio-server: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fatal(&e),
     }
 }
 
@@ -197,21 +191,40 @@ fn init_logging(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let filter = EnvFilter::new(directive);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match log_file {
-        Some(path) => {
-            // [SERVER.LOG.2] Created owner-only: even without secrets ([SERVER.LOG.1]) a log
-            // tells who ran what, and when. An existing file keeps its mode.
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(LOG_FILE_MODE)
-                .open(path)?;
-            builder
-                .with_ansi(false)
-                .with_writer(Mutex::new(file))
-                .try_init()?;
-        }
-        None => builder.with_writer(std::io::stderr).try_init()?,
+    if let Some(path) = log_file {
+        // [SERVER.LOG.2] Created owner-only: even without secrets ([SERVER.LOG.1]) a log
+        // tells who ran what, and when. An existing file keeps its mode.
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(LOG_FILE_MODE)
+            .open(path)?;
+        builder
+            .with_ansi(false)
+            .with_writer(Mutex::new(file))
+            .try_init()?;
+    } else {
+        // Colour only for a person at a terminal: a file or a pipe gets plain text
+        // (https://no-color.org/ turns it off at a terminal too).
+        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        builder
+            .with_ansi(colour)
+            .with_writer(std::io::stderr)
+            .try_init()?;
+        LOGS_TO_STDERR.store(true, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// Whether the log goes to stderr (no `--log-file`): a fatal error is then printed once, as
+/// a plain line, not also as a log event.
+static LOGS_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// A fatal error, said once on stderr as a plain line, and in the `--log-file` if there is one.
+fn fatal(e: &dyn std::fmt::Display) -> ExitCode {
+    if !LOGS_TO_STDERR.load(Ordering::Relaxed) {
+        error!(error = %e, "fatal");
+    }
+    eprintln!("phux-mio-server: {e}");
+    ExitCode::FAILURE
 }

@@ -27,7 +27,7 @@ pub struct ServerSocket {
 impl ServerSocket {
     /// Prepares the directory, recovers a stale socket, binds `path` and sets it to 0600.
     ///
-    /// The parent directory is created 0700 if missing (its own parent must exist), and must
+    /// The parent directory is created 0700 if missing (with its missing parents), and must
     /// be a real directory owned by us that grants nothing to group or others. An existing
     /// socket must be ours, 0600 or stricter, and dead (connecting is refused) before it is
     /// removed; anything else at the path is left alone and refused.
@@ -109,12 +109,21 @@ impl Drop for ServerSocket {
 }
 
 fn prepare_dir(dir: &Path, policy: DirPolicy) -> Result<(), SocketError> {
-    match DirBuilder::new().mode(DIR_MODE).create(dir) {
-        // We made it: make sure a restrictive umask did not leave us without access either.
-        Ok(()) => fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
-            .map_err(|e| SocketError::io("chmod", dir, e))?,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(SocketError::io("mkdir", dir, e)),
+    match fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Missing parents too (`mkdir -p`), each created owner-only. A directory that
+            // appeared meanwhile is fine: `check_dir` judges whatever is there.
+            DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(dir)
+                .map_err(|e| SocketError::io("mkdir", dir, e))?;
+            // We made it: make sure a restrictive umask did not leave us without access.
+            fs::set_permissions(dir, Permissions::from_mode(DIR_MODE))
+                .map_err(|e| SocketError::io("chmod", dir, e))?;
+        }
+        Err(e) => return Err(SocketError::io("stat", dir, e)),
     }
     check_dir(dir, policy)
 }

@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use phux_proto::Frame;
+use phux_proto::{DecodeErrorKind, Frame};
 
 fn wire(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_phux-conformance"))
@@ -184,7 +184,13 @@ fn every_vector_gives_its_result_through_the_cli() {
                 continue;
             };
             let code = err.code();
-            let code_line = format!("wire code: {} ({})", code, code.0);
+            let code_line = match err.kind() {
+                // Not one whole frame: a stream decoder waits, or reads the next frame; the
+                // CLI says so instead of naming a wire code.
+                DecodeErrorKind::FrameTruncated { .. } => "incomplete frame".to_owned(),
+                DecodeErrorKind::TrailingBytes { .. } => "after the frame".to_owned(),
+                _ => format!("wire code: {} ({})", code, code.0),
+            };
             if decoded.status.code() != Some(2)
                 || !stderr.contains(&code_line)
                 || !stdout.is_empty()
@@ -219,4 +225,30 @@ fn every_vector_gives_its_result_through_the_cli() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn too_few_bytes_or_more_than_one_frame_are_said_as_such_and_a_misspelt_field_is_named() {
+    for (hex, said) in [
+        ("", "incomplete frame: 0 byte(s)"),
+        ("00000001", "its header declares 5 bytes, 4 given"),
+        (
+            "0000000c7f010408deadbeefcafef00d00",
+            "1 byte(s) after the frame",
+        ),
+    ] {
+        let out = wire(&["decode", hex]);
+        assert_eq!(out.status.code(), Some(2), "{hex:?}");
+        let err = stderr(&out);
+        assert!(err.contains(said), "{hex:?}: {err}");
+        assert!(!err.contains("FRAME_TOO_LARGE"), "{hex:?}: {err}");
+    }
+    // [FRAME.LENGTH.2] A zero length is a framing violation, whose code phux names "large".
+    let err = stderr(&wire(&["decode", "00000000"]));
+    assert!(
+        err.contains("FRAME_TOO_LARGE (4), phux's code for any length outside"),
+        "{err}"
+    );
+    let err = stderr(&wire(&["encode", "PING{nonc=1}"]));
+    assert!(err.contains("\"nonc\""), "{err}");
 }

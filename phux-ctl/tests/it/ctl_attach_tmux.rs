@@ -113,3 +113,80 @@ fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
     let screen = ctl.screen(&id);
     assert!(screen.contains("typed-42"), "{screen}");
 }
+
+/// The detach key pressed twice in a row reaches the program once (tmux's prefix-prefix
+/// habit) and the attach goes on; pressed once it detaches. `--detach-key none` passes the key
+/// through; a key a program needs for typing is refused as bad usage.
+#[test]
+fn the_detach_key_twice_sends_it_and_none_or_a_typing_key_are_decided() {
+    let server = Server::start();
+    let ctl = Ctl::new(&server);
+    for key in ["a", "Enter", "Tab", "Esc", "Space", "S-b", "BSpace"] {
+        let out = ctl.run(&["attach", "1", "--detach-key", key]);
+        assert_eq!(out.status.code(), Some(2), "--detach-key {key}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("typing"),
+            "--detach-key {key}: {out:?}"
+        );
+    }
+    phux_testkit::require_programs!("tmux");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("read");
+    let recorder = crate::support::key_recorder();
+    let id = ctl.spawn(&[
+        recorder.to_str().expect("utf-8 path"),
+        log.to_str().expect("utf-8 path"),
+    ]);
+    ctl.wait_screen(&id, "ready", |s| s.contains("ready"));
+    let tmux = Tmux {
+        socket: dir.path().join("tmux.sock"),
+    };
+    let attach = |extra: &str| {
+        format!(
+            "XDG_STATE_HOME={} {} --socket {} attach {id}{extra}; echo \"attach-exit=$?\"; \
+             exec sleep 1000",
+            shell_quote(ctl.state.path()),
+            shell_quote(Path::new(env!("CARGO_BIN_EXE_phuxctl"))),
+            shell_quote(&ctl.socket),
+        )
+    };
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &attach(""),
+    ]);
+    tmux.wait_pane("the bootstrap", |p| p.contains("ready"));
+    tmux.run(&["send-keys", "-t", "t", "C-\\", "C-\\", "x"]);
+    assert!(
+        wait_until(|| std::fs::read(&log).is_ok_and(|b| b == b"\x1cx")),
+        "the program read {:?}, not one C-\\ and x",
+        std::fs::read(&log)
+    );
+    assert!(!tmux.pane().contains("attach-exit="), "{}", tmux.pane());
+    tmux.run(&["send-keys", "-t", "t", "C-\\"]);
+    let pane = tmux.wait_pane("attach's exit", |p| p.contains("attach-exit="));
+    assert!(pane.contains("attach-exit=0"), "{pane}");
+
+    // With no detach key, C-\ is the program's.
+    tmux.run(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        "t",
+        &attach(" --detach-key none"),
+    ]);
+    tmux.wait_pane("the bootstrap", |p| p.contains("ready"));
+    tmux.run(&["send-keys", "-t", "t", "C-\\", "y"]);
+    assert!(
+        wait_until(|| std::fs::read(&log).is_ok_and(|b| b == b"\x1cx\x1cy")),
+        "the program read {:?}",
+        std::fs::read(&log)
+    );
+    assert!(!tmux.pane().contains("attach-exit="), "{}", tmux.pane());
+}

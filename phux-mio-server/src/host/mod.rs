@@ -381,7 +381,7 @@ impl Host {
                 self.deregister_terminal(&mut t);
                 let pid = t.child.pid();
                 match t.child.kill_and_reap() {
-                    Ok(exit) => info!(%terminal, pid, ?exit, "terminal killed at exit"),
+                    Ok(exit) => info!(%terminal, pid, %exit, "terminal killed at exit"),
                     Err(e) => error!(%terminal, pid, error = %e, "kill at exit failed"),
                 }
             }

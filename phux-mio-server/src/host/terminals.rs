@@ -146,7 +146,7 @@ impl Host {
                 return None;
             }
         };
-        debug!(%terminal, pid = t.child.pid(), ?exit, "child exited");
+        debug!(%terminal, pid = t.child.pid(), %exit, "child exited");
         let drain = self.clock.now() + EXIT_DRAIN_BOUND;
         t.set_exited(exit, drain);
         let (eof, master) = (t.eof(), t.master_token());
@@ -173,9 +173,9 @@ impl Host {
         drop(t);
         self.report_jobs(terminal, done);
         if t_killed {
-            info!(%terminal, ?exit, "terminal killed");
+            info!(%terminal, exit = exit.map(tracing::field::display), "terminal killed");
         } else {
-            info!(%terminal, ?exit, "terminal closed");
+            info!(%terminal, exit = exit.map(tracing::field::display), "terminal closed");
         }
         self.report(ServerEvent::ChildExited {
             terminal,

@@ -275,6 +275,12 @@ impl<'a> Fields<'a> {
             None => Err(NotationError::value(ValueError::MissingField {
                 record: display_name(self.record),
                 field,
+                near: self
+                    .entries
+                    .iter()
+                    .map(|(name, _)| name)
+                    .find(|name| one_edit_apart(name, field))
+                    .cloned(),
             })),
         }
     }
@@ -305,6 +311,32 @@ impl<'a> Fields<'a> {
             })),
             None => Ok(()),
         }
+    }
+}
+
+/// Whether `a` becomes `b` by one insertion, deletion or substitution (a likely typo).
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    if long.len() - short.len() > 1 || a == b {
+        return false;
+    }
+    let prefix = short
+        .iter()
+        .zip(long.iter())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let rest_short = &short[prefix..];
+    // Substitution (same length) skips one on both sides; insertion one on the long side.
+    let rest_long = &long[prefix + 1..];
+    if short.len() == long.len() {
+        rest_short.get(1..) == Some(rest_long)
+    } else {
+        rest_short == rest_long
     }
 }
 

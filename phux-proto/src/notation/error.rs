@@ -129,12 +129,15 @@ pub enum ValueError {
         field: String,
     },
     /// A required field that is absent.
-    #[error("missing required field {field:?} in {record}")]
+    #[error("missing required field {field:?} in {record}{}", misspelling_hint(near.as_deref()))]
     MissingField {
         /// The record.
         record: String,
         /// The field.
         field: &'static str,
+        /// A field given in its place whose name is one edit from it (`nonc` for `nonce`),
+        /// named so that a typo is not reported as an absence alone.
+        near: Option<String>,
     },
     /// A field given twice.
     #[error("field {field:?} given twice in {record}")]
@@ -267,4 +270,9 @@ impl NotationError {
             Self::Value { .. } => None,
         }
     }
+}
+
+fn misspelling_hint(near: Option<&str>) -> String {
+    near.map(|n| format!(" (is the field {n:?} given instead a misspelling of it?)"))
+        .unwrap_or_default()
 }

@@ -757,6 +757,15 @@ fn errors_name_what_is_wrong() {
         "PING: missing required field \"nonce\" in PING"
     );
     assert_eq!(
+        err("PING{nonc=1}"),
+        "PING: missing required field \"nonce\" in PING (is the field \"nonc\" given instead \
+         a misspelling of it?)"
+    );
+    assert_eq!(
+        err("TERMINAL_RESIZE{terminal=local:1 size={cols=1}}"),
+        "TERMINAL_RESIZE.size: missing required field \"rows\" in {…}"
+    );
+    assert_eq!(
         err("PING{nonce=1 nonce=2}"),
         "PING: field \"nonce\" given twice in PING"
     );
