@@ -56,8 +56,8 @@ use names::{Target, Use};
 
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
-    CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK, EXIT_UNKNOWN,
-    EXIT_USAGE, spawn_error_text,
+    CtlError, EXIT_BOOKKEEPING, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK,
+    EXIT_UNKNOWN, EXIT_USAGE, spawn_error_text,
 };
 pub use send::verdict;
 pub use spawn::DEFAULT_SIZE;
@@ -267,7 +267,9 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         | CtlCommand::Completions { .. }
         | CtlCommand::Man => EXIT_OK,
     };
-    Ok(code)
+    // [CLIENT.VERDICT.1] The verdicts are printed; journal upkeep that failed after them is
+    // said apart, with its own status.
+    Ok(session.finish(code))
 }
 
 /// `new`: create a terminal (starting the server when none listens on the local socket),
