@@ -111,8 +111,14 @@ pub mod reference {
     /// nothing, and sets `do_wrap` to `need_wrap`, false), the reference keeps the wrap
     /// pending, so the next character wraps. Not sent.
     pub const WIDE_DROPPED_PENDING: &str = "wide-dropped-with-pending-wrap";
+    /// A wide character that does not fit the last column, in insert mode (IRM): xterm wraps
+    /// and then inserts it at the start of the next row, shifting that row right (`dotext`
+    /// wraps with `WrapLine`, then `WriteText` calls `InsertChar` for it); the reference wraps
+    /// and writes over the row's first cells. Not sent.
+    pub const WIDE_WRAP_INSERT: &str = "wide-wrap-in-insert-mode";
     /// Every id above.
     pub const ALL: &[&str] = &[
+        WIDE_WRAP_INSERT,
         WIDE_DROPPED_PENDING,
         INSERT_RUN,
         RI_PENDING,
@@ -498,6 +504,7 @@ pub fn generate_noting(
                     reference::LAST_COLUMN_CUT,
                     reference::INSERT_RUN,
                     reference::WIDE_DROPPED_PENDING,
+                    reference::WIDE_WRAP_INSERT,
                 ];
                 let mut parted = false;
                 for (id, (a, b)) in ids.iter().zip(after.reference.iter().zip(before.reference)) {
