@@ -83,9 +83,9 @@ pub mod reference {
     /// clears the new rows (`ScrnDeleteLine`, `ScrnClearLines`); the reference's new rows keep
     /// the marks of the rows that left and the rows it moves lose theirs. Not sent.
     pub const RECYCLED_WRAP: &str = "recycled-row-soft-wrap";
-    /// CHA, HPA or VPR in origin mode with a scroll region below the top: xterm moves within
-    /// the column or relative to the cursor's row, the reference adds the region's top to the
-    /// row again. Not sent.
+    /// CHA, HPA, HPR or VPR in origin mode with a scroll region below the top: xterm moves
+    /// within the row or relative to it (`CursorSet` of `CursorRow`, which takes the region's
+    /// top off first), the reference adds the region's top to the row again. Not sent.
     pub const ORIGIN_ROW_SHIFT: &str = "origin-mode-row-shift";
     /// A write at the last column cutting a wide character in two: xterm leaves the first
     /// half a space in the character's own style (`ScrnWriteText`), the reference a blank in
@@ -263,7 +263,7 @@ pub fn generate_noting(
                 let y = vt.cur.y;
                 // The reference: no CHA, HPA or VPR then (see `reference::ORIGIN_ROW_SHIFT`).
                 let mut shifted =
-                    !alacritty && vt.origin && vt.top > 0 && matches!(fin, 'e' | 'G' | '`');
+                    !alacritty && vt.origin && vt.top > 0 && matches!(fin, 'a' | 'e' | 'G' | '`');
                 if shifted {
                     steered(reference::ORIGIN_ROW_SHIFT);
                 }
