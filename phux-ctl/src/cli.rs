@@ -19,7 +19,8 @@ use crate::keys::{KeySpec, parse_key};
 ///
 /// Exit status: 0 success; 1 local failure (the outbox, the tty, an unusable answer);
 /// 2 bad usage; 3 delivery unknown; 4 refused by the server; 5 the server could not be
-/// reached or the connection failed.
+/// reached or the connection failed; 6 the input was delivered, but the outbox journal could
+/// not be brought up to date afterwards (said on stderr; nothing is sent twice).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "phuxctl", version)]
 pub struct Cli {

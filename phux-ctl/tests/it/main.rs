@@ -14,6 +14,7 @@ mod ctl_attach_tmux;
 mod ctl_cli_behaviour;
 mod ctl_exec_bridge;
 mod ctl_exit_codes;
+mod ctl_journal_failures;
 mod ctl_keys_tmux;
 mod ctl_lease_signal;
 mod ctl_paste_killed;
