@@ -7,10 +7,15 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use phux_proto::{OperationId, TerminalId};
 
 use crate::keys::{KeySpec, parse_key};
+use crate::names::{Target, check_name};
 
 /// A command-line client for phux-mio-server.
 ///
-/// Terminal ids are written `local:3` (as `spawn` prints them) or just `3`.
+/// Terminal ids are written `local:3` (as `spawn` prints them) or just `3`; a terminal
+/// named with `new -s NAME` or `spawn -s NAME` is also reached by its name (`attach work`).
+///
+/// `phuxctl new -A -s work` attaches to the terminal named work, creating it (and starting
+/// the server) when there is none, as `tmux new -A -s work` does.
 ///
 /// `send` and `paste` go through a durable outbox: each operation is written (and synced) to
 /// $XDG_STATE_HOME/phux-mio/outbox/ (default ~/.local/state/phux-mio/outbox/) before it is
@@ -60,6 +65,14 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum CtlCommand {
+    /// Create a terminal and attach to it (like `tmux new`); start the server if none runs.
+    ///
+    /// With -s NAME the terminal is named; with -A an existing terminal of that name is
+    /// attached to instead of refused (`tmux new -A -s NAME`, `dtach -A`, `abduco -A`); with
+    /// -d it is not attached to and its id is printed. When no server answers on the local
+    /// socket, one is started there (`phux-mio-server --detach`, in its own session, logging
+    /// to $XDG_STATE_HOME/phux-mio/KEY.log); never over --ssh or --exec.
+    New(NewArgs),
     /// Start a terminal and print its id (`local:N`).
     Spawn(SpawnArgs),
     /// List the terminals: id, size, pid, age, state, lease holder, command and title.
@@ -74,9 +87,9 @@ pub enum CtlCommand {
     },
     /// Kill terminals.
     Kill {
-        /// The terminals.
-        #[arg(required = true, value_parser = parse_terminal)]
-        ids: Vec<TerminalId>,
+        /// The terminals (ids or names).
+        #[arg(required = true, value_parser = parse_target)]
+        ids: Vec<Target>,
     },
     /// Send text and keys as one acknowledged operation; print the verdict.
     ///
@@ -107,18 +120,18 @@ pub enum CtlCommand {
     Screen(ScreenArgs),
     /// Stream a terminal's output to stdout until it closes.
     Watch {
-        /// The terminal.
-        #[arg(value_parser = parse_terminal)]
-        id: TerminalId,
+        /// The terminal (an id or a name).
+        #[arg(value_parser = parse_target)]
+        id: Target,
         /// Write the current screen first (as the VT bytes that redraw it).
         #[arg(long)]
         bootstrap: bool,
     },
     /// Print events in the frame notation, one per line, until the connection ends.
     Events {
-        /// Only this terminal's events (default: server-scoped events).
-        #[arg(value_parser = parse_terminal)]
-        id: Option<TerminalId>,
+        /// Only this terminal's events, by id or name (default: server-scoped events).
+        #[arg(value_parser = parse_target)]
+        id: Option<Target>,
         /// One JSON object per line instead (`terminal`, `event`, the event's fields, and
         /// `frame`, the notation line).
         #[arg(long)]
@@ -149,9 +162,9 @@ pub enum CtlCommand {
     Outbox(OutboxArgs),
     /// Resize a terminal (its program gets SIGWINCH); print the size it now has.
     Resize {
-        /// The terminal.
-        #[arg(value_parser = parse_terminal)]
-        id: TerminalId,
+        /// The terminal (an id or a name).
+        #[arg(value_parser = parse_target)]
+        id: Target,
         /// The new size, COLSxROWS (for example 120x40).
         #[arg(value_parser = parse_size, value_name = "COLSxROWS")]
         size: (u16, u16),
@@ -183,6 +196,9 @@ pub enum CtlCommand {
 /// `spawn`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct SpawnArgs {
+    /// Name the terminal, so that every verb reaches it by NAME (unique on its server).
+    #[arg(short = 's', long = "named", value_name = "NAME", value_parser = parse_name)]
+    pub named: Option<String>,
     /// Columns (default 80, the protocol's default width). A server limits the size
     /// (phux-mio-server to 1024 columns and 512 rows): when the terminal it made differs from
     /// the size asked for, spawn says so on stderr (the id is still printed, exit 0).
@@ -191,18 +207,23 @@ pub struct SpawnArgs {
     /// Rows (default 24, the protocol's default height; limited as --cols is).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub rows: Option<u16>,
-    /// Working directory for the program (relative to this shell's directory).
+    /// Working directory for the program (relative to this shell's directory). Default: this
+    /// shell's directory, as dtach and abduco do (with --ssh or --exec: the server's).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Set a variable (repeatable). With any --env (or --clear-env) the program gets this
-    /// phuxctl's environment with these changes; without, it inherits the server's.
+    /// Set a variable (repeatable). The program gets this shell's environment with these
+    /// changes (with --ssh or --exec and no --env: the server's environment).
     #[arg(long, value_name = "K=V", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
     /// Start from an empty environment (plus --env and TERM).
     #[arg(long)]
     pub clear_env: bool,
-    /// The TERM for the program (default: the TERM in the environment --env sends, else
-    /// xterm-256color).
+    /// Run in the server's directory and environment instead of this shell's (what `tmux new`
+    /// does for the environment).
+    #[arg(long, conflicts_with_all = ["cwd", "env", "clear_env"])]
+    pub server_env: bool,
+    /// The TERM for the program (default: a TERM given with --env, else xterm-256color: this
+    /// shell's TERM names the outer terminal, not the one the server models).
     #[arg(long, value_name = "TERM")]
     pub term: Option<String>,
     /// The program and its arguments (default: the server's shell).
@@ -213,9 +234,9 @@ pub struct SpawnArgs {
 /// `send`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// The terminal.
-    #[arg(value_parser = parse_terminal)]
-    pub id: TerminalId,
+    /// The terminal (an id or a name).
+    #[arg(value_parser = parse_target)]
+    pub id: Target,
     /// Text to type (words next to each other are joined by single spaces).
     pub text: Vec<String>,
     /// A key to press (repeatable; in command-line order with the text): Enter, Tab, Esc, Space,
@@ -338,9 +359,9 @@ fn usage_error(verb: &str, message: &str) -> ! {
 /// `paste`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct PasteArgs {
-    /// The terminal.
-    #[arg(value_parser = parse_terminal)]
-    pub id: TerminalId,
+    /// The terminal (an id or a name).
+    #[arg(value_parser = parse_target)]
+    pub id: Target,
     /// Read the paste from this file instead of stdin.
     #[arg(long, value_name = "F")]
     pub file: Option<PathBuf>,
@@ -367,9 +388,9 @@ pub struct PasteArgs {
 /// `screen`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct ScreenArgs {
-    /// The terminal.
-    #[arg(value_parser = parse_terminal)]
-    pub id: TerminalId,
+    /// The terminal (an id or a name).
+    #[arg(value_parser = parse_target)]
+    pub id: Target,
     /// Print the server's JSON document (GET_SCREEN) instead of the lines.
     #[arg(long)]
     pub json: bool,
@@ -383,9 +404,9 @@ pub struct ScreenArgs {
 pub struct LeaseArgs {
     /// Acquire or release.
     pub action: LeaseAction,
-    /// The terminal.
-    #[arg(value_parser = parse_terminal)]
-    pub id: TerminalId,
+    /// The terminal (an id or a name).
+    #[arg(value_parser = parse_target)]
+    pub id: Target,
     /// Take the lease even if another client holds it.
     #[arg(long)]
     pub seize: bool,
@@ -423,7 +444,7 @@ pub struct SignalArgs {
 impl SignalArgs {
     /// The signal and the terminal, whichever order they came in; `None` unless there is
     /// exactly one of each.
-    pub fn resolve(&self) -> Option<(SignalName, &TerminalId)> {
+    pub fn resolve(&self) -> Option<(SignalName, &Target)> {
         match (&self.first, &self.second) {
             (SignalWord::Signal(s), SignalWord::Terminal(id))
             | (SignalWord::Terminal(id), SignalWord::Signal(s)) => Some((*s, id)),
@@ -437,8 +458,8 @@ impl SignalArgs {
 pub enum SignalWord {
     /// A signal the protocol carries.
     Signal(SignalName),
-    /// A terminal id.
-    Terminal(TerminalId),
+    /// A terminal (an id or a name).
+    Terminal(Target),
 }
 
 /// Signals a user may name that SIGNAL_TERMINAL cannot carry (named in the refusal).
@@ -470,10 +491,10 @@ fn parse_signal_word(text: &str) -> Result<SignalWord, String> {
              CONT, TERM and KILL"
         ));
     }
-    parse_terminal(text).map(SignalWord::Terminal).map_err(|_| {
+    parse_target(text).map(SignalWord::Terminal).map_err(|_| {
         format!(
             "{text:?} is neither a signal (INT, STOP, CONT, TERM, KILL) nor a terminal id \
-             (local:3 or 3)"
+             (local:3 or 3) or name"
         )
     })
 }
@@ -496,9 +517,35 @@ pub enum SignalName {
 /// `attach`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct AttachArgs {
-    /// The terminal.
-    #[arg(value_parser = parse_terminal)]
-    pub id: TerminalId,
+    /// The terminal, by id or name (default: the most recent, the one phuxctl last created
+    /// or attached to on this host while it lives, else the newest).
+    #[arg(value_parser = parse_target)]
+    pub id: Option<Target>,
+    /// How to attach.
+    #[command(flatten)]
+    pub how: AttachOptions,
+}
+
+/// `new`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct NewArgs {
+    /// If a terminal named NAME (-s) exists, attach to it instead of refusing.
+    #[arg(short = 'A', requires = "named")]
+    pub attach_existing: bool,
+    /// Do not attach: print the new terminal's id (like `spawn`).
+    #[arg(short = 'd', long)]
+    pub detached: bool,
+    /// The terminal to create, as `spawn` takes it.
+    #[command(flatten)]
+    pub spawn: SpawnArgs,
+    /// How to attach.
+    #[command(flatten)]
+    pub how: AttachOptions,
+}
+
+/// How `attach` and `new` attach.
+#[derive(Debug, Clone, Args)]
+pub struct AttachOptions {
     /// The key that detaches (same names as `send --key`), or `none` for no detach key (the
     /// attach then ends only with the program or the connection). A key a program needs
     /// for typing (a character, Enter, Tab, Space, Backspace, Esc) is refused. To send the
@@ -588,6 +635,24 @@ fn parse_operation(text: &str) -> Result<OperationId, String> {
         .ok_or_else(|| format!("{text:?} is not an operation id (0x and 32 hex digits)"))
 }
 
+/// Parses a terminal id (as [`parse_terminal`]) or a name ([`check_name`]).
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    match parse_terminal(text) {
+        Ok(id) => Ok(Target::Id(id)),
+        Err(not_id) => match check_name(text) {
+            Ok(()) => Ok(Target::Name(text.to_owned())),
+            Err(_) if text.contains(':') => Err(not_id),
+            Err(not_name) => Err(format!(
+                "{not_name}; nor is it a terminal id (local:3 or 3)"
+            )),
+        },
+    }
+}
+
+fn parse_name(text: &str) -> Result<String, String> {
+    check_name(text).map(|()| text.to_owned())
+}
+
 /// Parses `local:3`, `3` or `satellite:HOST:3`.
 pub fn parse_terminal(text: &str) -> Result<TerminalId, String> {
     let bad = || format!("{text:?} is not a terminal id (write local:3 or 3)");
@@ -670,6 +735,30 @@ mod tests {
     }
 
     #[test]
+    fn targets_are_ids_or_names() {
+        assert_eq!(parse_target("3"), Ok(Target::Id(TerminalId::Local(3))));
+        assert_eq!(parse_target("work"), Ok(Target::Name("work".into())));
+        assert_eq!(parse_target("2024-x"), Ok(Target::Name("2024-x".into())));
+        assert!(parse_target("local:x").is_err());
+        assert!(parse_target("a b").is_err());
+        let cli = Cli::try_parse_from(["phuxctl", "new", "-A", "-s", "work", "--", "vim"])
+            .expect("parse");
+        let CtlCommand::New(new) = cli.command else {
+            panic!("not new");
+        };
+        assert!(new.attach_existing && !new.detached);
+        assert_eq!(new.spawn.named.as_deref(), Some("work"));
+        assert_eq!(new.spawn.command, ["vim"]);
+        // -A without a name has nothing to find.
+        assert!(Cli::try_parse_from(["phuxctl", "new", "-A"]).is_err());
+        let cli = Cli::try_parse_from(["phuxctl", "attach"]).expect("parse");
+        assert!(matches!(
+            cli.command,
+            CtlCommand::Attach(AttachArgs { id: None, .. })
+        ));
+    }
+
+    #[test]
     fn every_subcommand_has_help() {
         let mut cmd = Cli::command();
         cmd.build();
@@ -692,7 +781,7 @@ mod tests {
         let CtlCommand::Send(send) = cli.command else {
             panic!("not send");
         };
-        assert_eq!(send.id, TerminalId::Local(2));
+        assert_eq!(send.id, Target::Id(TerminalId::Local(2)));
         assert_eq!(send.text, ["echo", "hi"]);
         assert_eq!(send.keys.len(), 2);
         assert!(Cli::try_parse_from(["phuxctl", "send", "2", "--key", "Hyper-q"]).is_err());

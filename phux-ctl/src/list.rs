@@ -13,12 +13,15 @@ use phux_proto::{Command, CommandValue, ErrorCode, TerminalId};
 
 use crate::conn::Session;
 use crate::error::{CtlError, EXIT_OK};
+use crate::names::Book;
 
 /// One terminal as `list` shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// The terminal.
     pub id: TerminalId,
+    /// Its name (`new -s`, `spawn -s`), kept by phuxctl.
+    pub name: Option<String>,
     /// Columns.
     pub cols: u16,
     /// Rows.
@@ -40,8 +43,11 @@ pub struct Row {
 }
 
 /// `list`: the rows as a table (a header on a terminal) or as JSON.
-pub(crate) fn print(session: &mut Session, json: bool) -> Result<u8, CtlError> {
-    let rows = collect(session)?;
+pub(crate) fn print(session: &mut Session, json: bool, book: &Book) -> Result<u8, CtlError> {
+    let mut rows = collect(session)?;
+    for row in &mut rows {
+        row.name = book.name_of(&row.id).map(str::to_owned);
+    }
     let mut out = std::io::stdout().lock();
     let text = if json {
         to_json(&rows)
@@ -125,6 +131,7 @@ pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
             .and_then(|p| u32::try_from(p).ok());
         rows.push(Row {
             id: info.terminal,
+            name: None,
             cols: info.cols,
             rows: info.rows,
             title: info.title.filter(|t| !t.is_empty()),
@@ -188,12 +195,13 @@ pub fn human_age(secs: u64) -> String {
 pub fn to_table(rows: &[Row], header: bool) -> String {
     let mut out = String::new();
     if header {
-        out.push_str("ID\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE\n");
+        out.push_str("ID\tNAME\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE\n");
     }
     let dash = || "-".to_owned();
     for r in rows {
         let line = [
             r.id.to_string(),
+            r.name.clone().unwrap_or_else(dash),
             format!("{}x{}", r.cols, r.rows),
             r.pid.map_or_else(dash, |p| p.to_string()),
             r.age_secs.map_or_else(dash, human_age),
@@ -217,6 +225,7 @@ pub fn to_json(rows: &[Row]) -> String {
         .map(|r| {
             json!({
                 "id": r.id.to_string(),
+                "name": r.name,
                 "cols": r.cols,
                 "rows": r.rows,
                 "pid": r.pid,
@@ -239,6 +248,7 @@ mod tests {
     fn row() -> Row {
         Row {
             id: TerminalId::Local(3),
+            name: Some("work".into()),
             cols: 80,
             rows: 24,
             title: Some("a\ttitle".into()),
@@ -257,11 +267,11 @@ mod tests {
         let mut lines = table.lines();
         assert_eq!(
             lines.next(),
-            Some("ID\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE")
+            Some("ID\tNAME\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE")
         );
         assert_eq!(
             lines.next(),
-            Some("local:3\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title")
+            Some("local:3\twork\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title")
         );
         let doc: Value = serde_json::from_str(&to_json(&[row()])).expect("json");
         assert_eq!(doc[0]["id"], "local:3");
