@@ -108,6 +108,15 @@ impl FaultProxy {
         self.shared.accepted.load(Ordering::SeqCst)
     }
 
+    /// How many links forward now (not silenced, not cut).
+    pub fn live_links(&self) -> usize {
+        self.shared
+            .links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Every current link goes silent both ways and stays open. Returns how many.
     pub fn half_open(&self) -> usize {
         let links = self.take_links();

@@ -241,6 +241,38 @@ impl Browser {
         );
     }
 
+    /// A PNG of the current tab.
+    ///
+    /// # Errors
+    ///
+    /// When the driver reports one or its answer is not base64.
+    pub fn screenshot(&self) -> Result<Vec<u8>> {
+        let v = self.command("GET", "/screenshot", None)?;
+        base64_decode(v.as_str().unwrap_or_default())
+            .ok_or_else(|| Error("the screenshot is not base64".into()))
+    }
+
+    /// Kills the current tab's renderer, then makes a new tab current and closes the dead
+    /// one (through CDP: WebDriver refuses every command while its current tab is crashed).
+    /// Returns the new tab's handle.
+    ///
+    /// # Errors
+    ///
+    /// When the driver reports one.
+    pub fn crash_tab_and_replace(&self) -> Result<String> {
+        let dead = self.current_tab()?;
+        let next = self.new_tab()?;
+        self.crash_tab();
+        self.switch_to(&next)?;
+        // chromedriver's window handles are DevTools target ids.
+        let _ = self.command(
+            "POST",
+            "/goog/cdp/execute",
+            Some(&json!({"cmd": "Target.closeTarget", "params": {"targetId": dead}})),
+        );
+        Ok(next)
+    }
+
     /// Sends one HTTP request to chromedriver and returns the response's `value`.
     fn http(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
@@ -303,6 +335,31 @@ impl Drop for Browser {
         }
         let _ = self.driver.wait();
     }
+}
+
+/// Standard base64 (with padding), as WebDriver sends screenshots.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c)? << (18 - 6 * i);
+        }
+        let [_, a, b, c] = n.to_be_bytes();
+        out.extend_from_slice(&[a, b, c][..chunk.len().saturating_sub(1)]);
+    }
+    Some(out)
 }
 
 fn free_port() -> io::Result<u16> {

@@ -12,23 +12,43 @@ import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import * as wire from "./wire";
 import { Link, LinkDown } from "./link";
-import { Outbox, Op, FINAL, newOpId } from "./outbox";
+import { Outbox, Op, FINAL, KEEP_RESOLVED, newOpId } from "./outbox";
 import { browserShortcut, composedText, keyEventFrom, label } from "./keys";
+import { mirrorInlineStyles } from "./cspstyles";
 import { decideBeforeSend, verdictOf, sanitizePaste, splitPaste } from "./policy";
 
 const params = new URLSearchParams(location.search);
-const wsUrl =
-  params.get("ws") ?? `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws${location.search}`;
+const wsUrl = params.get("ws") ?? `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/`;
+
+// The listener's secret: given once as `#secret=<hex>` (a fragment never reaches a server),
+// kept in this origin's localStorage so reloads and new tabs connect, and taken out of the
+// address bar at once. It rides as a WebSocket subprotocol, the one header a page can set.
+const SECRET_KEY = "phux-web-secret";
+const fragment = new URLSearchParams(location.hash.slice(1));
+const given = fragment.get("secret");
+if (given !== null) {
+  if (/^[0-9a-f]{64}$/.test(given)) localStorage.setItem(SECRET_KEY, given);
+  fragment.delete("secret");
+  const rest = fragment.toString();
+  history.replaceState(null, "", `${location.pathname}${location.search}${rest ? `#${rest}` : ""}`);
+}
+function protocols(): string[] {
+  const secret = localStorage.getItem(SECRET_KEY);
+  return secret ? ["phux", `phux-secret.${secret}`] : [];
+}
 const pingEveryMs = Number(params.get("ping") ?? 3000);
 const pingTimeoutMs = Number(params.get("pingTimeout") ?? 4000);
 /** [CLIENT.HALFOPEN.1] An operation with no result this long after it was sent drops the link. */
 const RESULT_GRACE_MS = Number(params.get("resultGrace") ?? 9000);
+/** How many resolved inputs the list keeps (the tests keep them all). */
+const KEEP = Number(params.get("keep") ?? KEEP_RESOLVED);
 
 const $ = (id: string) => document.getElementById(id)!;
 
 const term = new Terminal({ cursorBlink: true, scrollback: 5000, convertEol: false });
 const fit = new FitAddon();
 term.loadAddon(fit);
+mirrorInlineStyles($("terminal"));
 term.open($("terminal"));
 fit.fit();
 
@@ -43,7 +63,7 @@ const outbox = await Outbox.open();
 lastServer = ((await outbox.meta("server")) as string | undefined) ?? null;
 
 const link = new Link(
-  { url: wsUrl, clientName: "phux-web/0.1", pingEveryMs, pingTimeoutMs },
+  { url: wsUrl, protocols, clientName: "phux-web/0.1", pingEveryMs, pingTimeoutMs },
   {
     up: (serverId) => void onUp(serverId),
     down: () => render(),
@@ -271,7 +291,9 @@ async function pumpOnce(): Promise<void> {
   while (owner && link.up) {
     const op = await outbox.next();
     if (op === null) return;
-    const serverId = link.serverId!;
+    // The link may have ended while the outbox was read: decide only on a live one.
+    const serverId = link.serverId;
+    if (serverId === null || !owner) return;
     const before = decideBeforeSend(op, serverId, link.features, Date.now());
     if (before !== null) {
       await resolve(op, before.state, before.detail);
@@ -327,7 +349,7 @@ channel.onmessage = (m) => {
 };
 setInterval(() => {
   kick();
-  void outbox.prune();
+  void outbox.prune(KEEP);
 }, 1000);
 
 void navigator.locks.request("phux-web-outbox", () => {
@@ -351,26 +373,26 @@ function scheduleRender(): void {
   }, 50);
 }
 
-let latestOps: Op[] = [];
 let latestStats: Record<string, number> = {};
 
 function render(): void {
-  $("link").textContent = link.status;
+  $("link").textContent =
+    link.opened === 0 && link.reconnects > 2 && protocols().length === 0
+      ? "refused: open the address the server printed (it carries #secret=...)"
+      : link.status;
   $("link").className = link.up ? "ok" : "bad";
   $("server").textContent = link.serverId ? link.serverId.slice(0, 8) : lastServer ? `${lastServer.slice(0, 8)} (last)` : "-";
   $("owner").textContent = owner ? "this tab sends the outbox" : "another tab sends the outbox";
   $("lease").textContent = `input lease: ${leaseHolder}`;
   $("terminalid").textContent = terminalId === null ? "-" : `local:${terminalId} ${lifecycle}`;
-  void Promise.all([outbox.all(), outbox.stats()]).then(([ops, stats]) => {
-    latestOps = ops;
+  void Promise.all([outbox.recent(80), outbox.pending(), outbox.stats()]).then(([recent, pending, stats]) => {
     latestStats = stats;
-    const pending = ops.filter((o) => !FINAL.has(o.state));
     $("counts").textContent =
       `queued ${pending.filter((o) => o.state === "queued").length} · sent ${pending.filter((o) => o.state === "sent").length}` +
       ` · applied ${stats.applied ?? 0} · unknown ${stats.unknown ?? 0} · refused ${stats.refused ?? 0} · not sent ${stats.notsent ?? 0}`;
     const list = $("ops");
     list.replaceChildren(
-      ...ops.slice(-80).map((o) => {
+      ...recent.map((o) => {
         const li = document.createElement("li");
         li.className = o.state;
         li.textContent = o.label;
@@ -413,9 +435,12 @@ render();
     terminalId,
     leaseHolder,
     reconnects: link.reconnects,
+    opened: link.opened,
   }),
   ops: async () => (await outbox.all()).map(({ events: _e, ...rest }) => rest),
   stats: () => outbox.stats(),
   paste: (data: string) => paste(data),
-  view: () => ({ ops: latestOps.length, stats: latestStats }),
+  pending: async () => (await outbox.pending()).length,
+  count: () => outbox.count(),
+  view: () => latestStats,
 };

@@ -9,6 +9,8 @@ import * as wire from "./wire";
 
 export interface LinkOptions {
   url: string;
+  /** WebSocket subprotocols to offer (the server's secret rides here); none when empty. */
+  protocols: () => string[];
   clientName: string;
   pingEveryMs: number;
   pingTimeoutMs: number;
@@ -39,6 +41,8 @@ export class Link {
   /** What the link is doing, for the status line. */
   status = "connecting";
   reconnects = 0;
+  /** WebSockets that opened (a refused upgrade never opens). */
+  opened = 0;
 
   constructor(
     private opts: LinkOptions,
@@ -55,7 +59,8 @@ export class Link {
     const gen = ++this.generation;
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.opts.url);
+      const protocols = this.opts.protocols();
+      ws = protocols.length ? new WebSocket(this.opts.url, protocols) : new WebSocket(this.opts.url);
     } catch (e) {
       this.status = `cannot connect: ${String(e)}`;
       return;
@@ -69,6 +74,7 @@ export class Link {
     ws.onopen = () => {
       if (gen !== this.generation) return;
       this.status = "handshake";
+      this.opened++;
       ws.send(wire.hello(this.opts.clientName));
     };
     ws.onmessage = (m) => {

@@ -30,15 +30,18 @@ export interface Op {
   state: State;
   detail: string | null;
   resolvedAt: number | null;
+  /** Present (1) while unresolved: the sparse index of what is left to send. */
+  pending?: 1;
 }
 
 const DB_NAME = "phux-web";
 const OPS = "ops";
 const STATS = "stats";
 const META = "meta";
+const PENDING = "pending";
 
-/** Resolved operations kept for display; older ones are dropped (their counts stay). */
-const KEEP_RESOLVED = 400;
+/** Resolved operations kept for display by default; older ones are dropped (their counts stay). */
+export const KEEP_RESOLVED = 400;
 
 function done(tx: IDBTransaction): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -70,7 +73,8 @@ export class Outbox {
     const req = indexedDB.open(name, 1);
     req.onupgradeneeded = () => {
       const db = req.result;
-      db.createObjectStore(OPS, { keyPath: "seq", autoIncrement: true });
+      const ops = db.createObjectStore(OPS, { keyPath: "seq", autoIncrement: true });
+      ops.createIndex(PENDING, "pending");
       db.createObjectStore(STATS);
       db.createObjectStore(META);
     };
@@ -86,7 +90,7 @@ export class Outbox {
   async add(ops: Op[]): Promise<Op[]> {
     const tx = this.write([OPS]);
     const store = tx.objectStore(OPS);
-    const keys = ops.map((op) => result(store.add(op)));
+    const keys = ops.map((op) => result(store.add({ ...op, pending: 1 })));
     await done(tx);
     const seqs = await Promise.all(keys);
     return ops.map((op, i) => ({ ...op, seq: seqs[i] as number }));
@@ -98,6 +102,8 @@ export class Outbox {
     const ops = tx.objectStore(OPS);
     const stats = tx.objectStore(STATS);
     for (const o of [op, ...cascade]) {
+      if (FINAL.has(o.state)) delete o.pending;
+      else o.pending = 1;
       ops.put(o);
       if (FINAL.has(o.state)) {
         const count = (await result(stats.get(o.state))) as number | undefined;
@@ -110,23 +116,40 @@ export class Outbox {
   /** The unresolved operation with the lowest sequence number, the next to send. */
   async next(): Promise<Op | null> {
     const tx = this.db.transaction([OPS], "readonly");
-    const req = tx.objectStore(OPS).openCursor();
+    const cursor = await result(tx.objectStore(OPS).index(PENDING).openCursor());
+    return cursor ? (cursor.value as Op) : null;
+  }
+
+  /** Every unresolved operation, oldest first. */
+  async pending(): Promise<Op[]> {
+    const tx = this.db.transaction([OPS], "readonly");
+    return (await result(tx.objectStore(OPS).index(PENDING).getAll())) as Op[];
+  }
+
+  /** The unresolved operations of a submission after `part`. */
+  async laterParts(op: Op): Promise<Op[]> {
+    return (await this.pending()).filter((o) => o.submission === op.submission && o.part > op.part);
+  }
+
+  /** The newest `n` operations, oldest first. */
+  async recent(n: number): Promise<Op[]> {
+    const tx = this.db.transaction([OPS], "readonly");
+    const req = tx.objectStore(OPS).openCursor(null, "prev");
+    const out: Op[] = [];
     return new Promise((resolve, reject) => {
       req.onsuccess = () => {
         const cursor = req.result;
-        if (!cursor) return resolve(null);
-        const op = cursor.value as Op;
-        if (!FINAL.has(op.state)) return resolve(op);
+        if (!cursor || out.length >= n) return resolve(out.reverse());
+        out.push(cursor.value as Op);
         cursor.continue();
       };
       req.onerror = () => reject(req.error);
     });
   }
 
-  /** The unresolved operations of a submission after `part`. */
-  async laterParts(op: Op): Promise<Op[]> {
-    const all = await this.all();
-    return all.filter((o) => o.submission === op.submission && o.part > op.part && !FINAL.has(o.state));
+  async count(): Promise<number> {
+    const tx = this.db.transaction([OPS], "readonly");
+    return result(tx.objectStore(OPS).count());
   }
 
   async all(): Promise<Op[]> {
@@ -144,10 +167,12 @@ export class Outbox {
   }
 
   /** Drops the oldest resolved operations beyond the display window. */
-  async prune(): Promise<void> {
+  async prune(keep = KEEP_RESOLVED): Promise<void> {
+    const total = await this.count();
+    if (total <= keep + 100) return;
     const all = await this.all();
     const resolved = all.filter((o) => FINAL.has(o.state));
-    const extra = resolved.length - KEEP_RESOLVED;
+    const extra = resolved.length - keep;
     if (extra <= 0) return;
     const tx = this.write([OPS]);
     for (const o of resolved.slice(0, extra)) tx.objectStore(OPS).delete(o.seq!);

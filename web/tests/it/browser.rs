@@ -1,7 +1,5 @@
 //! The web client in a real browser.
 
-use std::time::Duration;
-
 use phux_web::proxy::FaultProxy;
 use phux_web::webdriver::{self, Browser};
 use serde_json::json;
@@ -32,7 +30,7 @@ fn keys_typed_in_the_browser_reach_the_program_once_against_the_reference() {
     let record = server.home.path().join("typed");
     let id = server.spawn(&support::recorder_script(&record));
     let proxy = FaultProxy::start(server.ws).expect("proxy");
-    let page = StaticFiles::start(dist());
+    let page = StaticFiles::start(dist(), proxy.addr());
     let browser = Browser::start(&chromium, &driver).expect("browser");
     browser
         .goto(&format!(
@@ -52,5 +50,10 @@ fn keys_typed_in_the_browser_reach_the_program_once_against_the_reference() {
         ops.iter().all(|o| o["state"] == json!("applied")),
         "{ops:?}"
     );
-    std::thread::sleep(Duration::from_millis(10));
+    // The page under the server's Content-Security-Policy still shows the terminal (xterm's
+    // run-time styles mirrored into constructable sheets): the program's echo is on screen.
+    if let Ok(dir) = std::env::var("PHUX_WEB_SCREENSHOTS") {
+        let png = browser.screenshot().expect("screenshot");
+        std::fs::write(std::path::Path::new(&dir).join("typed.png"), png).expect("write");
+    }
 }

@@ -3,5 +3,7 @@
 
 mod browser;
 mod bundle;
+mod campaign;
+mod faults;
 mod keys_fixture;
 mod support;
