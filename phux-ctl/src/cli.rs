@@ -64,8 +64,10 @@ pub enum CtlCommand {
     /// List the terminals: id, size, pid, age, state, lease holder, command and title.
     ///
     /// One per line, tab-separated: id, size (COLSxROWS), pid, age, state (running, frozen,
-    /// exited), lease holder (a client id, or -), command and title. A header line is printed when stdout is a terminal. The command and the age are read
-    /// from /proc for the terminal's pid (the server runs on this host); `-` when unknown.
+    /// exited), lease holder (a client id, or -), command and title; on a terminal, a header
+    /// line and the columns aligned with spaces. The command, the age and (in --json) the
+    /// working directory are read from /proc for the terminal's pid when the server runs on
+    /// this host; with --ssh or --exec the protocol carries none of them and `-` is printed.
     List {
         /// Print a JSON array of objects instead.
         #[arg(long)]
@@ -164,7 +166,8 @@ pub enum CtlCommand {
     /// nothing lost). The wait defaults to 60 s (--timeout SECS).
     Upgrade {
         /// The new binary (default: the binary the server was started from, as it is on
-        /// disk now). A relative path is taken from this shell's directory.
+        /// disk now). A relative path is taken from this shell's directory; with --ssh or
+        /// --exec the path is on the server's host and must be absolute.
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
     },
@@ -190,11 +193,15 @@ pub struct SpawnArgs {
     /// Rows (default 24, the protocol's default height; limited as --cols is).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub rows: Option<u16>,
-    /// Working directory for the program (relative to this shell's directory).
+    /// Working directory for the program (relative to this shell's directory). With --ssh or
+    /// --exec it is a directory on the server's host: absolute, and not checked here.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Set a variable (repeatable). With any --env (or --clear-env) the program gets this
-    /// phuxctl's environment with these changes; without, it inherits the server's.
+    /// phuxctl's environment with these changes; without, it inherits the server's. With
+    /// --ssh or --exec this host's environment is never sent: the program keeps the server's
+    /// environment and gets these variables through `env -- K=V CMD` (without CMD, the
+    /// server host's $SHELL); --clear-env sends exactly the --env variables.
     #[arg(long, value_name = "K=V", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
     /// Start from an empty environment (plus --env and TERM).
@@ -526,7 +533,8 @@ fn parse_detach_key(text: &str) -> Result<DetachKey, String> {
     }
     let key = parse_key(text)?;
     let bytes = crate::keys::legacy_bytes(&key.0);
-    // Enter, Tab, Backspace (both bytes) and Esc, and any key that types text.
+    // [CLIENT.ATTACH.8] Enter, Tab, Backspace (both bytes) and Esc, and any key that types
+    // text.
     let typing = matches!(bytes.as_slice(), [0x0d | 0x09 | 0x7f | 0x08 | 0x1b])
         || std::str::from_utf8(&bytes)
             .is_ok_and(|t| !t.is_empty() && !t.chars().any(char::is_control));

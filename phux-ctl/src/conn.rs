@@ -355,6 +355,12 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the server is reached through `--exec` or `--ssh`: its host is not this one,
+    /// so nothing about its terminals may be read from this host (`/proc`, paths).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.endpoint, Endpoint::Exec(_))
+    }
+
     /// Runs the loop until something for the caller happens or `deadline` passes.
     pub fn step(&mut self, deadline: Option<StdInstant>) -> Result<Step, CtlError> {
         if let Some(event) = self.deferred.pop_front() {

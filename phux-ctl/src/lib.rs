@@ -54,7 +54,7 @@ use link::Endpoint;
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
     CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK, EXIT_UNKNOWN,
-    EXIT_USAGE, spawn_error_text,
+    EXIT_USAGE, program_exit_code, spawn_error_text,
 };
 pub use send::verdict;
 pub use spawn::DEFAULT_SIZE;
@@ -138,12 +138,18 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Paste(args) => Some(send::read_paste(args.file.as_ref())?),
         _ => None,
     };
+    // A path for the server's host is checked and resolved here only when that is this host.
+    let remote = matches!(path, Endpoint::Exec(_));
     let upgrade_binary = match &cli.command {
-        CtlCommand::Upgrade { binary: Some(path) } => Some(control::absolute_binary(path)?),
+        CtlCommand::Upgrade { binary: Some(path) } => Some(control::absolute_binary(path, remote)?),
         _ => None,
     };
     let spawn_cwd = match &cli.command {
-        CtlCommand::Spawn(args) => args.cwd.as_deref().map(spawn::checked_cwd).transpose()?,
+        CtlCommand::Spawn(args) => args
+            .cwd
+            .as_deref()
+            .map(|dir| spawn::checked_cwd(dir, remote))
+            .transpose()?,
         _ => None,
     };
     let mut session = open_session(&cli, &path, uses_outbox, waits)?;
@@ -160,7 +166,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         )?,
         CtlCommand::Screen(args) => view::screen(&mut session, args)?,
         CtlCommand::Watch { id, bootstrap } => view::watch(&mut session, &id, bootstrap)?,
-        CtlCommand::Events { id, json } => view::events(&mut session, id, json)?,
+        CtlCommand::Events { id, json } => view::events(&mut session, id.as_ref(), json)?,
         CtlCommand::Lease(args) => control::lease(&mut session, &args)?,
         CtlCommand::Signal(args) => {
             let (signal, id) = args.resolve().ok_or_else(|| {
