@@ -94,6 +94,7 @@ pub use phux_probe as probe;
 pub mod recorder;
 pub mod report;
 pub mod runner;
+pub mod screen_diff;
 pub mod spec;
 pub mod suite;
 pub mod transcript;

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use phux_conformance::coverage::{Coverage, parse_exemptions};
@@ -85,9 +85,55 @@ enum Command {
     Probe(phux_conformance::probe::ProbeArgs),
     /// Fuzz a server with stateful sessions and oracles; findings become transcripts.
     Fuzz(phux_conformance::netfuzz::FuzzArgs),
+    /// Compare our server's screens with the phux reference's: generated VT streams shown in
+    /// a terminal on each, read with GET_SCREEN (see the `screen_diff` module docs).
+    ///
+    /// Exits 0 when every stream agrees but for the decided differences, 1 otherwise.
+    ScreenDiff(ScreenDiffArgs),
+    /// Write FILE to this terminal with output processing off, then wait to be killed (the
+    /// program the screen differential runs in each terminal).
+    Show {
+        /// The bytes to write.
+        file: PathBuf,
+    },
     /// Compare our server's key encoder with the phux reference's, byte for byte, by what a
     /// raw-mode program reads; differences not in conformance/keydiff-decided.toml fail.
     Keydiff(phux_conformance::keydiff::KeydiffArgs),
+}
+
+#[derive(Debug, Args)]
+struct ScreenDiffArgs {
+    /// How many streams.
+    #[arg(long, default_value_t = 1000)]
+    streams: u64,
+    /// The campaign's seed (default: from the clock; printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The index of the first stream (to rerun one stream: `--first N --streams 1`).
+    #[arg(long, default_value_t = 0)]
+    first: u64,
+    /// Streams shown at once on each server.
+    #[arg(long, default_value_t = 8)]
+    in_flight: usize,
+    /// Stop after this many streams differ undecided.
+    #[arg(long, default_value_t = 20)]
+    max_findings: usize,
+    /// The phux reference binary (default: $PHUX_REF_BIN, else
+    /// ../shared/interop/phux-0.22.0/phux beside the workspace).
+    #[arg(long, value_name = "PATH")]
+    reference: Option<PathBuf>,
+    /// Our server binary (default: `phux-mio-server` beside this program).
+    #[arg(long, value_name = "PATH")]
+    ours: Option<PathBuf>,
+    /// Show this one stream (hex) instead of a campaign; needs --size.
+    #[arg(long, value_name = "HEX", requires = "size")]
+    replay: Option<String>,
+    /// The screen size for --replay, `COLSxROWS`.
+    #[arg(long, value_name = "COLSxROWS")]
+    size: Option<String>,
+    /// With --replay: first shrink the stream to the shortest that still differs.
+    #[arg(long, requires = "replay")]
+    shrink: bool,
 }
 
 #[derive(Debug, Args)]
@@ -199,6 +245,8 @@ fn main() -> ExitCode {
         } => matrix(&paths, markdown, json, against.as_deref()),
         Command::Probe(args) => phux_conformance::probe::run(&args),
         Command::Fuzz(args) => phux_conformance::netfuzz::run(&args),
+        Command::ScreenDiff(args) => screen_diff(&args),
+        Command::Show { file } => phux_conformance::screen_diff::show::run(&file),
         Command::Keydiff(args) => phux_conformance::keydiff::cli(&args),
         Command::Record {
             socket,
@@ -207,6 +255,116 @@ fn main() -> ExitCode {
             clients,
         } => record(&socket, &out, listen, clients),
     }
+}
+
+fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
+    use phux_conformance::peer::{PeerError, Server};
+    use phux_conformance::screen_diff::{self, Options};
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        eprintln!("phux-conformance screen-diff: {what}: {e}");
+        ExitCode::from(2)
+    };
+    let Ok(exe) = std::env::current_exe() else {
+        return fail("this program's path", &"unknown");
+    };
+    let ours_bin = args
+        .ours
+        .clone()
+        .unwrap_or_else(|| exe.with_file_name("phux-mio-server"));
+    let reference = match &args.reference {
+        Some(bin) => Server::start_reference(bin),
+        None => Server::reference(),
+    };
+    let reference = match reference {
+        Ok(server) => server,
+        Err(e) => return fail("the reference", &e),
+    };
+    let ours = match Server::start_ours(&ours_bin) {
+        Ok(server) => server,
+        Err(e) => return fail(&format!("our server ({})", ours_bin.display()), &e),
+    };
+    let show = vec![exe.display().to_string(), "show".to_owned()];
+    let mut bench = match screen_diff::Bench::new(&ours, &reference, show) {
+        Ok(bench) => bench,
+        Err(e) => return fail("connecting", &e),
+    };
+    let result: Result<screen_diff::Report, PeerError> = if let Some(hex) = &args.replay {
+        let stream = match wire::parse_hex(hex) {
+            Ok(stream) => stream,
+            Err(e) => return fail("--replay", &e),
+        };
+        let size = args.size.as_deref().and_then(|s| {
+            let (c, r) = s.split_once('x')?;
+            Some((c.parse().ok()?, r.parse().ok()?))
+        });
+        let Some(size) = size else {
+            return fail("--size", &"not COLSxROWS");
+        };
+        let stream = if args.shrink {
+            match bench.shrink(size, &stream) {
+                Ok(stream) => stream,
+                Err(e) => return fail("shrinking", &e),
+            }
+        } else {
+            stream
+        };
+        bench.replay(size, &stream)
+    } else {
+        let seed = args.seed.unwrap_or_else(clock_seed);
+        println!("screen-diff: seed {seed}, {} streams", args.streams);
+        let options = Options {
+            seed,
+            streams: args.streams,
+            first: args.first,
+            in_flight: args.in_flight,
+            max_findings: args.max_findings,
+        };
+        let mut last = Instant::now();
+        bench.run(&options, |r| {
+            if last.elapsed() >= Duration::from_secs(10) {
+                last = Instant::now();
+                println!(
+                    "  {} streams, {} events, {} agree, {} findings, {:.0?}",
+                    r.streams,
+                    r.events,
+                    r.identical,
+                    r.findings.len(),
+                    r.elapsed
+                );
+            }
+        })
+    };
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => return fail("the campaign", &e),
+    };
+    for finding in &report.findings {
+        print!("{finding}");
+    }
+    println!(
+        "screen-diff: {} streams ({} events) in {:.1?}: {} agree but for decided differences, \
+         {} findings",
+        report.streams,
+        report.events,
+        report.elapsed,
+        report.identical,
+        report.findings.len()
+    );
+    for (id, n) in &report.decided {
+        println!("  decided {id}: {n} streams");
+    }
+    if report.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A seed from the clock, for campaigns not given one.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() ^ u64::from(d.subsec_nanos()))
 }
 
 fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) -> ExitCode {

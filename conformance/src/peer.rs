@@ -424,11 +424,24 @@ impl Client {
     /// Spawns `argv` at `size` and returns the new terminal's id. The connection may be
     /// attached to it by the server (ours does so implicitly); its output stays in the backlog.
     pub fn spawn(&mut self, argv: &[String], size: TerminalSize) -> Result<TerminalId, PeerError> {
+        let request_id = self.send_spawn(argv, size)?;
+        self.wait_spawned(request_id)
+    }
+
+    /// Sends a SPAWN_TERMINAL of `argv` at `size` and returns its request id without waiting:
+    /// several spawns may be under way; [`Client::wait_spawned`] collects each answer.
+    pub fn send_spawn(&mut self, argv: &[String], size: TerminalSize) -> Result<u32, PeerError> {
         let request_id = self.fresh_request_id();
         let mut spawn = SpawnTerminal::new(request_id, GroupId(1));
         spawn.command = Some(argv.to_vec());
         spawn.initial_size = Some(size);
         self.send(&Frame::SpawnTerminal(spawn))?;
+        Ok(request_id)
+    }
+
+    /// Waits for the TERMINAL_SPAWNED of `request_id` and returns the new terminal's id; other
+    /// frames stay for [`Client::recv`].
+    pub fn wait_spawned(&mut self, request_id: u32) -> Result<TerminalId, PeerError> {
         let frame = self.wait_for(
             "TERMINAL_SPAWNED",
             |f| matches!(f, Frame::TerminalSpawned(s) if s.request_id == request_id),

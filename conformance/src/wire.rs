@@ -115,7 +115,7 @@ fn encode(notation: &str) -> Result<String, WireError> {
     Ok(to_hex(&frame.to_bytes()))
 }
 
-fn parse_hex(text: &str) -> Result<Vec<u8>, &'static str> {
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, &'static str> {
     let digits: Vec<u8> = text
         .bytes()
         .filter(|b| !b.is_ascii_whitespace())

@@ -28,14 +28,33 @@ impl Terminal {
 
         // [BOOTSTRAP.CHUNK.2] both screens: the main one first, then the alternate over it.
         if vt.alt_active {
-            push_grid(&mut out, vt.other());
+            let main = vt.other();
+            let saved = vt.saved[0];
+            let early = saved_before_drawing(main, saved);
+            if early {
+                push_saved_early(&mut out, main, saved, None);
+            }
+            push_grid(&mut out, main);
             push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(false));
             // 1049 saves the cursor as it enters: enter from the main screen's saved cursor.
-            push_saved(&mut out, vt.other(), vt.saved[0], 0, "\x1b[?1049h");
+            if early {
+                out.push_str("\x1b8\x1b[?1049h\x1b[m");
+                push_charsets(&mut out, saved.charsets, Charsets::default());
+                if saved.origin {
+                    out.push_str("\x1b[?6l");
+                }
+            } else {
+                push_saved(&mut out, main, saved, 0, "\x1b[?1049h");
+            }
+        }
+        let slot = vt.saved[usize::from(vt.alt_active)];
+        let early = saved_before_drawing(&vt.screen, slot);
+        if early {
+            push_saved_early(&mut out, &vt.screen, slot, Some((vt.top, vt.bottom)));
         }
         push_grid(&mut out, &vt.screen);
         push_kitty_stack(&mut out, self.vt.tracker.kitty_stack(vt.alt_active));
-        push_layout(&mut out, vt);
+        push_layout(&mut out, vt, early);
 
         // [BOOTSTRAP.CHUNK.2] every mode the input encoder reads. A fresh terminal has them
         // all off, so only the set ones are sent.
@@ -158,6 +177,9 @@ fn push_grid(out: &mut String, grid: &Grid) {
     let rows = grid.rows();
     // Whether the previous row was drawn up to its last column and wraps into this one.
     let mut wrapping = false;
+    // Whether the cursor already stands at the start of this row (the previous one wrapped
+    // before its last column).
+    let mut at_start = false;
     for (y, row) in grid.iter().enumerate() {
         let used = usize::from(row.used());
         let first = row.cells.first().copied().unwrap_or(Cell::BLANK);
@@ -169,15 +191,22 @@ fn push_grid(out: &mut String, grid: &Grid) {
                 pens.set(out, row.pen(first));
                 out.push_str(" \x08\x1b[X");
             }
-        } else if used > 0 {
+        } else if used > 0 && !at_start {
             let _ = write!(out, "\x1b[{};1H", y + 1);
         }
         let at = push_cells(out, &mut pens, row, cols);
         let last = row.cells.last().copied().unwrap_or(Cell::BLANK);
-        wrapping = row.wrapped
-            && y + 1 < usize::from(rows)
-            && at == usize::from(cols)
-            && (last.has_contents() || last.is_wide_cont());
+        let continues = row.wrapped && y + 1 < usize::from(rows);
+        wrapping =
+            continues && at == usize::from(cols) && (last.has_contents() || last.is_wide_cont());
+        at_start = continues && !wrapping && cols > 1;
+        if at_start {
+            // A row that wrapped before its last column (a wide character did not fit): a wide
+            // character at the last column wraps the same way, leaving that column as it is,
+            // and is erased again from the next row, which is then drawn from its start.
+            pens.set(out, Pen::default());
+            let _ = write!(out, "\x1b[{};{cols}H\u{4e00}\r\x1b[2X", y + 1);
+        }
     }
     pens.set(out, Pen::default());
 }
@@ -230,7 +259,9 @@ pub(crate) fn push_cells(out: &mut String, pens: &mut PenWriter, row: &Row, cols
 
 /// The scroll region, tab stops, saved cursor, origin and autowrap modes, then the cursor
 /// (with its wrap-pending state), the pen, the cursor's visibility and insert mode.
-fn push_layout(out: &mut String, vt: &Vt) {
+/// `saved` says whether the saved cursor was saved before the screen was drawn
+/// ([`push_saved_early`]).
+fn push_layout(out: &mut String, vt: &Vt, saved: bool) {
     let rows = vt.size().1;
     if (vt.top, vt.bottom) != (0, rows - 1) {
         let _ = write!(out, "\x1b[{};{}r", vt.top + 1, vt.bottom + 1);
@@ -247,7 +278,7 @@ fn push_layout(out: &mut String, vt: &Vt) {
         }
     }
     let slot = vt.saved[usize::from(vt.alt_active)];
-    if slot != Saved::default() {
+    if slot != Saved::default() && !saved {
         push_saved(out, &vt.screen, slot, vt.top, "\x1b7");
     }
     push_cursor(out, vt, Over::Fresh, Charsets::default());
@@ -329,6 +360,20 @@ fn push_charsets(out: &mut String, from: Charsets, to: Charsets) {
 /// one), moves there (`row` as CUP counts it) and redraws it, which leaves the cursor on the
 /// last column, wrap-pending; false when the cell is empty.
 fn push_last_column(out: &mut String, grid: &Grid, y: u16, row: u16) -> bool {
+    let Some((x, cell)) = last_column(grid, y) else {
+        return false;
+    };
+    let r = grid.row(y);
+    let _ = write!(out, "\x1b[{row};{}H", x + 1);
+    push_pen(out, r.pen(cell));
+    out.push(cell.ch());
+    out.push_str(r.marks_at(x));
+    true
+}
+
+/// The character on the last column of row `y` (or the wide one ending there) and its
+/// column; `None` when that column shows nothing.
+fn last_column(grid: &Grid, y: u16) -> Option<(u16, Cell)> {
     let cols = grid.cols();
     let r = grid.row(y);
     let x = if r.cells[usize::from(cols) - 1].is_wide_cont() {
@@ -337,14 +382,43 @@ fn push_last_column(out: &mut String, grid: &Grid, y: u16, row: u16) -> bool {
         cols - 1
     };
     let cell = r.cells[usize::from(x)];
-    if !cell.has_contents() {
-        return false;
+    cell.has_contents().then_some((x, cell))
+}
+
+/// Whether saved cursor `s` must be saved before `grid` is drawn: a pending wrap over a last
+/// column that shows nothing is made by writing a space there, and once the screen is drawn
+/// nothing can erase that space again without ending the row's soft wrap ([xterm] ECH and
+/// EL 0 are `ClearRight`, which ends with `ScrnClrWrapped`; EL 1 and EL 2 erase more).
+fn saved_before_drawing(grid: &Grid, s: Saved) -> bool {
+    s.pending && last_column(grid, s.y).is_none()
+}
+
+/// Saves cursor `s` (pending over the last column, see [`saved_before_drawing`]) with DECSC
+/// before `grid` is drawn: a space written to the last column leaves the wrap pending, and
+/// drawing the screen (which starts by erasing it) removes the space again. `region` is the
+/// scroll region origin mode counts from (none: the whole screen). Leaves the pen default,
+/// origin mode off and the whole screen the scroll region.
+fn push_saved_early(out: &mut String, grid: &Grid, s: Saved, region: Option<(u16, u16)>) {
+    let mut y = s.y;
+    let region = region.filter(|&(top, bottom)| (top, bottom) != (0, grid.rows() - 1));
+    if s.origin {
+        if let Some((top, bottom)) = region {
+            let _ = write!(out, "\x1b[{};{}r", top + 1, bottom + 1);
+            y = y.saturating_sub(top);
+        }
+        out.push_str("\x1b[?6h");
     }
-    let _ = write!(out, "\x1b[{row};{}H", x + 1);
-    push_pen(out, r.pen(cell));
-    out.push(cell.ch());
-    out.push_str(r.marks_at(x));
-    true
+    let _ = write!(out, "\x1b[{};{}H ", y + 1, grid.cols());
+    push_pen(out, s.pen);
+    push_charsets(out, Charsets::default(), s.charsets);
+    out.push_str("\x1b7\x1b[m");
+    push_charsets(out, s.charsets, Charsets::default());
+    if s.origin {
+        out.push_str("\x1b[?6l");
+        if region.is_some() {
+            out.push_str("\x1b[r");
+        }
+    }
 }
 
 /// Puts the cursor (with its wrap-pending state), pen and origin mode as saved, then `save`
@@ -358,28 +432,13 @@ fn push_saved(out: &mut String, grid: &Grid, s: Saved, top: u16, save: &str) {
         y = y.saturating_sub(top);
     }
     let row = y + 1;
-    // A pending wrap is made by writing to the last column: its own character again, or a
-    // space that is erased once the cursor is saved.
-    let mut erase_after = false;
+    // A pending wrap is made by writing the last column's own character again (one over a
+    // column that shows nothing was saved before the screen was drawn: `push_saved_early`).
     if !(s.pending && push_last_column(out, grid, s.y, row)) {
         let _ = write!(out, "\x1b[{row};{}H", s.x + 1);
-        if s.pending {
-            out.push(' ');
-            erase_after = true;
-        }
     }
     push_pen(out, s.pen);
     push_charsets(out, Charsets::default(), s.charsets);
-    if erase_after {
-        // DECSC, erase the space, DECRC: back on the last column, wrap-pending, over the
-        // cell as it was; then `save` (1049 switches screens, so it cannot come first).
-        out.push_str("\x1b7");
-        let last = grid.row(s.y);
-        let cell = last.cells[usize::from(grid.cols()) - 1];
-        let _ = write!(out, "\x1b[{row};{}H", grid.cols());
-        push_pen(out, last.pen(cell));
-        out.push_str("\x1b[X\x1b8");
-    }
     out.push_str(save);
     out.push_str("\x1b[m");
     push_charsets(out, s.charsets, Charsets::default());

@@ -55,6 +55,9 @@ mod screen;
 mod terminal;
 mod tracker;
 mod vt;
+#[cfg(any(test, feature = "generator"))]
+#[doc(hidden)]
+pub mod vtgen;
 
 pub use screen::{CellsTooLarge, SCREEN_SCHEMA_VERSION, ScreenLimits};
 pub use terminal::{MAX_REPLY_BYTES, Terminal};

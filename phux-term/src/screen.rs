@@ -96,13 +96,24 @@ impl Terminal {
         request_scrollback: Option<u32>,
         scrollback_bytes: usize,
     ) -> Value {
-        let wanted = wanted_rows(request_scrollback).min(self.vt.history.len());
+        let wanted = wanted_rows(request_scrollback).min(self.history_above());
         let fitting = self.newest_rows_fitting(wanted, scrollback_bytes);
         let mut doc = self.document(pane, fitting);
         if fitting < wanted {
             doc.insert("scrollback_truncated".into(), true.into());
         }
         Value::Object(doc)
+    }
+
+    /// The history rows above the screen shown: none above the alternate screen, which keeps
+    /// no history (phux L1.md §6.1 reads "history above the viewport", and ScreenState's
+    /// soft wraps join the last history row to the first viewport row).
+    fn history_above(&self) -> usize {
+        if self.vt.alt_active {
+            0
+        } else {
+            self.vt.history.len()
+        }
     }
 
     /// How many of the `wanted` newest history rows fit in `budget` bytes of JSON strings
@@ -142,6 +153,7 @@ impl Terminal {
         // [SCREEN.JSON.3] absent = none, 0 = all retained, n = the n newest, oldest first.
         let mut scrollback = Vec::new();
         let mut wrapped_scrollback = Vec::new();
+        let history_rows = history_rows.min(self.history_above());
         for (i, (text, wrapped)) in vt.history.newest(history_rows).enumerate() {
             scrollback.push(Value::String(text.to_owned()));
             if wrapped {

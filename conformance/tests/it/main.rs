@@ -22,5 +22,6 @@ mod probe_stall;
 mod probe_util;
 mod run_cli;
 mod runner_blame;
+mod screen_diff;
 mod suite;
 mod wire_cli;

@@ -395,6 +395,32 @@ fn scrollback_selection() {
     );
 }
 
+// [SCREEN.JSON.3] The alternate screen has no history above it: none is shown while it is,
+// and the main screen's comes back with the main screen (the phux reference shows the same).
+#[test]
+fn no_scrollback_above_the_alternate_screen() {
+    let mut t = Terminal::new(4, 2, 10);
+    t.advance(b"a\r\nb\r\nc");
+    let main = screen(&t, Some(0), false);
+    assert_eq!(main["scrollback"], serde_json::json!(["a"]));
+    t.advance(b"\x1b[?1049h");
+    let alt = screen(&t, Some(0), false);
+    assert_eq!(alt["scrollback"], serde_json::json!([]));
+    assert_eq!(alt["soft_wrap"]["scrollback"], serde_json::json!([]));
+    let limits = crate::ScreenLimits {
+        scrollback_bytes: 1,
+        cells_bytes: usize::MAX,
+    };
+    let bounded: Value =
+        serde_json::from_str(&t.screen_json_within(1, Some(0), false, limits).unwrap()).unwrap();
+    assert!(
+        bounded.get("scrollback_truncated").is_none(),
+        "nothing was left out"
+    );
+    t.advance(b"\x1b[?1049l");
+    assert_eq!(screen(&t, Some(0), false)["scrollback"], main["scrollback"]);
+}
+
 #[test]
 fn title_and_bells() {
     let mut t = Terminal::new(10, 2, 0);
@@ -757,12 +783,16 @@ fn invalid_utf8_shows_replacement_characters() {
 #[test]
 fn wide_and_combining_characters() {
     let mut t = Terminal::new(6, 3, 0);
-    // A wide character that does not fit in the last column wraps whole; the row does not
-    // count as soft-wrapped, its last cell being empty (as in vt100).
+    // A wide character that does not fit in the last column wraps whole, and the row it left
+    // is soft-wrapped though its last cell is empty: xterm's `WrapLine` marks the row it
+    // leaves (`LINEWRAPPED`) whatever that cell holds (vt100 does not). The bootstrap keeps it.
     t.advance("abcde\u{4e2d}e\u{301}".as_bytes());
     assert_eq!(lines(&t), ["abcde", "\u{4e2d}e\u{301}", ""]);
     let v = t.screen_value(0, None, false);
-    assert_eq!(v["soft_wrap"]["lines"], serde_json::json!([]));
+    assert_eq!(v["soft_wrap"]["lines"], serde_json::json!([0]));
+    let mut fresh = Terminal::new(6, 3, 0);
+    fresh.advance(&t.bootstrap());
+    assert_same(&t, &fresh);
     // Overwriting half of a wide character blanks the other half.
     t.advance(b"\x1b[2;2Hx");
     assert_eq!(lines(&t)[1], " xe\u{301}");
@@ -1077,4 +1107,31 @@ fn a_row_painted_in_more_pens_than_its_table_holds_keeps_every_cell_s_pen() {
         "{}",
         t.heap_bytes()
     );
+}
+
+/// A cursor saved wrap-pending over an empty last column of a soft-wrapped row (a wide
+/// character that did not fit wrapped it): the bootstrap saves it before drawing the row, as
+/// erasing the space that makes the wrap pending would end the row's soft wrap afterwards.
+#[test]
+fn bootstrap_keeps_a_soft_wrap_under_a_saved_pending_cursor() {
+    for alternate in [false, true] {
+        let mut t = Terminal::new(12, 5, 0);
+        if alternate {
+            t.advance(b"main\x1b[?1049h");
+        }
+        // The cursor saved wrap-pending at the end of row 1, whose last column is then erased;
+        // a wide character that does not fit the last column wraps the row again.
+        t.advance("\x1b[2;1H############\x1b7\x1b[X\x1b[2;11Hx\u{4e2d}".as_bytes());
+        assert!(
+            t.vt.screen.row(1).wrapped,
+            "the wide character wrapped row 1"
+        );
+        let mut fresh = Terminal::new(12, 5, 0);
+        fresh.advance(&t.bootstrap());
+        assert_eq!(
+            drawing(&t),
+            drawing(&fresh),
+            "alternate screen: {alternate}"
+        );
+    }
 }

@@ -47,9 +47,9 @@ impl Vt {
             (None, b'X') => {
                 let n = p(0, 1);
                 self.reset_wrap();
-                let (x, y) = (self.cur.x, self.cur.y);
+                let x = self.cur.x;
                 let end = x.saturating_add(n).min(self.cols);
-                self.erase_cells(y, x, end);
+                self.erase_right(x, end);
             }
             (None, b'Z') => self.tab_backward(p(0, 1)),
             (None, b'b') => self.repeat(p(0, 1)),

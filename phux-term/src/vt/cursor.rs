@@ -71,7 +71,9 @@ impl Vt {
             if self.top == 0 && y + 1 == self.rows {
                 // The common case, spelled out so it compiles to a straight line: the whole
                 // screen scrolls, its top row goes to history (main screen only).
-                if !self.alt_active {
+                if self.alt_active {
+                    self.recycled_wrap_hazard();
+                } else {
                     self.history.push(self.screen.top_row());
                 }
                 self.screen.rotate_up(|_| {});
@@ -162,7 +164,10 @@ impl Vt {
 
     pub(super) fn reset(&mut self) {
         let (cols, rows) = (self.cols, self.rows);
-        let history = std::mem::take(&mut self.history);
+        let mut history = std::mem::take(&mut self.history);
+        // [xterm] `CASE_RIS` is `VTReset(xw, True, True)`, whose `saved` flag discards the
+        // saved lines (`ReallyReset`: `savedlines = 0`): the history goes with the screen.
+        history.clear();
         let title = self.title.take();
         let bells = self.bells;
         let replies = std::mem::take(&mut self.replies);
@@ -170,8 +175,7 @@ impl Vt {
         *self = Self::new(cols, rows, 0);
         // The tracker applied RIS to the modes itself.
         self.tracker = tracker;
-        // RIS resets the terminal, not what it already said: history, title and unread bells
-        // stay.
+        // The history keeps its capacity; the title and unread bells stay.
         self.history = history;
         self.title = title;
         self.bells = bells;

@@ -43,7 +43,6 @@ impl Vt {
         if start >= end {
             return;
         }
-        let cols = self.cols;
         let pen = self.erase_pen();
         let (s, e) = (usize::from(start), usize::from(end));
         {
@@ -62,51 +61,57 @@ impl Vt {
             row.cells[s - 1] = Cell::erased(style);
             row.drop_marks(start - 1, start);
         }
-        // vt100 drops the soft wrap when the last column (or a wide character ending there)
-        // is erased.
-        let last = usize::from(cols) - 1;
-        let wide_end = last >= 1 && s < last && e > last - 1 && row.cells[last - 1].is_wide();
-        if (e > last && !row.cells[last].is_wide()) || wide_end {
-            row.wrapped = false;
-        }
         if row.cells[e - 1].is_wide() && e < row.cells.len() {
             row.cells[e] = Cell::erased(style);
         }
         row.fill(start, end, Cell::erased(style));
     }
 
+    /// EL. [xterm] Only `ClearRight` (EL 0) ends the row's soft wrap ("with the right part
+    /// cleared, we can't be wrapping"); `ClearLeft` (EL 1) and `ClearLine` (EL 2) leave it.
     pub(super) fn erase_line(&mut self, mode: u16) {
         self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
         match mode {
-            0 => self.erase_cells(y, x, self.cols),
+            0 => self.erase_right(x, self.cols),
             1 => self.erase_cells(y, 0, x + 1),
             2 => self.erase_cells(y, 0, self.cols),
             _ => {}
         }
     }
 
+    /// Erases whole rows `from..to`, which no longer soft-wrap. [xterm] `ClearBufRows` clears
+    /// `LINEWRAPPED` of each row it clears.
+    fn erase_rows(&mut self, from: u16, to: u16) {
+        for r in from..to {
+            self.erase_cells(r, 0, self.cols);
+            self.screen.row_mut(r).wrapped = false;
+        }
+    }
+
+    /// EL 0 and ECH: erases the cursor's row from `x` to `end`, and the row no longer
+    /// soft-wraps. [xterm] `ClearRight` ends with `LineClrWrapped` whatever it erased.
+    pub(super) fn erase_right(&mut self, x: u16, end: u16) {
+        let y = self.cur.y;
+        self.erase_cells(y, x, end);
+        self.screen.row_mut(y).wrapped = false;
+    }
+
     pub(super) fn erase_display(&mut self, mode: u16) {
         self.reset_wrap();
         let (x, y) = (self.cur.x, self.cur.y);
+        // [xterm] `ClearBelow` is `ClearRight` and `ClearBufRows`, `ClearAbove` is
+        // `ClearBufRows` and `ClearLeft` (which leaves the cursor row's soft wrap).
         match mode {
             0 => {
-                self.erase_cells(y, x, self.cols);
-                for r in y + 1..self.rows {
-                    self.erase_cells(r, 0, self.cols);
-                }
+                self.erase_right(x, self.cols);
+                self.erase_rows(y + 1, self.rows);
             }
             1 => {
-                for r in 0..y {
-                    self.erase_cells(r, 0, self.cols);
-                }
+                self.erase_rows(0, y);
                 self.erase_cells(y, 0, x + 1);
             }
-            2 => {
-                for r in 0..self.rows {
-                    self.erase_cells(r, 0, self.cols);
-                }
-            }
+            2 => self.erase_rows(0, self.rows),
             // [SCREEN.JSON.3] ED 3 erases the retained history; the alternate screen has none.
             3 if !self.alt_active => self.history.clear(),
             _ => {}
@@ -118,7 +123,8 @@ impl Vt {
         let (x, y) = (self.cur.x, self.cur.y);
         let cols = self.cols;
         let n = n.min(cols - x);
-        self.screen.row_mut(y).wrapped = false;
+        // The row's soft wrap stays: [xterm] neither `InsertChar` nor `ScrnInsertChar` clears
+        // `LINEWRAPPED` (`ScrnDeleteChar` does, and so does DCH here).
         if n == 0 {
             return;
         }
@@ -244,6 +250,9 @@ impl Vt {
     pub(super) fn scroll_up(&mut self, n: u16) {
         let keep = !self.alt_active && self.top == 0;
         let (top, bottom) = (self.top, self.bottom);
+        if !keep {
+            self.recycled_wrap_hazard();
+        }
         let Self {
             screen, history, ..
         } = self;
@@ -254,6 +263,21 @@ impl Vt {
         });
         if self.erase_coloured() {
             self.colour_new_rows((bottom + 1).saturating_sub(n).max(top), bottom + 1);
+        }
+    }
+
+    /// The region scrolls up without its rows going to history (the alternate screen, a region
+    /// below the top): the reference reuses the rows that leave as the new blank ones with
+    /// their soft-wrap marks, and drops the marks of a region's rows it moves (a hazard when
+    /// a row of the region has one).
+    #[inline]
+    #[allow(clippy::unused_self)]
+    pub(super) fn recycled_wrap_hazard(&mut self) {
+        #[cfg(any(test, feature = "generator"))]
+        {
+            if (self.top..=self.bottom).any(|y| self.screen.row(y).wrapped) {
+                self.reference_hazard(super::ReferenceHazard::RecycledWrap);
+            }
         }
     }
 

@@ -26,7 +26,7 @@ use crate::tracker::ModeTracker;
 pub const MAX_REPLY_BYTES: usize = 4096;
 pub(crate) use charset::{Charset, Charsets};
 
-mod charset;
+pub(crate) mod charset;
 mod csi;
 mod cursor;
 mod edit;
@@ -154,6 +154,43 @@ pub(crate) struct Cursor {
     pub(crate) pending: bool,
 }
 
+/// Hazards by oracle (see [`Vt::hazards`]).
+#[cfg(any(test, feature = "generator"))]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) struct Hazards {
+    /// Where alacritty parts from xterm (a wide character cut in two, or one that does not
+    /// fit the row).
+    pub(crate) alacritty: u32,
+    /// Where the phux reference does, by [`ReferenceHazard`].
+    pub(crate) reference: [u32; 6],
+}
+
+/// Where the phux reference parts from xterm in a write (`vtgen::reference` names the rows).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[cfg_attr(not(any(test, feature = "generator")), allow(dead_code))]
+pub(crate) enum ReferenceHazard {
+    /// A wide character wraps from the last column, which shows something: xterm leaves the
+    /// column as it is, the reference blanks it.
+    WideWrapOver = 0,
+    /// A wrap that does not move the cursor (the last row, below the scroll region): xterm and
+    /// the reference mark the row soft-wrapped, we do not.
+    WrapInPlace = 1,
+    /// A scroll whose rows do not go to history (the alternate screen, a region below the
+    /// top) while a row of the region is soft-wrapped: the reference's new blank rows keep the
+    /// marks of the rows that left, and the rows it moves lose theirs.
+    RecycledWrap = 2,
+    /// A write at the last column cutting a wide character: xterm leaves its first half a
+    /// space in its own style, the reference a blank in the pen's colours.
+    LastColumnCut = 3,
+    /// Insert mode shifting the row by a run of characters at once (xterm's `WriteText`)
+    /// where the reference shifts one character at a time, cutting a wide character that
+    /// passes the right margin on the way.
+    InsertRun = 4,
+    /// A wide character as wide as the screen (2 columns), DECAWM reset, while a wrap is
+    /// pending: xterm drops it and the pending wrap with it, the reference keeps the wrap.
+    WideDroppedPending = 5,
+}
+
 /// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the
 /// wrap-pending flag (`wrap_flag`), the attributes and origin mode (`DECSC_FLAGS`) and the
 /// character sets, but not DECAWM.
@@ -222,12 +259,12 @@ pub(crate) struct Vt {
     #[cfg(test)]
     #[serde(skip)]
     pub(crate) rep_skipped: usize,
-    /// Writes and edits where alacritty, the differential tests' oracle, is known to part from
-    /// xterm (a wide character cut in two, or one that does not fit the row): the differential
-    /// generator leaves out what would add one (see `differential`).
-    #[cfg(any(test, feature = "differential"))]
+    /// Writes and edits where an oracle of the differential tests is known to part from xterm
+    /// in a way the screen cannot show afterwards: the generator leaves out what would add one
+    /// (see `differential` and `vtgen`).
+    #[cfg(any(test, feature = "generator"))]
     #[serde(skip)]
-    pub(crate) hazards: u32,
+    pub(crate) hazards: Hazards,
 
     pub(crate) history: History,
     pub(crate) title: Option<String>,
@@ -280,8 +317,8 @@ impl Vt {
             last_written: (0, 0),
             #[cfg(test)]
             rep_skipped: 0,
-            #[cfg(any(test, feature = "differential"))]
-            hazards: 0,
+            #[cfg(any(test, feature = "generator"))]
+            hazards: Hazards::default(),
             history: History::new(scrollback),
             title: None,
             bells: 0,
@@ -299,13 +336,25 @@ impl Vt {
         self.written = false;
     }
 
-    /// Counts a hazard (see [`Vt::hazards`]); nothing outside the differential tests.
+    /// Counts a hazard for alacritty (see [`Vt::hazards`]); nothing outside the differential
+    /// tests.
     #[inline]
     #[allow(clippy::unused_self)]
     pub(super) fn hazard(&mut self) {
-        #[cfg(any(test, feature = "differential"))]
+        #[cfg(any(test, feature = "generator"))]
         {
-            self.hazards = self.hazards.saturating_add(1);
+            self.hazards.alacritty = self.hazards.alacritty.saturating_add(1);
+        }
+    }
+
+    /// Counts a hazard for the phux reference (see [`Vt::hazards`]).
+    #[inline]
+    #[allow(clippy::unused_self, unused_variables)]
+    pub(super) fn reference_hazard(&mut self, kind: ReferenceHazard) {
+        #[cfg(any(test, feature = "generator"))]
+        {
+            let n = &mut self.hazards.reference[kind as usize];
+            *n = n.saturating_add(1);
         }
     }
 

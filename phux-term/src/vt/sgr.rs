@@ -51,7 +51,8 @@ impl Vt {
                 [2] => pen.fg |= DIM,
                 [3] => pen.fg |= ITALIC,
                 [4] => pen.fg |= UNDERLINE,
-                [5] => pen.bg |= BLINK,
+                // [xterm] SGR 6 (rapid blink, ECMA-48) falls through to 5's BLINK in charproc.c.
+                [5 | 6] => pen.bg |= BLINK,
                 [7] => pen.fg |= INVERSE,
                 [8] => pen.bg |= INVISIBLE,
                 [9] => pen.bg |= STRIKETHROUGH,

@@ -2,12 +2,10 @@
 
 use unicode_width::UnicodeWidthChar as _;
 
-use super::{MAX_CELL_BYTES, Vt};
-use crate::grid::Cell;
+use super::{MAX_CELL_BYTES, ReferenceHazard, Vt};
+use crate::grid::{Cell, Pen};
 
 impl Vt {
-    /// Wraps to the start of the next row, marking the row soft-wrapped (as vt100 does: only
-    /// when its last cell holds something and the cursor really moves on).
     /// A character follows a pending wrap: it wraps, or, with DECAWM reset since, it is written
     /// over the last column. [xterm] `DECRST 7` leaves `do_wrap` as it is (`srm_DECAWM` only
     /// changes the flag), and the write that finds `do_wrap` set wraps only under WRAPAROUND.
@@ -47,15 +45,23 @@ impl Vt {
         let from = x.max(cols.saturating_sub(n + 1));
         if (from..cols.saturating_sub(1)).any(|p| row.cells[usize::from(p)].is_wide()) {
             self.hazard();
+            // (The reference too.)
+            self.reference_hazard(ReferenceHazard::InsertRun);
         }
     }
 
+    /// Wraps to the start of the next row, marking the row soft-wrapped when the cursor really
+    /// moves on. [xterm] `WrapLine` marks the row it leaves (`LINEWRAPPED`) whatever its last
+    /// cell holds: a wide character that did not fit the last column wraps its row too.
     fn wrap(&mut self) {
         let y = self.cur.y;
         let moves = y == self.bottom || y + 1 < self.rows;
-        let row = self.screen.row_mut(y);
-        let last = row.cells[row.cells.len() - 1];
-        row.wrapped = moves && self.rows > 1 && (last.has_contents() || last.is_wide_cont());
+        if !moves {
+            // (xterm marks the row all the same: a mark that points at no next row, which the
+            // bootstrap could not rebuild.)
+            self.reference_hazard(ReferenceHazard::WrapInPlace);
+        }
+        self.screen.row_mut(y).wrapped = moves && self.rows > 1;
         self.linefeed();
         self.cur.x = 0;
     }
@@ -217,6 +223,13 @@ impl Vt {
                 self.hazard();
             }
         }
+        // The reference leaves a blank in the pen's colours where xterm keeps the first
+        // half's own style (a write at the last column): a hazard where that shows.
+        if let Some(pen) = lead.filter(|_| x + 1 == cols)
+            && !super::edit::looks_like(pen, erase)
+        {
+            self.reference_hazard(ReferenceHazard::LastColumnCut);
+        }
         let row = self.screen.row_mut(y);
         if lead.is_some() {
             if x + 1 == cols {
@@ -230,15 +243,12 @@ impl Vt {
         if tail.is_some() {
             let style = row.intern(erase, end, end + 1);
             // `ClearCells` writes a space; we keep one where a narrow write cut the character
-            // (so the row's soft wrap stays drawable) and empty the cell after a wide one, which
-            // on the last column ends the soft wrap, as an erase there does (both as vt100).
+            // and empty the cell after a wide one (as vt100). Either way the row's soft wrap
+            // stays: [xterm] neither `WriteText` nor `ClearInLine` touches `LINEWRAPPED`.
             if narrow {
                 row.cells[ei] = Cell::new(' ', style);
             } else {
                 row.cells[ei] = Cell::erased(style);
-                if end + 1 == cols {
-                    row.wrapped = false;
-                }
             }
             row.touch(end + 1);
         }
@@ -258,7 +268,8 @@ impl Vt {
         if width > self.cols {
             return;
         }
-        if self.cur.pending {
+        let was_pending = self.cur.pending;
+        if was_pending {
             self.take_pending_wrap();
         }
         if self.cur.x + width > self.cols {
@@ -267,10 +278,24 @@ impl Vt {
             // the character is dropped and no wrap is pending.
             if self.autowrap {
                 self.wide_wrap_hazard();
+                let row = self.screen.row(self.cur.y);
+                let last = row.cells[usize::from(self.cols - 1)];
+                if last.has_contents()
+                    || last.is_wide_cont()
+                    || last.styled()
+                    || self.pen != Pen::default()
+                {
+                    // (The reference blanks the column.)
+                    self.reference_hazard(ReferenceHazard::WideWrapOver);
+                }
                 self.wrap();
             } else {
-                // Alacritty leaves a wrap pending.
+                // Alacritty leaves a wrap pending; so does the reference when one was pending
+                // and the character is as wide as the screen.
                 self.hazard();
+                if was_pending && width == self.cols {
+                    self.reference_hazard(ReferenceHazard::WideDroppedPending);
+                }
                 self.last_char = Some(c);
                 // (`dotext` still sets `char_was_written`, the column where it was.)
                 self.written = true;

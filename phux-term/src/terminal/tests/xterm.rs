@@ -615,3 +615,102 @@ fn il_and_dl_home_the_column() {
     assert_eq!(lines(&t)[0], "    ab\u{301}");
     assert_eq!(cursor(&t), (0, 0, false));
 }
+
+/// RIS discards the scrollback with the screen: xterm's `CASE_RIS` is `VTReset(xw, True,
+/// True)`, and `ReallyReset` sets `savedlines = 0` when its `saved` flag is set (ctlseqs: "ESC
+/// c Full Reset (RIS)"). `printf 'a\nb\nc\nd\033c'` on a 4x2 xterm: nothing to scroll back to.
+#[test]
+fn ris_discards_the_scrollback() {
+    let mut t = Terminal::new(4, 2, 100);
+    t.advance(b"a\r\nb\r\nc\r\nd");
+    assert_eq!(t.scrollback_len(), 2);
+    t.advance(b"\x1bcx");
+    assert_eq!(t.scrollback_len(), 0);
+    assert_eq!(
+        t.screen_value(0, Some(0), false)["scrollback"],
+        serde_json::json!([])
+    );
+    assert_eq!(lines(&t), ["x", ""]);
+    // The history keeps its capacity: new rows go there again.
+    t.advance(b"\r\ny\r\nz");
+    assert_eq!(t.scrollback_len(), 1);
+    assert_rebuilt(&t);
+}
+
+/// SGR 6 (rapidly blinking, ECMA-48) blinks as SGR 5 does: xterm's SGR switch lets `case 5`
+/// fall through to `case 6`, which sets BLINK; 25 ends both. `printf '\033[6mab\033[25mc\n'`:
+/// a and b blink, c does not.
+#[test]
+fn sgr_6_blinks() {
+    let t = term(b"\x1b[6mab\x1b[25mc");
+    let v = t.screen_value(0, None, true);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "c has the default style: {cells:?}");
+    assert!(cells.iter().all(|c| c["style"]["blink"] == true));
+    assert_rebuilt(&t);
+}
+
+/// Which erases end a row's soft wrap: xterm's `ClearRight` (EL 0, ECH, the cursor row of ED 0)
+/// ends with `LineClrWrapped` ("with the right part cleared, we can't be wrapping") whatever it
+/// erased, and `ClearBufRows` (the whole rows of ED) clears the mark of each row; `ClearLeft`
+/// (EL 1, the cursor row of ED 1) and `ClearLine` (EL 2) leave it. On a 4-column xterm,
+/// `printf 'abcdef\033[1;1H\033[X'` unwraps the first row, `printf 'abcdef\033[1;1H\033[2K'`
+/// does not.
+#[test]
+fn which_erases_end_a_soft_wrap() {
+    let wrapped = |bytes: &[u8]| {
+        let mut t = Terminal::new(4, 3, 0);
+        t.advance(b"abcdef\x1b[1;1H");
+        t.advance(bytes);
+        assert_rebuilt(&t);
+        t.vt.screen.row(0).wrapped
+    };
+    assert!(wrapped(b""));
+    assert!(!wrapped(b"\x1b[X"), "ECH");
+    assert!(!wrapped(b"\x1b[K"), "EL 0");
+    assert!(wrapped(b"\x1b[1;4H\x1b[1K"), "EL 1");
+    assert!(wrapped(b"\x1b[2K"), "EL 2");
+    assert!(!wrapped(b"\x1b[J"), "ED 0");
+    assert!(wrapped(b"\x1b[1;4H\x1b[1J"), "ED 1 on the row");
+    assert!(!wrapped(b"\x1b[2;1H\x1b[1J"), "ED 1 below the row");
+    assert!(!wrapped(b"\x1b[2J"), "ED 2");
+}
+
+/// A wide character that does not fit the last column wraps, and marks the row it leaves as
+/// soft-wrapped though that column holds nothing: xterm's `dotext` wraps it with `WrapLine`,
+/// which sets `LINEWRAPPED` on the row. `printf ' \xe4\xb8\xad'` on a 2-column xterm: a space,
+/// then the wide character on the next row, one line for selection.
+#[test]
+fn a_wide_character_that_does_not_fit_wraps_its_row() {
+    let mut t = Terminal::new(2, 2, 0);
+    t.advance(" \u{4e2d}".as_bytes());
+    assert_eq!(lines(&t), ["", "\u{4e2d}"]);
+    assert!(t.vt.screen.row(0).wrapped);
+    assert_eq!(
+        t.screen_value(0, None, false)["soft_wrap"]["lines"],
+        serde_json::json!([0])
+    );
+    assert_rebuilt(&t);
+    // The mark stays when the row's text changes later, as in xterm.
+    t.advance(b"\x1b[1;1Hx");
+    assert!(t.vt.screen.row(0).wrapped);
+    assert_rebuilt(&t);
+}
+
+/// ICH, and a write in insert mode, leave the row's soft wrap: xterm's `InsertChar` and
+/// `ScrnInsertChar` shift the cells and never clear `LINEWRAPPED` (`ScrnDeleteChar` does, so
+/// DCH ends it). `printf 'abcdef\033[1;2H\033[@'` on a 4-column xterm: the first row still runs
+/// on into the second for selection; `printf 'abcdef\033[1;2H\033[P'` ends it.
+#[test]
+fn inserting_keeps_a_soft_wrap_deleting_ends_it() {
+    let wrapped = |bytes: &[u8]| {
+        let mut t = Terminal::new(4, 3, 0);
+        t.advance(b"abcdef\x1b[1;2H");
+        t.advance(bytes);
+        assert_rebuilt(&t);
+        t.vt.screen.row(0).wrapped
+    };
+    assert!(wrapped(b"\x1b[@"), "ICH");
+    assert!(wrapped(b"\x1b[4hxy"), "IRM");
+    assert!(!wrapped(b"\x1b[P"), "DCH");
+}
