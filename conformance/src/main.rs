@@ -373,8 +373,11 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
         "phux-conformance: recording; connect to {}",
         listen.display()
     );
-    let result = phux_conformance::recorder::record(socket, &listen, clients)
-        .and_then(|draft| std::fs::write(out, draft));
+    let result = phux_conformance::recorder::Recording::bind(&listen).and_then(|recording| {
+        stop_on_signal(&recording, out, &listen)?;
+        recording.run(socket, clients)
+    });
+    let result = result.and_then(|draft| std::fs::write(out, draft));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -382,6 +385,40 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
             ExitCode::FAILURE
         }
     }
+}
+
+/// Stopped by SIGTERM, SIGINT (Ctrl-C) or SIGHUP, a recording writes the draft so far and
+/// removes its socket (exit 0): stopping it is how a session with fewer clients ends.
+fn stop_on_signal(
+    recording: &phux_conformance::recorder::Recording,
+    out: &Path,
+    listen: &Path,
+) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    let draft = recording.draft();
+    let (out, listen) = (out.to_owned(), listen.to_owned());
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let text = draft.lock().map(|d| d.render()).unwrap_or_default();
+            let _ = std::fs::remove_file(&listen);
+            let code = match std::fs::write(&out, text) {
+                Ok(()) => {
+                    eprintln!(
+                        "phux-conformance record: stopped; the draft so far is in {}",
+                        out.display()
+                    );
+                    0
+                }
+                Err(e) => {
+                    eprintln!("phux-conformance record: {}: {e}", out.display());
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+    });
+    Ok(())
 }
 
 /// The probe child's argument vector, when there is one to run.

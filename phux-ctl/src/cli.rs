@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use phux_proto::{OperationId, TerminalId};
 
-use crate::keys::{KeySpec, parse_key};
+use crate::keys::{KeyNameParser, KeySpec, parse_key};
 
 /// A command-line client for phux-mio-server.
 ///
@@ -18,8 +18,10 @@ use crate::keys::{KeySpec, parse_key};
 /// phuxctl run against the same server. Every run first settles what an earlier run left.
 ///
 /// Exit status: 0 success; 1 local failure (the outbox, the tty, an unusable answer);
-/// 2 bad usage; 3 delivery unknown; 4 refused by the server; 5 the server could not be
-/// reached or the connection failed.
+/// 2 bad usage (an empty paste included); 3 delivery unknown; 4 refused by the server (or,
+/// for `lease release`, another client's lease left held); 5 the server could not be reached
+/// or the connection failed. `attach` and `watch` exit with the program's status when it
+/// ends.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "phuxctl", version)]
 pub struct Cli {
@@ -107,6 +109,10 @@ pub enum CtlCommand {
     /// Print a terminal's screen (its lines, as text), or the server's JSON document.
     Screen(ScreenArgs),
     /// Stream a terminal's output to stdout until it closes.
+    ///
+    /// Exits with the program's exit status when the terminal closes (its low 8 bits, as a
+    /// shell sees it; 1 when a signal ended it, whose number the protocol does not carry), so
+    /// `phuxctl watch 3 && echo ok` works as with the program itself.
     Watch {
         /// The terminal.
         #[arg(value_parser = parse_terminal)]
@@ -115,7 +121,8 @@ pub enum CtlCommand {
         #[arg(long)]
         bootstrap: bool,
     },
-    /// Print events in the frame notation, one per line, until the connection ends.
+    /// Print events in the frame notation, one per line, until the connection ends (with an
+    /// ID: until that terminal's pane_closed event, then exit 0).
     Events {
         /// Only this terminal's events (default: server-scoped events).
         #[arg(value_parser = parse_terminal)]
@@ -178,8 +185,19 @@ pub enum CtlCommand {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff) on stdout: `phuxctl man | man -l -`.
-    Man,
+    /// Print a manual page (roff) on stdout: `phuxctl man | man -l -` for phuxctl(1),
+    /// `phuxctl man send` for phuxctl-send(1) (every option of a verb), or write them all.
+    ///
+    /// `phuxctl man --dir ~/.local/share/man/man1` writes phuxctl.1 and a page for every verb
+    /// (phuxctl-spawn.1, phuxctl-outbox-drop.1, ...), so that `man phuxctl-send` works.
+    Man {
+        /// The verb (and its own verb, as in `outbox drop`) whose page to print.
+        #[arg(value_name = "VERB")]
+        verb: Vec<String>,
+        /// Write every page into this directory instead, one file each.
+        #[arg(long, value_name = "DIR", conflicts_with = "verb")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `spawn`'s arguments.
@@ -228,7 +246,12 @@ pub struct SendArgs {
     /// Backspace, Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete, F1-F24,
     /// a character, or a W3C key code (KeyA, ArrowUp); prefixed by C- (Ctrl), M- (Alt),
     /// S- (Shift) or s- (Super), as in C-c, M-x, S-Tab.
-    #[arg(long = "key", value_name = "NAME", value_parser = parse_key)]
+    #[arg(
+        long = "key",
+        value_name = "NAME",
+        value_parser = KeyNameParser,
+        hide_possible_values = true
+    )]
     pub keys: Vec<KeySpec>,
     /// The text and keys in command-line order (filled by [`parse`]; when empty, the text
     /// goes first, then the keys).

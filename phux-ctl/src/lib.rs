@@ -112,13 +112,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             clap_complete::generate(*shell, &mut cmd, "phuxctl", &mut std::io::stdout());
             return Ok(EXIT_OK);
         }
-        CtlCommand::Man => {
-            let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd)
-                .render(&mut std::io::stdout())
-                .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
-            return Ok(EXIT_OK);
-        }
+        CtlCommand::Man { verb, dir } => return manual(verb, dir.as_deref()),
         _ => {}
     }
     let path = endpoint(&cli)?;
@@ -178,9 +172,36 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Resize { id, size } => control::resize(&mut session, &id, size)?,
         CtlCommand::Upgrade { .. } => control::upgrade(&mut session, upgrade_binary, cli.timeout)?,
         // Handled before connecting.
-        CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man => EXIT_OK,
+        CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man { .. } => EXIT_OK,
     };
     Ok(code)
+}
+
+/// `man`: phuxctl(1), a verb's page, or every page written into `dir`.
+fn manual(verb: &[String], dir: Option<&std::path::Path>) -> Result<u8, CtlError> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    // Built, a verb's page is named phuxctl-VERB and its synopsis says `phuxctl VERB`.
+    cmd.build();
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| clap_mangen::generate_to(cmd, dir))
+            .map_err(|e| CtlError::Local(format!("writing the pages to {}: {e}", dir.display())))?;
+        println!("wrote the manual pages to {}", dir.display());
+        return Ok(EXIT_OK);
+    }
+    let mut page = &cmd;
+    for word in verb {
+        page = page.find_subcommand(word).ok_or_else(|| {
+            CtlError::Usage(format!(
+                "no page for `{}`: `phuxctl --help` lists the verbs",
+                verb.join(" ")
+            ))
+        })?;
+    }
+    clap_mangen::Man::new(page.clone())
+        .render(&mut std::io::stdout())
+        .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
+    Ok(EXIT_OK)
 }
 
 /// The server this run talks to: through `--exec` or `--ssh`, else the local socket.

@@ -12,6 +12,7 @@ mod ctl_attach_notice;
 mod ctl_attach_replies;
 mod ctl_attach_tmux;
 mod ctl_cli_behaviour;
+mod ctl_docs;
 mod ctl_exec_bridge;
 mod ctl_exit_codes;
 mod ctl_keys_tmux;
