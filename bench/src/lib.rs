@@ -23,3 +23,4 @@ pub mod stats;
 pub mod throughput;
 pub mod tmux;
 pub mod upgrade;
+pub mod upgrade_memory;

@@ -79,12 +79,21 @@ impl PhuxServer {
     /// binary's `__serve` role (the same library, no log subscriber), and waits until it
     /// listens.
     pub fn start(server_bin: Option<&Path>) -> Result<Self> {
+        Self::start_logged(server_bin, None)
+    }
+
+    /// Like [`Self::start`], with the real server's log at `info` written to `log`.
+    pub fn start_logged(server_bin: Option<&Path>, log: Option<&Path>) -> Result<Self> {
         let dir = tempfile::tempdir().context("scratch directory")?;
         let socket = dir.path().join("phux.sock");
         let mut cmd = if let Some(bin) = server_bin {
             let mut c = Command::new(bin);
             let limit = crate::roles::SCALE_LIMIT.to_string();
-            c.args(["--log-level", "error", "--max-connections", &limit])
+            match log {
+                Some(path) => c.args(["--log-level", "info", "--log-file"]).arg(path),
+                None => c.args(["--log-level", "error"]),
+            };
+            c.args(["--max-connections", &limit])
                 .args(["--max-terminals", &limit, "--socket"])
                 .arg(&socket);
             c
@@ -261,11 +270,27 @@ pub fn rss_kib(pid: u32) -> Result<u64> {
 
 /// The `VmRSS:` value of a /proc/<pid>/status text, in KiB.
 pub fn parse_vm_rss(status: &str) -> Option<u64> {
+    status_kib(status, "VmRSS")
+}
+
+/// The value of `key` (`VmRSS`, `RssShmem`, ...) in a /proc/<pid>/status text, in KiB.
+pub fn status_kib(status: &str, key: &str) -> Option<u64> {
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
+}
+
+/// A process's resident set in KiB as (all of it, the part that is not shared memory such
+/// as a memfd it maps), or `None` once it is gone.
+pub fn rss_split_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let all = status_kib(&status, "VmRSS")?;
+    Some((
+        all,
+        all.saturating_sub(status_kib(&status, "RssShmem").unwrap_or(0)),
+    ))
 }
 
 /// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.

@@ -157,7 +157,7 @@ fn attached_reader(mut c: Client, stop: &AtomicBool) -> bool {
 }
 
 /// Pings every 5 ms until `stop`; every round trip, µs.
-fn honest_pinger(socket: &Path, stop: &AtomicBool) -> Result<Vec<f64>> {
+pub(crate) fn honest_pinger(socket: &Path, stop: &AtomicBool) -> Result<Vec<f64>> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
     let mut samples = Vec::new();

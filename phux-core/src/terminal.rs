@@ -111,6 +111,18 @@ impl TerminalState {
         self.term.heap_bytes()
     }
 
+    /// The most heap both screens' rows of a `cols` x `rows` terminal can come to hold; see
+    /// [`Terminal::rows_heap_bound`].
+    pub fn rows_heap_bound(cols: u16, rows: u16) -> usize {
+        Terminal::rows_heap_bound(cols, rows)
+    }
+
+    /// The heap held outside the screens' rows (history, buffers), O(1); see
+    /// [`Terminal::heap_bytes_besides_rows`].
+    pub fn heap_bytes_besides_rows(&self) -> usize {
+        self.term.heap_bytes_besides_rows()
+    }
+
     /// The GET_SCREEN reply as JSON text; see [`Terminal::screen_value`].
     pub fn screen_json(&self, pane: u32, request_scrollback: Option<u32>, cells: bool) -> String {
         self.term.screen_json(pane, request_scrollback, cells)

@@ -20,8 +20,9 @@ use crate::keys::{KeyNameParser, KeySpec, parse_key};
 /// Exit status: 0 success; 1 local failure (the outbox, the tty, an unusable answer);
 /// 2 bad usage (an empty paste included); 3 delivery unknown; 4 refused by the server (or,
 /// for `lease release`, another client's lease left held); 5 the server could not be reached
-/// or the connection failed. `attach` and `watch` exit with the program's status when it
-/// ends.
+/// or the connection failed; 6 the input was delivered, but the outbox journal could not be
+/// brought up to date afterwards (said on stderr; nothing is sent twice). `attach` and
+/// `watch` exit with the program's status when it ends.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "phuxctl", version)]
 pub struct Cli {

@@ -18,9 +18,9 @@ use phux_core::time::Instant;
 use phux_proto::frame::{SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
-use super::error::{CtlError, spawn_error_text};
+use super::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, spawn_error_text};
 use super::link::{Endpoint, Link};
-use super::outbox_store::OutboxStore;
+use super::outbox_store::{OutboxStore, StoreError};
 
 /// How long a command may go unanswered: the server answers at once, so this only ends the
 /// wait on a server that stopped (a loaded machine gets plenty).
@@ -162,6 +162,37 @@ pub struct Session {
     test_exit_after_send: bool,
     /// How long the handshake and each command may go unanswered.
     command_timeout: Duration,
+    /// Journal upkeep that failed after the input it concerns was settled, reported apart
+    /// from the verdicts at the end of the run ([CLIENT.VERDICT.1]); the first of each kind.
+    upkeep: Vec<Upkeep>,
+}
+
+/// Journal upkeep that failed without changing what became of any input: a record of a
+/// verdict, or the compaction. The verdict stands; this is said apart from it.
+#[derive(Debug)]
+pub enum Upkeep {
+    /// A record of an answer or a verdict could not be written.
+    Record(StoreError),
+    /// The journal could not be compacted.
+    Compaction(StoreError),
+}
+
+impl std::fmt::Display for Upkeep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Record(e) => write!(
+                f,
+                "the verdicts above are the server's, but the outbox journal could not record \
+                 them ({e}); the next phuxctl run against this server asks it about those \
+                 operations again under the same ids (it never writes one twice) or reports them"
+            ),
+            Self::Compaction(e) => write!(
+                f,
+                "the verdicts above are the server's, but the outbox journal could not be \
+                 compacted ({e}); it still holds every record, and the next run compacts it"
+            ),
+        }
+    }
 }
 
 impl Session {
@@ -221,11 +252,15 @@ impl Session {
             detached: None,
             test_exit_after_send: std::env::var_os(TEST_EXIT_AFTER_SEND).is_some_and(|v| v == "1"),
             command_timeout,
+            upkeep: Vec::new(),
         };
         if had_records && let Some(store) = &mut session.store {
-            // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending.
-            store.rewrite(&session.engine.outbox().compact())?;
-            session.compacted_len = store.len();
+            // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending
+            // (the journal as it is describes the same outbox, so a failure is only upkeep).
+            match store.rewrite(&session.engine.outbox().compact()) {
+                Ok(()) => session.compacted_len = store.len(),
+                Err(e) => session.upkeep.push(Upkeep::Compaction(e)),
+            }
         }
         session.dial()?;
         session.wait_hello()?;
@@ -311,21 +346,41 @@ impl Session {
         while let Some(event) = self.engine.poll_event() {
             self.events.push_back(event);
         }
-        let mut sent = Vec::new();
+        let mut batch = Vec::new();
         while let Some(record) = self.engine.poll_journal() {
-            if let JournalRecord::Sent { op, .. } = &record {
-                sent.push(*op);
-            }
+            batch.push(record);
+        }
+        if !batch.is_empty() {
             let Some(store) = &mut self.store else {
                 return Err(CtlError::Local(
                     "acknowledged input without the outbox journal".to_owned(),
                 ));
             };
-            store.append(&record)?;
-        }
-        if let Some(store) = &mut self.store {
+            let before = store.len();
             // [CLIENT.OUTBOX.1] Durable before the bytes it describes leave.
-            store.sync()?;
+            let written = batch
+                .iter()
+                .try_for_each(|record| store.append(record))
+                .and_then(|()| store.sync());
+            if let Err(error) = written {
+                // [CLIENT.JOURNAL.11] Back to the last length whose every record was durable:
+                // a record written in part, or not made durable, is not left to be read.
+                let cut_back = store.truncate_to(before);
+                let gates_a_send = batch.iter().any(|r| {
+                    matches!(
+                        r,
+                        JournalRecord::Enqueued { .. } | JournalRecord::Sent { .. }
+                    )
+                });
+                if gates_a_send {
+                    return Err(self.unjournaled(error, &batch, cut_back.as_ref().err()));
+                }
+                // [CLIENT.VERDICT.1] Answers and verdicts only: they stand, and the next run
+                // asks again under the same ids.
+                if !self.upkeep.iter().any(|u| matches!(u, Upkeep::Record(_))) {
+                    self.upkeep.push(Upkeep::Record(error));
+                }
+            }
         }
         while let Some(bytes) = self.engine.poll_transmit() {
             let Some(link) = &mut self.link else {
@@ -337,20 +392,37 @@ impl Session {
                 break;
             }
         }
-        if self.test_exit_after_send && !sent.is_empty() {
+        if self.test_exit_after_send {
+            let sent: Vec<_> = batch
+                .iter()
+                .filter_map(|r| match r {
+                    JournalRecord::Sent { op, .. } => Some(*op),
+                    _ => None,
+                })
+                .collect();
             for op in &sent {
                 eprintln!("phuxctl: test hook: exiting after sending operation {op}");
             }
-            std::process::exit(super::EXIT_TEST_HOOK);
+            if !sent.is_empty() {
+                std::process::exit(super::EXIT_TEST_HOOK);
+            }
         }
+        let compaction_failed = self
+            .upkeep
+            .iter()
+            .any(|u| matches!(u, Upkeep::Compaction(_)));
         if let Some(store) = &mut self.store
+            && !compaction_failed
             && self.engine.outbox().active_len() == 0
             && store.len() != self.compacted_len
         {
             // [CLIENT.OUTBOX.4] Compacted when nothing in scope is pending (what is out of
-            // scope stays, for a later run).
-            store.rewrite(&self.engine.outbox().compact())?;
-            self.compacted_len = store.len();
+            // scope stays, for a later run). [CLIENT.VERDICT.1] A failure is upkeep: the
+            // journal as it is describes the same outbox.
+            match store.rewrite(&self.engine.outbox().compact()) {
+                Ok(()) => self.compacted_len = store.len(),
+                Err(e) => self.upkeep.push(Upkeep::Compaction(e)),
+            }
         }
         Ok(())
     }
@@ -359,6 +431,72 @@ impl Session {
     /// so nothing about its terminals may be read from this host (`/proc`, paths).
     pub fn is_remote(&self) -> bool {
         matches!(self.endpoint, Endpoint::Exec(_))
+    }
+
+    /// The failure of a journal write that had to come before a send ([CLIENT.JOURNAL.11]),
+    /// saying for each operation it concerns what became of it: answered already, gone (its
+    /// record never made it), or still queued (recorded by an earlier run or step), and how a
+    /// queued one is sent or given up.
+    fn unjournaled(
+        &self,
+        source: StoreError,
+        batch: &[JournalRecord],
+        not_cut_back: Option<&StoreError>,
+    ) -> CtlError {
+        let mut lines = Vec::new();
+        for (op, (terminal, resolution)) in &self.resolved {
+            lines.push(format!(
+                "operation {op} to {terminal}: {}",
+                crate::send::verdict(resolution)
+            ));
+        }
+        let taken_back: Vec<OperationId> = batch
+            .iter()
+            .filter_map(|r| match r {
+                JournalRecord::Enqueued { input, .. } => Some(input.operation_id),
+                _ => None,
+            })
+            .collect();
+        for p in self.engine.outbox().all_pending() {
+            let (op, terminal) = (p.input.operation_id, &p.input.terminal);
+            let fate = match (taken_back.contains(&op), &not_cut_back) {
+                (true, None) => "not sent, and not queued (its record was taken back)".to_owned(),
+                (true, Some(e)) => format!(
+                    "not sent, but it may stay queued: the journal could not be cut back \
+                     ({e}); the next send or paste to {terminal}, or `phuxctl outbox resume`, \
+                     would send it, and `phuxctl outbox drop {op}` gives it up"
+                ),
+                (false, _) => format!(
+                    "{}; it stays queued: the next send or paste to {terminal}, or `phuxctl \
+                     outbox resume`, settles it (never writing it twice), and `phuxctl outbox \
+                     drop {op}` gives it up",
+                    if p.attempts > 0 {
+                        "sent earlier, not answered yet"
+                    } else {
+                        "not sent"
+                    }
+                ),
+            };
+            lines.push(format!("operation {op} to {terminal}: {fate}"));
+        }
+        CtlError::Unjournaled {
+            source,
+            detail: lines.join("; "),
+        }
+    }
+
+    /// The run's exit status: `code` (its verdicts'), or [`EXIT_BOOKKEEPING`] where every
+    /// verdict was good but the journal's upkeep failed after them, which is said here on
+    /// stderr, apart from the verdicts ([CLIENT.VERDICT.1]).
+    pub fn finish(&self, code: u8) -> u8 {
+        for upkeep in &self.upkeep {
+            eprintln!("phuxctl: {upkeep}");
+        }
+        if code == EXIT_OK && !self.upkeep.is_empty() {
+            EXIT_BOOKKEEPING
+        } else {
+            code
+        }
     }
 
     /// Runs the loop until something for the caller happens or `deadline` passes.

@@ -21,6 +21,9 @@ pub const EXIT_UNKNOWN: u8 = 3;
 pub const EXIT_REFUSED: u8 = 4;
 /// The server could not be reached, or the connection failed.
 pub const EXIT_CONNECTION: u8 = 5;
+/// The input was delivered (its verdict printed is the server's), but the outbox journal
+/// could not be brought up to date afterwards ([CLIENT.VERDICT.1]).
+pub const EXIT_BOOKKEEPING: u8 = 6;
 /// Test-only: the [`crate::conn::TEST_EXIT_AFTER_SEND`] hook fired.
 pub const EXIT_TEST_HOOK: i32 = 86;
 
@@ -72,6 +75,16 @@ pub enum CtlError {
     /// The outbox journal.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The outbox journal could not record input before its send ([CLIENT.JOURNAL.11]):
+    /// nothing it did not record was sent; `detail` says what stays queued and what is gone.
+    #[error("{source}; so nothing more was sent. {detail}")]
+    Unjournaled {
+        /// Why the journal could not record it.
+        #[source]
+        source: StoreError,
+        /// Each operation concerned, and what became of it.
+        detail: String,
+    },
     /// Input the outbox does not take (empty, too large).
     #[error("cannot send that input: {0}")]
     Input(String),
@@ -101,7 +114,9 @@ impl CtlError {
             | Self::Timeout(_)
             | Self::Untrusted(_) => EXIT_CONNECTION,
             Self::Refused { .. } | Self::SpawnFailed(_) | Self::NotDone(_) => EXIT_REFUSED,
-            Self::Store(_) | Self::Input(_) | Self::Local(_) => EXIT_LOCAL,
+            Self::Store(_) | Self::Unjournaled { .. } | Self::Input(_) | Self::Local(_) => {
+                EXIT_LOCAL
+            }
             Self::Usage(_) => EXIT_USAGE,
         }
     }
@@ -140,6 +155,7 @@ mod tests {
             EXIT_UNKNOWN,
             EXIT_REFUSED,
             EXIT_CONNECTION,
+            EXIT_BOOKKEEPING,
         ];
         let set: HashSet<u8> = codes.into_iter().collect();
         assert_eq!(set.len(), codes.len());

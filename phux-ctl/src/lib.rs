@@ -53,8 +53,8 @@ use link::Endpoint;
 
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
-    CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK, EXIT_UNKNOWN,
-    EXIT_USAGE, program_exit_code, spawn_error_text,
+    CtlError, EXIT_BOOKKEEPING, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK,
+    EXIT_UNKNOWN, EXIT_USAGE, program_exit_code, spawn_error_text,
 };
 pub use send::verdict;
 pub use spawn::DEFAULT_SIZE;
@@ -174,7 +174,9 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         // Handled before connecting.
         CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man { .. } => EXIT_OK,
     };
-    Ok(code)
+    // [CLIENT.VERDICT.1] The verdicts are printed; journal upkeep that failed after them is
+    // said apart, with its own status.
+    Ok(session.finish(code))
 }
 
 /// `man`: phuxctl(1), a verb's page, or every page written into `dir`.

@@ -488,6 +488,22 @@ impl OutboxStore {
         Ok(())
     }
 
+    /// Cuts the journal back to `len` bytes, its length at a point where every record in it was
+    /// durable, and makes that durable: what was appended since, whole or in part, is gone.
+    pub fn truncate_to(&mut self, len: u64) -> Result<(), StoreError> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|source| StoreError::Io {
+                op: "cut back",
+                path: self.path.clone(),
+                source,
+            })?;
+        self.len = len;
+        self.unsynced = false;
+        Ok(())
+    }
+
     /// Rewrites the journal as exactly `records` (the outbox's compaction): written to a
     /// temporary file, synced, renamed over the journal, so a crash leaves the old or the new
     /// file, never a mix. An empty outbox truncates the file instead.
@@ -516,14 +532,16 @@ impl OutboxStore {
         out.sync_all().map_err(io("sync", &tmp))?;
         drop(out);
         fs::rename(&tmp, &self.path).map_err(io("rename", &tmp))?;
+        // The new file is the journal from here on, whatever fails next: appends to the old
+        // one, now unlinked, would be lost.
+        self.file = open_checked(&self.path, OpenOptions::new().read(true).append(true))?;
+        self.len = bytes.len() as u64;
+        self.unsynced = false;
         if let Some(dir) = self.path.parent() {
             File::open(dir)
                 .and_then(|d| d.sync_all())
                 .map_err(io("sync", dir))?;
         }
-        self.file = open_checked(&self.path, OpenOptions::new().read(true).append(true))?;
-        self.len = bytes.len() as u64;
-        self.unsynced = false;
         Ok(())
     }
 }

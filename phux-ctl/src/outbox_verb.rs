@@ -18,8 +18,8 @@ use phux_proto::{OperationId, TerminalId};
 use phux_local::verify;
 
 use crate::cli::{Cli, CtlCommand, OutboxAction, OutboxArgs};
-use crate::conn::{Session, Waits, unix_now};
-use crate::error::{CtlError, EXIT_OK, EXIT_UNKNOWN};
+use crate::conn::{Session, Upkeep, Waits, unix_now};
+use crate::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, EXIT_UNKNOWN};
 use crate::link::Endpoint;
 use crate::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
@@ -238,8 +238,9 @@ pub(crate) fn run(
                 println!("nothing pending");
                 return Ok(EXIT_OK);
             }
-            let (_, code) = settle(endpoint, store, journal.records, scope, waits)?;
-            Ok(code)
+            let (session, code) = settle(endpoint, store, journal.records, scope, waits)?;
+            // [CLIENT.VERDICT.1]
+            Ok(session.finish(code))
         }
         Some(OutboxAction::Drop { all, terminal, ops }) => {
             drop_ops(&key, *all, terminal.as_ref(), ops, waits)
@@ -368,7 +369,8 @@ fn drop_ops(
         store.append(&record)?;
     }
     store.sync()?;
-    store.rewrite(&outbox.compact())?;
+    // [CLIENT.VERDICT.1] The drops are recorded; a compaction that fails now is said apart.
+    let compaction = store.rewrite(&outbox.compact()).err();
     let mut out = std::io::stdout().lock();
     for (input, resolution) in &resolved {
         let _ = writeln!(
@@ -382,16 +384,25 @@ fn drop_ops(
     if resolved.is_empty() {
         let _ = writeln!(out, "nothing dropped");
     }
-    Ok(
-        if resolved
-            .iter()
-            .all(|(_, r)| !matches!(r, Resolution::Unknown(_)))
-        {
-            EXIT_OK
-        } else {
-            EXIT_UNKNOWN
-        },
-    )
+    let code = if resolved
+        .iter()
+        .all(|(_, r)| !matches!(r, Resolution::Unknown(_)))
+    {
+        EXIT_OK
+    } else {
+        EXIT_UNKNOWN
+    };
+    Ok(match compaction {
+        Some(e) => {
+            eprintln!("phuxctl: {}", Upkeep::Compaction(e));
+            if code == EXIT_OK {
+                EXIT_BOOKKEEPING
+            } else {
+                code
+            }
+        }
+        None => code,
+    })
 }
 
 #[cfg(test)]

@@ -87,6 +87,13 @@ pub struct Config {
     #[arg(long, value_name = "VERSION", conflicts_with_all = ["stdio", "socket"])]
     pub check_upgrade: Option<u32>,
 
+    /// Say whether this binary can take over the running server's state image it is given on
+    /// stdin, and exit: 0 with a line saying what it found (terminals, connections, ledger
+    /// entries) if it can, 1 with the reason on stderr if it cannot. A running server has its
+    /// next binary adopt its state on trial before it execs it.
+    #[arg(long, conflicts_with_all = ["stdio", "socket", "check_upgrade"])]
+    pub check_adopt: bool,
+
     /// Internal: take over the state a previous image of the server left in this descriptor
     /// (the upgrade execs the new binary with it).
     #[arg(long, value_name = "FD", hide = true, conflicts_with_all = ["stdio", "socket"])]

@@ -1,7 +1,7 @@
 //! A client connection: its transport, its registration with the poll, its write queue and
 //! its closing state.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use mio::net::UnixStream;
@@ -9,6 +9,7 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
+use rustix::net::{RecvAncillaryBuffer, RecvFlags, ReturnFlags};
 
 use crate::flush::Queued;
 use crate::handoff::{First, Handed};
@@ -17,6 +18,24 @@ use crate::timer::{Timer, TimerTable};
 
 /// The largest read from a connection or a PTY at once.
 pub const READ_CHUNK: usize = 64 * 1024;
+
+/// What a connection's read side is watched for: readability, and an out-of-band byte
+/// waiting in a socket (`EPOLLPRI`), before which the kernel ends a read (see [`Got`]).
+pub(crate) const READ_INTEREST: Interest = Interest::READABLE.add(Interest::PRIORITY);
+
+/// What one read of a connection got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Got {
+    /// The bytes read; 0 is the end of the stream.
+    pub n: usize,
+    /// Nothing the peer had sent by then is left: the next bytes raise a new readiness event,
+    /// so the read that would find the transport empty can be skipped. A stream socket's
+    /// read gathers every queued segment, but the kernel ends it early at a segment that
+    /// carried ancillary data (descriptors passed with `SCM_RIGHTS`) or at an out-of-band
+    /// byte, and what follows waits without a new event: a read ended so is not drained
+    /// (the out-of-band byte is seen by its `EPOLLPRI`, [`READ_INTEREST`]).
+    pub drained: bool,
+}
 
 /// One client connection: its transport, its registration with the poll (one token, or two
 /// for a split transport), its write queue, and its closing state.
@@ -56,7 +75,7 @@ impl Conn {
         registry: &Registry,
     ) -> io::Result<Self> {
         let fd = transport.read_fd().as_raw_fd();
-        registry.register(&mut SourceFd(&fd), read_token, Interest::READABLE)?;
+        registry.register(&mut SourceFd(&fd), read_token, READ_INTEREST)?;
         Ok(Self {
             transport,
             read_token,
@@ -73,17 +92,15 @@ impl Conn {
     }
 
     /// A connection the previous server image held (an upgrade), registered by the caller
-    /// already (for reading unless `read_done`), its unwritten bytes queued again.
+    /// already (for reading unless `read_done`), with what it was still to be sent.
     pub(crate) fn adopted(
         transport: Transport,
         (read_token, write_token, control_token): (Token, Token, Option<Token>),
         may_hand_off: bool,
-        pending: Vec<u8>,
+        queue: WriteQueue,
         read_done: bool,
         reported: bool,
     ) -> Self {
-        let mut queue = WriteQueue::new();
-        queue.push(pending);
         Self {
             transport,
             read_token,
@@ -142,9 +159,7 @@ impl Conn {
         self.write_token = write_token;
         let registered = registry
             .deregister(&mut SourceFd(&control))
-            .and_then(|()| {
-                registry.register(&mut SourceFd(&input), self.read_token, Interest::READABLE)
-            })
+            .and_then(|()| registry.register(&mut SourceFd(&input), self.read_token, READ_INTEREST))
             .and_then(|()| {
                 registry.register(&mut SourceFd(&control), control_token, Interest::READABLE)
             });
@@ -211,9 +226,9 @@ impl Conn {
         } else {
             let fd = self.transport.read_fd().as_raw_fd();
             let interest = if on {
-                Interest::READABLE | Interest::WRITABLE
+                READ_INTEREST | Interest::WRITABLE
             } else {
-                Interest::READABLE
+                READ_INTEREST
             };
             registry.reregister(&mut SourceFd(&fd), self.read_token, interest)?;
         }
@@ -295,38 +310,47 @@ impl Transport {
         matches!(self, Self::Stdio | Self::Handoff(_))
     }
 
-    /// Whether a read shorter than its buffer took everything the peer had sent by then: true
-    /// of a stream socket, whose reads gather every queued segment. A `--stdio` stdin may be
-    /// a terminal, which hands out one line per read however many are waiting. A handed-off
-    /// input is a pipe or a socket, never a terminal; a pipe's read also takes all it holds.
-    pub fn short_read_drains(&self) -> bool {
-        matches!(self, Self::Unix(_) | Self::Handoff(_))
-    }
-
-    /// One non-blocking read. `Ok(0)` is end of stream.
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::Unix(s) => s.read(buf),
-            Self::Stdio => fd_read(rustix::stdio::stdin(), buf),
-            Self::Handoff(h) => fd_read(h.input.as_fd(), buf),
-        }
+    /// One non-blocking read, and whether it drained the transport (see [`Got::drained`]). A
+    /// `--stdio` stdin may be a terminal, which hands out one line per read however many are
+    /// waiting: never drained. A handed-off input is a pipe or a socket, never a terminal; a
+    /// pipe's read takes all it holds.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<Got> {
+        let (n, cut) = match self {
+            Self::Unix(s) => recv_stream(s.as_fd(), buf)?,
+            Self::Stdio => (fd_read(rustix::stdio::stdin(), buf)?, true),
+            Self::Handoff(h) if h.input_is_socket() => recv_stream(h.input.as_fd(), buf)?,
+            Self::Handoff(h) => (fd_read(h.input.as_fd(), buf)?, false),
+        };
+        Ok(Got {
+            n,
+            drained: n < buf.len() && !cut,
+        })
     }
 
     /// The first read of a socket peer: also takes the descriptors of a bridge's handoff
-    /// ([SERVER.BRIDGE.9]) when the bytes are exactly its offer. `Ok((n, None))` is `n` bytes,
-    /// as [`Self::read`] gives them.
+    /// ([SERVER.BRIDGE.9]) when the bytes are exactly its offer.
     pub(crate) fn read_first(
         &mut self,
         buf: &mut [u8],
-    ) -> io::Result<(usize, Option<(OwnedFd, OwnedFd)>)> {
+    ) -> io::Result<(Got, Option<(OwnedFd, OwnedFd)>)> {
         let Self::Unix(s) = self else {
-            return self.read(buf).map(|n| (n, None));
+            return self.read(buf).map(|got| (got, None));
         };
         match crate::handoff::read_first(&*s, buf) {
             Ok(First::Offer { input, output }) => {
-                Ok((crate::handoff::OFFER.len(), Some((input, output))))
+                let got = Got {
+                    n: crate::handoff::OFFER.len(),
+                    drained: false,
+                };
+                Ok((got, Some((input, output))))
             }
-            Ok(First::Bytes(n)) => Ok((n, None)),
+            Ok(First::Bytes { n, cut }) => Ok((
+                Got {
+                    n,
+                    drained: n < buf.len() && !cut,
+                },
+                None,
+            )),
             Err(e) => Err(e),
         }
     }
@@ -372,6 +396,26 @@ impl Write for Transport {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// One read of a stream socket, without room for ancillary data: descriptors a peer passed are
+/// closed by the kernel, never ours. Also says whether the kernel ended the read early at a
+/// segment that carried ancillary data (`MSG_CTRUNC`, see [`Got::drained`]).
+fn recv_stream(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+    // [SERVER.LOOP.2]
+    let mut control = RecvAncillaryBuffer::default();
+    loop {
+        match rustix::net::recvmsg(
+            fd,
+            &mut [io::IoSliceMut::new(buf)],
+            &mut control,
+            RecvFlags::DONTWAIT,
+        ) {
+            Ok(got) => return Ok((got.bytes, got.flags.contains(ReturnFlags::CTRUNC))),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -469,6 +513,7 @@ pub(crate) fn stdin_unwatchable(e: io::Error) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     #[test]
     fn a_full_socket_blocks_instead_of_stalling_and_drains_when_read() {

@@ -30,6 +30,11 @@ pub const OFFER: &[u8] = b"\0\0\0\0phux-mio-server handoff 1";
 pub const ACK: u8 = 0xAC;
 const _: () = assert!(ACK > 0x01, "a frame may start with the acknowledgement");
 
+/// Whether `fd` is a socket (a pipe is the other kind of handed descriptor).
+fn is_socket(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Socket)
+}
+
 /// Whether `fd` is a pipe or a socket: what the bridge offers and the server takes. A
 /// terminal is never handed off (its line discipline and job control belong to whoever
 /// started the bridge), nor a file or `/dev/null`, which epoll cannot watch.
@@ -69,8 +74,9 @@ pub(crate) enum First {
     /// The offer, alone, with exactly two descriptors: the peer's input and output.
     Offer { input: OwnedFd, output: OwnedFd },
     /// Anything else: `n` bytes in the buffer, to be handled as any others (any descriptors
-    /// that came with them are closed).
-    Bytes(usize),
+    /// that came with them are closed). `cut`: the read ended at a segment that carried
+    /// ancillary data, and bytes may follow it ([`crate::conn::Got::drained`]).
+    Bytes { n: usize, cut: bool },
 }
 
 /// The first read of a fresh connection, with room for the two descriptors of an offer. The
@@ -91,7 +97,9 @@ pub(crate) fn read_first(socket: impl AsFd, buf: &mut [u8]) -> io::Result<First>
         }
     };
     let mut fds: Vec<OwnedFd> = Vec::new();
+    let mut ancillary = false;
     for message in control.drain() {
+        ancillary = true;
         if let RecvAncillaryMessage::ScmRights(received) = message {
             fds.extend(received);
         }
@@ -107,7 +115,10 @@ pub(crate) fn read_first(socket: impl AsFd, buf: &mut [u8]) -> io::Result<First>
             return Ok(First::Offer { input, output });
         }
     }
-    Ok(First::Bytes(n))
+    Ok(First::Bytes {
+        n,
+        cut: ancillary || truncated,
+    })
 }
 
 /// Descriptors handed over by a bridge: the connection's input and output, the bridge's
@@ -124,6 +135,8 @@ pub struct Handed {
     pub(crate) control: mio::net::UnixStream,
     input_flags: OFlags,
     output_flags: OFlags,
+    /// The input is a socket (read as one, [`crate::conn::Got::drained`]), not a pipe.
+    input_socket: bool,
 }
 
 impl Handed {
@@ -159,6 +172,7 @@ impl Handed {
             return Err((e.into(), control));
         }
         Ok(Self {
+            input_socket: is_socket(input.as_fd()),
             input,
             output,
             control,
@@ -183,12 +197,18 @@ impl Handed {
         (input_flags, output_flags): (OFlags, OFlags),
     ) -> Self {
         Self {
+            input_socket: is_socket(input.as_fd()),
             input,
             output,
             control,
             input_flags,
             output_flags,
         }
+    }
+
+    /// Whether the handed input is a socket rather than a pipe.
+    pub(crate) fn input_is_socket(&self) -> bool {
+        self.input_socket
     }
 }
 
@@ -240,7 +260,7 @@ mod tests {
                 };
                 assert!(cloexec(&input) && cloexec(&output));
             }
-            First::Bytes(n) => panic!("not taken as an offer: {n} bytes"),
+            First::Bytes { n, .. } => panic!("not taken as an offer: {n} bytes"),
         }
     }
 
@@ -250,13 +270,16 @@ mod tests {
         let (mut bridge, server) = mio_pair();
         bridge.write_all(b"\0\0\0\x05hello").expect("write");
         let mut buf = [0u8; 256];
-        assert!(matches!(read_first(&server, &mut buf), Ok(First::Bytes(9))));
+        assert!(matches!(
+            read_first(&server, &mut buf),
+            Ok(First::Bytes { n: 9, cut: false })
+        ));
         let (mut bridge, server) = mio_pair();
         bridge.write_all(OFFER).expect("write");
         // No descriptors: not an offer.
         assert!(matches!(
             read_first(&server, &mut buf),
-            Ok(First::Bytes(29))
+            Ok(First::Bytes { n: 29, cut: false })
         ));
         let (bridge, server) = mio_pair();
         let (r, w) = rustix::pipe::pipe().expect("pipe");
@@ -275,7 +298,7 @@ mod tests {
         .expect("send");
         assert!(matches!(
             read_first(&server, &mut buf),
-            Ok(First::Bytes(30))
+            Ok(First::Bytes { n: 30, cut: true })
         ));
         // Three descriptors, or more than the buffer holds (the kernel cuts them off): not
         // exactly two.
@@ -293,7 +316,10 @@ mod tests {
             )
             .expect("send");
             assert!(
-                matches!(read_first(&server, &mut buf), Ok(First::Bytes(29))),
+                matches!(
+                    read_first(&server, &mut buf),
+                    Ok(First::Bytes { n: 29, cut: true })
+                ),
                 "{count} descriptors taken as an offer"
             );
         }

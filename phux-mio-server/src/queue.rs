@@ -37,7 +37,8 @@ pub enum Chunk {
 }
 
 impl Chunk {
-    fn bytes(&self) -> &[u8] {
+    /// Its bytes.
+    pub fn bytes(&self) -> &[u8] {
         match self {
             Self::Owned(bytes) => bytes,
             Self::Shared(head) => head,
@@ -93,14 +94,19 @@ impl WriteQueue {
         self.len
     }
 
-    /// A copy of every byte not yet written, in order (for an upgrade's image).
-    pub fn unwritten(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len);
-        for (i, chunk) in self.chunks.iter().enumerate() {
-            let from = if i == 0 { self.offset } else { 0 };
-            out.extend_from_slice(chunk.bytes().get(from..).unwrap_or_default());
-        }
-        out
+    /// Appends a frame head other connections are sent too (an upgrade's image gives the
+    /// shared heads back, each once).
+    pub fn push_head(&mut self, head: Arc<Vec<u8>>) {
+        self.push_chunk(Chunk::Shared(head));
+    }
+
+    /// Every chunk not yet written, in order, with where its unwritten bytes begin (for an
+    /// upgrade's image: a shared head whole stays shared).
+    pub fn pieces(&self) -> impl Iterator<Item = (&Chunk, usize)> {
+        self.chunks
+            .iter()
+            .enumerate()
+            .map(|(i, chunk)| (chunk, if i == 0 { self.offset } else { 0 }))
     }
 
     /// Forgets everything queued (the peer is gone).
@@ -341,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn unwritten_is_what_is_left_after_a_partial_write() {
+    fn the_pieces_are_what_is_left_after_a_partial_write() {
         let mut q = WriteQueue::new();
         q.push(b"hello ".to_vec());
         q.push(b"world".to_vec());
@@ -352,8 +358,12 @@ mod tests {
             fail_when_full: false,
         };
         let _ = q.flush_to(&mut w);
-        assert_eq!(q.unwritten(), b"rld");
-        assert_eq!(q.unwritten().len(), q.len());
+        let unwritten: Vec<u8> = q
+            .pieces()
+            .flat_map(|(chunk, from)| chunk.bytes()[from..].to_vec())
+            .collect();
+        assert_eq!(unwritten, b"rld");
+        assert_eq!(unwritten.len(), q.len());
     }
 
     #[test]

@@ -38,6 +38,9 @@ where
     if let Some(version) = config.check_upgrade {
         return check_upgrade(version);
     }
+    if config.check_adopt {
+        return check_adopt();
+    }
     if let Some(image) = config.adopt_image {
         let args = AdoptArgs {
             image,
@@ -83,6 +86,26 @@ fn check_upgrade(version: u32) -> ExitCode {
             phux_core::upgrade::READS_VERSIONS
         );
         ExitCode::FAILURE
+    }
+}
+
+/// `--check-adopt`: reads the image on stdin and validates all of it as an adoption would,
+/// without taking anything over ([SERVER.UPGRADE.EXEC.10]).
+fn check_adopt() -> ExitCode {
+    // [SERVER.UPGRADE.EXEC.12]
+    let stdin = rustix::stdio::stdin();
+    let result = crate::upgrade::load_image(stdin)
+        .map_err(|e| format!("cannot read the image on stdin: {e}"))
+        .and_then(|bytes| crate::driver::validate(&bytes, &[]).map_err(|e| e.to_string()));
+    match result {
+        Ok((_, _, summary)) => {
+            println!("{}", crate::upgrade::adopt_line(&summary));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("phux-mio-server: cannot adopt this image: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

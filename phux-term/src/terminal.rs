@@ -87,6 +87,21 @@ impl Terminal {
     pub fn heap_bytes(&self) -> usize {
         self.vt.heap_bytes()
     }
+
+    /// The most heap the rows of both screens of a `cols` x `rows` terminal can come to hold,
+    /// whatever its program writes (every cell carrying the most combining marks a cell takes,
+    /// and a style of its own): a server reserves this for a terminal of that size, since a
+    /// screen never sheds what it shows. [`heap_bytes`](Self::heap_bytes) never counts more
+    /// than this plus [`heap_bytes_besides_rows`](Self::heap_bytes_besides_rows).
+    pub fn rows_heap_bound(cols: u16, rows: u16) -> usize {
+        2 * usize::from(rows.max(1)) * crate::grid::Row::heap_bound(cols.max(1))
+    }
+
+    /// The heap this terminal holds outside its screens' rows: the history, the parser's and
+    /// the title's buffers. O(1), unlike [`heap_bytes`](Self::heap_bytes).
+    pub fn heap_bytes_besides_rows(&self) -> usize {
+        self.vt.heap_bytes_besides_rows()
+    }
 }
 
 /// The whole model as data, exactly: both screens, the history, the parser mid-sequence (a

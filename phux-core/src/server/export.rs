@@ -95,6 +95,11 @@ impl EngineState {
         self.terminals.iter().map(|t| (t.id(), t.pid()))
     }
 
+    /// The operations the dedupe ledger holds.
+    pub fn ledger_len(&self) -> usize {
+        self.ledger.len()
+    }
+
     /// Whether an upgrade was pending at export (it is, for a state exported to upgrade).
     pub fn is_upgrading(&self) -> bool {
         self.upgrade.is_some()
@@ -141,7 +146,12 @@ impl ServerEngine {
     /// holds one image in memory, not a copy of the state besides).
     pub fn export_image<H: Serialize>(&self, host: &H) -> Result<Vec<u8>, NotQuiet> {
         self.check_quiet()?;
-        let state = EngineStateRef {
+        Ok(crate::upgrade::encode_value(&(self.state_ref(), host)))
+    }
+
+    /// The state borrowed from the engine, serialized as [`EngineState`] is.
+    fn state_ref(&self) -> EngineStateRef<'_> {
+        EngineStateRef {
             config: &self.config,
             conns: self.conns.values().collect(),
             queued: self.queued,
@@ -156,8 +166,19 @@ impl ServerEngine {
             next_job: self.next_job,
             shutting_down: self.shutting_down,
             upgrade: &self.upgrade,
-        };
-        Ok(crate::upgrade::encode_value(&(state, host)))
+        }
+    }
+
+    /// Writes the image of the whole state and the driver's `host` state to `out` once quiet,
+    /// in one pass and without holding it in memory ([`export_image`](Self::export_image)'s
+    /// bytes, from `out`'s position). Returns the image's length.
+    pub fn export_image_to<H: Serialize, W: std::io::Write + std::io::Seek>(
+        &self,
+        host: &H,
+        out: W,
+    ) -> Result<u64, crate::upgrade::ExportError> {
+        self.check_quiet()?;
+        crate::upgrade::write_value(&(self.state_ref(), host), out)
     }
 
     /// The whole state, once quiet: no action queued, no write job with the driver

@@ -61,14 +61,6 @@ impl ServerEngine {
             );
             return;
         }
-        // [SERVER.LIMIT.6] No new model while the others hold the whole budget.
-        if self.models_bytes() >= self.models_budget {
-            refuse(
-                self,
-                SpawnError::SpawnFailed("the terminals' memory budget is used up".to_owned()),
-            );
-            return;
-        }
         let command = match spawn.command {
             Some(command) if !command.is_empty() => command,
             _ => self.config.default_command.clone(),
@@ -80,6 +72,17 @@ impl ServerEngine {
             }
             _ => self.config.default_size,
         };
+        // [SERVER.LIMIT.7] No new model unless the most its screens can hold fits beside what
+        // the others hold.
+        if !self.screens_fit(cols, rows, None) {
+            refuse(
+                self,
+                SpawnError::SpawnFailed(format!(
+                    "the terminals' memory budget cannot hold a {cols}x{rows} terminal more"
+                )),
+            );
+            return;
+        }
         let terminal = self.allocate_terminal_id();
         self.terminals.insert(
             terminal,
@@ -168,14 +171,24 @@ impl ServerEngine {
 
     pub(super) fn on_resize(&mut self, resize: &TerminalResize) {
         // [TERMINAL.RESIZE.1] Unknown terminals are ignored; 0 clamps to 1.
-        let Some(t) = LocalTerminal::of(&resize.terminal).and_then(|t| self.terminals.get_mut(&t))
+        let Some((local, (now_cols, now_rows))) = LocalTerminal::of(&resize.terminal)
+            .and_then(|t| Some((t, self.terminals.get(&t)?.state().size())))
         else {
             return;
         };
         // [TERMINAL.RESIZE.3] Clamped to the largest size we model, so one frame cannot make the
         // server allocate a 65,535 × 65,535 grid.
-        let cols = resize.size.cols.clamp(1, MAX_COLS);
-        let rows = resize.size.rows.clamp(1, MAX_ROWS);
+        let mut cols = resize.size.cols.clamp(1, MAX_COLS);
+        let mut rows = resize.size.rows.clamp(1, MAX_ROWS);
+        // [SERVER.LIMIT.7] Screens that would not fit grow along neither axis (what they hold
+        // now fits, so a size no larger on either axis does).
+        if !self.screens_fit(cols, rows, Some(local)) {
+            cols = cols.min(now_cols);
+            rows = rows.min(now_rows);
+        }
+        let Some(t) = self.terminals.get_mut(&local) else {
+            return;
+        };
         if t.resize(cols, rows) {
             self.actions.push_back(ServerAction::Resize {
                 terminal: t.id(),

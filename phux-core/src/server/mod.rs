@@ -138,33 +138,49 @@ impl ServerEngine {
         }
     }
 
-    /// Bounds the memory the terminals' models hold together ([SERVER.LIMIT.6]): past
-    /// `bytes`, SPAWN_TERMINAL is refused and the history of the terminal holding the most is
-    /// dropped. Unbounded until set.
+    /// Bounds the memory the terminals' models hold together ([SERVER.LIMIT.6]): a terminal
+    /// whose screens, at the most they can hold, do not fit beside the others' is not spawned
+    /// or grown ([SERVER.LIMIT.7]), and past `bytes` the history of the terminal holding the
+    /// most is dropped. Unbounded until set.
     pub fn set_models_budget(&mut self, bytes: usize) {
         self.models_budget = bytes;
         self.enforce_models_budget();
     }
 
-    /// The heap the terminals' models held when last measured, together.
+    /// What the terminals' models hold against the budget together: their screens at the most
+    /// they can hold, their history and buffers as last measured.
     pub fn models_bytes(&self) -> usize {
-        self.terminals.values().map(Terminal::heap).sum()
+        self.terminals.values().map(|t| t.charge().total()).sum()
     }
 
-    /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most loses its history,
-    /// then the next one holding the most, and so on; a largest terminal with no history to
-    /// lose (its screens alone) ends the shedding, and spawns stay refused meanwhile.
+    /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most history loses it, then
+    /// the next one, and so on, until the models are within it or none has history left
+    /// (screens are never cut: what they may hold was reserved when they took their size).
     pub(super) fn enforce_models_budget(&mut self) {
         let mut total = self.models_bytes();
         while total > self.models_budget {
-            let Some(t) = self.terminals.values_mut().max_by_key(|t| t.heap()) else {
+            let Some(t) = self
+                .terminals
+                .values_mut()
+                .max_by_key(|t| t.charge().history)
+            else {
                 return;
             };
             let Some((before, after)) = t.drop_history() else {
                 return;
             };
-            total = total - before + after;
+            total = total - before.total() + after.total();
         }
+    }
+
+    /// [SERVER.LIMIT.7] Whether screens of `cols` x `rows` fit in the budget beside what the
+    /// models hold, `without` the screens of one terminal (the one being resized).
+    pub(super) fn screens_fit(&self, cols: u16, rows: u16, without: Option<LocalTerminal>) -> bool {
+        let freed = without
+            .and_then(|t| self.terminals.get(&t))
+            .map_or(0, |t| t.charge().screens);
+        let held = self.models_bytes() - freed;
+        held.saturating_add(terminal::Charge::screens_of(cols, rows)) <= self.models_budget
     }
 
     /// This incarnation's id.
@@ -175,6 +191,11 @@ impl ServerEngine {
     /// Open connections.
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// The operations the dedupe ledger holds.
+    pub fn ledger_len(&self) -> usize {
+        self.ledger.len()
     }
 
     /// Live terminals (exited ones included until killed).

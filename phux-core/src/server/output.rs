@@ -106,8 +106,9 @@ impl ServerEngine {
             // 2^64 output chunks cannot happen in practice; stop streaming if it ever does.
             return;
         };
-        // [SERVER.LIMIT.6] Measured again now and then; the budget is enforced below.
-        let measured = t.note_output(bytes.len());
+        // [SERVER.LIMIT.6] Measured after every chunk (its history grew, or dropped rows);
+        // the budget is enforced below when that changed what it holds.
+        let measured = t.measure();
         if !replies.is_empty()
             && t.accepts_input()
             // [OUTPUT.REPLY.2] The chunk's replies are one job of their own, queued behind

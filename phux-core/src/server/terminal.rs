@@ -22,12 +22,6 @@ use crate::modes::TerminalModes;
 use crate::terminal::TerminalState;
 use crate::writer::{JobId, WriteOutcome};
 
-/// Output bytes a terminal's model takes between two measurements of its heap
-/// ([SERVER.LIMIT.6]): a measurement walks the model's rows (and a screen's marks), and output
-/// grows a model by at most a few times its own size (a combining mark of two bytes takes a
-/// map entry), so the budget is overshot by at most about a megabyte per terminal.
-const MEASURE_EVERY: usize = 256 * 1024;
-
 /// The most bells one output chunk rings: enough for any real use, bounded against floods.
 const MAX_BELLS_PER_CHUNK: u32 = 16;
 
@@ -147,12 +141,40 @@ pub(super) struct Terminal {
     killing: bool,
     /// The title last announced with title_changed.
     last_title: Option<String>,
-    /// The heap its model held when last measured, and the output ingested since
-    /// ([SERVER.LIMIT.6]). Not in an upgrade's image: the new image measures again.
+    /// What its model holds against the terminals' memory budget ([SERVER.LIMIT.6]): the
+    /// most its screens' rows can hold at its size, reserved ([SERVER.LIMIT.7]), and its
+    /// history and buffers as measured after its last output. Not in an upgrade's image: the
+    /// new image measures again.
     #[serde(skip)]
-    heap: usize,
-    #[serde(skip)]
-    unmeasured: usize,
+    charge: Charge,
+}
+
+/// A terminal's share of the models budget, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Charge {
+    /// Reserved for its screens' rows at its size: the most they can come to hold.
+    pub(super) screens: usize,
+    /// Its history, the parser's and the title's buffers, as last measured.
+    pub(super) history: usize,
+}
+
+impl Charge {
+    /// What a model of `cols` x `rows` is charged for its screens ([SERVER.LIMIT.7]).
+    pub(super) fn screens_of(cols: u16, rows: u16) -> usize {
+        TerminalState::rows_heap_bound(cols, rows)
+    }
+
+    fn of(state: &TerminalState) -> Self {
+        let (cols, rows) = state.size();
+        Self {
+            screens: Self::screens_of(cols, rows),
+            history: state.heap_bytes_besides_rows(),
+        }
+    }
+
+    pub(super) fn total(self) -> usize {
+        self.screens + self.history
+    }
 }
 
 /// Held jobs with their bytes as byte strings.
@@ -195,8 +217,7 @@ impl Terminal {
         let state = TerminalState::new(cols, rows, scrollback);
         Self {
             id,
-            heap: state.heap_bytes(),
-            unmeasured: 0,
+            charge: Charge::of(&state),
             state,
             lifecycle: Lifecycle::Running,
             exit_status: None,
@@ -325,39 +346,29 @@ impl Terminal {
 
     // ---- the model's memory ([SERVER.LIMIT.6]) ------------------------------------------
 
-    /// The heap its model held when last measured.
-    pub(super) fn heap(&self) -> usize {
-        self.heap
+    /// What its model holds against the budget, as last measured.
+    pub(super) fn charge(&self) -> Charge {
+        self.charge
     }
 
-    /// Measures the model's heap again; returns it.
-    pub(super) fn measure(&mut self) -> usize {
-        self.heap = self.state.heap_bytes();
-        self.unmeasured = 0;
-        self.heap
+    /// Measures the model again (O(1): the screens' share depends on the size alone); whether
+    /// its charge changed.
+    pub(super) fn measure(&mut self) -> bool {
+        let before = self.charge;
+        self.charge = Charge::of(&self.state);
+        self.charge != before
     }
 
-    /// The model took `ingested` more bytes of output: measured again once
-    /// [`MEASURE_EVERY`] have come since the last time. Whether it was.
-    pub(super) fn note_output(&mut self, ingested: usize) -> bool {
-        self.unmeasured = self.unmeasured.saturating_add(ingested);
-        if self.unmeasured >= MEASURE_EVERY {
-            self.measure();
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Drops the model's history: its heap before and after, or `None` when it has none to
+    /// Drops the model's history: its charge before and after, or `None` when it has none to
     /// drop (its screens alone).
-    pub(super) fn drop_history(&mut self) -> Option<(usize, usize)> {
+    pub(super) fn drop_history(&mut self) -> Option<(Charge, Charge)> {
         if self.state.scrollback_len() == 0 {
             return None;
         }
-        let before = self.heap;
+        let before = self.charge;
         self.state.clear_history();
-        Some((before, self.measure()))
+        self.measure();
+        Some((before, self.charge))
     }
 
     // ---- viewers and subscribers --------------------------------------------------------

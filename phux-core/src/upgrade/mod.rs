@@ -3,7 +3,15 @@
 //! an exec ([SERVER.UPGRADE.STATE.1]).
 //!
 //! The bytes are decided in [`image`] (header, version, body, the decoding rules); what the
-//! state holds, in `server`'s `EngineState`. This module puts the two together.
+//! state holds, in `server`'s `EngineState`. This module puts the two together. A driver
+//! whose half changed layout between the versions it reads decodes the engine's half with
+//! [`decode_parts`] and its own by the version ([`decode_host`]).
+//!
+//! An image of a large server is tens or hundreds of megabytes:
+//! [`ServerEngine::export_image_to`] writes it once, straight into the driver's file (no copy
+//! of it on the heap), and a reader decodes it from wherever it lies (a mapped file).
+//!
+//! [`ServerEngine::export_image_to`]: crate::server::ServerEngine::export_image_to
 //!
 //! ```
 //! use phux_core::server::{ServerConfig, ServerEngine};
@@ -26,8 +34,11 @@ mod image;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use image::{ImageError, MAGIC, READS_VERSIONS, STATE_VERSION, image_version, reads_version};
-pub(crate) use image::{encode_value, sorted_map};
+pub use image::{
+    ExportError, ImageError, MAGIC, READS_VERSIONS, STATE_VERSION, image_version, reads_version,
+};
+pub(crate) use image::{encode_value, sorted_map, write_value};
+pub use phux_term::bytes;
 
 pub use crate::server::{EngineState, NotQuiet, StateError};
 
@@ -36,7 +47,37 @@ pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {
     encode_value(&(engine, host))
 }
 
-/// Reads an image back: the engine's state and the driver's.
+/// Reads an image back: the engine's state and the driver's, for a driver whose half has one
+/// layout in every version it reads.
 pub fn decode_image<H: DeserializeOwned>(bytes: &[u8]) -> Result<(EngineState, H), ImageError> {
-    image::decode_value(bytes)
+    let parts = decode_parts(bytes)?;
+    Ok((parts.engine, decode_host(parts.host)?))
+}
+
+/// An image's version, the engine's state, and the driver's half still encoded.
+#[derive(Debug)]
+pub struct Parts<'a> {
+    /// The state version the image holds.
+    pub version: u32,
+    /// The engine's state.
+    pub engine: EngineState,
+    /// The driver's half, for [`decode_host`] in the layout of `version`.
+    pub host: &'a [u8],
+}
+
+/// Reads an image's header and the engine's half (the same in every version this binary
+/// reads), leaving the driver's half to the driver.
+pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
+    let (version, body) = image::body(bytes)?;
+    let (engine, host) = image::take::<EngineState>(body)?;
+    Ok(Parts {
+        version,
+        engine,
+        host,
+    })
+}
+
+/// Reads the driver's half of an image ([`Parts::host`]), which must take every byte left.
+pub fn decode_host<H: DeserializeOwned>(host: &[u8]) -> Result<H, ImageError> {
+    image::take_all(host)
 }

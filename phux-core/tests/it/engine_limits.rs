@@ -490,11 +490,39 @@ fn scrollback_rows(
     panic!("no GET_SCREEN reply");
 }
 
+/// The sizes the engine asks the driver to give `terminal`'s PTY after `frame`.
+fn resized_to(
+    engine: &mut phux_core::server::ServerEngine,
+    c: ConnId,
+    frame: &Frame,
+) -> Vec<(u16, u16)> {
+    use phux_core::Instant;
+    use phux_core::server::{ServerAction, ServerEvent};
+
+    let bytes = frame.to_bytes();
+    engine.handle(
+        Instant::ZERO,
+        ServerEvent::Received {
+            conn: c,
+            bytes: &bytes,
+        },
+    );
+    let mut sizes = Vec::new();
+    while let Some(action) = engine.poll_action() {
+        if let ServerAction::Resize { cols, rows, .. } = action {
+            sizes.push((cols, rows));
+        }
+    }
+    sizes
+}
+
 #[test]
-fn the_terminals_memory_budget_sheds_history_then_refuses_spawns() {
-    // [SERVER.LIMIT.6]
+fn the_terminals_memory_budget_reserves_screens_sheds_history_and_refuses_the_rest() {
+    // [SERVER.LIMIT.6] [SERVER.LIMIT.7]
     use phux_core::Instant;
     use phux_core::server::ServerEvent;
+    use phux_core::terminal::TerminalState;
+    use phux_proto::frame::{TerminalResize, TerminalSize};
 
     let (mut engine, c) = engine_with_turns_of(usize::MAX);
     let hello = hello_frame().to_bytes();
@@ -506,9 +534,17 @@ fn the_terminals_memory_budget_sheds_history_then_refuses_spawns() {
         },
     );
     while engine.poll_action().is_some() {}
-    engine.set_models_budget(100 * 1024);
+    // Room for the screens of two 80x24 terminals at their costliest, and 100 KiB of history.
+    let screens = TerminalState::rows_heap_bound(80, 24);
+    let budget = 2 * screens + 100 * 1024;
+    engine.set_models_budget(budget);
     let a = spawn_sized(&mut engine, c, 1, (80, 24)).expect("a small terminal fits");
     let b = spawn_sized(&mut engine, c, 2, (80, 24)).expect("a second one too");
+    // A third one's screens do not fit, however empty the others are; nor does a big one.
+    let refused = spawn_sized(&mut engine, c, 3, (80, 24)).expect_err("over the budget");
+    assert!(refused.contains("memory budget"), "{refused}");
+    let refused = spawn_sized(&mut engine, c, 4, (1024, 512)).expect_err("over the budget");
+    assert!(refused.contains("memory budget"), "{refused}");
     // B has a little history, A a full one: 40 chunks of 100 full lines (8,100 bytes each).
     let line: Vec<u8> = (0..79u8).map(|i| b'!' + i % 94).chain(*b"\r\n").collect();
     let chunk = line.repeat(100);
@@ -528,22 +564,27 @@ fn the_terminals_memory_budget_sheds_history_then_refuses_spawns() {
             },
         );
         while engine.poll_action().is_some() {}
+        assert!(
+            engine.models_bytes() <= budget,
+            "{} > {budget}",
+            engine.models_bytes()
+        );
     }
-    // A's model was measured once, after the 33rd chunk (256 KiB of output), holding 2,000
-    // rows of history (160 KB) and so the most: its history was dropped, and the 7 chunks
-    // after it pushed 700 rows again. B, holding less, kept its 77.
-    assert_eq!(scrollback_rows(&mut engine, c, a), 700);
+    // A, holding the most history, lost it (more than once) and holds what came since; B,
+    // holding less, kept its 77 rows.
+    let kept = scrollback_rows(&mut engine, c, a);
+    assert!((1..4000).contains(&kept), "{kept}");
     assert_eq!(scrollback_rows(&mut engine, c, b), 77);
-    assert!(
-        engine.models_bytes() <= 100 * 1024,
-        "{}",
-        engine.models_bytes()
-    );
-    // Screens alone over the budget: a 1024x512 terminal (3 MiB of cells) is let in while
-    // the others are under it, and then nothing more is.
-    spawn_sized(&mut engine, c, 3, (1024, 512)).expect("under the budget, a spawn is let in");
-    let refused = spawn_sized(&mut engine, c, 4, (80, 24)).expect_err("over the budget");
-    assert!(refused.contains("memory budget"), "{refused}");
-    // Its screens cannot be shed: A and B keep their history.
-    assert_eq!(scrollback_rows(&mut engine, c, b), 77);
+    // A resize whose screens would not fit grows along neither axis; one that shrinks is
+    // taken as asked.
+    let resize = |cols, rows| {
+        Frame::TerminalResize(TerminalResize {
+            terminal: a.into(),
+            size: TerminalSize { cols, rows },
+        })
+    };
+    assert_eq!(resized_to(&mut engine, c, &resize(1024, 512)), [(80, 24)]);
+    assert_eq!(resized_to(&mut engine, c, &resize(1000, 10)), [(80, 10)]);
+    assert_eq!(resized_to(&mut engine, c, &resize(60, 30)), [(60, 30)]);
+    assert!(engine.models_bytes() <= budget);
 }

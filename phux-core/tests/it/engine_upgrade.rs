@@ -412,6 +412,11 @@ const PINNED_IMAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/
 /// A state that touches most of what an image carries: an attached viewer, output cut inside
 /// a UTF-8 character, a held lease, input held behind the upgrade.
 fn pinned_state() -> Vec<u8> {
+    pinned_harness().server.export_image(&()).expect("quiet")
+}
+
+/// The scenario of [`pinned_state`], quiet.
+fn pinned_harness() -> Harness {
     let (mut h, c, t) = setup();
     let viewer = h.client();
     let attach = h.request(
@@ -440,20 +445,18 @@ fn pinned_state() -> Vec<u8> {
         &command_frame(op, apply_input(7, &t, vec![paste(b"held")])),
     );
     h.settle();
-    h.server.export_image(&()).expect("quiet")
+    h
 }
 
 #[test]
 fn the_layout_of_state_version_1_is_pinned() {
     // [SERVER.UPGRADE.STATE.3] A binary reads every version it was built to read: the image an
     // earlier build wrote still decodes, and the same state still makes the same bytes. When
-    // this fails, the layout changed: bump STATE_VERSION and keep reading version 1 (or, if the
-    // change is only to the scenario above, write the fixture again with
-    // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit).
+    // this fails, the layout changed: bump STATE_VERSION and keep reading the versions before
+    // it (or, if the change is only to the scenario above, write the fixture again with
+    // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit). Version 2 changed the driver's
+    // half only: the engine's half is version 1's, byte for byte.
     let now = pinned_state();
-    if std::env::var_os("PHUX_WRITE_STATE_FIXTURE").is_some() {
-        std::fs::write(PINNED_IMAGE, &now).expect("write the fixture");
-    }
     let pinned = std::fs::read(PINNED_IMAGE).expect("the committed fixture");
     assert_eq!(phux_core::upgrade::image_version(&pinned), Ok(1));
     let (state, ()) =
@@ -463,10 +466,33 @@ fn the_layout_of_state_version_1_is_pinned() {
         phux_core::server::ServerEngine::from_state(config, state).expect("and restores");
     assert_eq!(restored.connection_count(), 2);
     assert_eq!(restored.terminal_count(), 1);
+    assert_eq!(phux_core::upgrade::image_version(&now), Ok(2));
+    let mut as_version_1 = now.clone();
+    as_version_1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    if std::env::var_os("PHUX_WRITE_STATE_FIXTURE").is_some() {
+        std::fs::write(PINNED_IMAGE, &as_version_1).expect("write the fixture");
+    }
     assert!(
-        now == pinned,
+        as_version_1 == pinned,
         "the same state makes other bytes than version 1's ({} vs {} bytes): the layout changed",
         now.len(),
         pinned.len()
     );
+}
+
+#[test]
+fn an_image_written_out_is_the_image_made_in_memory() {
+    // [SERVER.UPGRADE.STATE.1] Written once into a file (the driver's memfd), in one pass, it
+    // is the same bytes, after whatever the file held before.
+    let h = pinned_harness();
+    let image = h.server.export_image(&()).expect("quiet");
+    let mut out = std::io::Cursor::new(b"before".to_vec());
+    out.set_position(6);
+    let len = h
+        .server
+        .export_image_to(&(), &mut out)
+        .expect("quiet and written");
+    assert_eq!(len, image.len() as u64);
+    assert_eq!(&out.get_ref()[..6], b"before");
+    assert_eq!(&out.get_ref()[6..], &image[..]);
 }

@@ -15,6 +15,7 @@ mod ctl_cli_behaviour;
 mod ctl_docs;
 mod ctl_exec_bridge;
 mod ctl_exit_codes;
+mod ctl_journal_failures;
 mod ctl_keys_tmux;
 mod ctl_lease_signal;
 mod ctl_paste_killed;

@@ -55,7 +55,7 @@ use mio::{Events, Interest, Poll, Token};
 use phux_core::server::{ConnId, LocalTerminal, PeerInfo, ServerEngine, ServerEvent};
 use tracing::{error, info, trace, warn};
 
-use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
+use crate::conn::{Got, READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
 use crate::host::{Host, Recycle, SPAWNS_PER_TURN, Source};
 use crate::pty::PtyRead;
@@ -64,7 +64,7 @@ use crate::socket::{ServerSocket, check_peer};
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
-pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt};
+pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt, validate};
 
 mod upgrade;
 
@@ -124,9 +124,9 @@ pub struct Driver {
 struct Wake {
     readable: bool,
     writable: bool,
-    /// The peer hung up or the source failed: no further event will come, so the source is
-    /// read to its end. Until then a read shorter than the buffer took everything there was
-    /// (see [`Transport::short_read_drains`]; a PTY master in raw mode hands out all its line
+    /// The peer hung up or the source failed (no further event will come), or a socket holds an
+    /// out-of-band byte (a read ends before it): the source is read to its end. Until then a read shorter than the buffer took everything there was
+    /// (see [`Got::drained`]; a PTY master in raw mode hands out all its line
     /// discipline holds) and whatever arrives later raises a new edge-triggered event, so the
     /// read that would find the source empty is skipped: it cost a syscall between a reply
     /// or an echo and the next wait.
@@ -265,7 +265,9 @@ impl Driver {
             ready.extend(events.iter().map(|e| {
                 let readable = e.is_readable() || e.is_read_closed() || e.is_error();
                 let writable = e.is_writable() || e.is_write_closed() || e.is_error();
-                let ended = e.is_read_closed() || e.is_error();
+                // An out-of-band byte waiting in a socket ends a read early, and nothing new
+                // announces what follows it ([`Got::drained`]): read to the end then too.
+                let ended = e.is_read_closed() || e.is_error() || e.is_priority();
                 (
                     e.token(),
                     Wake {
@@ -556,7 +558,6 @@ impl Driver {
             if conn.read_done() {
                 return;
             }
-            let drains = conn.transport.short_read_drains();
             let read = if conn.may_hand_off {
                 let first = conn.transport.read_first(buf);
                 // Only a read that found something (bytes or the end) was the first.
@@ -567,16 +568,16 @@ impl Driver {
                     )
                 });
                 match first {
-                    Ok((n, Some((input, output)))) => {
+                    Ok((got, Some((input, output)))) => {
                         if self.host.hand_off(id, input, output) {
                             // The handed input is registered under this token: its readiness
                             // (a HELLO already waiting included) comes with the next poll.
                             return;
                         }
                         // Refused: the offer is bytes like any others (a framing violation).
-                        Ok(n)
+                        Ok(got)
                     }
-                    Ok((n, None)) => Ok(n),
+                    Ok((got, None)) => Ok(got),
                     Err(e) => Err(e),
                 }
             } else {
@@ -589,12 +590,12 @@ impl Driver {
             // performed and flushed as each was fed, so a peer that half-closes after writing
             // still sees them when the read below finds its end.
             match read {
-                Ok(0) => {
+                Ok(Got { n: 0, .. }) => {
                     return self
                         .host
                         .peer_gone(id, None, &mut Recycle(&mut self.engine));
                 }
-                Ok(n) => {
+                Ok(Got { n, drained }) => {
                     trace!(conn = id.0, bytes = n, "received");
                     // After Close the engine is done with the connection; drop what arrives.
                     if !conn.is_closing() {
@@ -609,7 +610,7 @@ impl Driver {
                             return;
                         }
                     }
-                    if drains && n < buf.len() && !ended {
+                    if drained && !ended {
                         return;
                     }
                 }

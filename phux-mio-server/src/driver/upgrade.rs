@@ -8,23 +8,24 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mio::Interest;
 use mio::unix::SourceFd;
 use phux_core::server::{ServerEngine, ServerEvent};
 use phux_core::time::Instant;
-use phux_core::upgrade::{STATE_VERSION, decode_image};
+use phux_core::upgrade::{ExportError, STATE_VERSION, decode_parts};
 use tracing::{error, info, warn};
 
 use super::{Driver, LISTENER, SIGNALS, UPGRADE_CHECK};
 use crate::conn::{READ_CHUNK, StdioFlags};
 use crate::host::{Host, Recycle};
-use crate::signals::Signals;
+use crate::signals::{self, Signals};
 use crate::socket::ServerSocket;
 use crate::upgrade::{
-    CHECK_TIMEOUT, Checker, HostImage, Inherit, Launch, ListenerImage, QUIESCE_BOUND, UpgradeError,
-    adopt_fds, exec, fd_path, memfd_image, open_own_exe, read_image,
+    CHECK_TIMEOUT, Checker, Exe, HostImage, HostImageRef, Inherit, Launch, ListenerImage,
+    QUIESCE_BOUND, Summary, UpgradeError, adopt_fds, exec, fd_path, image_file, load_image,
+    open_own_exe, seal, set_cloexec, trial_timeout,
 };
 
 /// What a server needs to know to upgrade itself: its own binary and how it was started.
@@ -44,9 +45,13 @@ pub(super) enum Phase {
     #[default]
     Idle,
     /// `--check-upgrade` runs; killed at `until`.
-    Checking { checker: Checker, until: Instant },
+    Checking {
+        exe: Exe,
+        checker: Checker,
+        until: Instant,
+    },
     /// The check passed; waiting for the engine to be quiet until `until`.
-    Quiescing { binary: PathBuf, until: Instant },
+    Quiescing { exe: Exe, until: Instant },
 }
 
 /// The driver's upgrade state.
@@ -97,19 +102,29 @@ impl Driver {
         let now = self.host.clock.now();
         match std::mem::take(&mut self.upgrade.phase) {
             Phase::Idle => {}
-            Phase::Checking { mut checker, until } => match checker.verdict() {
-                Some(verdict) => self.checked(checker, verdict),
+            Phase::Checking {
+                exe,
+                mut checker,
+                until,
+            } => match checker.verdict() {
+                Some(verdict) => self.checked(exe, &checker, verdict),
                 None if now >= until => {
                     self.forget_checker(&checker);
-                    self.upgrade_failed(&checker.kill());
+                    self.upgrade_failed(&checker.kill(CHECK_TIMEOUT));
                 }
-                None => self.upgrade.phase = Phase::Checking { checker, until },
+                None => {
+                    self.upgrade.phase = Phase::Checking {
+                        exe,
+                        checker,
+                        until,
+                    };
+                }
             },
-            Phase::Quiescing { binary, until } => {
+            Phase::Quiescing { exe, until } => {
                 // [SERVER.UPGRADE.EXEC.3] No job in progress anywhere: the state is whole.
                 // Terminals waiting to start start first (the turns go on meanwhile).
                 if self.engine.upgrade_quiet() && self.host.spawns.is_empty() {
-                    self.commit(&binary);
+                    self.commit(&exe);
                 } else if now >= until {
                     let busy = self
                         .host
@@ -120,7 +135,7 @@ impl Driver {
                         QUIESCE_BOUND.as_millis()
                     )));
                 } else {
-                    self.upgrade.phase = Phase::Quiescing { binary, until };
+                    self.upgrade.phase = Phase::Quiescing { exe, until };
                 }
             }
         }
@@ -130,17 +145,27 @@ impl Driver {
     pub(super) fn abandon_upgrade(&mut self) {
         if let Phase::Checking { checker, .. } = std::mem::take(&mut self.upgrade.phase) {
             self.forget_checker(&checker);
-            let _ = checker.kill();
+            let _ = checker.kill(CHECK_TIMEOUT);
         }
     }
 
     /// The check's pidfd became readable.
     pub(super) fn on_check_exit(&mut self) {
-        if let Phase::Checking { checker, until } = std::mem::take(&mut self.upgrade.phase) {
-            let mut checker = checker;
+        if let Phase::Checking {
+            exe,
+            mut checker,
+            until,
+        } = std::mem::take(&mut self.upgrade.phase)
+        {
             match checker.verdict() {
-                Some(verdict) => self.checked(checker, verdict),
-                None => self.upgrade.phase = Phase::Checking { checker, until },
+                Some(verdict) => self.checked(exe, &checker, verdict),
+                None => {
+                    self.upgrade.phase = Phase::Checking {
+                        exe,
+                        checker,
+                        until,
+                    };
+                }
             }
         }
     }
@@ -157,8 +182,13 @@ impl Driver {
         };
         let binary = binary.map_or_else(|| context.binary.clone(), PathBuf::from);
         info!(binary = %binary.display(), version = STATE_VERSION, "upgrade: checking the new binary");
+        // [SERVER.UPGRADE.EXEC.11] Opened once: what is checked is what is exec'd.
+        let exe = match Exe::open(&binary) {
+            Ok(exe) => exe,
+            Err(e) => return self.upgrade_failed(&e),
+        };
         // [SERVER.UPGRADE.EXEC.2] The new binary must say it reads our state version.
-        let checker = match Checker::start(&binary, STATE_VERSION) {
+        let checker = match Checker::version(&exe, STATE_VERSION) {
             Ok(checker) => checker,
             Err(e) => return self.upgrade_failed(&e),
         };
@@ -172,19 +202,20 @@ impl Driver {
             warn!(error = %e, "cannot watch the upgrade check; polling it");
         }
         let until = self.host.clock.now() + CHECK_TIMEOUT;
-        self.upgrade.phase = Phase::Checking { checker, until };
+        self.upgrade.phase = Phase::Checking {
+            exe,
+            checker,
+            until,
+        };
     }
 
-    fn checked(&mut self, checker: Checker, verdict: Result<(), UpgradeError>) {
-        self.forget_checker(&checker);
+    fn checked(&mut self, exe: Exe, checker: &Checker, verdict: Result<(), UpgradeError>) {
+        self.forget_checker(checker);
         match verdict {
             Ok(()) => {
-                info!(binary = %checker.binary.display(), "upgrade: the new binary reads our state; quiescing");
+                info!(binary = %exe.path().display(), "upgrade: the new binary reads our state; quiescing");
                 let until = self.host.clock.now() + QUIESCE_BOUND;
-                self.upgrade.phase = Phase::Quiescing {
-                    binary: checker.binary,
-                    until,
-                };
+                self.upgrade.phase = Phase::Quiescing { exe, until };
             }
             Err(e) => self.upgrade_failed(&e),
         }
@@ -205,20 +236,16 @@ impl Driver {
         self.flush();
     }
 
-    /// The engine is quiet: hand everything over and exec `binary`. Returns only if the
-    /// upgrade failed, the engine then told so.
-    fn commit(&mut self, binary: &Path) {
-        match self.hand_over(binary) {
+    /// The engine is quiet: hand everything over and exec `exe`. Returns only if the upgrade
+    /// failed, the engine then told so.
+    fn commit(&mut self, exe: &Exe) {
+        match self.hand_over(exe) {
             Ok(never) => match never {},
-            Err(UpgradeError::Interrupted(signals)) => {
-                self.upgrade_failed(&UpgradeError::Interrupted(Vec::new()));
-                self.on_signals(signals);
-            }
             Err(e) => self.upgrade_failed(&e),
         }
     }
 
-    fn hand_over(&mut self, binary: &Path) -> Result<std::convert::Infallible, UpgradeError> {
+    fn hand_over(&mut self, exe: &Exe) -> Result<std::convert::Infallible, UpgradeError> {
         // What the engine queued goes out now, as far as the peers take it; the rest crosses
         // in the image and is written first by the new image.
         self.flush();
@@ -240,12 +267,15 @@ impl Driver {
         };
         let clock = self.host.clock;
         let started = clock.now();
-        let (conns, terminals, next_conn) = self.host.image_parts();
-        let image = HostImage {
-            clock_epoch_nanos: self.host.clock.epoch_nanos(),
-            binary: binary.to_owned(),
-            previous_binary: context.binary.clone(),
-            launch: context.launch.clone(),
+        let file = image_file().map_err(UpgradeError::Handover)?;
+        let own = open_own_exe().map_err(UpgradeError::Handover)?;
+        let (shared, conns, terminals, next_conn) = self.host.image_parts();
+        let (conn_count, terminal_count) = (conns.len(), terminals.len());
+        let image = HostImageRef {
+            clock_epoch_nanos: clock.epoch_nanos(),
+            binary: exe.path(),
+            previous_binary: &context.binary,
+            launch: &context.launch,
             listener: self.host.listener.as_ref().map(|l| ListenerImage {
                 fd: l.listener().as_raw_fd(),
                 path: l.path().to_owned(),
@@ -253,32 +283,52 @@ impl Driver {
             }),
             stdio_flags: self.stdio_flags.as_ref().map(StdioFlags::bits),
             next_conn,
+            shared,
             conns,
             terminals,
+            exec_fd: Some(exe.fd().as_raw_fd()),
         };
-        // The engine's state and ours in one image, straight from the engine (no copy of it).
+        // [SERVER.UPGRADE.STATE.1] Written once, straight from the engine and the queues into
+        // the memfd: no copy of the state, or of the image, on our heap.
         let bytes = self
             .engine
-            .export_image(&image)
-            .map_err(|e| UpgradeError::NotQuiet(e.to_string()))?;
-        let encoded = clock.now();
-        let memfd = memfd_image(&bytes).map_err(UpgradeError::Handover)?;
-        let own = open_own_exe().map_err(UpgradeError::Handover)?;
-        // The self-pipe does not cross the exec: a signal caught since the loop last read it
-        // would be lost. Read last thing before the exec, it is acted on here instead.
-        let signals = self.host.signals.pending();
-        if !signals.is_empty() {
-            return Err(UpgradeError::Interrupted(signals));
-        }
+            .export_image_to(
+                &image,
+                std::fs::File::from(file.try_clone().map_err(UpgradeError::Handover)?),
+            )
+            .map_err(|e| match e {
+                ExportError::NotQuiet(e) => UpgradeError::NotQuiet(e.to_string()),
+                ExportError::Write(e) => UpgradeError::Handover(e),
+                other => UpgradeError::NotQuiet(other.to_string()),
+            })?;
+        drop(image);
+        seal(file.as_fd()).map_err(UpgradeError::Handover)?;
+        let written = clock.now();
+        // [SERVER.UPGRADE.EXEC.10] A child of the new binary adopts this very image on trial
+        // (nothing is served meanwhile, so nothing changes it), and must say what it found.
+        let expect = Summary {
+            bytes,
+            terminals: self.engine.terminal_count(),
+            connections: self.engine.connection_count(),
+            ledger: self.engine.ledger_len(),
+        };
+        Checker::adoption(exe, file.as_fd(), expect)?.wait(trial_timeout(bytes))?;
+        let tried = clock.now();
+        // [SERVER.UPGRADE.EXEC.11] A file written in place since its check is not exec'd.
+        exe.unchanged()?;
+        // [SERVER.UPGRADE.EXEC.9] From here the shutdown and upgrade signals wait, pending,
+        // for the image that runs next: this one if the exec fails (dropping `held`), else
+        // the new one once it serves.
+        let held = self.host.signals.hold().map_err(UpgradeError::Handover)?;
         let mut fds = self.host.inherited_fds();
-        fds.push(memfd.as_fd());
-        fds.push(own.as_fd());
-        // [SERVER.UPGRADE.EXEC.4] Only now do the descriptors cross an exec; if it fails,
+        fds.extend([file.as_fd(), own.as_fd(), exe.fd()]);
+        // [SERVER.UPGRADE.EXEC.7] Only now do the descriptors cross an exec; if it fails,
         // dropping `inherit` makes them close-on-exec again.
         let inherit = Inherit::clear(&fds).map_err(UpgradeError::Handover)?;
         let mut args: Vec<OsString> = vec![
+            exe.path().as_os_str().to_owned(),
             "--adopt-image".into(),
-            memfd.as_raw_fd().to_string().into(),
+            file.as_raw_fd().to_string().into(),
             "--previous-exe".into(),
             own.as_raw_fd().to_string().into(),
             "--".into(),
@@ -286,23 +336,21 @@ impl Driver {
         args.extend(context.launch.args.iter().cloned());
         let micros = |a: Instant, b: Instant| b.saturating_duration_since(a).as_micros();
         info!(
-            binary = %binary.display(),
-            image_bytes = bytes.len(),
-            conns = image.conns.len(),
-            terminals = image.terminals.len(),
-            export_us = micros(started, encoded),
-            handover_us = micros(encoded, clock.now()),
+            binary = %exe.path().display(),
+            image_bytes = bytes,
+            conns = conn_count,
+            terminals = terminal_count,
+            export_us = micros(started, written),
+            trial_us = micros(written, tried),
             "upgrade: exec"
         );
-        // `bytes` lives until the exec, which discards it with the address space at no cost;
-        // freed before it, it would delay the new image.
-        let source = exec(binary, &args);
-        drop(bytes);
+        let source = exec(&fd_path(exe.fd().as_raw_fd()), &args, &[]);
         drop(fds);
         drop(inherit);
+        drop(held);
         error!(error = %source, "upgrade: exec failed");
         Err(UpgradeError::Exec {
-            binary: binary.to_owned(),
+            binary: exe.path().to_owned(),
             source,
         })
     }
@@ -327,14 +375,17 @@ pub fn adopt(
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
     // First of all: the exec reset SIGTERM, SIGINT, SIGHUP and SIGUSR2 to their default, which
-    // ends the process, and every child with it. Caught from here on, they wait in the
-    // self-pipe until the loop runs.
-    let signals = Signals::new().map_err(|e| AdoptError(format!("signals: {e}")))?;
+    // ends the process, and every child with it. The previous image blocked them for the exec
+    // ([SERVER.UPGRADE.EXEC.9]); caught from here on, they stay blocked, pending, until this
+    // image serves, or across its exec back to the previous binary.
+    let signals = Signals::install().map_err(|e| AdoptError(format!("signals: {e}")))?;
     let mut owned = adopt_fds(&[args.image])
         .map_err(|e| AdoptError(format!("cannot take the image's descriptor: {e}")))?;
     let memfd = owned
         .pop()
         .ok_or_else(|| AdoptError("no image".to_owned()))?;
+    // Not close-on-exec until the state is adopted: the way back execs it, and a script's
+    // interpreter opens it after the exec; the image taking the state back then closes it.
     let previous = match args.previous_exe {
         Some(raw) => Some(
             adopt_fds(&[raw])
@@ -344,39 +395,90 @@ pub fn adopt(
         ),
         None => None,
     };
-    let bytes =
-        read_image(&memfd).map_err(|e| AdoptError(format!("cannot read the image: {e}")))?;
-    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        adopt_image(&bytes, failed, signals, init_logging)
-    }));
+    let reserved: Vec<RawFd> = [Some(args.image), args.previous_exe]
+        .into_iter()
+        .flatten()
+        .collect();
+    let built = match load_image(memfd.as_fd()) {
+        Ok(bytes) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            adopt_image(&bytes, failed, &reserved, signals, init_logging)
+        }))
+        .unwrap_or_else(|_| {
+            Err(AdoptError(
+                "the new image panicked while adopting the state".to_owned(),
+            ))
+        }),
+        Err(e) => Err(AdoptError(format!("cannot read the image: {e}"))),
+    };
     let reason = match built {
-        Ok(Ok(driver)) => {
+        Ok(driver) => {
             // [SERVER.UPGRADE.EXEC.7] Adopted: nothing of the handover is inherited further.
             drop(previous);
             drop(memfd);
+            // [SERVER.UPGRADE.EXEC.9] This image serves: a signal sent since the previous
+            // image blocked them is acted on now, once.
+            signals::unblock().map_err(|e| AdoptError(format!("signals: {e}")))?;
             return Ok(driver);
         }
-        Ok(Err(e)) => e.0,
-        Err(_) => "the new image panicked while adopting the state".to_owned(),
+        Err(e) => e.0,
     };
     // [SERVER.UPGRADE.EXEC.6] Nothing is owned yet but the image and the previous binary: the
-    // previous image takes the state back, and tells the requester why.
-    let Some(previous) = previous else {
+    // previous image takes the state back, and tells the requester why. An image taking its
+    // state back has nowhere to go back to.
+    let (None, Some(previous)) = (failed, previous) else {
         return Err(AdoptError(format!(
             "the previous image could not take its state back either: {reason}"
         )));
     };
     error!(reason = %reason, "cannot adopt the state; going back to the previous binary");
+    // [SERVER.UPGRADE.EXEC.7] The previous binary's descriptor goes with it, named, for the
+    // image taking the state back to close: no descriptor outlives a failed attempt.
     let args: Vec<OsString> = vec![
+        "phux-mio-server".into(),
         "--adopt-image".into(),
         memfd.as_raw_fd().to_string().into(),
+        "--previous-exe".into(),
+        previous.as_raw_fd().to_string().into(),
         "--adopt-failed".into(),
         reason.clone().into(),
     ];
-    let e = exec(&fd_path(previous.as_raw_fd()), &args);
+    // The signals are still blocked, as the previous image left them: they wait for it.
+    let e = exec(
+        &fd_path(previous.as_raw_fd()),
+        &args,
+        &[crate::upgrade::TEST_FAIL_ADOPTION],
+    );
     Err(AdoptError(format!(
         "{reason}; and exec of the previous binary failed: {e}"
     )))
+}
+
+/// What an image holds, decoded and checked as an adoption relies on it: the engine rebuilt,
+/// the host's half, and the summary `--check-adopt` reports ([SERVER.UPGRADE.EXEC.10]).
+/// `reserved` are the descriptors the image itself came in, which it must not name.
+pub fn validate(
+    bytes: &[u8],
+    reserved: &[RawFd],
+) -> Result<(ServerEngine, HostImage, Summary), AdoptError> {
+    let parts =
+        decode_parts(bytes).map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let image = HostImage::decode(parts.version, parts.host)
+        .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    image
+        .check(&parts.engine, reserved)
+        .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let summary = Summary {
+        bytes: bytes.len() as u64,
+        terminals: parts.engine.terminals().count(),
+        connections: parts.engine.connections().count(),
+        ledger: parts.engine.ledger_len(),
+    };
+    let config = image.launch.engine_config();
+    let mut engine = ServerEngine::from_state(config, parts.engine)
+        .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
+    // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.
+    engine.set_models_budget(crate::config::Config::models_budget_of(&image.launch.args));
+    Ok((engine, image, summary))
 }
 
 /// Decodes the image, rebuilds the engine and the host, and answers the requester. Every
@@ -384,22 +486,22 @@ pub fn adopt(
 fn adopt_image(
     bytes: &[u8],
     failed: Option<&str>,
+    reserved: &[RawFd],
     mut signals: Signals,
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
     let timer = crate::clock::Clock::new();
-    let (state, image) = decode_image::<HostImage>(bytes)
-        .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let (engine, image, _) = validate(bytes, reserved)?;
     let decode_us = timer.now().as_micros();
     let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
-    let decoded = clock.now();
-    init_logging(&image.launch);
-    let config = image.launch.engine_config();
-    let mut engine = ServerEngine::from_state(config, state)
-        .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
-    // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.
-    engine.set_models_budget(crate::config::Config::models_budget_of(&image.launch.args));
     let restored = clock.now();
+    init_logging(&image.launch);
+    if failed.is_none() && std::env::var_os(crate::upgrade::TEST_FAIL_ADOPTION).is_some() {
+        return Err(AdoptError(format!(
+            "{} is set",
+            crate::upgrade::TEST_FAIL_ADOPTION
+        )));
+    }
     let context = UpgradeContext {
         binary: if failed.is_some() {
             image.previous_binary.clone()
@@ -427,7 +529,12 @@ fn adopt_image(
     let fds = adopt_fds(&image.fds()).map_err(|e| AdoptError(format!("descriptors: {e}")))?;
     for fd in &fds {
         // [SERVER.UPGRADE.EXEC.7] No child of ours inherits them.
-        let _ = crate::upgrade::set_cloexec(fd);
+        let _ = set_cloexec(fd);
+    }
+    // [SERVER.UPGRADE.EXEC.7] The new binary's descriptor crossed for a script's interpreter
+    // only; an image taking its state back received it too.
+    if let Some(raw) = image.exec_fd {
+        drop(adopt_fds(&[raw]));
     }
     let mut fds = fds.into_iter();
     if let Some(l) = &image.listener {
@@ -459,7 +566,6 @@ fn adopt_image(
         conns,
         terminals,
         decode_us,
-        restore_us = restored.saturating_duration_since(decoded).as_micros(),
         watch_us = driver
             .host
             .clock

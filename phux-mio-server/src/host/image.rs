@@ -2,8 +2,10 @@
 //! its connections and terminals (with the descriptors that cross the exec), and taking that
 //! image back in the new process.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
@@ -11,10 +13,10 @@ use phux_core::server::{ConnId, LocalTerminal};
 use phux_core::time::Instant;
 
 use crate::child::ChildExit;
-use crate::conn::{Conn, Transport};
+use crate::conn::{Chunk, Conn, READ_INTEREST, Transport, WriteQueue};
 use crate::terminal::{Adopted, Term};
 use crate::timer::Timer;
-use crate::upgrade::{ConnImage, ConnTransport, HostImage, TermImage};
+use crate::upgrade::{Bytes, ConnImageRef, ConnTransport, HostImage, Piece, PieceRef, TermImage};
 
 use super::{Host, Source};
 
@@ -49,13 +51,34 @@ impl Host {
     }
 
     /// The connections and terminals as the image carries them (their unwritten bytes,
-    /// deadlines and exit state), and the next connection id.
-    pub(crate) fn image_parts(&self) -> (Vec<ConnImage>, Vec<TermImage>, u64) {
+    /// deadlines and exit state), borrowed from the queues: the heads of frames several
+    /// connections are sent, each once, then per connection its pieces; and the next
+    /// connection id.
+    pub(crate) fn image_parts(
+        &self,
+    ) -> (Vec<Bytes<'_>>, Vec<ConnImageRef<'_>>, Vec<TermImage>, u64) {
         let micros = |at: Option<Instant>| at.map(Instant::as_micros);
-        let conns = self
-            .conns
-            .iter()
-            .map(|(id, c)| ConnImage {
+        let mut shared: Vec<Bytes<'_>> = Vec::new();
+        let mut index: HashMap<*const Vec<u8>, u32> = HashMap::new();
+        let mut conns = Vec::with_capacity(self.conns.len());
+        for (id, c) in &self.conns {
+            let mut pending = Vec::new();
+            for (chunk, from) in c.queue.pieces() {
+                let piece = match chunk {
+                    // [SERVER.UPGRADE.EXEC.5] A head still whole is named, so that it is one
+                    // buffer in the new image as it is here.
+                    Chunk::Shared(head) if from == 0 => {
+                        let at = *index.entry(Arc::as_ptr(head)).or_insert_with(|| {
+                            shared.push(Bytes(head.as_slice()));
+                            u32::try_from(shared.len() - 1).unwrap_or(u32::MAX)
+                        });
+                        PieceRef::Shared(at)
+                    }
+                    other => PieceRef::Bytes(Bytes(other.bytes().get(from..).unwrap_or_default())),
+                };
+                pending.push(piece);
+            }
+            conns.push(ConnImageRef {
                 id: id.0,
                 transport: match &c.transport {
                     Transport::Unix(s) => ConnTransport::Unix {
@@ -74,12 +97,12 @@ impl Host {
                         }
                     }
                 },
-                pending: c.queue.unwritten(),
+                pending,
                 read_done: c.read_done(),
                 reported: c.reported,
                 closing: micros(c.timers.get(Timer::Closing)),
-            })
-            .collect();
+            });
+        }
         let terminals = self
             .terminals
             .iter()
@@ -98,7 +121,7 @@ impl Host {
                 kill_grace: micros(t.timers.get(Timer::KillGrace)),
             })
             .collect();
-        (conns, terminals, self.next_conn)
+        (shared, conns, terminals, self.next_conn)
     }
 
     /// Every descriptor that crosses the exec: the listener, the connections' sockets, the
@@ -142,7 +165,7 @@ impl Host {
                 }
             };
             if !c.read_done {
-                registry.register(&mut SourceFd(&read_fd), read, Interest::READABLE)?;
+                registry.register(&mut SourceFd(&read_fd), read, READ_INTEREST)?;
             }
             // [SERVER.BRIDGE.11] The bridge's socket is watched in the new image too.
             let control = match c.transport {
@@ -195,6 +218,7 @@ impl Host {
         fds: &mut impl Iterator<Item = OwnedFd>,
     ) -> io::Result<()> {
         self.next_conn = image.next_conn;
+        let heads: Vec<Arc<Vec<u8>>> = image.shared.into_iter().map(Arc::new).collect();
         let at = |micros: Option<u64>| micros.map(Instant::from_micros);
         let socket = |fds: &mut dyn Iterator<Item = OwnedFd>| {
             let fd = fds.next().ok_or_else(missing_fd)?;
@@ -224,11 +248,23 @@ impl Host {
                 }
             };
             let id = ConnId(c.id);
+            let mut queue = WriteQueue::new();
+            for piece in c.pending {
+                match piece {
+                    Piece::Bytes(bytes) => queue.push(bytes),
+                    Piece::Shared(i) => {
+                        let head = heads.get(i as usize).ok_or_else(|| {
+                            io::Error::other(format!("no shared frame {i} in the image"))
+                        })?;
+                        queue.push_head(Arc::clone(head));
+                    }
+                }
+            }
             let mut conn = Conn::adopted(
                 transport,
                 tokens,
                 may_hand_off,
-                c.pending,
+                queue,
                 c.read_done,
                 c.reported,
             );

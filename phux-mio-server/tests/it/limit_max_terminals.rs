@@ -55,33 +55,36 @@ fn a_spawn_over_max_terminals_is_refused() {
 }
 
 #[test]
-fn a_spawn_over_the_terminals_memory_budget_is_refused() {
-    // [SERVER.LIMIT.6] One 1024x512 terminal (3 MiB of cells) takes a budget of 1 MiB.
+fn a_spawn_whose_screens_do_not_fit_the_memory_budget_is_refused() {
+    // [SERVER.LIMIT.7] An 80x24 terminal reserves 572 KiB, a 1024x512 one 147 MiB: under a
+    // budget of 1 MiB, one small one fits, and neither a big one nor a second small one does.
     let dir = private_tempdir();
     let socket = dir.path().join("s.sock");
     let _server = ServerProc::start_with(&socket, None, &["--models-budget-mib", "1"]);
     let mut c = client::Client::unix(&socket);
     c.hello();
-    let mut spawn = SpawnTerminal::new(1, GroupId(1));
-    spawn.command = Some(vec![
+    let mut big = SpawnTerminal::new(1, GroupId(1));
+    big.command = Some(vec![
         "/bin/sh".to_owned(),
         "-c".to_owned(),
         "read x".to_owned(),
     ]);
-    spawn.initial_size = Some(phux_proto::frame::TerminalSize {
+    big.initial_size = Some(phux_proto::frame::TerminalSize {
         cols: 1024,
         rows: 512,
     });
-    c.send(&Frame::SpawnTerminal(spawn));
-    let first = c.wait_for("TERMINAL_SPAWNED", |f| match f {
-        Frame::TerminalSpawned(s) if s.request_id == 1 => Some(s.result.clone()),
-        _ => None,
-    });
-    assert!(matches!(first, SpawnResult::Ok(_)), "{first:?}");
-    match spawn_result(&mut c, 2) {
+    c.send(&Frame::SpawnTerminal(big));
+    let refused = |result: SpawnResult| match result {
         SpawnResult::Err(SpawnError::SpawnFailed(why)) => {
             assert!(why.contains("memory budget"), "{why}");
         }
         other => panic!("a spawn over the budget: {other:?}"),
-    }
+    };
+    refused(c.wait_for("TERMINAL_SPAWNED", |f| match f {
+        Frame::TerminalSpawned(s) if s.request_id == 1 => Some(s.result.clone()),
+        _ => None,
+    }));
+    let small = spawn_result(&mut c, 2);
+    assert!(matches!(small, SpawnResult::Ok(_)), "{small:?}");
+    refused(spawn_result(&mut c, 3));
 }

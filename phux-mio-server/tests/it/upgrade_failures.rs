@@ -17,21 +17,21 @@ use crate::support::client::{Client, DEADLINE, Server, contains, pid_of_terminal
 use crate::support::common::{eventually, proc_state};
 use crate::upgrade_chaos::{LoggedServer, paste, ping, screen, settled_fds_of};
 
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
 }
 
-fn upgrade_to(c: &mut Client, binary: &Path) -> CommandResult {
+pub(crate) fn upgrade_to(c: &mut Client, binary: &Path) -> CommandResult {
     c.command(Command::Upgrade {
         binary: Some(binary.to_str().expect("utf-8").to_owned()),
     })
 }
 
 /// The ERROR an upgrade got, with its text; panics on anything else.
-fn refusal(result: CommandResult) -> String {
+pub(crate) fn refusal(result: CommandResult) -> String {
     match result {
         CommandResult::Error { code, message } => {
             // [SERVER.UPGRADE.EXEC.4] Request-scoped: the server failed, not the request.
@@ -43,7 +43,7 @@ fn refusal(result: CommandResult) -> String {
 }
 
 /// Every client answers a ping and a command, and the echo terminal still echoes.
-fn all_served(clients: &mut [&mut Client], echo: &TerminalId, round: u64) {
+pub(crate) fn all_served(clients: &mut [&mut Client], echo: &TerminalId, round: u64) {
     for (i, c) in clients.iter_mut().enumerate() {
         ping(c, round * 100 + i as u64);
         let _ = screen(c, echo);
@@ -140,19 +140,23 @@ fn a_failed_upgrade_leaves_everything_serving_and_a_later_one_works() {
     all_served(&mut [&mut a, &mut b], &echo, 5);
     assert_eq!(fixture.adoptions(), 0, "a failed upgrade exec'd");
 
-    // One that says yes and then is gone: the exec fails, and the server serves on with its
-    // descriptors close-on-exec again (the next child inherits nothing new).
+    // One that says it reads our version and then removes itself: the file it was is still
+    // what runs next (it was opened once), and it cannot adopt the state on trial. The server
+    // serves on, and the next child inherits nothing new.
     let version = phux_core::upgrade::STATE_VERSION;
+    let vanishes = dir.path().join("vanishes");
     let vanishes = script(
         dir.path(),
         "vanishes",
         &format!(
-            "echo '{}'; rm -f \"$0\"",
-            phux_mio_server::upgrade::check_line(version)
+            "echo '{}'; rm -f {}",
+            phux_mio_server::upgrade::check_line(version),
+            vanishes.display()
         ),
     );
     let text = refusal(upgrade_to(&mut a, &vanishes));
-    assert!(text.contains("exec") && text.contains("failed"), "{text}");
+    assert!(text.contains("cannot adopt"), "{text}");
+    assert!(!vanishes.exists());
     // [SERVER.UPGRADE.EXEC.7]
     assert_eq!(inherited(&mut a), baseline);
     all_served(&mut [&mut a, &mut b], &echo, 6);
@@ -192,6 +196,28 @@ fn check_upgrade_confirms_its_version_and_refuses_others() {
 }
 
 #[test]
+fn check_adopt_refuses_what_is_not_an_image_saying_why_on_stderr() {
+    // [SERVER.UPGRADE.EXEC.12] (Every upgrade that succeeds passed it with a real image.)
+    let exe = env!("CARGO_BIN_EXE_phux-mio-server");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = dir.path().join("garbage");
+    std::fs::write(&garbage, b"phuxstat but not an image").expect("write");
+    for stdin in [
+        std::process::Stdio::from(std::fs::File::open(&garbage).expect("open")),
+        std::process::Stdio::null(),
+    ] {
+        let out = std::process::Command::new(exe)
+            .arg("--check-adopt")
+            .stdin(stdin)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+        assert!(contains(&out.stderr, b"cannot adopt this image"), "{out:?}");
+    }
+}
+
+#[test]
 fn a_new_image_that_cannot_read_the_state_goes_back_to_the_previous_binary() {
     // [SERVER.UPGRADE.EXEC.6] The "previous binary" is a script that records how it was
     // exec'd; the "image" is not one.
@@ -216,12 +242,19 @@ fn a_new_image_that_cannot_read_the_state_goes_back_to_the_previous_binary() {
     assert!(status.success(), "{status:?}");
     let args = std::fs::read_to_string(&record).expect("the previous binary ran");
     let args: Vec<&str> = args.lines().collect();
+    // [SERVER.UPGRADE.EXEC.7] Its own descriptor named, for it to close.
     assert_eq!(
-        &args[..3],
-        ["--adopt-image", "6", "--adopt-failed"],
+        &args[..5],
+        [
+            "--adopt-image",
+            "6",
+            "--previous-exe",
+            "5",
+            "--adopt-failed"
+        ],
         "{args:?}"
     );
-    assert!(args[3].contains("cannot read the state"), "{args:?}");
+    assert!(args[5].contains("cannot read the state"), "{args:?}");
 }
 
 #[test]

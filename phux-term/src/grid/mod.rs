@@ -415,6 +415,18 @@ impl Row {
         String::from_utf8(bytes).unwrap_or_default()
     }
 
+    /// The most heap a row of `cols` cells can come to hold, whatever is written to it: as
+    /// [`heap_bytes`](Self::heap_bytes) counts it, every cell marked, the style table at its
+    /// bound and indexed.
+    pub(crate) fn heap_bound(cols: u16) -> usize {
+        let cells = usize::from(cols);
+        let styles = style_bound(cols);
+        cells * (size_of::<Cell>() + MARK_ENTRY + MARKS_CAPACITY_BOUND)
+            + size_of::<Extra>()
+            + styles * (size_of::<Pen>() + INDEX_ENTRY)
+            + size_of::<BTreeMap<(u32, u32), u16>>()
+    }
+
     /// The heap bytes this row holds.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.cells.len() * size_of::<Cell>()

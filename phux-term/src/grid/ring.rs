@@ -204,8 +204,12 @@ impl Grid {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
+        self.spine_bytes() + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
+    }
+
+    /// The heap of the ring itself, without what its rows hold: O(1).
+    pub(crate) fn spine_bytes(&self) -> usize {
         self.rows.capacity() * size_of::<Row>()
-            + self.rows.iter().map(Row::heap_bytes).sum::<usize>()
     }
 
     /// Collects every row's style table now, as a full table would be.

@@ -506,8 +506,16 @@ impl Vt {
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.screen.heap_bytes()
-            + self.other.heap_bytes()
+        self.screen.heap_bytes() - self.screen.spine_bytes() + self.other.heap_bytes()
+            - self.other.spine_bytes()
+            + self.heap_bytes_besides_rows()
+    }
+
+    /// The heap outside the screens' rows: the history, the rings' spines, the parser's and
+    /// the title's buffers. O(1).
+    pub(crate) fn heap_bytes_besides_rows(&self) -> usize {
+        self.screen.spine_bytes()
+            + self.other.spine_bytes()
             + self.history.heap_bytes()
             + self.tabs.capacity()
             + self.osc.capacity()

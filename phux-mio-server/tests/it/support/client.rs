@@ -169,7 +169,11 @@ impl Drop for Client {
 
 impl Client {
     pub(crate) fn unix(path: &Path) -> Self {
-        let stream = UnixStream::connect(path).expect("connect");
+        Self::over_unix(UnixStream::connect(path).expect("connect"))
+    }
+
+    /// A client on a socket the caller connected (and may also write to directly).
+    pub(crate) fn over_unix(stream: UnixStream) -> Self {
         let reader = stream.try_clone().expect("clone");
         let control = stream.try_clone().expect("clone");
         let mut client = Self::over(Box::new(stream), reader);

@@ -262,3 +262,49 @@ fn clearing_the_history_frees_it_and_keeps_the_screen() {
     t.advance(&line.repeat(10));
     assert_eq!(t.scrollback_len(), 10);
 }
+
+/// Both screens of a `cols` x `rows` terminal filled the costliest way: every cell in a style
+/// of its own and carrying combining marks to the most a cell takes.
+fn filled_to_the_most(cols: u16, rows: u16) -> Terminal {
+    use std::fmt::Write as _;
+
+    let mut term = Terminal::new(cols, rows, 0);
+    let mut fill = String::new();
+    for screen in ["", "\x1b[?1049h"] {
+        fill.push_str(screen);
+        for y in 1..=rows {
+            let _ = write!(fill, "\x1b[{y};1H");
+            for x in 0..cols {
+                let [red, green, blue, _] =
+                    (u32::from(y) * u32::from(cols) + u32::from(x)).to_le_bytes();
+                let _ = write!(fill, "\x1b[38;2;{red};{green};{blue}me");
+                fill.push_str(&"\u{301}\u{302}\u{303}".repeat(4));
+            }
+        }
+    }
+    term.advance(fill.as_bytes());
+    term
+}
+
+#[test]
+fn the_rows_never_hold_more_than_their_bound() {
+    // [SERVER.LIMIT.6] A server reserves this bound for a terminal of the size: the costliest
+    // contents stay within it, and come near it (the bound is not far above the worst case).
+    for (cols, rows) in [(1, 1), (3, 2), (80, 24), (300, 40)] {
+        let t = filled_to_the_most(cols, rows);
+        let rows_held = t.heap_bytes() - t.heap_bytes_besides_rows();
+        let bound = Terminal::rows_heap_bound(cols, rows);
+        assert!(rows_held <= bound, "{cols}x{rows}: {rows_held} > {bound}");
+        if cols >= 80 {
+            assert!(
+                rows_held * 10 >= bound * 6,
+                "{cols}x{rows}: {rows_held} of {bound}"
+            );
+        }
+    }
+    // A resize after the fill keeps within the new size's bound.
+    let mut t = filled_to_the_most(200, 30);
+    t.resize(90, 50);
+    let rows_held = t.heap_bytes() - t.heap_bytes_besides_rows();
+    assert!(rows_held <= Terminal::rows_heap_bound(90, 50));
+}
