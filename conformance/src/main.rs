@@ -19,6 +19,7 @@ use phux_conformance::spec::Profile;
 use phux_conformance::suite::{RunOptions, Suite, embedded};
 use phux_conformance::transcript::Transcript;
 use phux_conformance::transport::{Connector, ExecConnector, InProcess, SocketConnector};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 mod wire;
 
@@ -373,10 +374,13 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
         "phux-conformance: recording; connect to {}",
         listen.display()
     );
-    let result = phux_conformance::recorder::Recording::bind(&listen).and_then(|recording| {
-        stop_on_signal(&recording, out, &listen)?;
-        recording.run(socket, clients)
-    });
+    // The signals are caught before the socket exists, so a client that sees it can stop it.
+    let result =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]).and_then(|signals| {
+            let recording = phux_conformance::recorder::Recording::bind(&listen)?;
+            stop_on_signal(signals, &recording, out, &listen);
+            recording.run(socket, clients)
+        });
     let result = result.and_then(|draft| std::fs::write(out, draft));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -390,12 +394,11 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
 /// Stopped by SIGTERM, SIGINT (Ctrl-C) or SIGHUP, a recording writes the draft so far and
 /// removes its socket (exit 0): stopping it is how a session with fewer clients ends.
 fn stop_on_signal(
+    mut signals: signal_hook::iterator::Signals,
     recording: &phux_conformance::recorder::Recording,
     out: &Path,
     listen: &Path,
-) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+) {
     let draft = recording.draft();
     let (out, listen) = (out.to_owned(), listen.to_owned());
     std::thread::spawn(move || {
@@ -418,7 +421,6 @@ fn stop_on_signal(
             std::process::exit(code);
         }
     });
-    Ok(())
 }
 
 /// The probe child's argument vector, when there is one to run.

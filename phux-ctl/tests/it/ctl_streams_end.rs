@@ -3,23 +3,9 @@
 //! and refuses an id the server does not know instead of waiting forever.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Output, Stdio};
-use std::time::Instant;
+use std::process::Stdio;
 
-use crate::support::{Ctl, DEADLINE, Server, wait_until};
-
-/// Waits for a child to exit, killing it at the deadline; its output.
-fn finish(mut child: Child) -> Output {
-    let end = Instant::now() + DEADLINE;
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    child.wait_with_output().expect("wait")
-}
+use crate::support::{Ctl, Server, finish, wait_until};
 
 // [CLIENT.WATCH.1]
 #[test]
