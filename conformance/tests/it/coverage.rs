@@ -1,11 +1,13 @@
 //! Coverage of the spec by the transcripts, and clause ids cited in the repository's code.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use phux_conformance::coverage::{Coverage, cited_in_source, parse_exemptions};
 use phux_conformance::suite::{Paths, Suite};
 use phux_conformance::transcript::Level;
+
+use crate::workspace::{root, rust_files};
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -69,28 +71,11 @@ fn every_wire_checkable_must_clause_is_cited_by_a_transcript_step() {
     }
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if path.is_dir() {
-            if name != "target" && name != ".git" {
-                rust_files(&path, out);
-            }
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn every_clause_cited_in_the_code_exists_in_the_spec() {
     let paths = Paths::default();
     let suite = Suite::load(&paths).unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = root();
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     assert!(files.len() > 20, "found only {} .rs files", files.len());

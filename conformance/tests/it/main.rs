@@ -26,3 +26,4 @@ mod runner_blame;
 mod screen_diff;
 mod suite;
 mod wire_cli;
+mod workspace;

@@ -395,15 +395,14 @@ fn a_large_reply_takes_the_rest_of_a_turn() {
     }
 }
 
-/// Sends `frame` on `c`: the terminal a `Spawn` action names, if one came, and the frames
-/// sent back to `c`.
-fn exchange(
+/// Sends `frame` on `c`; every action the engine asks for after it.
+fn deliver(
     engine: &mut phux_core::server::ServerEngine,
     c: ConnId,
     frame: &Frame,
-) -> (Option<phux_core::server::LocalTerminal>, Vec<Frame>) {
+) -> Vec<phux_core::server::ServerAction> {
     use phux_core::Instant;
-    use phux_core::server::{ServerAction, ServerEvent};
+    use phux_core::server::ServerEvent;
 
     let bytes = frame.to_bytes();
     engine.handle(
@@ -413,9 +412,21 @@ fn exchange(
             bytes: &bytes,
         },
     );
+    std::iter::from_fn(|| engine.poll_action()).collect()
+}
+
+/// Sends `frame` on `c`: the terminal a `Spawn` action names, if one came, and the frames
+/// sent back to `c`.
+fn exchange(
+    engine: &mut phux_core::server::ServerEngine,
+    c: ConnId,
+    frame: &Frame,
+) -> (Option<phux_core::server::LocalTerminal>, Vec<Frame>) {
+    use phux_core::server::ServerAction;
+
     let mut decoder = phux_core::framing::FrameDecoder::new();
     let mut started = None;
-    while let Some(action) = engine.poll_action() {
+    for action in deliver(engine, c, frame) {
         match action {
             ServerAction::Spawn { terminal, .. } => started = Some(terminal),
             ServerAction::Send { conn, bytes } if conn == c => decoder.push(&bytes),
@@ -490,30 +501,21 @@ fn scrollback_rows(
     panic!("no GET_SCREEN reply");
 }
 
-/// The sizes the engine asks the driver to give `terminal`'s PTY after `frame`.
+/// The sizes the engine asks the driver to give a PTY after `frame`.
 fn resized_to(
     engine: &mut phux_core::server::ServerEngine,
     c: ConnId,
     frame: &Frame,
 ) -> Vec<(u16, u16)> {
-    use phux_core::Instant;
-    use phux_core::server::{ServerAction, ServerEvent};
+    use phux_core::server::ServerAction;
 
-    let bytes = frame.to_bytes();
-    engine.handle(
-        Instant::ZERO,
-        ServerEvent::Received {
-            conn: c,
-            bytes: &bytes,
-        },
-    );
-    let mut sizes = Vec::new();
-    while let Some(action) = engine.poll_action() {
-        if let ServerAction::Resize { cols, rows, .. } = action {
-            sizes.push((cols, rows));
-        }
-    }
-    sizes
+    deliver(engine, c, frame)
+        .into_iter()
+        .filter_map(|action| match action {
+            ServerAction::Resize { cols, rows, .. } => Some((cols, rows)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
