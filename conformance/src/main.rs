@@ -289,6 +289,8 @@ fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
         Ok(bench) => bench,
         Err(e) => return fail("connecting", &e),
     };
+    // Findings already printed while the campaign ran.
+    let mut printed = 0;
     let result: Result<screen_diff::Report, PeerError> = if let Some(hex) = &args.replay {
         let stream = match wire::parse_hex(hex) {
             Ok(stream) => stream,
@@ -322,6 +324,11 @@ fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
         };
         let mut last = Instant::now();
         bench.run(&options, |r| {
+            // Each finding as soon as it is found: a long campaign is worth reading meanwhile.
+            for finding in &r.findings[printed..] {
+                print!("{finding}");
+            }
+            printed = r.findings.len();
             if last.elapsed() >= Duration::from_secs(10) {
                 last = Instant::now();
                 println!(
@@ -339,7 +346,7 @@ fn screen_diff(args: &ScreenDiffArgs) -> ExitCode {
         Ok(report) => report,
         Err(e) => return fail("the campaign", &e),
     };
-    for finding in &report.findings {
+    for finding in &report.findings[printed.min(report.findings.len())..] {
         print!("{finding}");
     }
     println!(

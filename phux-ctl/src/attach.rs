@@ -33,7 +33,7 @@ use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, Frame, TerminalId};
 use phux_term::Terminal;
 
-use super::cli::{AttachArgs, DetachKey};
+use super::cli::{AttachOptions, DetachKey};
 use super::conn::{Incoming, Session, Step};
 use super::keys::legacy_bytes;
 use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
@@ -269,13 +269,17 @@ enum End {
 
 /// Runs an interactive attach until the detach key, the terminal's exit or the connection's
 /// end.
-pub fn attach(session: &mut Session, args: &AttachArgs) -> Result<u8, CtlError> {
+pub fn attach(
+    session: &mut Session,
+    id: &TerminalId,
+    args: &AttachOptions,
+) -> Result<u8, CtlError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(CtlError::Local(
             "attach needs a terminal on stdin and stdout".to_owned(),
         ));
     }
-    let id = args.id.clone();
+    let id = id.clone();
     let detach = match &args.detach_key {
         DetachKey::None => None,
         DetachKey::Key(key) => Some(legacy_bytes(&key.0)),
@@ -471,7 +475,7 @@ impl Attached<'_> {
         }
     }
 
-    fn run(&mut self, session: &mut Session, args: &AttachArgs) -> Result<End, CtlError> {
+    fn run(&mut self, session: &mut Session, args: &AttachOptions) -> Result<End, CtlError> {
         let id = self.id.clone();
         loop {
             match session.step(self.detach_pending)? {

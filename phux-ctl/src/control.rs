@@ -63,11 +63,15 @@ pub(crate) fn resize(
 }
 
 /// ACQUIRE_INPUT (held while stdin lasts with `--hold`) or RELEASE_INPUT, and what changed.
-pub(crate) fn lease(session: &mut Session, args: &LeaseArgs) -> Result<u8, CtlError> {
+pub(crate) fn lease(
+    session: &mut Session,
+    id: &TerminalId,
+    args: &LeaseArgs,
+) -> Result<u8, CtlError> {
     match args.action {
         LeaseAction::Acquire => {
             session.command_ok(Command::AcquireInput {
-                terminal: args.id.clone(),
+                terminal: id.clone(),
                 mode: if args.seize {
                     AcquireMode::Seize
                 } else {
@@ -83,28 +87,26 @@ pub(crate) fn lease(session: &mut Session, args: &LeaseArgs) -> Result<u8, CtlEr
                 let _ = std::io::stdin().lock().read_to_end(&mut sink);
             } else {
                 println!(
-                    "acquired {}; the lease ends now, as this command exits (a lease lasts as \
-                     long as the connection that took it: use --hold to keep it)",
-                    args.id
+                    "acquired {id}; the lease ends now, as this command exits (a lease lasts as \
+                     long as the connection that took it: use --hold to keep it)"
                 );
             }
         }
         LeaseAction::Release => {
-            let before = list::lease_holder(session, &args.id)?;
+            let before = list::lease_holder(session, id)?;
             session.command_ok(Command::ReleaseInput {
-                terminal: args.id.clone(),
+                terminal: id.clone(),
             })?;
-            let after = list::lease_holder(session, &args.id)?;
+            let after = list::lease_holder(session, id)?;
             match (before, after) {
-                (None, _) => println!("released nothing: {} has no lease", args.id),
+                (None, _) => println!("released nothing: {id} has no lease"),
                 (Some(holder), Some(_)) => {
                     return Err(CtlError::NotDone(format!(
-                        "released nothing: {}'s lease is held by client {holder}, not by this \
-                         command; it ends when that client releases it or disconnects",
-                        args.id
+                        "released nothing: {id}'s lease is held by client {holder}, not by this \
+                         command; it ends when that client releases it or disconnects"
                     )));
                 }
-                (Some(_), None) => println!("released {}", args.id),
+                (Some(_), None) => println!("released {id}"),
             }
         }
     }

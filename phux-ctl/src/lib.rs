@@ -34,11 +34,13 @@ pub mod error;
 pub mod keys;
 pub mod link;
 pub mod list;
+pub mod names;
 pub mod outbox_store;
 pub mod outbox_verb;
 mod report;
 pub mod send;
 pub mod spawn;
+pub mod start;
 pub mod tty_input;
 pub mod view;
 
@@ -47,9 +49,10 @@ use std::process::ExitCode;
 use phux_local::verify;
 use phux_proto::{ErrorCode, TerminalId};
 
-use cli::{Cli, CtlCommand};
+use cli::{Cli, CtlCommand, NewArgs};
 use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Waits};
 use link::Endpoint;
+use names::{Target, Use};
 
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
@@ -73,13 +76,13 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// The one terminal a verb is about, if it is about one.
-fn single_target(command: &CtlCommand) -> Option<TerminalId> {
+fn single_target(command: &CtlCommand) -> Option<Target> {
     match command {
         CtlCommand::Send(a) => Some(a.id.clone()),
         CtlCommand::Paste(a) => Some(a.id.clone()),
         CtlCommand::Screen(a) => Some(a.id.clone()),
         CtlCommand::Lease(a) => Some(a.id.clone()),
-        CtlCommand::Attach(a) => Some(a.id.clone()),
+        CtlCommand::Attach(a) => a.id.clone(),
         CtlCommand::Signal(a) => a.resolve().map(|(_, id)| id.clone()),
         CtlCommand::Watch { id, .. }
         | CtlCommand::Resize { id, .. }
@@ -90,7 +93,7 @@ fn single_target(command: &CtlCommand) -> Option<TerminalId> {
 
 /// A TERMINAL_NOT_FOUND refusal names the terminal the user gave (the server's text does
 /// not).
-fn name_the_terminal(error: CtlError, target: Option<&TerminalId>) -> CtlError {
+fn name_the_terminal(error: CtlError, target: Option<&Target>) -> CtlError {
     match (error, target) {
         (CtlError::Refused { code, message }, Some(id))
             if code == ErrorCode::TERMINAL_NOT_FOUND && !message.contains(&id.to_string()) =>
@@ -125,7 +128,11 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         // Before connecting: listing and dropping need no server.
         return outbox_verb::run(&cli, &path, args, waits);
     }
-    let uses_outbox = matches!(cli.command, CtlCommand::Send(_) | CtlCommand::Paste(_));
+    let key = outbox_verb::key(&cli, &path);
+    let place = match path {
+        Endpoint::Socket(_) => spawn::Place::Local,
+        Endpoint::Exec(_) => spawn::Place::Remote,
+    };
     // Read what `paste` sends, and check what `spawn` names, before taking the lock or
     // connecting: stdin may be slow, and a bad argument is not the server's to report.
     let paste_data = match &cli.command {
@@ -144,35 +151,121 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             .as_deref()
             .map(|dir| spawn::checked_cwd(dir, remote))
             .transpose()?,
+        CtlCommand::New(args) => args
+            .spawn
+            .cwd
+            .as_deref()
+            .map(|dir| spawn::checked_cwd(dir, remote))
+            .transpose()?,
         _ => None,
     };
-    let mut session = open_session(&cli, &path, uses_outbox, waits)?;
+    if let CtlCommand::New(args) = cli.command.clone() {
+        return new(&cli, &path, &key, args, spawn_cwd, place, waits);
+    }
+    // The terminal `send` and `paste` write to, known before connecting: its earlier
+    // operations are resumed first ([CLIENT.RESUME.1]).
+    let sends_to = match &cli.command {
+        CtlCommand::Send(args) => Some(names::peek(&key, &args.id)?),
+        CtlCommand::Paste(args) => Some(names::peek(&key, &args.id)?),
+        _ => None,
+    };
+    let mut session = outbox_verb::open_session(&cli, &path, sends_to, waits)?;
+    let mut names = names::Resolver::new(&key);
     let code = match cli.command {
-        CtlCommand::Spawn(args) => spawn::spawn(&mut session, args, spawn_cwd)?,
-        CtlCommand::List { json } => list::print(&mut session, json)?,
-        CtlCommand::Kill { ids } => control::kill(&mut session, &ids)?,
-        CtlCommand::Send(args) => send::send(&mut session, args, waits.input)?,
-        CtlCommand::Paste(args) => send::paste(
-            &mut session,
-            args,
-            paste_data.unwrap_or_default(),
-            waits.input,
-        )?,
-        CtlCommand::Screen(args) => view::screen(&mut session, args)?,
-        CtlCommand::Watch { id, bootstrap } => view::watch(&mut session, &id, bootstrap)?,
-        CtlCommand::Events { id, json } => view::events(&mut session, id.as_ref(), json)?,
-        CtlCommand::Lease(args) => control::lease(&mut session, &args)?,
+        CtlCommand::Spawn(args) => {
+            let name = args.named.clone();
+            // An unnamed terminal is noted as the most recent only where phuxctl already
+            // keeps names: spawn creates no state of its own.
+            let usage = if name.is_some() {
+                Use::Write
+            } else {
+                Use::Read
+            };
+            let mut book = names.bound(&mut session, usage)?;
+            if let Some(name) = &name
+                && let Some(other) = book.lookup(name)
+            {
+                return Err(names::taken(name, &other));
+            }
+            let id = spawn::create(&mut session, args, spawn_cwd, place)?;
+            if let Some(name) = &name {
+                book.insert(name, &id)?;
+            }
+            book.touch(&id);
+            book.save()?;
+            println!("{id}");
+            EXIT_OK
+        }
+        CtlCommand::List { json } => {
+            let book = names.bound(&mut session, Use::Read)?;
+            list::print(&mut session, json, &book)?
+        }
+        CtlCommand::Kill { ids } => {
+            let ids = ids
+                .iter()
+                .map(|t| names.resolve(&mut session, t))
+                .collect::<Result<Vec<_>, _>>()?;
+            control::kill(&mut session, &ids)?
+        }
+        CtlCommand::Send(args) => {
+            let id = names.resolve(&mut session, &args.id)?;
+            send::send(&mut session, id, &args, waits.input)?
+        }
+        CtlCommand::Paste(args) => {
+            let id = names.resolve(&mut session, &args.id)?;
+            send::paste(
+                &mut session,
+                id,
+                &args,
+                paste_data.unwrap_or_default(),
+                waits.input,
+            )?
+        }
+        CtlCommand::Screen(args) => {
+            let id = names.resolve(&mut session, &args.id)?;
+            view::screen(&mut session, id, &args)?
+        }
+        CtlCommand::Watch { id, bootstrap } => {
+            let id = names.resolve(&mut session, &id)?;
+            view::watch(&mut session, &id, bootstrap)?
+        }
+        CtlCommand::Events { id, json } => {
+            let id = id.map(|t| names.resolve(&mut session, &t)).transpose()?;
+            view::events(&mut session, id.as_ref(), json)?
+        }
+        CtlCommand::Lease(args) => {
+            let id = names.resolve(&mut session, &args.id)?;
+            control::lease(&mut session, &id, &args)?
+        }
         CtlCommand::Signal(args) => {
-            let (signal, id) = args.resolve().ok_or_else(|| {
+            let (signal, target) = args.resolve().ok_or_else(|| {
                 CtlError::Usage("signal needs one signal and one terminal id".to_owned())
             })?;
-            control::signal(&mut session, signal, id.clone())?
+            let id = names.resolve(&mut session, target)?;
+            control::signal(&mut session, signal, id)?
         }
-        CtlCommand::Attach(args) => attach::attach(&mut session, &args)?,
-        CtlCommand::Resize { id, size } => control::resize(&mut session, &id, size)?,
+        CtlCommand::Attach(args) => {
+            let mut book = names.bound(&mut session, Use::Note)?;
+            let id = match &args.id {
+                Some(target) => names::lookup(&book, target)?,
+                None => most_recent(&mut session, &book)?,
+            };
+            book.touch(&id);
+            book.save()?;
+            // Not held while attached: other phuxctl runs name and attach meanwhile.
+            drop(book);
+            attach::attach(&mut session, &id, &args.how)?
+        }
+        CtlCommand::Resize { id, size } => {
+            let id = names.resolve(&mut session, &id)?;
+            control::resize(&mut session, &id, size)?
+        }
         CtlCommand::Upgrade { .. } => control::upgrade(&mut session, upgrade_binary, cli.timeout)?,
         // Handled before connecting.
-        CtlCommand::Outbox(_) | CtlCommand::Completions { .. } | CtlCommand::Man { .. } => EXIT_OK,
+        CtlCommand::New(_)
+        | CtlCommand::Outbox(_)
+        | CtlCommand::Completions { .. }
+        | CtlCommand::Man { .. } => EXIT_OK,
     };
     // [CLIENT.VERDICT.1] The verdicts are printed; journal upkeep that failed after them is
     // said apart, with its own status.
@@ -206,6 +299,93 @@ fn manual(verb: &[String], dir: Option<&std::path::Path>) -> Result<u8, CtlError
     Ok(EXIT_OK)
 }
 
+/// `new`: create a terminal (starting the server when none listens on the local socket),
+/// or with -A find the one of that name, then attach unless -d.
+fn new(
+    cli: &Cli,
+    endpoint: &Endpoint,
+    key: &str,
+    args: NewArgs,
+    cwd: Option<String>,
+    place: spawn::Place,
+    waits: Waits,
+) -> Result<u8, CtlError> {
+    use std::io::IsTerminal;
+    if !(args.detached || std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        // Said before anything is created: a terminal nobody attaches to would be left.
+        return Err(CtlError::Local(
+            "new attaches, which needs a terminal on stdin and stdout (-d: create it detached)"
+                .to_owned(),
+        ));
+    }
+    let dial = || outbox_verb::open_session(cli, endpoint, None, waits);
+    let mut session = match endpoint {
+        // [CLIENT.START.1] Only a server on this host is started, and only where none listens.
+        Endpoint::Socket(target) => {
+            let (session, started) = start::ensure(
+                target,
+                cli.socket.is_some(),
+                &cli.name,
+                key,
+                waits.command,
+                dial,
+            )?;
+            if let start::Started::Started(log) = started {
+                eprintln!(
+                    "phuxctl: started a server on {} (its log: {})",
+                    target.path.display(),
+                    log.display()
+                );
+            }
+            session
+        }
+        Endpoint::Exec(_) => dial()?,
+    };
+    let mut names = names::Resolver::new(key);
+    let mut book = names.bound(&mut session, Use::Write)?;
+    let existing = args.spawn.named.as_deref().and_then(|n| book.lookup(n));
+    let id = match (existing, args.spawn.named.clone()) {
+        (Some(id), _) if args.attach_existing => id,
+        (Some(id), Some(name)) => return Err(names::taken(&name, &id)),
+        (_, name) => {
+            let id = spawn::create(&mut session, args.spawn, cwd, place)?;
+            if let Some(name) = name {
+                book.insert(&name, &id)?;
+            }
+            id
+        }
+    };
+    book.touch(&id);
+    book.save()?;
+    drop(book);
+    if args.detached {
+        println!("{id}");
+        return Ok(EXIT_OK);
+    }
+    attach::attach(&mut session, &id, &args.how)
+}
+
+/// `attach` with no terminal: the most recent ([CLIENT.NAME.4]), the one phuxctl last
+/// created or attached to on this host while it lives, else the newest (ids grow within an
+/// incarnation, [ID.TERMINAL.2]).
+fn most_recent(session: &mut Session, book: &names::Book) -> Result<TerminalId, CtlError> {
+    if let Some(id) = book.recent() {
+        return Ok(id);
+    }
+    list::terminal_ids(session)?
+        .into_iter()
+        .filter_map(|id| match id {
+            TerminalId::Local(n) => Some(n),
+            TerminalId::Satellite { .. } => None,
+        })
+        .max()
+        .map(TerminalId::Local)
+        .ok_or_else(|| CtlError::Refused {
+            code: ErrorCode::TERMINAL_NOT_FOUND,
+            message: "no terminal to attach to (`phuxctl new` creates one)".to_owned(),
+        })
+}
+
 /// The server this run talks to: through `--exec` or `--ssh`, else the local socket.
 fn endpoint(cli: &Cli) -> Result<Endpoint, CtlError> {
     if let Some(remote) = Endpoint::remote(
@@ -219,15 +399,4 @@ fn endpoint(cli: &Cli) -> Result<Endpoint, CtlError> {
     verify::target(cli.socket.as_deref(), &cli.name)
         .map(Endpoint::Socket)
         .map_err(|e| CtlError::Local(e.to_string()))
-}
-
-/// Connects; only a command that sends input opens the outbox journal and resumes earlier
-/// operations, and only those to its own terminal (see [`outbox_verb`]).
-fn open_session(
-    cli: &Cli,
-    endpoint: &Endpoint,
-    uses_outbox: bool,
-    waits: Waits,
-) -> Result<Session, CtlError> {
-    outbox_verb::open_session(cli, endpoint, uses_outbox, waits)
 }

@@ -13,12 +13,15 @@ use phux_proto::{Command, CommandValue, ErrorCode, TerminalId};
 
 use crate::conn::Session;
 use crate::error::{CtlError, EXIT_OK};
+use crate::names::Book;
 
 /// One terminal as `list` shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// The terminal.
     pub id: TerminalId,
+    /// Its name (`new -s`, `spawn -s`), kept by phuxctl.
+    pub name: Option<String>,
     /// Columns.
     pub cols: u16,
     /// Rows.
@@ -40,8 +43,11 @@ pub struct Row {
 }
 
 /// `list`: the rows as a table (a header on a terminal) or as JSON.
-pub(crate) fn print(session: &mut Session, json: bool) -> Result<u8, CtlError> {
-    let rows = collect(session)?;
+pub(crate) fn print(session: &mut Session, json: bool, book: &Book) -> Result<u8, CtlError> {
+    let mut rows = collect(session)?;
+    for row in &mut rows {
+        row.name = book.name_of(&row.id).map(str::to_owned);
+    }
     let mut out = std::io::stdout().lock();
     let text = if json {
         to_json(&rows)
@@ -128,6 +134,7 @@ pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
             .and_then(|p| u32::try_from(p).ok());
         rows.push(Row {
             id: info.terminal,
+            name: None,
             cols: info.cols,
             rows: info.rows,
             title: info.title.filter(|t| !t.is_empty()),
@@ -202,11 +209,11 @@ pub fn human_age(secs: u64) -> String {
 /// `ps` and `tmux ls` print them; for a pipe, tab-separated fields and no header, for `cut`
 /// and `awk`.
 pub fn to_table(rows: &[Row], for_tty: bool) -> String {
-    const HEADER: [&str; 8] = [
-        "ID", "SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE",
+    const HEADER: [&str; 9] = [
+        "ID", "NAME", "SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE",
     ];
     let dash = || "-".to_owned();
-    let mut table: Vec<[String; 8]> = Vec::new();
+    let mut table: Vec<[String; 9]> = Vec::new();
     if for_tty {
         table.push(HEADER.map(str::to_owned));
     }
@@ -214,6 +221,7 @@ pub fn to_table(rows: &[Row], for_tty: bool) -> String {
         table.push(
             [
                 r.id.to_string(),
+                r.name.clone().unwrap_or_else(dash),
                 format!("{}x{}", r.cols, r.rows),
                 r.pid.map_or_else(dash, |p| p.to_string()),
                 r.age_secs.map_or_else(dash, human_age),
@@ -225,7 +233,7 @@ pub fn to_table(rows: &[Row], for_tty: bool) -> String {
             .map(|field| field.replace(['\t', '\n'], " ")),
         );
     }
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 9];
     for line in &table {
         for (width, field) in widths.iter_mut().zip(line) {
             *width = (*width).max(field.chars().count());
@@ -259,6 +267,7 @@ pub fn to_json(rows: &[Row]) -> String {
         .map(|r| {
             json!({
                 "id": r.id.to_string(),
+                "name": r.name,
                 "cols": r.cols,
                 "rows": r.rows,
                 "pid": r.pid,
@@ -281,6 +290,7 @@ mod tests {
     fn row() -> Row {
         Row {
             id: TerminalId::Local(3),
+            name: Some("work".into()),
             cols: 80,
             rows: 24,
             title: Some("a\ttitle".into()),
@@ -298,7 +308,7 @@ mod tests {
         let table = to_table(&[row()], false);
         assert_eq!(
             table,
-            "local:3\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title\n"
+            "local:3\twork\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title\n"
         );
         // On a terminal: a header, and every column starts where its header does.
         let mut wide = row();
@@ -306,7 +316,9 @@ mod tests {
         let table = to_table(&[row(), wide], true);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3);
-        for name in ["SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE"] {
+        for name in [
+            "NAME", "SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE",
+        ] {
             let at = lines[0].find(name).expect("header");
             for line in &lines[1..] {
                 assert_ne!(line.as_bytes()[at], b' ', "{name} in {line:?}");

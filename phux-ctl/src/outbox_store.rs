@@ -139,7 +139,7 @@ fn safe_flags() -> i32 {
         .cast_signed()
 }
 
-fn io_error(op: &'static str, path: &Path, source: io::Error) -> StoreError {
+pub(crate) fn io_error(op: &'static str, path: &Path, source: io::Error) -> StoreError {
     if source.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
         return StoreError::NotAFile {
             path: path.to_owned(),
@@ -155,7 +155,7 @@ fn io_error(op: &'static str, path: &Path, source: io::Error) -> StoreError {
 }
 
 /// [CLIENT.JOURNAL.8] A regular file (or, for `dir`, a directory) owned by us.
-fn check_ours(path: &Path, meta: &fs::Metadata, dir: bool) -> Result<(), StoreError> {
+pub(crate) fn check_ours(path: &Path, meta: &fs::Metadata, dir: bool) -> Result<(), StoreError> {
     let file_type = meta.file_type();
     let (ok, expected) = if dir {
         (file_type.is_dir(), "directory")
@@ -188,7 +188,7 @@ fn check_ours(path: &Path, meta: &fs::Metadata, dir: bool) -> Result<(), StoreEr
 }
 
 /// Opens an outbox file safely and checks it is a regular file of ours.
-fn open_checked(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
+pub(crate) fn open_checked(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
     let file = options
         .custom_flags(safe_flags())
         .mode(FILE_MODE)
@@ -260,17 +260,53 @@ pub fn peek(dir: &Path, key: &str) -> Result<Option<Journal>, StoreError> {
 /// The outbox directory: `$XDG_STATE_HOME/phux-mio/outbox`, else
 /// `$HOME/.local/state/phux-mio/outbox`. Relative values are ignored (XDG base-directory spec).
 pub fn outbox_dir() -> Result<PathBuf, StoreError> {
+    state_dir().map(|dir| dir.join("outbox"))
+}
+
+/// phuxctl's state directory: `$XDG_STATE_HOME/phux-mio` (or `~/.local/state/phux-mio`),
+/// which holds the outbox, the terminal names and the logs of the servers phuxctl started.
+pub fn state_dir() -> Result<PathBuf, StoreError> {
     let absolute = |var: &str| {
         std::env::var_os(var)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
     };
     if let Some(state) = absolute("XDG_STATE_HOME") {
-        return Ok(state.join("phux-mio").join("outbox"));
+        return Ok(state.join("phux-mio"));
     }
     absolute("HOME")
-        .map(|home| home.join(".local/state/phux-mio/outbox"))
+        .map(|home| home.join(".local/state/phux-mio"))
         .ok_or(StoreError::NoStateDir)
+}
+
+/// Creates `dir` (0700, with its parents) and checks it is a directory of ours.
+pub(crate) fn private_dir(dir: &Path) -> Result<(), StoreError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|e| io_error("create", dir, e))?;
+    let meta = fs::symlink_metadata(dir).map_err(|e| io_error("stat", dir, e))?;
+    check_ours(dir, &meta, true)
+}
+
+/// Takes `lock`'s flock (waiting for it), on a lock file opened as the outbox's are.
+pub(crate) fn lock_file(path: &Path) -> Result<File, StoreError> {
+    let lock = open_checked(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )?;
+    loop {
+        match rustix::fs::flock(&lock, FlockOperation::LockExclusive) {
+            Ok(()) => return Ok(lock),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(io_error("lock", path, e.into())),
+        }
+    }
 }
 
 /// The journal's name for a server: its `--name`, or for an explicit `--socket` a name

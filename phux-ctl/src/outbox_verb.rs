@@ -17,7 +17,7 @@ use phux_proto::{OperationId, TerminalId};
 
 use phux_local::verify;
 
-use crate::cli::{Cli, CtlCommand, OutboxAction, OutboxArgs};
+use crate::cli::{Cli, OutboxAction, OutboxArgs};
 use crate::conn::{Session, Upkeep, Waits, unix_now};
 use crate::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, EXIT_UNKNOWN};
 use crate::link::Endpoint;
@@ -26,31 +26,24 @@ use crate::outbox_store::{
 };
 use crate::send::{resolution_code, verdict};
 
-/// The journal key for a target: its `--name`, or the absolute socket path.
-fn key(cli: &Cli, endpoint: &Endpoint) -> String {
+/// The journal key for a target: its `--name`, or the absolute socket path (also the key of
+/// its terminal names and of the log of a server phuxctl started there).
+pub(crate) fn key(cli: &Cli, endpoint: &Endpoint) -> String {
     let named = cli.socket.is_some() || matches!(endpoint, Endpoint::Exec(_));
     journal_key(named.then(|| endpoint.key_path()).as_deref(), &cli.name)
 }
 
-/// The terminal a command sends input to, if it sends any.
-fn sends_to(command: &CtlCommand) -> Option<TerminalId> {
-    match command {
-        CtlCommand::Send(args) => Some(args.id.clone()),
-        CtlCommand::Paste(args) => Some(args.id.clone()),
-        _ => None,
-    }
-}
-
 /// Opens the session for a command: with the journal, locked, and the command's own
-/// terminal in scope when it sends input; otherwise without the journal (only peeked at).
+/// terminal in scope when it sends input (`sends_to`); otherwise without the journal (only
+/// peeked at).
 pub(crate) fn open_session(
     cli: &Cli,
     endpoint: &Endpoint,
-    uses_outbox: bool,
+    sends_to: Option<TerminalId>,
     waits: Waits,
 ) -> Result<Session, CtlError> {
     let key = key(cli, endpoint);
-    let Some(terminal) = sends_to(&cli.command).filter(|_| uses_outbox) else {
+    let Some(terminal) = sends_to else {
         // [CLIENT.RESUME.1] A command that sends nothing resumes nothing.
         note_pending(&key);
         return Session::connect_within(endpoint, None, Vec::new(), Scope::Nothing, waits.command);

@@ -16,7 +16,12 @@ use crate::error::{CtlError, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN};
 use crate::report;
 
 /// `send`: the text and keys in the order given, as one acknowledged batch.
-pub(crate) fn send(session: &mut Session, args: SendArgs, wait: Duration) -> Result<u8, CtlError> {
+pub(crate) fn send(
+    session: &mut Session,
+    id: TerminalId,
+    args: &SendArgs,
+    wait: Duration,
+) -> Result<u8, CtlError> {
     let events = args
         .ordered_parts()
         .into_iter()
@@ -29,13 +34,14 @@ pub(crate) fn send(session: &mut Session, args: SendArgs, wait: Duration) -> Res
             SendPart::Key(key) => InputEvent::Key(key.0),
         })
         .collect();
-    deliver(session, args.id, Input::Events(events), wait, args.json)
+    deliver(session, id, Input::Events(events), wait, args.json)
 }
 
 /// `paste`: `data` (read by [`read_paste`] before connecting) as a paste.
 pub(crate) fn paste(
     session: &mut Session,
-    args: PasteArgs,
+    id: TerminalId,
+    args: &PasteArgs,
     data: Vec<u8>,
     wait: Duration,
 ) -> Result<u8, CtlError> {
@@ -45,13 +51,7 @@ pub(crate) fn paste(
         PasteTrust::Trusted
     };
     let data = pasteable(data, args.verbatim);
-    deliver(
-        session,
-        args.id,
-        Input::Paste { data, trust },
-        wait,
-        args.json,
-    )
+    deliver(session, id, Input::Paste { data, trust }, wait, args.json)
 }
 
 /// Text as `send` and `paste` type it: made safe to paste ([CLIENT.PASTE.4]), or exactly as

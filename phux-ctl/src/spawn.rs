@@ -1,11 +1,11 @@
 //! `spawn`: SPAWN_TERMINAL from the command line, and its refusals in words.
 
-use phux_proto::GroupId;
 use phux_proto::frame::{SpawnTerminal, TerminalSize};
+use phux_proto::{GroupId, TerminalId};
 
 use crate::cli::SpawnArgs;
 use crate::conn::Session;
-use crate::error::{CtlError, EXIT_OK};
+use crate::error::CtlError;
 
 /// SPAWN_TERMINAL's default size (`initial_size` absent or with a 0 axis).
 pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
@@ -38,19 +38,43 @@ pub(crate) fn checked_cwd(dir: &std::path::Path, remote: bool) -> Result<String,
         .map_err(|_| bad("not UTF-8, which the protocol requires".to_owned()))
 }
 
-/// SPAWN_TERMINAL; prints the new terminal's id.
-pub(crate) fn spawn(
+/// Where the program runs when the caller says nothing: this shell's directory and
+/// environment for a server on this host ([CLIENT.SPAWN.1]), the server's over `--ssh` and
+/// `--exec`, where nothing of this host is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The server runs on this host.
+    Local,
+    /// The server is reached through a command (`--ssh`, `--exec`).
+    Remote,
+}
+
+/// SPAWN_TERMINAL as `args` asks (the name is the caller's to record); the new id.
+pub(crate) fn create(
     session: &mut Session,
     args: SpawnArgs,
     cwd: Option<String>,
-) -> Result<u8, CtlError> {
+    place: Place,
+) -> Result<TerminalId, CtlError> {
     let mut spawn = SpawnTerminal::new(0, GroupId(1));
     if !args.command.is_empty() {
         spawn.command = Some(args.command);
     }
-    spawn.cwd = cwd;
+    let ours = place == Place::Local && !args.server_env;
+    // [CLIENT.SPAWN.1] This shell's directory unless told otherwise (one that is gone or not
+    // UTF-8 leaves the server's).
+    spawn.cwd = cwd.or_else(|| {
+        ours.then(|| {
+            std::env::current_dir()
+                .ok()?
+                .into_os_string()
+                .into_string()
+                .ok()
+        })
+        .flatten()
+    });
     spawn.term = args.term;
-    if session.is_remote() && !args.clear_env && !args.env.is_empty() {
+    if place == Place::Remote && !args.clear_env && !args.env.is_empty() {
         // This host's environment is not the server's host's (and may hold secrets): the
         // program keeps the server's environment and `env` adds the variables before it
         // runs, as `ssh HOST env K=V CMD` does.
@@ -63,12 +87,15 @@ pub(crate) fn spawn(
             None => argv.extend(["/bin/sh", "-c", "exec \"${SHELL:-/bin/sh}\""].map(str::to_owned)),
         }
         spawn.command = Some(argv);
-    } else if args.clear_env || !args.env.is_empty() {
+    } else if args.clear_env || !args.env.is_empty() || ours {
         let mut env: Vec<(String, String)> = if args.clear_env {
             Vec::new()
         } else {
             std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                // This shell's TERM names the outer terminal; the program's is the one the
+                // server models (--term, --env TERM=, else the server's default).
+                .filter(|(k, _)| k != "TERM")
                 .collect()
         };
         for (k, v) in args.env {
@@ -87,7 +114,6 @@ pub(crate) fn spawn(
     }
     let asked = spawn.initial_size;
     let id = session.spawn(spawn)?;
-    println!("{id}");
     if let Some(asked) = asked
         && let Some(now) = crate::list::terminal(session, &id)?
         && (now.cols, now.rows) != (asked.cols, asked.rows)
@@ -99,5 +125,5 @@ pub(crate) fn spawn(
             now.cols, now.rows, asked.cols, asked.rows
         );
     }
-    Ok(EXIT_OK)
+    Ok(id)
 }

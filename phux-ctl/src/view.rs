@@ -13,9 +13,13 @@ use crate::conn::{Session, Step};
 use crate::error::{CtlError, EXIT_OK, program_exit_code};
 
 /// GET_SCREEN, printed as its lines (or the JSON document).
-pub(crate) fn screen(session: &mut Session, args: ScreenArgs) -> Result<u8, CtlError> {
+pub(crate) fn screen(
+    session: &mut Session,
+    id: TerminalId,
+    args: &ScreenArgs,
+) -> Result<u8, CtlError> {
     let value = session.command_ok(Command::GetScreen {
-        terminal: args.id,
+        terminal: id,
         request_scrollback: args.scrollback,
         cells: false,
     })?;

@@ -47,6 +47,12 @@ pub struct Config {
     #[arg(long, conflicts_with = "socket")]
     pub stdio: bool,
 
+    /// Start a new session (setsid) before serving, so that the hangup of the terminal or
+    /// ssh session the server was started from does not reach it (`phuxctl new` starts the
+    /// server this way when none runs).
+    #[arg(long, conflicts_with = "stdio")]
+    pub detach: bool,
+
     /// How much to log.
     #[arg(long, value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,

@@ -69,9 +69,12 @@ pub(crate) struct FlushPolicy;
 impl FlushPolicy {
     /// A PTY read shorter than this is an echo or a prompt: flushed at once.
     pub(crate) const INTERACTIVE_READ: usize = 512;
-    /// A PTY read at least this long is bulk output. The master hands out at most 4 KiB per
-    /// read.
+    /// A PTY read at least this long is bulk output. The master hands out at most
+    /// [`Self::MASTER_READ`] per read.
     pub(crate) const BULK_READ: usize = 2048;
+    /// The most a PTY master hands out per read (its line discipline's buffer): bulk reads
+    /// are gathered into one chunk while another of these fits the engine's limit.
+    pub(crate) const MASTER_READ: usize = 4096;
     /// Bulk output waits at most this long for more to join it before it is written...
     pub(crate) const HOLD: Duration = Duration::from_millis(1);
     /// ...or until this much is queued for the connection: fewer, larger writes, so fewer

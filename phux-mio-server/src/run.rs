@@ -48,6 +48,14 @@ where
         };
         return run_adopted(args, config.adopt_failed.as_deref());
     }
+    // [SERVER.DETACH.1] Out of the starting terminal's session before anything else, so its
+    // hangup (which this server takes as a shutdown) never reaches it.
+    if config.detach
+        && let Err(e) = rustix::process::setsid()
+    {
+        eprintln!("phux-mio-server: --detach: cannot start a new session: {e}");
+        return ExitCode::FAILURE;
+    }
     if let Err(e) = init_logging(config.log_level.directive(), config.log_file.as_deref()) {
         eprintln!("phux-mio-server: {e}");
         return ExitCode::from(2);

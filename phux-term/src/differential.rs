@@ -51,8 +51,10 @@
 //! | Writing the last column with DECAWM reset | the wrap is pending all the same: the next character overwrites the column, or wraps if DECAWM was set again before it | the same | xterm `dotext` sets `do_wrap` whenever a write reaches the right margin (`cur_col < next_col`), WRAPAROUND or not; only taking the wrap tests WRAPAROUND | — (we left it unset: fixed) |
 //!
 //! Not compared: the soft-wrap flag of a row. It shows nowhere on the screen (it joins rows
-//! when text is copied); we drop it from a row that IL, DL or an erase of its last column
-//! touches, as `vt100` does, and the differential tests against `vt100` compare it.
+//! when text is copied); we keep and end it where xterm does (`WrapLine` sets it; `ClearRight`,
+//! `ClearBufRows` and `ScrnDeleteChar` clear it; inserting and other erases leave it), the
+//! differential tests against `vt100` check the rows it marks, and the screen differential
+//! against the phux reference (`phux_conformance::screen_diff`) compares it both ways.
 //!
 //! Decided, a deliberate deviation from xterm (not compared): a combining mark, after a cursor
 //! motion or an edit, over a cell that holds nothing. xterm's `doparsing` adds it to the cell

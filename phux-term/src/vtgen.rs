@@ -83,9 +83,9 @@ pub mod reference {
     /// clears the new rows (`ScrnDeleteLine`, `ScrnClearLines`); the reference's new rows keep
     /// the marks of the rows that left and the rows it moves lose theirs. Not sent.
     pub const RECYCLED_WRAP: &str = "recycled-row-soft-wrap";
-    /// CHA, HPA or VPR in origin mode with a scroll region below the top: xterm moves within
-    /// the column or relative to the cursor's row, the reference adds the region's top to the
-    /// row again. Not sent.
+    /// CHA, HPA, HPR or VPR in origin mode with a scroll region below the top: xterm moves
+    /// within the row or relative to it (`CursorSet` of `CursorRow`, which takes the region's
+    /// top off first), the reference adds the region's top to the row again. Not sent.
     pub const ORIGIN_ROW_SHIFT: &str = "origin-mode-row-shift";
     /// A write at the last column cutting a wide character in two: xterm leaves the first
     /// half a space in the character's own style (`ScrnWriteText`), the reference a blank in
@@ -111,8 +111,14 @@ pub mod reference {
     /// nothing, and sets `do_wrap` to `need_wrap`, false), the reference keeps the wrap
     /// pending, so the next character wraps. Not sent.
     pub const WIDE_DROPPED_PENDING: &str = "wide-dropped-with-pending-wrap";
+    /// A wide character that does not fit the last column, in insert mode (IRM): xterm wraps
+    /// and then inserts it at the start of the next row, shifting that row right (`dotext`
+    /// wraps with `WrapLine`, then `WriteText` calls `InsertChar` for it); the reference wraps
+    /// and writes over the row's first cells. Not sent.
+    pub const WIDE_WRAP_INSERT: &str = "wide-wrap-in-insert-mode";
     /// Every id above.
     pub const ALL: &[&str] = &[
+        WIDE_WRAP_INSERT,
         WIDE_DROPPED_PENDING,
         INSERT_RUN,
         RI_PENDING,
@@ -257,7 +263,7 @@ pub fn generate_noting(
                 let y = vt.cur.y;
                 // The reference: no CHA, HPA or VPR then (see `reference::ORIGIN_ROW_SHIFT`).
                 let mut shifted =
-                    !alacritty && vt.origin && vt.top > 0 && matches!(fin, 'e' | 'G' | '`');
+                    !alacritty && vt.origin && vt.top > 0 && matches!(fin, 'a' | 'e' | 'G' | '`');
                 if shifted {
                     steered(reference::ORIGIN_ROW_SHIFT);
                 }
@@ -498,6 +504,7 @@ pub fn generate_noting(
                     reference::LAST_COLUMN_CUT,
                     reference::INSERT_RUN,
                     reference::WIDE_DROPPED_PENDING,
+                    reference::WIDE_WRAP_INSERT,
                 ];
                 let mut parted = false;
                 for (id, (a, b)) in ids.iter().zip(after.reference.iter().zip(before.reference)) {

@@ -387,6 +387,14 @@ impl Terminal {
     }
 
     /// The attached connections, in order.
+    /// The viewers whose stream is live (not paused for a slow reader).
+    pub(super) fn live_viewers(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.viewers
+            .iter()
+            .filter(|(_, v)| v.paused_at.is_none())
+            .map(|(&id, _)| id)
+    }
+
     pub(super) fn viewer_ids(&self) -> Vec<ConnId> {
         self.viewers.keys().copied().collect()
     }

@@ -88,7 +88,7 @@ fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
     // [BOOTSTRAP.CHUNK.2] The attach draws the terminal's screen, and resizes it to the pane.
     tmux.wait_pane("the bootstrap", |p| p.contains("before-attach"));
     assert!(
-        wait_until(|| ctl.ok(&["list"]).contains(&format!("{id}\t90x25"))),
+        wait_until(|| ctl.ok(&["list"]).contains(&format!("{id}\t-\t90x25"))),
         "the terminal was not resized to the pane: {}",
         ctl.ok(&["list"])
     );

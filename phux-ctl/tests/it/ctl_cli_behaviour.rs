@@ -37,11 +37,11 @@ fn one_size_axis_alone_is_honoured_and_resize_takes_colsxrows() {
     let ctl = Ctl::new(&server);
     let wide = ctl.ok(&["spawn", "--cols", "100", "--", "sleep", "1000"]);
     let tall = ctl.ok(&["spawn", "--rows", "10", "--", "sleep", "1000"]);
-    assert_eq!(row(&ctl, wide.trim()).expect("listed")[1], "100x24");
-    assert_eq!(row(&ctl, tall.trim()).expect("listed")[1], "80x10");
+    assert_eq!(row(&ctl, wide.trim()).expect("listed")[2], "100x24");
+    assert_eq!(row(&ctl, tall.trim()).expect("listed")[2], "80x10");
 
     assert_eq!(ctl.ok(&["resize", tall.trim(), "120x40"]).trim(), "120x40");
-    assert_eq!(row(&ctl, tall.trim()).expect("listed")[1], "120x40");
+    assert_eq!(row(&ctl, tall.trim()).expect("listed")[2], "120x40");
     // [TERMINAL.RESIZE.3] What the server made of an oversized request is what is printed.
     assert_eq!(
         ctl.ok(&["resize", tall.trim(), "5000x40"]).trim(),
@@ -60,17 +60,18 @@ fn list_shows_pid_age_state_lease_and_command_and_has_json() {
     let ctl = Ctl::new(&server);
     let id = ctl.spawn(&["sleep", "1000"]);
     let fields = row(&ctl, &id).expect("listed");
-    // id, size, pid, age, state, lease, command, title
-    assert_eq!(fields.len(), 8, "{fields:?}");
-    let pid: u32 = fields[2].parse().expect("a pid");
+    // id, name, size, pid, age, state, lease, command, title
+    assert_eq!(fields.len(), 9, "{fields:?}");
+    assert_eq!(fields[1], "-", "no name given");
+    let pid: u32 = fields[3].parse().expect("a pid");
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     assert!(
-        fields[3].ends_with('s') || fields[3].ends_with('m'),
+        fields[4].ends_with('s') || fields[4].ends_with('m'),
         "{fields:?}"
     );
-    assert_eq!(fields[4], "running");
-    assert_eq!(fields[5], "-");
-    assert_eq!(fields[6], "sleep 1000");
+    assert_eq!(fields[5], "running");
+    assert_eq!(fields[6], "-");
+    assert_eq!(fields[7], "sleep 1000");
 
     let json: serde_json::Value =
         serde_json::from_str(&ctl.ok(&["list", "--json"])).expect("list --json is JSON");
@@ -331,7 +332,7 @@ fn the_lease_verbs_say_what_they_did() {
     // Without --hold the lease ends with the command, and it says so.
     let said = ctl.ok(&["lease", "acquire", &id]);
     assert!(said.contains("--hold") && said.contains("ends"), "{said}");
-    assert_eq!(row(&ctl, &id).expect("listed")[5], "-");
+    assert_eq!(row(&ctl, &id).expect("listed")[6], "-");
 
     let mut holder = ctl
         .command(&["lease", "acquire", &id, "--hold"])
@@ -345,7 +346,7 @@ fn the_lease_verbs_say_what_they_did() {
         .expect("read");
     assert_eq!(held.trim(), "held");
     assert_ne!(
-        row(&ctl, &id).expect("listed")[5],
+        row(&ctl, &id).expect("listed")[6],
         "-",
         "the holder is listed"
     );
@@ -354,11 +355,11 @@ fn the_lease_verbs_say_what_they_did() {
     let out = ctl.run(&["lease", "release", &id]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
     assert!(stderr(&out).contains("released nothing"), "{out:?}");
-    assert_ne!(row(&ctl, &id).expect("listed")[5], "-");
+    assert_ne!(row(&ctl, &id).expect("listed")[6], "-");
 
     drop(holder.stdin.take());
     let _ = finish(holder);
-    assert!(wait_until(|| row(&ctl, &id).is_some_and(|r| r[5] == "-")));
+    assert!(wait_until(|| row(&ctl, &id).is_some_and(|r| r[6] == "-")));
     let said = ctl.ok(&["lease", "release", &id]);
     assert!(said.contains("has no lease"), "{said}");
 }

@@ -47,7 +47,7 @@ fn signal_takes_kill_style_names_in_either_order() {
         .ok(&["list"])
         .lines()
         .find(|l| l.starts_with(&format!("{id}\t")))
-        .and_then(|l| l.split('\t').nth(2)?.parse().ok())
+        .and_then(|l| l.split('\t').nth(3)?.parse().ok())
         .expect("the pid in list");
     ctl.ok(&["signal", "STOP", &id]);
     assert!(wait_until(|| proc_state(pid) == Some('T')), "not stopped");

@@ -67,10 +67,10 @@ fn nothing_about_the_remote_host_is_answered_from_this_one() {
             .collect()
     };
     let here = fields(&local.ok(&["list"]));
-    assert_eq!(here[6], "sleep 1000", "{here:?}");
+    assert_eq!(here[7], "sleep 1000", "{here:?}");
     let there = fields(&ok(&["list"]));
     assert_eq!(
-        (there[3].as_str(), there[6].as_str()),
+        (there[4].as_str(), there[7].as_str()),
         ("-", "-"),
         "{there:?}"
     );

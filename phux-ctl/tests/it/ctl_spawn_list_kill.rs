@@ -21,7 +21,7 @@ fn spawn_prints_the_id_list_shows_size_and_kill_removes_it() {
             .map(str::to_owned)
     };
     let a_row = row(a).unwrap_or_else(|| panic!("{a} not listed:\n{list}"));
-    assert_eq!(a_row.split('\t').nth(1), Some("100x30"), "{a_row}");
+    assert_eq!(a_row.split('\t').nth(2), Some("100x30"), "{a_row}");
     assert!(row(&b).is_some(), "{b} not listed:\n{list}");
 
     // Both id forms are accepted: `local:N` and `N`.

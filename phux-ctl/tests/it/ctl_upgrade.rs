@@ -14,7 +14,7 @@ fn pid_of(ctl: &Ctl, id: &str) -> String {
     let list = ctl.ok(&["list"]);
     list.lines()
         .find(|l| l.split('\t').next() == Some(id))
-        .and_then(|l| l.split('\t').nth(2))
+        .and_then(|l| l.split('\t').nth(3))
         .map_or_else(|| panic!("{id} not listed:\n{list}"), str::to_owned)
 }
 

@@ -428,7 +428,8 @@ impl Driver {
     /// `event`; every event that follows from it carries the same mark. Events the host had
     /// already queued before `event` came go to the engine first, unmarked.
     fn feed(&mut self, event: ServerEvent<'_>) {
-        self.feed_all(Some(event));
+        let output = FlushPolicy::output_of(&event);
+        self.feed_all(Some((event, output)));
     }
 
     /// Feeds the events the host observed outside of `feed` (a write on writability, a
@@ -439,14 +440,14 @@ impl Driver {
         }
     }
 
-    fn feed_all(&mut self, mut event: Option<ServerEvent<'_>>) {
+    fn feed_all(&mut self, mut event: Option<(ServerEvent<'_>, Output)>) {
         let mut output = Output::Urgent;
         loop {
             let next = match self.host.events.pop_front() {
                 Some(observed) => observed,
                 None => match event.take() {
-                    Some(event) => {
-                        output = FlushPolicy::output_of(&event);
+                    Some((event, mark)) => {
+                        output = mark;
                         event
                     }
                     None => return,
@@ -643,12 +644,17 @@ impl Driver {
         token: Token,
         ended: bool,
     ) {
-        // Each read goes to the engine at once: a PTY master hands out at most its line
-        // discipline's few KiB per read, and the time spent on one chunk is what lets the
-        // kernel refill it for the next read. The frames of bulk reads still leave in large
-        // writes, as the flush policy says: one between two reads, the rest when the wake-up's
-        // reads are done.
+        // Each read goes to the engine at once while a viewer waits for output: a PTY master
+        // hands out at most its line discipline's few KiB per read, and the time spent on one
+        // chunk is what lets the kernel refill it for the next read. While every viewer is
+        // behind, the engine lets bulk reads be gathered into one chunk
+        // ([OUTPUT.GATHER.1]): one frame for several reads, no later for anyone. The frames
+        // of bulk reads still leave in large writes, as the flush policy says: one between
+        // two reads, the rest when the wake-up's reads are done.
         let slice_end = self.host.clock.now() + SOURCE_SLICE;
+        let mut limit = self.engine.output_gather_limit(terminal).min(buf.len());
+        // Bytes read into `buf` and not yet handed to the engine.
+        let mut gathered = 0;
         for _ in 0..READS_PER_WAKE {
             // [SERVER.FAIR.2] A few bytes may cost many cells (REP, combining marks on a wide
             // screen): a terminal's turn ends after a slice of time, not only of reads.
@@ -661,40 +667,79 @@ impl Driver {
             if t.eof() {
                 return;
             }
-            match t.child.read(buf) {
+            let read = t.child.read(buf.get_mut(gathered..).unwrap_or_default());
+            match read {
                 Ok(PtyRead::Data(n)) => {
-                    let bytes = buf.get(..n).unwrap_or_default();
-                    // This read's frames are queued now, marked as bulk output or not by the
-                    // read's size.
-                    self.feed(ServerEvent::PtyOutput { terminal, bytes });
-                    if FlushPolicy::pty_read(n) == Output::Bulk {
-                        self.host.flush_ripest(&mut Recycle(&mut self.engine));
-                        self.feed_observed();
+                    gathered += n;
+                    // A bulk read says more is on its way: read on while another fits.
+                    if FlushPolicy::pty_read(n) == Output::Bulk
+                        && gathered + FlushPolicy::MASTER_READ <= limit
+                    {
+                        continue;
                     }
-                    // A few bytes are an echo or a prompt someone is waiting for: send them
-                    // at once. Bulk output, read in KiB chunks, leaves in large writes.
-                    if FlushPolicy::flush_after_read(n) {
-                        self.flush();
-                        // A short read took all the line discipline held, and more output
-                        // raises a new event: the read that would find the master empty is
-                        // skipped, as for a socket. Not after a bulk read: there the master
-                        // is refilled as we go, and the next read waits for the refill
-                        // inside the kernel more cheaply than a trip through the poll.
-                        if !ended {
-                            return;
-                        }
+                    let bytes = buf.get(..gathered).unwrap_or_default();
+                    gathered = 0;
+                    if self.feed_output(terminal, bytes, n) && !ended {
+                        return;
                     }
+                    limit = self.engine.output_gather_limit(terminal).min(buf.len());
                 }
-                Ok(PtyRead::WouldBlock) => return,
-                Ok(PtyRead::Eof) => return self.host.master_eof(terminal),
+                Ok(PtyRead::WouldBlock) => {
+                    let bytes = buf.get(..gathered).unwrap_or_default();
+                    if !bytes.is_empty() {
+                        self.feed_output(terminal, bytes, FlushPolicy::BULK_READ);
+                    }
+                    return;
+                }
+                Ok(PtyRead::Eof) => {
+                    self.feed_output_rest(terminal, buf.get(..gathered).unwrap_or_default());
+                    return self.host.master_eof(terminal);
+                }
                 Err(e) => {
                     warn!(%terminal, error = %e, "reading the terminal failed");
+                    self.feed_output_rest(terminal, buf.get(..gathered).unwrap_or_default());
                     return self.host.master_eof(terminal);
                 }
             }
         }
+        let bytes = buf.get(..gathered).unwrap_or_default();
+        if !bytes.is_empty() {
+            self.feed_output(terminal, bytes, FlushPolicy::BULK_READ);
+        }
         // The cap stopped us with more to read: come back before waiting.
         self.host.again.push(token);
+    }
+
+    /// Hands the engine one chunk of `terminal`'s output, `last_read` the size of the read
+    /// that ended it, and flushes as the policy says for that read. Returns whether that read
+    /// was short: it took all the line discipline held.
+    fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) -> bool {
+        // This chunk's frames are queued now, marked as bulk output or not by the last read's
+        // size: a gathered chunk ended by a short read is the end of a burst, sent at once.
+        let output = FlushPolicy::pty_read(last_read);
+        self.feed_all(Some((ServerEvent::PtyOutput { terminal, bytes }, output)));
+        if output == Output::Bulk {
+            self.host.flush_ripest(&mut Recycle(&mut self.engine));
+            self.feed_observed();
+        }
+        // A few bytes are an echo or a prompt someone is waiting for: send them at once. Bulk
+        // output, read in KiB chunks, leaves in large writes.
+        if FlushPolicy::flush_after_read(last_read) {
+            self.flush();
+            // A short read took all the line discipline held, and more output raises a new
+            // event: the read that would find the master empty is skipped, as for a socket.
+            // Not after a bulk read: there the master is refilled as we go, and the next read
+            // waits for the refill inside the kernel more cheaply than a trip through the poll.
+            return true;
+        }
+        false
+    }
+
+    /// The output gathered before the master's end, if any, sent at once.
+    fn feed_output_rest(&mut self, terminal: LocalTerminal, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.feed_output(terminal, bytes, 0);
+        }
     }
 
     // ---- time ----

@@ -94,6 +94,87 @@ pub(crate) struct Cell {
     pub(super) style: u16,
 }
 
+/// Blank cells to lend out: a row whose cells were never written reads as a slice of these.
+/// All zero bytes, so the static lies in zero-filled memory the process never writes, which
+/// costs no resident memory however wide the widest such row.
+static BLANKS: [Cell; u16::MAX as usize] = [Cell::BLANK; u16::MAX as usize];
+
+/// A row's cells, allocated when first written: a row that never held anything (most of an
+/// idle terminal's screen) costs no cells, and reads as blanks. Derefs to the row's `cols`
+/// cells either way; `deref_mut` allocates them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cells {
+    /// Empty while nothing was written, else `cols` cells.
+    buf: Box<[Cell]>,
+    cols: u16,
+}
+
+impl Cells {
+    /// `cols` blank cells, not allocated yet.
+    pub(crate) fn blank(cols: u16) -> Self {
+        Self {
+            buf: Box::default(),
+            cols,
+        }
+    }
+
+    /// `cols` cells starting with `written`, the rest blank; allocated only if `written` is not
+    /// empty.
+    pub(crate) fn from_written(cols: u16, written: impl ExactSizeIterator<Item = Cell>) -> Self {
+        if written.len() == 0 {
+            return Self::blank(cols);
+        }
+        let mut cells = Self::blank(cols);
+        for (cell, w) in cells.iter_mut().zip(written) {
+            *cell = w;
+        }
+        cells
+    }
+
+    /// Whether the cells are allocated (something was written since the row was made).
+    pub(crate) fn allocated(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// The same cells at a new width: those that still fit kept, new ones blank.
+    pub(crate) fn resize(&mut self, cols: u16) {
+        if self.allocated() {
+            let mut cells = std::mem::take(&mut self.buf).into_vec();
+            cells.resize(usize::from(cols), Cell::BLANK);
+            self.buf = cells.into_boxed_slice();
+        }
+        self.cols = cols;
+    }
+
+    /// The heap they hold.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.buf.len() * size_of::<Cell>()
+    }
+}
+
+impl std::ops::Deref for Cells {
+    type Target = [Cell];
+
+    #[inline]
+    fn deref(&self) -> &[Cell] {
+        if self.buf.is_empty() {
+            &BLANKS[..usize::from(self.cols)]
+        } else {
+            &self.buf
+        }
+    }
+}
+
+impl std::ops::DerefMut for Cells {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [Cell] {
+        if self.buf.is_empty() && self.cols > 0 {
+            self.buf = vec![Cell::BLANK; usize::from(self.cols)].into_boxed_slice();
+        }
+        &mut self.buf
+    }
+}
+
 impl Cell {
     /// Never written, default style.
     pub(crate) const BLANK: Self = Self { code: 0, style: 0 };

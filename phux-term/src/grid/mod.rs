@@ -20,8 +20,8 @@ mod state;
 use std::collections::BTreeMap;
 
 pub(crate) use cell::{
-    ATTR_MASK, BG_ATTR_MASK, BLINK, BOLD, Cell, Color, DIM, DOUBLE_UNDERLINE, INVERSE, INVISIBLE,
-    ITALIC, Mark, Pen, STRIKETHROUGH, UNDERLINE,
+    ATTR_MASK, BG_ATTR_MASK, BLINK, BOLD, Cell, Cells, Color, DIM, DOUBLE_UNDERLINE, INVERSE,
+    INVISIBLE, ITALIC, Mark, Pen, STRIKETHROUGH, UNDERLINE,
 };
 pub(crate) use ring::Grid;
 
@@ -48,14 +48,14 @@ const KEEP_STYLES: usize = 16;
 
 /// One row of cells.
 ///
-/// Invariants: `cells.len()` is the grid's width; every cell at or after `used` is
-/// [`Cell::BLANK`] with no marks, so clearing a row or retiring it into history costs `used`,
+/// Invariants: `cells.len()` is the grid's width (its cells allocated once first written, see
+/// [`Cells`]); every cell at or after `used` is [`Cell::BLANK`] with no marks, so clearing a row or retiring it into history costs `used`,
 /// not the width; every cell's style id is 0 or names an entry of the row's table, and the
 /// table holds each pen at most once and never the default, so two cells of one row are equal
 /// exactly when their characters, shapes and pens are.
 #[derive(Clone, Debug)]
 pub(crate) struct Row {
-    pub(crate) cells: Box<[Cell]>,
+    pub(crate) cells: Cells,
     /// Marks and styles: absent until the row has either.
     extra: Option<Box<Extra>>,
     used: u16,
@@ -85,7 +85,7 @@ struct Extra {
 impl Row {
     pub(crate) fn new(cols: u16) -> Self {
         Self {
-            cells: vec![Cell::BLANK; usize::from(cols)].into_boxed_slice(),
+            cells: Cells::blank(cols),
             extra: None,
             used: 0,
             hint: 0,
@@ -308,9 +308,7 @@ impl Row {
 
     /// Changes the width, keeping the cells that still fit.
     pub(crate) fn resize(&mut self, cols: u16) {
-        let mut cells = std::mem::take(&mut self.cells).into_vec();
-        cells.resize(usize::from(cols), Cell::BLANK);
-        self.cells = cells.into_boxed_slice();
+        self.cells.resize(cols);
         self.used = self.used.min(cols);
         if let Some(extra) = &mut self.extra {
             extra.marks.split_off(&cols);
@@ -318,10 +316,12 @@ impl Row {
         // A wide character cut in half by the new edge becomes a space in its style, marks
         // dropped (a space, not an erased cell: an erased cell keeps only a background, which
         // the bootstrap could not give back otherwise).
-        if let Some(last) = self.cells.last_mut()
+        if let Some(last) = self.cells.last().copied()
             && last.is_wide()
         {
-            *last = last.space_in_its_style();
+            if let Some(edge) = self.cells.last_mut() {
+                *edge = last.space_in_its_style();
+            }
             self.drop_marks(cols - 1, cols);
         }
         self.wrapped = false;
@@ -429,7 +429,7 @@ impl Row {
 
     /// The heap bytes this row holds.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.cells.len() * size_of::<Cell>()
+        self.cells.heap_bytes()
             + self.extra.as_deref().map_or(0, |e| {
                 size_of::<Extra>()
                     + e.marks.len() * (MARK_ENTRY + MARKS_CAPACITY_BOUND)
@@ -526,7 +526,8 @@ mod tests {
             assert_eq!(Color::unpack(c.pack()), c);
         }
         assert_eq!(size_of::<Cell>(), 6, "cells stay compact");
-        assert_eq!(size_of::<Row>(), 32, "rows stay compact");
+        // The cells' pointer and width, the rare parts' pointer, the bounds and flags.
+        assert_eq!(size_of::<Row>(), 40, "rows stay compact");
     }
 
     #[test]
@@ -573,6 +574,8 @@ mod tests {
         let mut r = Row::new(10);
         assert_eq!(r.intern(Pen::default(), 0, 10), 0);
         assert!(r.extra.is_none(), "plain text allocates no table");
+        assert_eq!(r.heap_bytes(), 0, "no cells until one is written");
+        r.fill(0, 1, Cell::new('x', 0));
         assert_eq!(r.heap_bytes(), 10 * size_of::<Cell>());
         let (a, b) = (nth_pen(1), nth_pen(2));
         assert_eq!(r.intern(a, 0, 1), 1);

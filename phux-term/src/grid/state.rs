@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Cell, Extra, LINEAR_STYLES, Pen, Row, pen_key, style_bound};
+use super::{Cell, Cells, Extra, LINEAR_STYLES, Pen, Row, pen_key, style_bound};
 
 #[derive(Serialize)]
 struct RowOut<'a> {
@@ -98,10 +98,11 @@ impl Row {
         }) {
             return Err("row: a mark past the used cells, or the default pen in the table");
         }
-        let mut cells = vec![Cell::BLANK; usize::from(r.cols)].into_boxed_slice();
-        for (cell, (code, style)) in cells.iter_mut().zip(r.cells) {
-            *cell = Cell { code, style };
-        }
+        let written = r
+            .cells
+            .into_iter()
+            .map(|(code, style)| Cell { code, style });
+        let cells = Cells::from_written(r.cols, written);
         let extra = r.extra.map(|e| {
             // The pen index is derived: rebuilt whenever the table is long enough to want it.
             let index = (e.styles.len() > LINEAR_STYLES).then(|| {

@@ -1016,14 +1016,23 @@ fn history_captures_rows_as_they_leave() {
     assert_eq!(v["lines"], serde_json::json!(["line 18", "line 19", ""]));
 }
 
-/// An idle terminal costs little and history is allocated as it grows (issue: at most 64 KiB
-/// of server memory per idle terminal).
+/// An idle terminal costs little and cells and history are allocated as they are written
+/// (issue 38: an idle terminal at most tmux's 5 KiB of server memory).
 #[test]
 fn memory_per_terminal() {
-    // Six bytes a cell, a 32-byte header per row, the tab stops: nothing else until used.
-    let grid = 80 * 24 * 6 + 24 * 32 + 80;
+    // A 40-byte header per row and the tab stops: no cells until a row is written.
+    let headers = 24 * 40 + 80;
     let idle = Terminal::new(80, 24, 2000);
-    assert_eq!(idle.heap_bytes(), grid, "idle");
+    assert_eq!(idle.heap_bytes(), headers, "idle");
+    // A prompt costs the one row it is on: six bytes a cell.
+    let mut prompt = Terminal::new(80, 24, 2000);
+    prompt.advance(b"$ ");
+    assert_eq!(prompt.heap_bytes(), headers + 80 * 6, "a prompt");
+    assert_eq!(lines(&prompt)[0], "$", "the prompt reads back");
+    assert!(lines(&prompt)[1..].iter().all(String::is_empty));
+    assert_rebuilt(&prompt);
+    // Six bytes a cell once every row is written.
+    let grid = 80 * 24 * 6 + headers;
     // A full screen of plain text allocates nothing more: no styles, no marks.
     let mut screen = Terminal::new(80, 24, 2000);
     for y in 0..24 {

@@ -162,7 +162,7 @@ pub(crate) struct Hazards {
     /// fit the row).
     pub(crate) alacritty: u32,
     /// Where the phux reference does, by [`ReferenceHazard`].
-    pub(crate) reference: [u32; 6],
+    pub(crate) reference: [u32; 7],
 }
 
 /// Where the phux reference parts from xterm in a write (`vtgen::reference` names the rows).
@@ -189,6 +189,9 @@ pub(crate) enum ReferenceHazard {
     /// A wide character as wide as the screen (2 columns), DECAWM reset, while a wrap is
     /// pending: xterm drops it and the pending wrap with it, the reference keeps the wrap.
     WideDroppedPending = 5,
+    /// A wide character that wraps from the last column in insert mode: xterm inserts it at
+    /// the start of the next row, the reference writes over that row's first cells.
+    WideWrapInsert = 6,
 }
 
 /// What DECSC saves (per screen, as in xterm): xterm's `CursorSave` keeps the position, the

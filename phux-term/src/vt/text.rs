@@ -288,6 +288,10 @@ impl Vt {
                     // (The reference blanks the column.)
                     self.reference_hazard(ReferenceHazard::WideWrapOver);
                 }
+                if self.insert {
+                    // (The reference writes over the next row instead of inserting.)
+                    self.reference_hazard(ReferenceHazard::WideWrapInsert);
+                }
                 self.wrap();
             } else {
                 // Alacritty leaves a wrap pending; so does the reference when one was pending

@@ -658,13 +658,7 @@ fn sgr_6_blinks() {
 /// does not.
 #[test]
 fn which_erases_end_a_soft_wrap() {
-    let wrapped = |bytes: &[u8]| {
-        let mut t = Terminal::new(4, 3, 0);
-        t.advance(b"abcdef\x1b[1;1H");
-        t.advance(bytes);
-        assert_rebuilt(&t);
-        t.vt.screen.row(0).wrapped
-    };
+    let wrapped = |bytes: &[u8]| first_row_wraps_after(&[b"\x1b[1;1H", bytes].concat());
     assert!(wrapped(b""));
     assert!(!wrapped(b"\x1b[X"), "ECH");
     assert!(!wrapped(b"\x1b[K"), "EL 0");
@@ -703,14 +697,18 @@ fn a_wide_character_that_does_not_fit_wraps_its_row() {
 /// on into the second for selection; `printf 'abcdef\033[1;2H\033[P'` ends it.
 #[test]
 fn inserting_keeps_a_soft_wrap_deleting_ends_it() {
-    let wrapped = |bytes: &[u8]| {
-        let mut t = Terminal::new(4, 3, 0);
-        t.advance(b"abcdef\x1b[1;2H");
-        t.advance(bytes);
-        assert_rebuilt(&t);
-        t.vt.screen.row(0).wrapped
-    };
+    let wrapped = |bytes: &[u8]| first_row_wraps_after(&[b"\x1b[1;2H", bytes].concat());
     assert!(wrapped(b"\x1b[@"), "ICH");
     assert!(wrapped(b"\x1b[4hxy"), "IRM");
     assert!(!wrapped(b"\x1b[P"), "DCH");
+}
+
+/// Whether the first row of a 4x3 terminal still soft-wraps once `abcdef` (which wraps it) and
+/// then `bytes` are written; the bootstrap rebuilds the screen either way.
+fn first_row_wraps_after(bytes: &[u8]) -> bool {
+    let mut t = Terminal::new(4, 3, 0);
+    t.advance(b"abcdef");
+    t.advance(bytes);
+    assert_rebuilt(&t);
+    t.vt.screen.row(0).wrapped
 }
