@@ -129,10 +129,7 @@ fn fault_campaign_loses_and_doubles_no_key() {
         .collect();
     servers.dedup();
     println!("server incarnations in record order: {servers:?}");
-    let odd: Vec<_> = ops
-        .iter()
-        .filter(|o| o["state"] != "applied")
-        .collect();
+    let odd: Vec<_> = ops.iter().filter(|o| o["state"] != "applied").collect();
     assert_eq!((t.lost, t.duplicated, t.other), (0, 0, 0), "{t:?}: {odd:?}");
     assert_eq!(t.applied + t.unknown, t.typed);
 }
