@@ -82,11 +82,25 @@ async function onUp(serverId: string): Promise<void> {
     const r = await link.request(wire.attachTerminal(terminalId));
     if (!r.ok) term.write(`\r\n[attach refused: ${r.message}]\r\n`);
     link.send(wire.resize(terminalId, term.cols, term.rows));
+    await readLease(terminalId);
   } catch (e) {
     if (!(e instanceof LinkDown)) term.write(`\r\n[${String(e)}]\r\n`);
   }
   render();
   kick();
+}
+
+/** The lease and lifecycle as they are now (events then keep them current). */
+async function readLease(id: number): Promise<void> {
+  const r = await link.request(wire.getTerminalState(id));
+  if (!r.ok || !r.value || r.value.u8() !== 0x03) return;
+  try {
+    const state = JSON.parse(r.value.str()) as { input_holder?: number | null; lifecycle?: string };
+    if ("input_holder" in state) leaseHolder = state.input_holder == null ? "open" : `held by client ${state.input_holder}`;
+    if (typeof state.lifecycle === "string") lifecycle = state.lifecycle;
+  } catch {
+    /* a server whose state is not ours: events only */
+  }
 }
 
 function withParam(key: string, value: string): string {

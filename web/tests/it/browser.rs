@@ -1,59 +1,40 @@
-//! The web client in a real browser.
+//! The web client in a real browser, on our server and on the phux reference's WebSocket
+//! listener: keys typed reach the program once each, in order, and the page shows them
+//! applied.
 
-use phux_web::proxy::FaultProxy;
-use phux_web::webdriver::{self, Browser};
 use serde_json::json;
 
-use crate::support::{self, StaticFiles, wait_for};
+use crate::support::{self, Rig, exclusive, rig_or_skip, wait_for};
 
-fn dist() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dist")
+fn types_hello(rig: &Rig) {
+    rig.browser.type_text("hello").expect("type");
+    wait_for("hello recorded", || (rig.recorded() == b"hello").then_some(()));
+    let ops = support::ops(&rig.browser);
+    assert_eq!(ops.len(), 5);
+    assert!(ops.iter().all(|o| o["state"] == json!("applied")), "{ops:?}");
+    wait_for("the list shows five applied inputs", || {
+        let shown = rig
+            .browser
+            .execute("return document.querySelectorAll('#ops li.applied').length", &[])
+            .ok()?;
+        (shown == json!(5)).then_some(())
+    });
+    if let Ok(dir) = std::env::var("PHUX_WEB_SCREENSHOTS") {
+        let png = rig.browser.screenshot().expect("screenshot");
+        std::fs::write(std::path::Path::new(&dir).join("typed.png"), png).expect("write");
+    }
+}
+
+#[test]
+fn keys_typed_in_the_browser_reach_the_program_once() {
+    let _one = exclusive();
+    let rig = rig_or_skip!(3000);
+    types_hello(&rig);
 }
 
 #[test]
 fn keys_typed_in_the_browser_reach_the_program_once_against_the_reference() {
-    let (chromium, driver) = match webdriver::programs() {
-        Ok(p) => p,
-        Err(why) => {
-            phux_testkit::skip!("{why}");
-            return;
-        }
-    };
-    let bin = match phux_testkit::reference_bin() {
-        Ok(b) => b,
-        Err(why) => {
-            phux_testkit::skip!("{why}");
-            return;
-        }
-    };
-    let server = support::RefServer::start(bin);
-    let record = server.home.path().join("typed");
-    let id = server.spawn(&support::recorder_script(&record));
-    let proxy = FaultProxy::start(server.ws).expect("proxy");
-    let page = StaticFiles::start(dist(), proxy.addr());
-    let browser = Browser::start(&chromium, &driver).expect("browser");
-    browser
-        .goto(&format!(
-            "http://{}/index.html?ws=ws://{}/&t={id}",
-            page.addr,
-            proxy.addr()
-        ))
-        .expect("page");
-    support::wait_ready(&browser);
-    browser.type_text("hello").expect("type");
-    wait_for("hello recorded", || {
-        (std::fs::read(&record).unwrap_or_default() == b"hello").then_some(())
-    });
-    let ops = support::ops(&browser);
-    assert_eq!(ops.len(), 5);
-    assert!(
-        ops.iter().all(|o| o["state"] == json!("applied")),
-        "{ops:?}"
-    );
-    // The page under the server's Content-Security-Policy still shows the terminal (xterm's
-    // run-time styles mirrored into constructable sheets): the program's echo is on screen.
-    if let Ok(dir) = std::env::var("PHUX_WEB_SCREENSHOTS") {
-        let png = browser.screenshot().expect("screenshot");
-        std::fs::write(std::path::Path::new(&dir).join("typed.png"), png).expect("write");
-    }
+    let _one = exclusive();
+    let rig = rig_or_skip!(reference 3000);
+    types_hello(&rig);
 }
