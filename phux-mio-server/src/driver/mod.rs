@@ -67,6 +67,7 @@ pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, 
 pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt, validate};
 
 mod upgrade;
+mod ws;
 
 /// Reads from one source per wake-up before others get a turn.
 const READS_PER_WAKE: usize = 16;
@@ -328,6 +329,7 @@ impl Driver {
             self.host.timers.next_timeout(),
             self.engine.poll_timeout(),
             self.upgrade.deadline(),
+            self.host.ws.as_ref().and_then(crate::ws::Door::deadline),
         ]
         .into_iter()
         .flatten()
@@ -356,6 +358,7 @@ impl Driver {
                 self.on_signals(signals);
             }
             UPGRADE_CHECK => self.on_check_exit(),
+            _ if self.route_ws(token) => {}
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {
                     if readable {
@@ -584,6 +587,8 @@ impl Driver {
             } else {
                 conn.transport.read(buf)
             };
+            // A WebSocket's pong, if the read found a ping, goes with the next flush.
+            self.host.transport_output(id);
             let Some(conn) = self.host.conns.get_mut(&id) else {
                 return;
             };
@@ -758,7 +763,9 @@ impl Driver {
             // Stopped first: a listener gone since (shutdown) must not leave it expired.
             self.host.timers.stop(Timer::AcceptRetry);
             self.accept_all();
+            self.accept_ws();
         }
+        self.expire_ws();
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.feed(ServerEvent::Timeout);
         }
