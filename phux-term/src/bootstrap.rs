@@ -180,6 +180,9 @@ fn push_grid(out: &mut String, grid: &Grid) {
     // Whether the cursor already stands at the start of this row (the previous one wrapped
     // before its last column).
     let mut at_start = false;
+    // One-column rows that wrapped over an empty cell (DECRC gave back a pending wrap over a
+    // cleared screen): drawn with a space that wraps, erased again once the grid is drawn.
+    let mut emptied = Vec::new();
     for (y, row) in grid.iter().enumerate() {
         let used = usize::from(row.used());
         let first = row.cells.first().copied().unwrap_or(Cell::BLANK);
@@ -200,6 +203,14 @@ fn push_grid(out: &mut String, grid: &Grid) {
         wrapping =
             continues && at == usize::from(cols) && (last.has_contents() || last.is_wide_cont());
         at_start = continues && !wrapping && cols > 1;
+        if continues && !wrapping && cols == 1 {
+            // No wide character fits one column: wrap with a space and empty the cell later
+            // with EL 2, which [xterm] `ClearLine` does without clearing the soft wrap.
+            pens.set(out, Pen::default());
+            let _ = write!(out, "\x1b[{};1H ", y + 1);
+            emptied.push((y, row.pen(last)));
+            wrapping = true;
+        }
         if at_start {
             // A row that wrapped before its last column (a wide character did not fit): a wide
             // character at the last column wraps the same way, leaving that column as it is,
@@ -207,6 +218,10 @@ fn push_grid(out: &mut String, grid: &Grid) {
             pens.set(out, Pen::default());
             let _ = write!(out, "\x1b[{};{cols}H\u{4e00}\r\x1b[2X", y + 1);
         }
+    }
+    for (y, pen) in emptied {
+        pens.set(out, pen);
+        let _ = write!(out, "\x1b[{};1H\x1b[2K", y + 1);
     }
     pens.set(out, Pen::default());
 }

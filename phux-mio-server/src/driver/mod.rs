@@ -13,7 +13,9 @@
 //! 1. **poll**: wait for readiness or the nearest deadline (the engine's `poll_timeout`, or
 //!    one of the driver's own timers, `timer.rs`).
 //! 2. **route readiness**: each ready token goes to what it names (the listener, the signal
-//!    pipe, a connection, a terminal's master or pidfd), which is read until it would block.
+//!    pipe, a connection, a terminal's master or pidfd), which is read until it would block
+//!    or its share is spent (`read.rs`); sources not busy go first, then those cut short
+//!    earlier, in the order `turn.rs` plans.
 //! 3. **feed events**: every event goes to the engine through one method, `Driver::feed`...
 //! 4. **drain actions**: ...which drains `poll_action()` to completion, performing each action
 //!    on the host (`host.rs`: the connections of `conn.rs`, the terminals of `terminal.rs`),
@@ -52,37 +54,27 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
-use phux_core::server::{ConnId, LocalTerminal, PeerInfo, ServerEngine, ServerEvent};
-use tracing::{error, info, trace, warn};
+use phux_core::server::{PeerInfo, ServerEngine, ServerEvent};
+use tracing::{info, trace};
 
-use crate::conn::{Got, READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
+use crate::conn::{READ_CHUNK, StdioFlags, Transport, stdin_unwatchable};
 use crate::flush::{FlushPolicy, Output};
 use crate::host::{Host, Recycle, SPAWNS_PER_TURN, Source};
-use crate::pty::PtyRead;
 use crate::signals::{ServerSignal, Signals};
-use crate::socket::{ServerSocket, check_peer};
+use crate::socket::ServerSocket;
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
+pub use read::SOURCE_SLICE;
+pub use turn::TURN_SLICE;
 pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, adopt, validate};
 
+use turn::{Wake, plan_turn};
+
+mod read;
+mod turn;
 mod upgrade;
 mod ws;
-
-/// Reads from one source per wake-up before others get a turn.
-const READS_PER_WAKE: usize = 16;
-
-/// The most time one source's reads take per turn ([SERVER.FAIR.2]) before the others get
-/// theirs: ordinary output takes far less (a 4 KiB chunk is tens of microseconds), output
-/// whose bytes cost many cells each is cut into slices of this.
-pub const SOURCE_SLICE: Duration = Duration::from_millis(4);
-
-/// The most time one turn of the loop spends on sources cut short at their own bound in an
-/// earlier turn ([SERVER.FAIR.4]); those it does not reach are served first among them in the
-/// next. Each source's share is bounded (the engine's
-/// [`FRAMES_PER_RECEIVE`](phux_core::server::FRAMES_PER_RECEIVE), [`SOURCE_SLICE`]), but with
-/// many busy sources a turn would grow with their number.
-pub const TURN_SLICE: Duration = Duration::from_millis(10);
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -118,67 +110,6 @@ pub struct Driver {
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
-}
-
-/// What one readiness event says about its source.
-#[derive(Debug, Clone, Copy)]
-struct Wake {
-    readable: bool,
-    writable: bool,
-    /// The peer hung up or the source failed (no further event will come), or a socket holds an
-    /// out-of-band byte (a read ends before it): the source is read to its end. Until then a read shorter than the buffer took everything there was
-    /// (see [`Got::drained`]; a PTY master in raw mode hands out all its line
-    /// discipline holds) and whatever arrives later raises a new edge-triggered event, so the
-    /// read that would find the source empty is skipped: it cost a syscall between a reply
-    /// or an echo and the next wait.
-    ended: bool,
-}
-
-/// Plans a turn ([SERVER.FAIR.4]): `busy` holds the busy sources a turn did not reach, in
-/// order; the sources `again` names (cut short at their own bound) join it at the end, and a
-/// ready source that is busy leaves `ready` for its place there, its wakes merged. So each
-/// source has one turn a loop at most: listed once more for each turn it was cut short, a
-/// REP flood took that many slices in a row and held the loop 160 ms where its slice is 4.
-fn plan_turn(
-    ready: &mut Vec<(Token, Wake)>,
-    busy: &mut Vec<(Token, Wake)>,
-    again: impl Iterator<Item = Token>,
-    busy_at: &mut HashMap<Token, usize>,
-) {
-    busy_at.clear();
-    // Listed once each, as every plan leaves them.
-    for (at, &(token, _)) in busy.iter().enumerate() {
-        busy_at.insert(token, at);
-    }
-    for token in again {
-        // Stopped at the cap, not at a short read: read on, to the end this time.
-        let wake = Wake {
-            readable: true,
-            writable: false,
-            ended: true,
-        };
-        if let Some(&at) = busy_at.get(&token) {
-            busy[at].1.merge(wake);
-        } else {
-            busy_at.insert(token, busy.len());
-            busy.push((token, wake));
-        }
-    }
-    ready.retain(|&(token, wake)| match busy_at.get(&token) {
-        Some(&at) => {
-            busy[at].1.merge(wake);
-            false
-        }
-        None => true,
-    });
-}
-
-impl Wake {
-    fn merge(&mut self, other: Self) {
-        self.readable |= other.readable;
-        self.writable |= other.writable;
-        self.ended |= other.ended;
-    }
 }
 
 impl std::fmt::Debug for Driver {
@@ -474,279 +405,6 @@ impl Driver {
         }
     }
 
-    // ---- connections ----
-
-    /// Accepts every queued peer, until the listener would block or runs out of descriptors
-    /// (then [`Timer::AcceptRetry`] brings it back).
-    fn accept_all(&mut self) {
-        loop {
-            let Some(listener) = self.host.listener.as_ref() else {
-                return;
-            };
-            match listener.listener().accept() {
-                Ok((stream, _)) => {
-                    // [SERVER.PEER.1] A peer running as another user is refused by the engine
-                    // (ERROR, DETACHED, close) before any of its frames is acted on.
-                    let peer = match check_peer(&stream) {
-                        Ok(()) => PeerInfo::local(),
-                        Err(e) => {
-                            warn!(error = %e, "refusing a connection");
-                            PeerInfo::foreign()
-                        }
-                    };
-                    match self.host.add_conn(Transport::Unix(stream), peer) {
-                        Ok(conn) => self.feed(ServerEvent::Connected { conn, peer }),
-                        Err(e) => error!(error = %e, "cannot register a connection"),
-                    }
-                    self.flush();
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.host.timers.is_set(Timer::AcceptRetry) {
-                        self.host.timers.stop(Timer::AcceptRetry);
-                        info!("accepting connections again");
-                    }
-                    return;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    // [SERVER.LIMIT.4] EMFILE, ENFILE, ENOBUFS and the like: the peer stays
-                    // queued and its readiness edge is spent, so stop accepting and come back
-                    // after a rest rather than at the next connect (or spinning meanwhile).
-                    let retry = &mut self.host.timers;
-                    if !retry.is_set(Timer::AcceptRetry) {
-                        warn!(error = %e, "cannot accept a connection; retrying");
-                    }
-                    retry.set(Timer::AcceptRetry, self.host.clock.now() + ACCEPT_RETRY);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Reads what the connection has; to its end when the peer is known to have hung up
-    /// (see [`Wake::ended`]).
-    fn read_conn(&mut self, id: ConnId, token: Token, ended: bool) {
-        // Lent out while the engine reads from it; taking an empty `Vec` allocates nothing.
-        let mut buf = std::mem::take(&mut self.buf);
-        self.read_conn_into(&mut buf, id, token, ended);
-        self.buf = buf;
-    }
-
-    fn read_conn_into(&mut self, buf: &mut [u8], id: ConnId, token: Token, ended: bool) {
-        // [SERVER.FAIR.1] Frames an earlier read left past the engine's per-turn budget come
-        // first, one budget a turn, and the socket is not read meanwhile (the decoder holds at
-        // most one read). The token comes back next turn either way: the socket's edge was
-        // spent while it waited, and whatever it holds is read then.
-        if self.engine.is_backlogged(id) {
-            if self
-                .host
-                .conns
-                .get(&id)
-                .is_none_or(crate::conn::Conn::is_closing)
-            {
-                // After Close the engine is done with it: nothing to come back for.
-                return;
-            }
-            self.feed(ServerEvent::Received {
-                conn: id,
-                bytes: &[],
-            });
-            self.flush();
-            self.host.again.push(token);
-            return;
-        }
-        for _ in 0..READS_PER_WAKE {
-            let Some(conn) = self.host.conns.get_mut(&id) else {
-                return;
-            };
-            if conn.read_done() {
-                return;
-            }
-            let read = if conn.may_hand_off {
-                let first = conn.transport.read_first(buf);
-                // Only a read that found something (bytes or the end) was the first.
-                conn.may_hand_off = first.as_ref().is_err_and(|e| {
-                    matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    )
-                });
-                match first {
-                    Ok((got, Some((input, output)))) => {
-                        if self.host.hand_off(id, input, output) {
-                            // The handed input is registered under this token: its readiness
-                            // (a HELLO already waiting included) comes with the next poll.
-                            return;
-                        }
-                        // Refused: the offer is bytes like any others (a framing violation).
-                        Ok(got)
-                    }
-                    Ok((got, None)) => Ok(got),
-                    Err(e) => Err(e),
-                }
-            } else {
-                conn.transport.read(buf)
-            };
-            // A WebSocket's pong, if the read found a ping, goes with the next flush.
-            self.host.transport_output(id);
-            let Some(conn) = self.host.conns.get_mut(&id) else {
-                return;
-            };
-            // The engine's answers to earlier reads (an ERROR for a bad frame, say) were
-            // performed and flushed as each was fed, so a peer that half-closes after writing
-            // still sees them when the read below finds its end.
-            match read {
-                Ok(Got { n: 0, .. }) => {
-                    return self
-                        .host
-                        .peer_gone(id, None, &mut Recycle(&mut self.engine));
-                }
-                Ok(Got { n, drained }) => {
-                    trace!(conn = id.0, bytes = n, "received");
-                    // After Close the engine is done with the connection; drop what arrives.
-                    if !conn.is_closing() {
-                        let bytes = buf.get(..n).unwrap_or_default();
-                        self.feed(ServerEvent::Received { conn: id, bytes });
-                        // What these bytes asked for (a keystroke's PTY write, a reply) goes
-                        // out before any further read of the socket.
-                        self.flush();
-                        if self.engine.is_backlogged(id) {
-                            // Its turn is over; the rest of what it sent waits for the next.
-                            self.host.again.push(token);
-                            return;
-                        }
-                    }
-                    if drained && !ended {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return self
-                        .host
-                        .peer_gone(id, Some(&e), &mut Recycle(&mut self.engine));
-                }
-            }
-        }
-        self.host.again.push(token);
-    }
-
-    // ---- terminals ----
-
-    /// Reads the terminal's output; to its end when the slave is known to have hung up (see
-    /// [`Wake::ended`]).
-    fn read_master(&mut self, terminal: LocalTerminal, token: Token, ended: bool) {
-        let mut buf = std::mem::take(&mut self.buf);
-        self.read_master_into(&mut buf, terminal, token, ended);
-        self.buf = buf;
-    }
-
-    fn read_master_into(
-        &mut self,
-        buf: &mut [u8],
-        terminal: LocalTerminal,
-        token: Token,
-        ended: bool,
-    ) {
-        // Each read goes to the engine at once while a viewer waits for output: a PTY master
-        // hands out at most its line discipline's few KiB per read, and the time spent on one
-        // chunk is what lets the kernel refill it for the next read. While every viewer is
-        // behind, the engine lets bulk reads be gathered into one chunk
-        // ([OUTPUT.GATHER.1]): one frame for several reads, no later for anyone. The frames
-        // of bulk reads still leave in large writes, as the flush policy says: one between
-        // two reads, the rest when the wake-up's reads are done.
-        let slice_end = self.host.clock.now() + SOURCE_SLICE;
-        let mut limit = self.engine.output_gather_limit(terminal).min(buf.len());
-        // Bytes read into `buf` and not yet handed to the engine.
-        let mut gathered = 0;
-        for _ in 0..READS_PER_WAKE {
-            // [SERVER.FAIR.2] A few bytes may cost many cells (REP, combining marks on a wide
-            // screen): a terminal's turn ends after a slice of time, not only of reads.
-            if self.host.clock.now() >= slice_end {
-                break;
-            }
-            let Some(t) = self.host.terminals.get_mut(&terminal) else {
-                return;
-            };
-            if t.eof() {
-                return;
-            }
-            let read = t.child.read(buf.get_mut(gathered..).unwrap_or_default());
-            match read {
-                Ok(PtyRead::Data(n)) => {
-                    gathered += n;
-                    // A bulk read says more is on its way: read on while another fits.
-                    if FlushPolicy::pty_read(n) == Output::Bulk
-                        && gathered + FlushPolicy::MASTER_READ <= limit
-                    {
-                        continue;
-                    }
-                    let bytes = buf.get(..gathered).unwrap_or_default();
-                    gathered = 0;
-                    if self.feed_output(terminal, bytes, n) && !ended {
-                        return;
-                    }
-                    limit = self.engine.output_gather_limit(terminal).min(buf.len());
-                }
-                Ok(PtyRead::WouldBlock) => {
-                    let bytes = buf.get(..gathered).unwrap_or_default();
-                    if !bytes.is_empty() {
-                        self.feed_output(terminal, bytes, FlushPolicy::BULK_READ);
-                    }
-                    return;
-                }
-                Ok(PtyRead::Eof) => {
-                    self.feed_output_rest(terminal, buf.get(..gathered).unwrap_or_default());
-                    return self.host.master_eof(terminal);
-                }
-                Err(e) => {
-                    warn!(%terminal, error = %e, "reading the terminal failed");
-                    self.feed_output_rest(terminal, buf.get(..gathered).unwrap_or_default());
-                    return self.host.master_eof(terminal);
-                }
-            }
-        }
-        let bytes = buf.get(..gathered).unwrap_or_default();
-        if !bytes.is_empty() {
-            self.feed_output(terminal, bytes, FlushPolicy::BULK_READ);
-        }
-        // The cap stopped us with more to read: come back before waiting.
-        self.host.again.push(token);
-    }
-
-    /// Hands the engine one chunk of `terminal`'s output, `last_read` the size of the read
-    /// that ended it, and flushes as the policy says for that read. Returns whether that read
-    /// was short: it took all the line discipline held.
-    fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) -> bool {
-        // This chunk's frames are queued now, marked as bulk output or not by the last read's
-        // size: a gathered chunk ended by a short read is the end of a burst, sent at once.
-        let output = FlushPolicy::pty_read(last_read);
-        self.feed_all(Some((ServerEvent::PtyOutput { terminal, bytes }, output)));
-        if output == Output::Bulk {
-            self.host.flush_ripest(&mut Recycle(&mut self.engine));
-            self.feed_observed();
-        }
-        // A few bytes are an echo or a prompt someone is waiting for: send them at once. Bulk
-        // output, read in KiB chunks, leaves in large writes.
-        if FlushPolicy::flush_after_read(last_read) {
-            self.flush();
-            // A short read took all the line discipline held, and more output raises a new
-            // event: the read that would find the master empty is skipped, as for a socket.
-            // Not after a bulk read: there the master is refilled as we go, and the next read
-            // waits for the refill inside the kernel more cheaply than a trip through the poll.
-            return true;
-        }
-        false
-    }
-
-    /// The output gathered before the master's end, if any, sent at once.
-    fn feed_output_rest(&mut self, terminal: LocalTerminal, bytes: &[u8]) {
-        if !bytes.is_empty() {
-            self.feed_output(terminal, bytes, 0);
-        }
-    }
-
     // ---- time ----
 
     /// The deadlines that came: the host's own, then the engine's `Timeout`, then shutdown's.
@@ -772,59 +430,5 @@ impl Driver {
         self.host.on_shutdown_deadline(now);
         self.feed_observed();
         self.flush();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wake(readable: bool, writable: bool, ended: bool) -> Wake {
-        Wake {
-            readable,
-            writable,
-            ended,
-        }
-    }
-
-    fn turns(list: &[(Token, Wake)]) -> Vec<(usize, bool, bool, bool)> {
-        list.iter()
-            .map(|(t, w)| (t.0, w.readable, w.writable, w.ended))
-            .collect()
-    }
-
-    // [SERVER.FAIR.4]
-    #[test]
-    fn a_busy_source_keeps_its_place_and_gets_one_turn_with_every_wake() {
-        // Last turn did not reach 7 and 5; 9 and 7 were cut short at their bound.
-        let mut busy = vec![
-            (Token(7), wake(false, true, false)),
-            (Token(5), wake(true, false, false)),
-        ];
-        // The poll: 3 (an honest client), 5 and 8.
-        let mut ready = vec![
-            (Token(3), wake(true, false, false)),
-            (Token(5), wake(true, true, true)),
-            (Token(8), wake(false, true, false)),
-        ];
-        let mut at = HashMap::new();
-        plan_turn(
-            &mut ready,
-            &mut busy,
-            [9, 7].map(Token).into_iter(),
-            &mut at,
-        );
-        assert_eq!(
-            turns(&ready),
-            [(3, true, false, false), (8, false, true, false)]
-        );
-        assert_eq!(
-            turns(&busy),
-            [
-                (7, true, true, true),
-                (5, true, true, true),
-                (9, true, false, true)
-            ]
-        );
     }
 }

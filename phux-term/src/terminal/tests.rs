@@ -1144,3 +1144,15 @@ fn bootstrap_keeps_a_soft_wrap_under_a_saved_pending_cursor() {
         );
     }
 }
+
+/// A one-column screen whose row soft-wrapped over a cleared cell (DECRC gives back a
+/// pending wrap after 1049 cleared the screen) is rebuilt by the bootstrap, wrap included.
+#[test]
+fn bootstrap_keeps_a_one_column_wrap_over_an_empty_cell() {
+    let mut t = Terminal::new(1, 4, 5);
+    t.advance(b"\x1b[?1049h \x1b[?1049h\x1b8 ");
+    assert!(t.vt.screen.row(0).wrapped);
+    let mut fresh = Terminal::new(1, 4, 0);
+    fresh.advance(&t.bootstrap());
+    assert_eq!(drawing(&t), drawing(&fresh));
+}
