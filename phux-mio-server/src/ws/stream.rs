@@ -317,8 +317,8 @@ mod tests {
 
     fn pair() -> (WsStream, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let client = std::net::TcpStream::connect(listener.local_addr().expect("addr"))
-            .expect("connect");
+        let client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
         server.set_nonblocking(true).expect("nonblocking");
         (WsStream::new(TcpStream::from_std(server), &[]), client)
