@@ -25,6 +25,9 @@ pub const MAX_HANDSHAKES: usize = 64;
 /// trickles.
 pub const HANDSHAKE_BOUND: Duration = Duration::from_secs(10);
 
+/// A WebSocket connection's kernel send buffer (the kernel doubles it): about a Unix socket's.
+const SEND_BUFFER: usize = 128 * 1024;
+
 /// The first token of the handshakes' range (far above the host's, which count from 3).
 const FIRST_TOKEN: usize = usize::MAX / 2;
 
@@ -111,6 +114,10 @@ impl Door {
                 continue;
             }
             let _ = tcp.set_nodelay(true);
+            // [WS.LISTEN.4] The kernel's send buffer about a Unix socket's: what a peer that
+            // stops reading holds is then the engine's budget ([QUEUE.BOUND.1]) to decide, not
+            // megabytes of TCP autotuning the engine cannot see.
+            let _ = rustix::net::sockopt::set_socket_send_buffer_size(&tcp, SEND_BUFFER);
             let token = Token(self.next);
             self.next = self.next.wrapping_add(1).max(FIRST_TOKEN);
             if let Err(e) =
