@@ -21,6 +21,7 @@ use phux_conformance::transcript::Transcript;
 use phux_conformance::transport::{
     Connector, ExecConnector, InProcess, SocketConnector, WsConnector,
 };
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 mod wire;
 
@@ -415,8 +416,14 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
         "phux-conformance: recording; connect to {}",
         listen.display()
     );
-    let result = phux_conformance::recorder::record(socket, &listen, clients)
-        .and_then(|draft| std::fs::write(out, draft));
+    // The signals are caught before the socket exists, so a client that sees it can stop it.
+    let result =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]).and_then(|signals| {
+            let recording = phux_conformance::recorder::Recording::bind(&listen)?;
+            stop_on_signal(signals, &recording, out, &listen);
+            recording.run(socket, clients)
+        });
+    let result = result.and_then(|draft| std::fs::write(out, draft));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -424,6 +431,38 @@ fn record(socket: &Path, out: &Path, listen: Option<PathBuf>, clients: usize) ->
             ExitCode::FAILURE
         }
     }
+}
+
+/// Stopped by SIGTERM, SIGINT (Ctrl-C) or SIGHUP, a recording writes the draft so far and
+/// removes its socket (exit 0): stopping it is how a session with fewer clients ends.
+fn stop_on_signal(
+    mut signals: signal_hook::iterator::Signals,
+    recording: &phux_conformance::recorder::Recording,
+    out: &Path,
+    listen: &Path,
+) {
+    let draft = recording.draft();
+    let (out, listen) = (out.to_owned(), listen.to_owned());
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let text = draft.lock().map(|d| d.render()).unwrap_or_default();
+            let _ = std::fs::remove_file(&listen);
+            let code = match std::fs::write(&out, text) {
+                Ok(()) => {
+                    eprintln!(
+                        "phux-conformance record: stopped; the draft so far is in {}",
+                        out.display()
+                    );
+                    0
+                }
+                Err(e) => {
+                    eprintln!("phux-conformance record: {}: {e}", out.display());
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+    });
 }
 
 /// The probe child's argument vector, when there is one to run.

@@ -11,8 +11,9 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use phux_core::framing::FrameDecoder;
@@ -207,17 +208,71 @@ fn relay(client: UnixStream, server: UnixStream, conn: usize, draft: &Arc<Mutex<
 /// Records `clients` client connections made to `listen`, relayed to the server at `socket`
 /// one after another, and returns the draft.
 pub fn record(socket: &Path, listen: &Path, clients: usize) -> std::io::Result<String> {
-    let listener = UnixListener::bind(listen)?;
-    let draft = Arc::new(Mutex::new(Draft::new()));
-    for conn in 1..=clients {
-        let (client, _) = listener.accept()?;
-        let server = UnixStream::connect(socket)?;
-        relay(client, server, conn, &draft);
+    Recording::bind(listen)?.run(socket, clients)
+}
+
+/// A recording: its listen socket, made as a phux server makes its own (mode 0600, so
+/// phuxctl's checks take it, [CLIENT.PEER.2]) and removed when the recording ends, and the
+/// draft so far.
+pub struct Recording {
+    listener: UnixListener,
+    listen: PathBuf,
+    draft: Arc<Mutex<Draft>>,
+}
+
+impl Recording {
+    /// Binds `listen` with mode 0600 from the start: the socket is bound in a fresh 0700
+    /// directory beside it, given its mode there and renamed into place, so nobody can
+    /// connect while it is more open (a umask would change the mode of every file the
+    /// process creates meanwhile).
+    pub fn bind(listen: &Path) -> std::io::Result<Self> {
+        let dir = listen
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if std::fs::symlink_metadata(listen).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("{} exists already", listen.display()),
+            ));
+        }
+        let private = tempfile::Builder::new()
+            .prefix(".phux-record-")
+            .tempdir_in(dir)?;
+        std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700))?;
+        let staged = private.path().join("s.sock");
+        let listener = UnixListener::bind(&staged)?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::rename(&staged, listen)?;
+        Ok(Self {
+            listener,
+            listen: listen.to_owned(),
+            draft: Arc::new(Mutex::new(Draft::new())),
+        })
     }
-    drop(listener);
-    let _ = std::fs::remove_file(listen);
-    let text = draft.lock().map(|d| d.render()).unwrap_or_default();
-    Ok(text)
+
+    /// The draft as it grows: what a recording stopped early (a signal) writes.
+    pub fn draft(&self) -> Arc<Mutex<Draft>> {
+        Arc::clone(&self.draft)
+    }
+
+    /// Relays `clients` client connections, one after another, to the server at `socket`;
+    /// the draft.
+    pub fn run(self, socket: &Path, clients: usize) -> std::io::Result<String> {
+        for conn in 1..=clients {
+            let (client, _) = self.listener.accept()?;
+            let server = UnixStream::connect(socket)?;
+            relay(client, server, conn, &self.draft);
+        }
+        let text = self.draft.lock().map(|d| d.render()).unwrap_or_default();
+        Ok(text)
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.listen);
+    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use super::cli::{AttachOptions, DetachKey};
 use super::conn::{Incoming, Session, Step};
 use super::keys::legacy_bytes;
 use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
-use super::{CtlError, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK};
+use super::{CtlError, EXIT_CONNECTION, EXIT_OK, program_exit_code};
 
 /// Modes a program may have turned on in this tty through its output, turned off again on
 /// detach: cursor keys, keypad, mouse tracking and encodings, focus reports, bracketed paste,
@@ -346,10 +346,13 @@ pub fn attach(
             match status {
                 // [CLIENT.ATTACH.5] The program's exit status is attach's.
                 Some(s) => (
-                    u8::try_from(s & 0xff).unwrap_or(EXIT_LOCAL),
+                    program_exit_code(status),
                     format!("[{id} exited with status {s}]"),
                 ),
-                None => (EXIT_LOCAL, format!("[{id} ended without an exit status]")),
+                None => (
+                    program_exit_code(status),
+                    format!("[{id} ended without an exit status]"),
+                ),
             }
         }
         End::ConnectionLost => (
@@ -538,6 +541,7 @@ impl Attached<'_> {
                 .as_ref()
                 .is_some_and(|d| legacy_bytes(event) == *d)
         };
+        // [CLIENT.ATTACH.9]
         if self.detach_pending.take().is_some() {
             if let TtyInput::Key(event) = &input
                 && is_detach(event)

@@ -427,6 +427,12 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the server is reached through `--exec` or `--ssh`: its host is not this one,
+    /// so nothing about its terminals may be read from this host (`/proc`, paths).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.endpoint, Endpoint::Exec(_))
+    }
+
     /// The failure of a journal write that had to come before a send ([CLIENT.JOURNAL.11]),
     /// saying for each operation it concerns what became of it: answered already, gone (its
     /// record never made it), or still queued (recorded by an earlier run or step), and how a

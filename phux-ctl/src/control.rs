@@ -138,8 +138,16 @@ pub(crate) fn signal(
 pub const UPGRADE_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// The binary `upgrade --binary` names, as an absolute path: the server runs in another
-/// directory.
-pub(crate) fn absolute_binary(path: &std::path::Path) -> Result<String, CtlError> {
+/// directory. On a remote server's host (`remote`) this shell's directory means nothing: the
+/// path must be absolute there already.
+pub(crate) fn absolute_binary(path: &std::path::Path, remote: bool) -> Result<String, CtlError> {
+    if remote && !path.is_absolute() {
+        return Err(CtlError::Usage(format!(
+            "--binary {}: with --ssh or --exec the path is on the server's host and must be \
+             absolute",
+            path.display()
+        )));
+    }
     let absolute = std::path::absolute(path)
         .map_err(|e| CtlError::Local(format!("{}: {e}", path.display())))?;
     absolute.into_os_string().into_string().map_err(|p| {

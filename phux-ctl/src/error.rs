@@ -122,6 +122,13 @@ impl CtlError {
     }
 }
 
+/// The exit status of a verb that ends with the terminal's program (`attach`, `watch`): the
+/// program's own status (its low 8 bits, as a shell sees it), or 1 when a signal ended it and
+/// so the protocol carries no status.
+pub fn program_exit_code(status: Option<i32>) -> u8 {
+    status.map_or(EXIT_LOCAL, |s| u8::try_from(s & 0xff).unwrap_or(EXIT_LOCAL))
+}
+
 /// A TERMINAL_SPAWNED refusal in words.
 pub fn spawn_error_text(error: &SpawnError) -> String {
     match error {

@@ -53,6 +53,50 @@ const NAMED: &[(&str, PhysicalKey)] = &[
     ("KPEnter", PhysicalKey::NUMPAD_ENTER),
 ];
 
+/// The names shell completion offers for a key (`send --key`, `attach --detach-key`): the
+/// named keys, `BTab`, the function keys and the Ctrl and Alt letters people type most. Any
+/// other valid name is still taken.
+pub fn completion_names() -> impl Iterator<Item = &'static str> {
+    /// Besides the named keys (clap wants names that live as long as the program).
+    const CHORDS: &[&str] = &[
+        "BTab", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12", "C-a",
+        "C-b", "C-c", "C-d", "C-e", "C-f", "C-g", "C-h", "C-i", "C-j", "C-k", "C-l", "C-m", "C-n",
+        "C-o", "C-p", "C-q", "C-r", "C-s", "C-t", "C-u", "C-v", "C-w", "C-x", "C-y", "C-z", "C-\\",
+        "C-]", "M-x", "M-b", "M-f", "M-d",
+    ];
+    NAMED
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(CHORDS.iter().copied())
+}
+
+/// `--key NAME`'s parser: [`parse_key`], telling shell completion the
+/// [`completion_names`] so that it offers key names rather than file names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyNameParser;
+
+impl clap::builder::TypedValueParser for KeyNameParser {
+    type Value = KeySpec;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<KeySpec, clap::Error> {
+        let parse: fn(&str) -> Result<KeySpec, String> = parse_key;
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            completion_names().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
 /// Parses a key name: an optional chain of `C-` (Ctrl), `M-` (Alt), `S-` (Shift) and `s-`
 /// (Super) prefixes, then a name from the list above, `BTab` (tmux's Shift+Tab), `KP0`..`KP9`,
 /// `F1`..`F24`, a W3C code, or one character. A key that no terminal mode turns into bytes is

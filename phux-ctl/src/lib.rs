@@ -57,7 +57,7 @@ use names::{Target, Use};
 pub use control::UPGRADE_TIMEOUT;
 pub use error::{
     CtlError, EXIT_BOOKKEEPING, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK,
-    EXIT_UNKNOWN, EXIT_USAGE, spawn_error_text,
+    EXIT_UNKNOWN, EXIT_USAGE, program_exit_code, spawn_error_text,
 };
 pub use send::verdict;
 pub use spawn::DEFAULT_SIZE;
@@ -115,13 +115,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             clap_complete::generate(*shell, &mut cmd, "phuxctl", &mut std::io::stdout());
             return Ok(EXIT_OK);
         }
-        CtlCommand::Man => {
-            let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd)
-                .render(&mut std::io::stdout())
-                .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
-            return Ok(EXIT_OK);
-        }
+        CtlCommand::Man { verb, dir } => return manual(verb, dir.as_deref()),
         _ => {}
     }
     let path = endpoint(&cli)?;
@@ -145,17 +139,23 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Paste(args) => Some(send::read_paste(args.file.as_ref())?),
         _ => None,
     };
+    // A path for the server's host is checked and resolved here only when that is this host.
+    let remote = matches!(path, Endpoint::Exec(_));
     let upgrade_binary = match &cli.command {
-        CtlCommand::Upgrade { binary: Some(path) } => Some(control::absolute_binary(path)?),
+        CtlCommand::Upgrade { binary: Some(path) } => Some(control::absolute_binary(path, remote)?),
         _ => None,
     };
     let spawn_cwd = match &cli.command {
-        CtlCommand::Spawn(args) => args.cwd.as_deref().map(spawn::checked_cwd).transpose()?,
+        CtlCommand::Spawn(args) => args
+            .cwd
+            .as_deref()
+            .map(|dir| spawn::checked_cwd(dir, remote))
+            .transpose()?,
         CtlCommand::New(args) => args
             .spawn
             .cwd
             .as_deref()
-            .map(spawn::checked_cwd)
+            .map(|dir| spawn::checked_cwd(dir, remote))
             .transpose()?,
         _ => None,
     };
@@ -231,7 +231,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         }
         CtlCommand::Events { id, json } => {
             let id = id.map(|t| names.resolve(&mut session, &t)).transpose()?;
-            view::events(&mut session, id, json)?
+            view::events(&mut session, id.as_ref(), json)?
         }
         CtlCommand::Lease(args) => {
             let id = names.resolve(&mut session, &args.id)?;
@@ -265,11 +265,38 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::New(_)
         | CtlCommand::Outbox(_)
         | CtlCommand::Completions { .. }
-        | CtlCommand::Man => EXIT_OK,
+        | CtlCommand::Man { .. } => EXIT_OK,
     };
     // [CLIENT.VERDICT.1] The verdicts are printed; journal upkeep that failed after them is
     // said apart, with its own status.
     Ok(session.finish(code))
+}
+
+/// `man`: phuxctl(1), a verb's page, or every page written into `dir`.
+fn manual(verb: &[String], dir: Option<&std::path::Path>) -> Result<u8, CtlError> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    // Built, a verb's page is named phuxctl-VERB and its synopsis says `phuxctl VERB`.
+    cmd.build();
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| clap_mangen::generate_to(cmd, dir))
+            .map_err(|e| CtlError::Local(format!("writing the pages to {}: {e}", dir.display())))?;
+        println!("wrote the manual pages to {}", dir.display());
+        return Ok(EXIT_OK);
+    }
+    let mut page = &cmd;
+    for word in verb {
+        page = page.find_subcommand(word).ok_or_else(|| {
+            CtlError::Usage(format!(
+                "no page for `{}`: `phuxctl --help` lists the verbs",
+                verb.join(" ")
+            ))
+        })?;
+    }
+    clap_mangen::Man::new(page.clone())
+        .render(&mut std::io::stdout())
+        .map_err(|e| CtlError::Local(format!("writing the manual page: {e}")))?;
+    Ok(EXIT_OK)
 }
 
 /// `new`: create a terminal (starting the server when none listens on the local socket),

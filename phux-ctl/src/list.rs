@@ -123,6 +123,9 @@ pub fn lease_holder(session: &mut Session, id: &TerminalId) -> Result<Option<u64
 /// Every terminal's row.
 pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
     let mut rows = Vec::new();
+    // The pids are the server's host's: /proc here says something only when that is this
+    // host; otherwise the protocol carries no command, age or directory, and `-` is printed.
+    let local = !session.is_remote();
     for info in server_state(session)? {
         let state = terminal_state(session, &info.terminal)?;
         let field = |key: &str| state.as_ref().and_then(|s| s.get(key)).cloned();
@@ -135,15 +138,26 @@ pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
             cols: info.cols,
             rows: info.rows,
             title: info.title.filter(|t| !t.is_empty()),
-            cwd: info.cwd,
+            cwd: info
+                .cwd
+                .or_else(|| pid.filter(|_| local).and_then(proc_cwd)),
             pid,
             lifecycle: field("lifecycle").and_then(|v| v.as_str().map(str::to_owned)),
             lease_holder: field("input_holder").and_then(|v| v.as_u64()),
-            command: pid.and_then(proc_command),
-            age_secs: pid.and_then(proc_age_secs),
+            command: pid.filter(|_| local).and_then(proc_command),
+            age_secs: pid.filter(|_| local).and_then(proc_age_secs),
         });
     }
     Ok(rows)
+}
+
+/// The program's working directory now (`/proc/PID/cwd`), as tmux's `pane_current_path`.
+fn proc_cwd(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/cwd"))
+        .ok()?
+        .into_os_string()
+        .into_string()
+        .ok()
 }
 
 /// `/proc/PID/cmdline` as arguments.
@@ -191,28 +205,56 @@ pub fn human_age(secs: u64) -> String {
     }
 }
 
-/// The tab-separated table, with a header line when `header`.
-pub fn to_table(rows: &[Row], header: bool) -> String {
-    let mut out = String::new();
-    if header {
-        out.push_str("ID\tNAME\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE\n");
-    }
+/// The table: for a terminal (`for_tty`) a header line and columns aligned with spaces, as
+/// `ps` and `tmux ls` print them; for a pipe, tab-separated fields and no header, for `cut`
+/// and `awk`.
+pub fn to_table(rows: &[Row], for_tty: bool) -> String {
+    const HEADER: [&str; 9] = [
+        "ID", "NAME", "SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE",
+    ];
     let dash = || "-".to_owned();
+    let mut table: Vec<[String; 9]> = Vec::new();
+    if for_tty {
+        table.push(HEADER.map(str::to_owned));
+    }
     for r in rows {
-        let line = [
-            r.id.to_string(),
-            r.name.clone().unwrap_or_else(dash),
-            format!("{}x{}", r.cols, r.rows),
-            r.pid.map_or_else(dash, |p| p.to_string()),
-            r.age_secs.map_or_else(dash, human_age),
-            r.lifecycle.clone().unwrap_or_else(dash),
-            r.lease_holder.map_or_else(dash, |c| c.to_string()),
-            r.command.as_ref().map_or_else(dash, |c| c.join(" ")),
-            r.title.clone().unwrap_or_default(),
-        ]
-        .map(|field| field.replace(['\t', '\n'], " "))
-        .join("\t");
-        out.push_str(&line);
+        table.push(
+            [
+                r.id.to_string(),
+                r.name.clone().unwrap_or_else(dash),
+                format!("{}x{}", r.cols, r.rows),
+                r.pid.map_or_else(dash, |p| p.to_string()),
+                r.age_secs.map_or_else(dash, human_age),
+                r.lifecycle.clone().unwrap_or_else(dash),
+                r.lease_holder.map_or_else(dash, |c| c.to_string()),
+                r.command.as_ref().map_or_else(dash, |c| c.join(" ")),
+                r.title.clone().unwrap_or_default(),
+            ]
+            .map(|field| field.replace(['\t', '\n'], " ")),
+        );
+    }
+    let mut widths = [0usize; 9];
+    for line in &table {
+        for (width, field) in widths.iter_mut().zip(line) {
+            *width = (*width).max(field.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for line in &table {
+        let text = if for_tty {
+            let mut text = String::new();
+            for (i, (field, width)) in line.iter().zip(widths).enumerate() {
+                text.push_str(field);
+                if i + 1 < line.len() {
+                    let pad = width - field.chars().count() + 2;
+                    text.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            text.trim_end().to_owned()
+        } else {
+            line.join("\t")
+        };
+        out.push_str(&text);
         out.push('\n');
     }
     out
@@ -263,16 +305,27 @@ mod tests {
 
     #[test]
     fn the_table_has_a_column_per_field_and_the_json_every_field() {
-        let table = to_table(&[row()], true);
-        let mut lines = table.lines();
+        let table = to_table(&[row()], false);
         assert_eq!(
-            lines.next(),
-            Some("ID\tNAME\tSIZE\tPID\tAGE\tSTATE\tLEASE\tCOMMAND\tTITLE")
+            table,
+            "local:3\twork\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title\n"
         );
-        assert_eq!(
-            lines.next(),
-            Some("local:3\twork\t80x24\t42\t2m\trunning\t-\tsleep 100\ta title")
-        );
+        // On a terminal: a header, and every column starts where its header does.
+        let mut wide = row();
+        wide.id = TerminalId::Local(12345);
+        let table = to_table(&[row(), wide], true);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3);
+        for name in [
+            "NAME", "SIZE", "PID", "AGE", "STATE", "LEASE", "COMMAND", "TITLE",
+        ] {
+            let at = lines[0].find(name).expect("header");
+            for line in &lines[1..] {
+                assert_ne!(line.as_bytes()[at], b' ', "{name} in {line:?}");
+                assert_eq!(line.as_bytes()[at - 1], b' ', "{name} in {line:?}");
+            }
+        }
+        assert!(!table.contains('\t'), "{table}");
         let doc: Value = serde_json::from_str(&to_json(&[row()])).expect("json");
         assert_eq!(doc[0]["id"], "local:3");
         assert_eq!(doc[0]["command"][1], "100");

@@ -11,9 +11,23 @@ use crate::error::CtlError;
 pub const DEFAULT_SIZE: (u16, u16) = (80, 24);
 
 /// `spawn --cwd`: made absolute against this shell's directory and required to be a
-/// directory, so a bad one is blamed rather than the program.
-pub(crate) fn checked_cwd(dir: &std::path::Path) -> Result<String, CtlError> {
+/// directory, so a bad one is blamed rather than the program. On a remote server's host
+/// (`remote`) nothing here says what is there: the path must be absolute and goes as given
+/// (the server refuses a spawn into a directory that is not there).
+pub(crate) fn checked_cwd(dir: &std::path::Path, remote: bool) -> Result<String, CtlError> {
     let bad = |why: String| CtlError::Usage(format!("--cwd {}: {why}", dir.display()));
+    if remote {
+        if !dir.is_absolute() {
+            return Err(bad(
+                "with --ssh or --exec the directory is on the server's host and must be absolute"
+                    .to_owned(),
+            ));
+        }
+        return dir
+            .to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| bad("not UTF-8, which the protocol requires".to_owned()));
+    }
     let absolute = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
     if !absolute.is_dir() {
         return Err(bad("not a directory".to_owned()));
@@ -60,7 +74,20 @@ pub(crate) fn create(
         .flatten()
     });
     spawn.term = args.term;
-    if args.clear_env || !args.env.is_empty() || ours {
+    if place == Place::Remote && !args.clear_env && !args.env.is_empty() {
+        // This host's environment is not the server's host's (and may hold secrets): the
+        // program keeps the server's environment and `env` adds the variables before it
+        // runs, as `ssh HOST env K=V CMD` does.
+        // `--` first: env stops taking options at the first assignment.
+        let mut argv = vec!["env".to_owned(), "--".to_owned()];
+        argv.extend(args.env.iter().map(|(k, v)| format!("{k}={v}")));
+        match spawn.command.take() {
+            Some(command) => argv.extend(command),
+            // The far side names the default program: its $SHELL.
+            None => argv.extend(["/bin/sh", "-c", "exec \"${SHELL:-/bin/sh}\""].map(str::to_owned)),
+        }
+        spawn.command = Some(argv);
+    } else if args.clear_env || !args.env.is_empty() || ours {
         let mut env: Vec<(String, String)> = if args.clear_env {
             Vec::new()
         } else {

@@ -4,12 +4,13 @@
 use std::io::Write;
 
 use phux_core::client::ClientEvent;
-use phux_proto::frame::SubscribeEvents;
+use phux_proto::event::AgentEvent;
+use phux_proto::frame::{EventFrame, SubscribeEvents};
 use phux_proto::{Command, CommandValue, Frame, TerminalId};
 
 use crate::cli::ScreenArgs;
 use crate::conn::{Session, Step};
-use crate::error::{CtlError, EXIT_OK};
+use crate::error::{CtlError, EXIT_OK, program_exit_code};
 
 /// GET_SCREEN, printed as its lines (or the JSON document).
 pub(crate) fn screen(
@@ -75,7 +76,8 @@ pub(crate) fn watch(
                 c.payload
             }
             Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
-                return Ok(EXIT_OK);
+                // [CLIENT.WATCH.1] The program's status is watch's, as ssh and `tmux wait` do.
+                return Ok(program_exit_code(c.exit_status));
             }
             Step::Closed => {
                 return Err(session_lost("the output of the terminal ended"));
@@ -92,10 +94,22 @@ pub(crate) fn watch(
 /// SUBSCRIBE_EVENTS; each EVENT frame on a line of its own.
 pub(crate) fn events(
     session: &mut Session,
-    id: Option<TerminalId>,
+    id: Option<&TerminalId>,
     json: bool,
 ) -> Result<u8, CtlError> {
-    session.send(&Frame::SubscribeEvents(SubscribeEvents { terminal: id }))?;
+    session.send(&Frame::SubscribeEvents(SubscribeEvents {
+        terminal: id.cloned(),
+    }))?;
+    // SUBSCRIBE_EVENTS has no answer: an unknown terminal would give a stream that never
+    // ends. The check follows the subscription, so a close after it is still seen.
+    if let Some(id) = id
+        && crate::list::terminal(session, id)?.is_none()
+    {
+        return Err(CtlError::Refused {
+            code: phux_proto::ErrorCode::TERMINAL_NOT_FOUND,
+            message: format!("no terminal {id}"),
+        });
+    }
     let mut out = std::io::stdout().lock();
     loop {
         match session.step(None)? {
@@ -107,6 +121,15 @@ pub(crate) fn events(
                 };
                 // A closed stdout (a pipe's reader left) ends the stream quietly.
                 if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                    return Ok(EXIT_OK);
+                }
+                // [CLIENT.EVENTS.1] One terminal's events end with its pane_closed.
+                if let Frame::Event(EventFrame {
+                    terminal: Some(t),
+                    event: AgentEvent::PaneClosed { .. },
+                }) = &frame
+                    && Some(t) == id
+                {
                     return Ok(EXIT_OK);
                 }
             }

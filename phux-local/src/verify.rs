@@ -91,6 +91,27 @@ pub fn check_place(target: &Target) -> Result<(), TrustError> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // The directory is fine here: the socket itself is not as a phux server makes it.
+    let refuse_socket = |problem: SocketError| {
+        let remedy = if matches!(problem, SocketError::NotASocket(_)) {
+            "No server listens there; if that file is yours and not needed, remove it, or \
+             pass another --socket, for the client and the server"
+                .to_owned()
+        } else {
+            format!(
+                "A phux server makes its socket yours with mode 0600; whatever made {} did \
+                 not. If it is yours (a proxy or a program you run), give it mode 0600 \
+                 (`chmod 600 {}`); if not, do not use it",
+                socket.display(),
+                socket.display()
+            )
+        };
+        TrustError::Place {
+            socket: socket.clone(),
+            problem: describe(&problem),
+            remedy,
+        }
+    };
     let refuse = |problem: SocketError| {
         let remedy = match target.policy {
             DirPolicy::Private => format!(
@@ -123,7 +144,7 @@ pub fn check_place(target: &Target) -> Result<(), TrustError> {
     match socket::check_socket_file(socket) {
         Ok(()) => Ok(()),
         Err(SocketError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(refuse(e)),
+        Err(e) => Err(refuse_socket(e)),
     }
 }
 

@@ -20,6 +20,7 @@ mod probe_raw;
 mod probe_signals;
 mod probe_stall;
 mod probe_util;
+mod record_cli;
 mod run_cli;
 mod runner_blame;
 mod screen_diff;

@@ -114,6 +114,7 @@ fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
     assert!(screen.contains("typed-42"), "{screen}");
 }
 
+// [CLIENT.ATTACH.8] [CLIENT.ATTACH.9]
 /// The detach key pressed twice in a row reaches the program once (tmux's prefix-prefix
 /// habit) and the attach goes on; pressed once it detaches. `--detach-key none` passes the key
 /// through; a key a program needs for typing is refused as bad usage.

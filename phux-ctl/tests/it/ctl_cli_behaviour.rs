@@ -5,10 +5,9 @@
 //! show what a user needs, and completions and the manual page are generated.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Instant;
+use std::process::{Command, Output, Stdio};
 
-use crate::support::{Ctl, DEADLINE, Server, wait_until};
+use crate::support::{Ctl, Server, finish, wait_until};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -20,19 +19,6 @@ fn row(ctl: &Ctl, id: &str) -> Option<Vec<String>> {
         .lines()
         .find(|l| l.split('\t').next() == Some(id))
         .map(|l| l.split('\t').map(str::to_owned).collect())
-}
-
-/// Waits for a child to exit (killing it at the deadline); its output.
-fn finish(mut child: Child) -> Output {
-    let end = Instant::now() + DEADLINE;
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    child.wait_with_output().expect("wait")
 }
 
 /// No Rust debug formatting in a message meant for people.

@@ -422,3 +422,33 @@ fn a_damaged_journal_loses_no_record_silently() {
         "{out:?}"
     );
 }
+
+// [CLIENT.PEER.2]
+#[test]
+fn a_too_open_socket_in_a_private_directory_is_blamed_itself() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let socket = dir.path().join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o660)).expect("chmod");
+    let state = tempfile::tempdir().expect("state");
+    let out = Command::new(env!("CARGO_BIN_EXE_phuxctl"))
+        .arg("--socket")
+        .arg(&socket)
+        .arg("list")
+        .env("XDG_STATE_HOME", state.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("phuxctl");
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("chmod 600 {}", socket.display())),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("chmod 700"),
+        "the directory is blamed: {stderr}"
+    );
+}

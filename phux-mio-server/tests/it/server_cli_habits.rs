@@ -11,10 +11,20 @@ use std::process::{Child, Command as Process, Stdio};
 use crate::support::client::{Client, wait_exit};
 use crate::support::common::eventually;
 
-/// The server binary in `cwd` with `args`, its stderr written to `stderr`; its child and the
-/// path its ready line names.
-fn start(cwd: &Path, args: &[&str], stderr: &Path) -> (Child, String) {
-    let mut process = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
+/// A server process, killed if a test fails before stopping it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The server binary in `cwd` with `args`, its stderr written to `stderr`; its process and
+/// the path its ready line names.
+fn start(cwd: &Path, args: &[&str], stderr: &Path) -> (Running, String) {
+    let process = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
         .current_dir(cwd)
         .args(args)
         .stdin(Stdio::null())
@@ -22,8 +32,9 @@ fn start(cwd: &Path, args: &[&str], stderr: &Path) -> (Child, String) {
         .stderr(std::fs::File::create(stderr).expect("stderr file"))
         .spawn()
         .expect("start server");
+    let mut running = Running(process);
     let mut line = String::new();
-    BufReader::new(process.stdout.take().expect("stdout"))
+    BufReader::new(running.0.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("ready line");
     let path = line
@@ -31,10 +42,10 @@ fn start(cwd: &Path, args: &[&str], stderr: &Path) -> (Child, String) {
         .strip_prefix("phux-mio-server listening on ")
         .unwrap_or_else(|| panic!("not a ready line: {line:?}"))
         .to_owned();
-    (process, path)
+    (running, path)
 }
 
-fn stop(process: &mut Child) {
+fn stop(Running(process): &mut Running) {
     let pid =
         rustix::process::Pid::from_raw(i32::try_from(process.id()).expect("pid")).expect("pid");
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");

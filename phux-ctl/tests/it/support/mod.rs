@@ -178,3 +178,16 @@ impl Drop for ServerAt {
         let _ = self.0.wait();
     }
 }
+
+/// Waits for a child to exit, killing it at the deadline; its output.
+pub(crate) fn finish(mut child: std::process::Child) -> Output {
+    let end = Instant::now() + DEADLINE;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    child.wait_with_output().expect("wait")
+}
