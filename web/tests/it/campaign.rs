@@ -73,7 +73,14 @@ fn fault_campaign_loses_and_doubles_no_key() {
     let mut typed = String::new();
     let mut injected = [0usize; KINDS.len()];
     let started = Instant::now();
-    for _ in 0..faults {
+    for n in 0..faults {
+        if n > 0 && n % 100 == 0 {
+            eprintln!(
+                "web fault campaign: {n} faults in {:.0} s, {} keys typed",
+                started.elapsed().as_secs_f64(),
+                typed.len()
+            );
+        }
         let chunk: String = (0..=schedule.next(6))
             .map(|_| char::from(alphabet[schedule.next(alphabet.len())]))
             .collect();

@@ -128,13 +128,6 @@ pub(crate) struct RefServer {
 }
 
 impl RefServer {
-    pub(crate) fn start(bin: PathBuf) -> Self {
-        let ws: SocketAddr = format!("127.0.0.1:{}", free_port())
-            .parse()
-            .expect("addr");
-        Self::start_on(bin, ws)
-    }
-
     /// The reference with its WebSocket listener on `ws`.
     pub(crate) fn start_on(bin: PathBuf, ws: SocketAddr) -> Self {
         let home = tempfile::tempdir().expect("tempdir");
@@ -299,15 +292,20 @@ impl Rig {
     /// A rig on our server whose page checks its link every `ping_ms` (and gives a PING as
     /// long again to answer).
     pub(crate) fn start(ping_ms: u32) -> Result<Self, String> {
-        Self::start_on(ping_ms, false)
+        Self::start_on(ping_ms, false, None)
+    }
+
+    /// A rig on our server whose terminal runs `sh -c script` instead of the recorder.
+    pub(crate) fn start_running(script: &str) -> Result<Self, String> {
+        Self::start_on(3000, false, Some(script))
     }
 
     /// The same on the phux reference's WebSocket listener.
     pub(crate) fn start_on_reference(ping_ms: u32) -> Result<Self, String> {
-        Self::start_on(ping_ms, true)
+        Self::start_on(ping_ms, true, None)
     }
 
-    fn start_on(ping_ms: u32, reference: bool) -> Result<Self, String> {
+    fn start_on(ping_ms: u32, reference: bool, script: Option<&str>) -> Result<Self, String> {
         let (chromium, driver) = phux_web::webdriver::programs()?;
         // The server's port is chosen first: the proxy in front of it is the origin the
         // browser sees, and our server must be told it (--ws-origin).
@@ -327,7 +325,7 @@ impl Rig {
             (Server::Ours(OurServer::start(ws, &origin)), None)
         };
         let record = server.scratch().join("typed");
-        let terminal = server.spawn(&recorder_script(&record));
+        let terminal = server.spawn(&script.map_or_else(|| recorder_script(&record), str::to_owned));
         let browser = Browser::start(&chromium, &driver).map_err(|e| e.to_string())?;
         let rig = Self {
             server,
@@ -401,12 +399,25 @@ impl Rig {
 
     /// Waits until no input is left to send, and returns every operation.
     pub(crate) fn settle(&self) -> Vec<Value> {
-        wait_for("the outbox to drain", || {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
             let ops = ops(&self.browser);
-            ops.iter()
-                .all(|o| !matches!(o["state"].as_str(), Some("queued" | "sent")))
-                .then_some(ops)
-        })
+            let left: Vec<&Value> = ops
+                .iter()
+                .filter(|o| matches!(o["state"].as_str(), Some("queued" | "sent")))
+                .collect();
+            if left.is_empty() {
+                return ops;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the outbox did not drain: page {}, {} left, first {:?}",
+                status(&self.browser),
+                left.len(),
+                left.first()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
