@@ -8,16 +8,17 @@ use crate::support::{self, Rig, exclusive, rig_or_skip, wait_for};
 
 fn types_hello(rig: &Rig) {
     rig.browser.type_text("hello").expect("type");
-    wait_for("hello recorded", || (rig.recorded() == b"hello").then_some(()));
+    wait_for("hello recorded", || {
+        (rig.recorded() == b"hello").then_some(())
+    });
     let ops = support::ops(&rig.browser);
     assert_eq!(ops.len(), 5);
-    assert!(ops.iter().all(|o| o["state"] == json!("applied")), "{ops:?}");
+    assert!(
+        ops.iter().all(|o| o["state"] == json!("applied")),
+        "{ops:?}"
+    );
     wait_for("the list shows five applied inputs", || {
-        let shown = rig
-            .browser
-            .execute("return document.querySelectorAll('#ops li.applied').length", &[])
-            .ok()?;
-        (shown == json!(5)).then_some(())
+        (rig.shown("applied") == Some(5)).then_some(())
     });
     if let Ok(dir) = std::env::var("PHUX_WEB_SCREENSHOTS") {
         let png = rig.browser.screenshot().expect("screenshot");
@@ -56,7 +57,9 @@ fn a_shell_in_the_page() {
             return;
         }
     };
-    rig.browser.type_text("echo typed in a browser\u{e007}").expect("type");
+    rig.browser
+        .type_text("echo typed in a browser\u{e007}")
+        .expect("type");
     wait_for("the echo applied", || {
         let ops = support::ops(&rig.browser);
         (ops.len() == 24 && ops.iter().all(|o| o["state"] == json!("applied"))).then_some(())

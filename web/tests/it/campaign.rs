@@ -109,10 +109,7 @@ fn fault_campaign_loses_and_doubles_no_key() {
             }
             3 => rig.kill_tab_and_reopen(),
             _ => {
-                let support::Server::Ours(server) = &rig.server else {
-                    unreachable!("no upgrades on the reference")
-                };
-                let (code, said) = server.upgrade();
+                let (code, said) = rig.ours().upgrade();
                 match code {
                     Some(0) => {}
                     Some(4) => upgrades_refused += 1,
@@ -133,7 +130,11 @@ fn fault_campaign_loses_and_doubles_no_key() {
         "web fault campaign on {} (seed {seed:#x}): {faults} faults ({}; upgrades refused: \
          {upgrades_refused}) in {:.1} s; {} keys typed: {} applied, {} unknown ({} of them \
          read), {} other; lost {}, duplicated {}; {} WebSocket connections",
-        if on_reference { "the reference" } else { "our server" },
+        if on_reference {
+            "the reference"
+        } else {
+            "our server"
+        },
         KINDS
             .iter()
             .zip(injected)

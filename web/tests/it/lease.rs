@@ -17,10 +17,7 @@ fn lease_line(rig: &support::Rig) -> String {
 fn the_page_shows_the_lease_holder_and_refuses_nothing_silently() {
     let _one = exclusive();
     let rig = rig_or_skip!(3000);
-    let support::Server::Ours(server) = &rig.server else {
-        unreachable!("rig_or_skip! starts our server")
-    };
-    let mut holder = server.hold_lease(rig.terminal);
+    let mut holder = rig.ours().hold_lease(rig.terminal);
     wait_for("the page to show the lease held", || {
         lease_line(&rig).contains("held by client").then_some(())
     });
@@ -29,11 +26,7 @@ fn the_page_shows_the_lease_holder_and_refuses_nothing_silently() {
     assert_eq!(ops.len(), 1);
     assert_eq!(ops[0]["state"], json!("refused"), "{ops:?}");
     wait_for("the list shows it refused", || {
-        let shown = rig
-            .browser
-            .execute("return document.querySelectorAll('#ops li.refused').length", &[])
-            .ok()?;
-        (shown == json!(1)).then_some(())
+        (rig.shown("refused") == Some(1)).then_some(())
     });
     // The holder goes: the lease is released, and the page says so.
     drop(holder.stdin.take());

@@ -29,6 +29,14 @@ pub(crate) struct OurServer {
 }
 
 impl OurServer {
+    /// Whether the server under test has a WebSocket listener (`--listen-ws`).
+    pub(crate) fn available() -> bool {
+        Command::new(example("web-test-server"))
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--listen-ws"))
+    }
+
     pub(crate) fn start(ws: SocketAddr, origin: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("s.sock");
@@ -73,14 +81,17 @@ impl OurServer {
         child
     }
 
-    fn phuxctl(&self, args: &[&str]) -> std::process::Output {
-        Command::new(example("web-test-phuxctl"))
-            .arg("--socket")
+    fn phuxctl_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(example("web-test-phuxctl"));
+        c.arg("--socket")
             .arg(&self.socket)
             .args(args)
-            .env("XDG_STATE_HOME", self.dir.path().join("ctl-state"))
-            .output()
-            .expect("phuxctl runs")
+            .env("XDG_STATE_HOME", self.dir.path().join("ctl-state"));
+        c
+    }
+
+    fn phuxctl(&self, args: &[&str]) -> std::process::Output {
+        self.phuxctl_command(args).output().expect("phuxctl runs")
     }
 
     /// Spawns `sh -c script`; its local id.
@@ -95,11 +106,8 @@ impl OurServer {
 
     /// `phuxctl lease acquire ID --hold`, once it holds the lease; ends it when dropped.
     pub(crate) fn hold_lease(&self, terminal: u32) -> Child {
-        let mut child = Command::new(example("web-test-phuxctl"))
-            .arg("--socket")
-            .arg(&self.socket)
-            .args(["lease", "acquire", &terminal.to_string(), "--hold"])
-            .env("XDG_STATE_HOME", self.dir.path().join("ctl-state"))
+        let mut child = self
+            .phuxctl_command(&["lease", "acquire", &terminal.to_string(), "--hold"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -107,7 +115,9 @@ impl OurServer {
             .expect("phuxctl lease runs");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("phuxctl lease says");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("phuxctl lease says");
         assert_eq!(line.trim(), "held", "phuxctl lease acquire --hold");
         child
     }

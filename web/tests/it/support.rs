@@ -307,6 +307,9 @@ impl Rig {
 
     fn start_on(ping_ms: u32, reference: bool, script: Option<&str>) -> Result<Self, String> {
         let (chromium, driver) = phux_web::webdriver::programs()?;
+        if !reference && !OurServer::available() {
+            return Err("this server has no WebSocket listener (--listen-ws)".into());
+        }
         // The server's port is chosen first: the proxy in front of it is the origin the
         // browser sees, and our server must be told it (--ws-origin).
         let ws: SocketAddr = format!("127.0.0.1:{}", free_port())
@@ -325,7 +328,8 @@ impl Rig {
             (Server::Ours(OurServer::start(ws, &origin)), None)
         };
         let record = server.scratch().join("typed");
-        let terminal = server.spawn(&script.map_or_else(|| recorder_script(&record), str::to_owned));
+        let terminal =
+            server.spawn(&script.map_or_else(|| recorder_script(&record), str::to_owned));
         let browser = Browser::start(&chromium, &driver).map_err(|e| e.to_string())?;
         let rig = Self {
             server,
@@ -339,6 +343,25 @@ impl Rig {
         rig.browser.goto(&rig.url()).expect("the page loads");
         wait_ready(&rig.browser);
         Ok(rig)
+    }
+
+    /// Our server (for a test that only runs there).
+    pub(crate) fn ours(&self) -> &OurServer {
+        match &self.server {
+            Server::Ours(s) => s,
+            Server::Reference(_) => panic!("this test runs on our server"),
+        }
+    }
+
+    /// How many inputs the page's list shows in `state` (its CSS class).
+    pub(crate) fn shown(&self, state: &str) -> Option<u64> {
+        self.browser
+            .execute(
+                "return document.querySelectorAll('#ops li.' + arguments[0]).length",
+                &[Value::from(state)],
+            )
+            .ok()?
+            .as_u64()
     }
 
     /// The listener's secret (our server's; the reference has none on loopback).
