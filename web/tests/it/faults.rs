@@ -176,7 +176,7 @@ fn a_new_server_incarnation_shows_sent_keys_unknown_and_writes_nothing_old() {
 #[test]
 fn a_server_upgrade_mid_typing_loses_and_doubles_nothing() {
     let _one = exclusive();
-    let rig = rig_or_skip!(500);
+    let rig = rig_or_skip!(ours 500);
     rig.browser.type_text("stu").expect("type");
     // `phuxctl upgrade` while keys are in flight: the server takes over in place (same
     // server_id, the dedupe ledger carried), or refuses while its WebSocket connections

@@ -27,7 +27,7 @@ fetch(url.replace("ws:", "http:")).then(r => r.text()).then(t => { window.hostil
 #[test]
 fn a_page_from_another_origin_gets_nothing() {
     let _one = exclusive();
-    let rig = rig_or_skip!(500);
+    let rig = rig_or_skip!(ours 500);
     let Some(secret) = rig.secret() else {
         phux_testkit::skip!("the reference checks no Origin: nothing to show there");
         return;

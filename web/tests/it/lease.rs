@@ -16,7 +16,7 @@ fn lease_line(rig: &support::Rig) -> String {
 #[test]
 fn the_page_shows_the_lease_holder_and_refuses_nothing_silently() {
     let _one = exclusive();
-    let rig = rig_or_skip!(3000);
+    let rig = rig_or_skip!(ours 3000);
     let mut holder = rig.ours().hold_lease(rig.terminal);
     wait_for("the page to show the lease held", || {
         lease_line(&rig).contains("held by client").then_some(())

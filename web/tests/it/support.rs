@@ -291,7 +291,13 @@ pub(crate) struct Rig {
 impl Rig {
     /// A rig on our server whose page checks its link every `ping_ms` (and gives a PING as
     /// long again to answer).
+    /// (On the phux reference's listener when our server has none, `--listen-ws`.)
     pub(crate) fn start(ping_ms: u32) -> Result<Self, String> {
+        Self::start_on(ping_ms, !OurServer::available(), None)
+    }
+
+    /// A rig on our server only: `Err` (a skip) when it has no WebSocket listener.
+    pub(crate) fn start_ours(ping_ms: u32) -> Result<Self, String> {
         Self::start_on(ping_ms, false, None)
     }
 
@@ -516,6 +522,15 @@ pub(crate) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
 /// Starts a rig (on our server; `reference` for the phux reference's), or records a skip
 /// and returns from the test.
 macro_rules! rig_or_skip {
+    (ours $ping:expr) => {
+        match $crate::support::Rig::start_ours($ping) {
+            Ok(rig) => rig,
+            Err(why) => {
+                phux_testkit::skip!("{why}");
+                return;
+            }
+        }
+    };
     (reference $ping:expr) => {
         match $crate::support::Rig::start_on_reference($ping) {
             Ok(rig) => rig,
