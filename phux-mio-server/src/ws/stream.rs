@@ -308,20 +308,77 @@ impl Write for WsStream {
     }
 }
 
-/// A server-side WebSocket stream over loopback TCP and the client's end of it, for tests.
-#[cfg(test)]
-pub(crate) fn pair() -> (WsStream, std::net::TcpStream) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let client =
-        std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
-    let (server, _) = listener.accept().expect("accept");
-    server.set_nonblocking(true).expect("nonblocking");
-    (WsStream::new(TcpStream::from_std(server), &[]), client)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conn::{FlushState, WriteQueue};
+    use tungstenite::Message;
+    use tungstenite::protocol::{Role, WebSocket};
+
+    fn pair() -> (WsStream, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        server.set_nonblocking(true).expect("nonblocking");
+        (WsStream::new(TcpStream::from_std(server), &[]), client)
+    }
+
+    fn phux_frame(n: usize, fill: u8) -> Vec<u8> {
+        let mut f = ((n + 1) as u32).to_be_bytes().to_vec();
+        f.push(0x7f);
+        f.extend(std::iter::repeat_n(fill, n));
+        f
+    }
+
+    #[test]
+    fn frames_written_through_a_full_socket_arrive_one_message_each() {
+        let (ws, client) = pair();
+        // Sizes around every header form (7-bit, 16-bit, 64-bit lengths), many small ones
+        // (more than one vectored write's slices), and one far larger than a socket buffer.
+        let mut frames = Vec::new();
+        for (i, n) in [0usize, 1, 120, 121, 122, 65_530, 65_531, 70_000, 3 << 20]
+            .into_iter()
+            .chain(std::iter::repeat_n(3, 200))
+            .enumerate()
+        {
+            frames.push(phux_frame(n, i as u8));
+        }
+        let mut queue = WriteQueue::new();
+        for f in &frames {
+            queue.push(f.clone());
+        }
+        let reader = std::thread::spawn(move || {
+            let mut ws = WebSocket::from_raw_socket(client, Role::Client, None);
+            let mut got = Vec::new();
+            loop {
+                match ws.read() {
+                    Ok(Message::Binary(b)) => got.push(b.to_vec()),
+                    Ok(Message::Close(_)) | Err(_) => return got,
+                    Ok(_) => {}
+                }
+            }
+        });
+        let mut transport = crate::conn::Transport::Ws(Box::new(ws));
+        let mut sent = 0;
+        loop {
+            let (n, state) = queue.flush_to(&mut transport);
+            sent += n;
+            match state {
+                FlushState::Drained => break,
+                FlushState::Blocked => std::thread::sleep(std::time::Duration::from_millis(1)),
+                FlushState::Failed(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(sent, frames.iter().map(Vec::len).sum::<usize>());
+        let crate::conn::Transport::Ws(ws) = &mut transport else {
+            unreachable!()
+        };
+        ws.shutdown();
+        let got = reader.join().expect("reader");
+        assert_eq!(got.len(), frames.len());
+        assert!(got == frames, "a message differs from its frame");
+    }
 
     #[test]
     fn a_ping_is_answered_between_messages_and_only_the_latest() {
