@@ -17,11 +17,26 @@ pub use crate::queue::{Chunk, FlushState, WriteQueue};
 use crate::timer::{Timer, TimerTable};
 use crate::ws::WsStream;
 
-pub use crate::read::{Got, READ_CHUNK};
+/// The largest read from a connection or a PTY at once.
+pub const READ_CHUNK: usize = 64 * 1024;
 
 /// What a connection's read side is watched for: readability, and an out-of-band byte
 /// waiting in a socket (`EPOLLPRI`), before which the kernel ends a read (see [`Got`]).
 pub(crate) const READ_INTEREST: Interest = Interest::READABLE.add(Interest::PRIORITY);
+
+/// What one read of a connection got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Got {
+    /// The bytes read; 0 is the end of the stream.
+    pub n: usize,
+    /// Nothing the peer had sent by then is left: the next bytes raise a new readiness event,
+    /// so the read that would find the transport empty can be skipped. A stream socket's
+    /// read gathers every queued segment, but the kernel ends it early at a segment that
+    /// carried ancillary data (descriptors passed with `SCM_RIGHTS`) or at an out-of-band
+    /// byte, and what follows waits without a new event: a read ended so is not drained
+    /// (the out-of-band byte is seen by its `EPOLLPRI`, [`READ_INTEREST`]).
+    pub drained: bool,
+}
 
 /// One client connection: its transport, its registration with the poll (one token, or two
 /// for a split transport), its write queue, and its closing state.

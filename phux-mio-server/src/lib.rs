@@ -44,7 +44,6 @@ pub mod nofile;
 pub mod pty;
 mod queue;
 pub mod rand;
-mod read;
 pub mod run;
 pub mod signals;
 pub mod socket;

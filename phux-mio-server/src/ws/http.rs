@@ -8,8 +8,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 use super::auth::{Origins, PROTOCOL, SECRET_PREFIX, Secret};
-
-pub mod site;
+use super::site;
 
 /// [WS.HANDSHAKE.1] The largest request we read: a browser's upgrade request is well under
 /// 2 KiB; more is refused rather than buffered.

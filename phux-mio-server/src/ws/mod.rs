@@ -6,7 +6,7 @@
 //! - [`stream`]: an upgraded connection as a driver transport (bytes in, bytes out).
 //! - [`http`]: the one HTTP request per connection, decided as a pure function.
 //! - [`auth`]: the secret and the origin and host checks.
-//! - [`http::site`]: the web client's files, built into the binary, which `http` serves.
+//! - [`site`]: the web client's files, built into the binary.
 //! - [`door`]: the listener and the handshakes under way, bounded.
 
 use std::io;
@@ -19,6 +19,7 @@ pub mod auth;
 pub mod codec;
 pub mod door;
 pub mod http;
+pub mod site;
 pub mod stream;
 
 pub use door::Door;

@@ -15,7 +15,7 @@ use phux_proto::framing::LENGTH_LEN;
 use super::codec::{Control, Inbound, Outbound, WsError, close_frame, pong_frame};
 use tracing::debug;
 
-use crate::read::{Got, READ_CHUNK};
+use crate::conn::{Got, READ_CHUNK};
 
 /// One upgraded WebSocket connection.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! WS.SITE): built into the binary from the repository's `web/dist/` (see `build.rs`), each
 //! with a strict Content-Security-Policy.
 
-use super::{Answer, head};
+use super::http::{Answer, head};
 
 /// `(path under web/dist, bytes, whether this is the "not built" placeholder)`.
 static FILES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/web_files.rs"));
