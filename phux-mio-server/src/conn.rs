@@ -341,7 +341,13 @@ impl Transport {
             Self::Stdio => (fd_read(rustix::stdio::stdin(), buf)?, true),
             Self::Handoff(h) if h.input_is_socket() => recv_stream(h.input.as_fd(), buf)?,
             Self::Handoff(h) => (fd_read(h.input.as_fd(), buf)?, false),
-            Self::Ws(ws) => return ws.read(buf),
+            Self::Ws(ws) => {
+                let read = ws.read(buf)?;
+                return Ok(Got {
+                    n: read.n,
+                    drained: read.drained,
+                });
+            }
         };
         Ok(Got {
             n,

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 use super::auth::{Origins, PROTOCOL, SECRET_PREFIX, Secret};
-use super::site;
+use super::site::{self, head};
 
 /// [WS.HANDSHAKE.1] The largest request we read: a browser's upgrade request is well under
 /// 2 KiB; more is refused rather than buffered.
@@ -79,7 +79,12 @@ impl Policy {
             if !host_ok {
                 return forbidden();
             }
-            return site::serve(req.path.unwrap_or("/"), header("host").unwrap_or_default());
+            let page = site::serve(req.path.unwrap_or("/"), header("host").unwrap_or_default());
+            return Answer::Respond {
+                head: page.head,
+                body: page.body,
+                why: page.why,
+            };
         }
         if req.method != Some("GET") {
             return refuse(405, "Method Not Allowed", "not GET");
@@ -146,16 +151,6 @@ fn has_token(value: &[u8], token: &str) -> bool {
     value
         .split(|&b| b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-}
-
-/// A response head with `extra` header lines and a body of `len` bytes; the connection
-/// closes after it.
-pub fn head(code: u16, reason: &str, extra: &str, len: usize) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Length: {len}\r\nConnection: close\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{extra}\r\n"
-    )
-    .into_bytes()
 }
 
 fn refuse(code: u16, reason: &str, why: &'static str) -> Answer {

@@ -2,8 +2,6 @@
 //! WS.SITE): built into the binary from the repository's `web/dist/` (see `build.rs`), each
 //! with a strict Content-Security-Policy.
 
-use super::http::{Answer, head};
-
 /// `(path under web/dist, bytes, whether this is the "not built" placeholder)`.
 static FILES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/web_files.rs"));
 
@@ -12,8 +10,27 @@ pub fn client_built() -> bool {
     !FILES.iter().any(|(_, _, placeholder)| *placeholder)
 }
 
+/// An HTTP answer that is not an upgrade: its head, its body, and what to log (never a
+/// header's value).
+#[derive(Debug)]
+pub struct Page {
+    pub head: Vec<u8>,
+    pub body: &'static [u8],
+    pub why: &'static str,
+}
+
+/// A response head with `extra` header lines and a body of `len` bytes; the connection
+/// closes after it.
+pub fn head(code: u16, reason: &str, extra: &str, len: usize) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Length: {len}\r\nConnection: close\r\n\
+         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{extra}\r\n"
+    )
+    .into_bytes()
+}
+
 /// The answer to `GET path` with the request's (checked) `Host`.
-pub fn serve(path: &str, host: &[u8]) -> Answer {
+pub fn serve(path: &str, host: &[u8]) -> Page {
     let path = path.split(['?', '#']).next().unwrap_or("/");
     let name = match path.strip_prefix('/') {
         Some("") => "index.html",
@@ -22,7 +39,7 @@ pub fn serve(path: &str, host: &[u8]) -> Answer {
     };
     // Only the names in the table exist: no path is ever joined onto a directory.
     let Some((name, body, _)) = FILES.iter().find(|(n, _, _)| *n == name) else {
-        return Answer::Respond {
+        return Page {
             head: head(404, "Not Found", "", 0),
             body: b"",
             why: "no such file",
@@ -41,7 +58,7 @@ pub fn serve(path: &str, host: &[u8]) -> Answer {
          X-Frame-Options: DENY\r\n",
         content_type(name)
     );
-    Answer::Respond {
+    Page {
         head: head(200, "OK", &csp, body.len()),
         body,
         why: "a web client file",
@@ -70,9 +87,7 @@ mod tests {
 
     #[test]
     fn the_index_is_served_with_a_strict_policy_and_nothing_outside_the_table() {
-        let Answer::Respond { head, body, .. } = serve("/?x=1", b"127.0.0.1:8787") else {
-            panic!("not a response");
-        };
+        let Page { head, body, .. } = serve("/?x=1", b"127.0.0.1:8787");
         let head = String::from_utf8(head).expect("utf8");
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n"));
         assert!(head.contains("default-src 'none'"));
@@ -86,9 +101,7 @@ mod tests {
             "/nope.js",
             "x",
         ] {
-            let Answer::Respond { head, .. } = serve(path, b"h") else {
-                panic!("not a response");
-            };
+            let Page { head, .. } = serve(path, b"h");
             assert!(head.starts_with(b"HTTP/1.1 404 "), "{path}");
         }
     }

@@ -6,7 +6,7 @@
 //! are the same bytes as over the Unix socket, so its budgets, fairness and limits hold here
 //! unchanged. What is the transport's own (pings, the close handshake) is answered here.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read as _, Write};
 use std::net::Shutdown;
 
 use mio::net::TcpStream;
@@ -15,7 +15,16 @@ use phux_proto::framing::LENGTH_LEN;
 use super::codec::{Control, Inbound, Outbound, WsError, close_frame, pong_frame};
 use tracing::debug;
 
-use crate::conn::{Got, READ_CHUNK};
+/// The largest read of the socket at once (as the driver's reads of every other source).
+pub const READ_CHUNK: usize = 64 * 1024;
+
+/// What one read got: the phux bytes, and whether nothing the peer had sent is left (the
+/// driver's `Got`, which the transport makes of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Read {
+    pub n: usize,
+    pub drained: bool,
+}
 
 /// One upgraded WebSocket connection.
 #[derive(Debug)]
@@ -72,9 +81,9 @@ impl WsStream {
     /// close frame). A read that took bytes but produced no phux bytes (control frames, an
     /// empty fragment) is `Interrupted`, so the driver reads again within its per-wake bound
     /// rather than waiting for an edge that will not come.
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<Got> {
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<Read> {
         if self.ended && self.decoded.is_empty() {
-            return Ok(Got {
+            return Ok(Read {
                 n: 0,
                 drained: true,
             });
@@ -99,7 +108,7 @@ impl WsStream {
             };
             self.raw.truncate(start + n);
             if n == 0 {
-                return Ok(Got {
+                return Ok(Read {
                     n: 0,
                     drained: true,
                 });
@@ -122,7 +131,7 @@ impl WsStream {
         }
         if self.decoded.is_empty() {
             if self.ended {
-                return Ok(Got {
+                return Ok(Read {
                     n: 0,
                     drained: true,
                 });
@@ -134,7 +143,7 @@ impl WsStream {
             .unwrap_or_default()
             .copy_from_slice(self.decoded.get(..n).unwrap_or_default());
         self.decoded.drain(..n);
-        Ok(Got {
+        Ok(Read {
             n,
             // After the end, the next read reports it (n == 0) without an event.
             drained: short && !self.ended && self.decoded.is_empty() && !self.raw_has_work(),
@@ -311,7 +320,7 @@ impl Write for WsStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::{FlushState, WriteQueue};
+    use crate::queue::{FlushState, WriteQueue};
     use tungstenite::Message;
     use tungstenite::protocol::{Role, WebSocket};
 
@@ -359,7 +368,7 @@ mod tests {
                 }
             }
         });
-        let mut transport = crate::conn::Transport::Ws(Box::new(ws));
+        let mut transport = ws;
         let mut sent = 0;
         loop {
             let (n, state) = queue.flush_to(&mut transport);
@@ -371,10 +380,7 @@ mod tests {
             }
         }
         assert_eq!(sent, frames.iter().map(Vec::len).sum::<usize>());
-        let crate::conn::Transport::Ws(ws) = &mut transport else {
-            unreachable!()
-        };
-        ws.shutdown();
+        transport.shutdown();
         let got = reader.join().expect("reader");
         assert_eq!(got.len(), frames.len());
         assert!(got == frames, "a message differs from its frame");
