@@ -336,6 +336,19 @@ impl Terminal {
         self.exit_status = exit_status;
     }
 
+    /// Whether a KILL ended it (a killed terminal is not kept, [TERMINAL.REMAIN.1]).
+    pub(super) fn was_killed(&self) -> bool {
+        self.killing
+    }
+
+    /// Kept after its exit: nobody views it or is subscribed to it any more (TERMINAL_CLOSED
+    /// and pane_closed were their last frames of it).
+    pub(super) fn retire(&mut self) {
+        self.viewers.clear();
+        self.subscribers.clear();
+        self.spawner = None;
+    }
+
     /// The model takes the new size (already clamped); whether the PTY is to be resized too
     /// (a running child).
     pub(super) fn resize(&mut self, cols: u16, rows: u16) -> bool {

@@ -86,19 +86,22 @@ pub enum CtlCommand {
     New(NewArgs),
     /// Start a terminal and print its id (`local:N`).
     Spawn(SpawnArgs),
-    /// List the terminals: id, size, pid, age, state, lease holder, command and title.
+    /// List the terminals: id, name, size, pid, age, state, lease holder, command and title.
     ///
-    /// One per line, tab-separated: id, size (COLSxROWS), pid, age, state (running, frozen,
-    /// exited), lease holder (a client id, or -), command and title; on a terminal, a header
-    /// line and the columns aligned with spaces. The command, the age and (in --json) the
-    /// working directory are read from /proc for the terminal's pid when the server runs on
-    /// this host; with --ssh or --exec the protocol carries none of them and `-` is printed.
+    /// One per line, tab-separated: id, name (or -), size (COLSxROWS), pid, age, state
+    /// (running, frozen, or exited(STATUS) / exited(signal) for a terminal whose program
+    /// ended and that the server keeps with its last screen until `kill` dismisses it), lease
+    /// holder (a client id, or -), command and title; on a terminal, a header line and the
+    /// columns aligned with spaces. The command, the age and (in --json) the working
+    /// directory are read from /proc for the terminal's pid when the server runs on this host
+    /// and the program runs; with --ssh or --exec the protocol carries none of them and `-`
+    /// is printed.
     List {
         /// Print a JSON array of objects instead.
         #[arg(long)]
         json: bool,
     },
-    /// Kill terminals.
+    /// Kill terminals, or dismiss exited ones the server keeps (`list` shows them exited).
     Kill {
         /// The terminals (ids or names).
         #[arg(required = true, value_parser = parse_target)]
@@ -169,8 +172,10 @@ pub enum CtlCommand {
     /// Keys go to the terminal as key events, the terminal's output is drawn as it arrives,
     /// and the terminal is resized to this tty. The detach key (default C-\) returns and
     /// restores the tty; the terminal keeps running on the server. When the program ends,
-    /// attach leaves its last screen in view and exits with its exit status. This tty's
-    /// replies to the program's queries are never typed as keys.
+    /// attach leaves its last screen in view and exits with its exit status; attaching to a
+    /// terminal whose program has already exited (kept by the server, `exited` in `list`)
+    /// shows its last screen and exits with that status the same way. This tty's replies to
+    /// the program's queries are never typed as keys.
     Attach(AttachArgs),
     /// List, resume or drop input that earlier runs left pending in the outbox.
     ///

@@ -23,6 +23,7 @@ mod ctl_paste_killed;
 mod ctl_paste_large;
 mod ctl_paste_parts;
 mod ctl_paste_safety;
+mod ctl_remain_on_exit;
 mod ctl_remote_truth;
 mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
