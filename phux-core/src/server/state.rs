@@ -141,6 +141,19 @@ impl ServerEngine {
             obj.insert("pid".into(), term.pid().into());
             obj.insert("canonical".into(), term.canonical().into());
             obj.insert("modes".into(), modes_json(&modes));
+            // [SCREEN.STATE.6] The clients attached to it, as `tmux list-clients` shows them.
+            let viewers: Vec<serde_json::Value> = term
+                .viewers_paused()
+                .filter_map(|(conn, paused)| {
+                    let c = self.conns.get(&conn)?;
+                    Some(serde_json::json!({
+                        "client": c.client().0,
+                        "local_socket": c.peer().local_socket,
+                        "behind": paused,
+                    }))
+                })
+                .collect();
+            obj.insert("attached_clients".into(), viewers.into());
         }
         Some(value.to_string())
     }

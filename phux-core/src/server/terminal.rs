@@ -408,6 +408,13 @@ impl Terminal {
             .map(|(&id, _)| id)
     }
 
+    /// The attached connections, each with whether its stream is paused for a slow reader.
+    pub(super) fn viewers_paused(&self) -> impl Iterator<Item = (ConnId, bool)> + '_ {
+        self.viewers
+            .iter()
+            .map(|(&id, v)| (id, v.paused_at.is_some()))
+    }
+
     pub(super) fn viewer_ids(&self) -> Vec<ConnId> {
         self.viewers.keys().copied().collect()
     }

@@ -206,6 +206,36 @@ pub enum CtlCommand {
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
     },
+    /// Stop the server (SHUTDOWN), as `tmux kill-server` does: every terminal's program is
+    /// ended and every client detached; prints `stopped`.
+    ///
+    /// Refused (exit 4) by a server that does not offer SHUTDOWN; phux-mio-server takes it
+    /// on its local socket only (so not through --ssh or --exec). On this host it returns once
+    /// the socket is gone, so a `phuxctl new` right after starts a fresh server.
+    Shutdown,
+    /// Print the server's id, protocol version and features, the program serving and its
+    /// pid, this phuxctl's version, and how many terminals run and how many have exited.
+    ///
+    /// The id changes when the server restarts (never across an upgrade). The program and pid
+    /// are those listening on the local socket (the binary's own `--version`, after an
+    /// upgrade the new one's); with --ssh or --exec they are the far host's and `-` is
+    /// printed.
+    Info {
+        /// One JSON object instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the clients attached to a terminal, as `tmux list-clients` does: client id,
+    /// transport (socket, or other for a bridge or stdio), whether its output is live or
+    /// behind (a slow reader waiting to catch up), and `lease` for the input lease holder.
+    Clients {
+        /// The terminal (an id or a name).
+        #[arg(value_parser = parse_target)]
+        id: Target,
+        /// A JSON array of objects (`client`, `local_socket`, `behind`) instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     ///
     /// For bash: `phuxctl completions bash > ~/.local/share/bash-completion/completions/phuxctl`.

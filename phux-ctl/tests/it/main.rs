@@ -29,6 +29,7 @@ mod ctl_send_exactly_once;
 mod ctl_send_reported_after_restart;
 mod ctl_send_resumed;
 mod ctl_send_silent_key;
+mod ctl_server_verbs;
 mod ctl_spawn_here;
 mod ctl_spawn_list_kill;
 mod ctl_ssh;
