@@ -383,6 +383,16 @@ impl Runner<'_> {
             })
         };
         for need in &t.requires {
+            // `!feature`: the case is for servers that do not advertise it.
+            if let Some(feature) = need.strip_prefix('!') {
+                if self.server.features.contains(feature) {
+                    return Some(format!(
+                        "the server advertises `{feature}` in HELLO_OK; the case is for servers \
+                         that do not"
+                    ));
+                }
+                continue;
+            }
             match lacking(need) {
                 Some((true, why)) => return Some(why.into()),
                 Some((false, _)) => {}

@@ -67,7 +67,8 @@ pub struct Transcript {
     /// The requirement sentence, quoted from the spec.
     pub requirement: String,
     /// Server features (HELLO_OK names, e.g. `acknowledged_input`) or runner capabilities
-    /// (`probe`, `connections=N`) the transcript needs; missing ones make it UNSUPPORTED.
+    /// (`probe`, `connections=N`) the transcript needs; missing ones make it UNSUPPORTED, as
+    /// does an advertised feature named `!feature`.
     pub requires: Vec<String>,
     /// Declared probe terminals (documentation and a check that `spawn` steps name them).
     pub probes: Vec<String>,

@@ -94,6 +94,10 @@ pub(super) struct TurnEnd {
     pub(super) too_many_before_hello: bool,
 }
 
+/// phux 0.8's INPUT_TERMINAL_REPLY (input.md §6): allocated but outside the subset we speak,
+/// and the one unimplemented type after which phux says the connection goes on.
+const INPUT_TERMINAL_REPLY: FrameType = FrameType(0x17);
+
 /// The most unframed bytes a connection may have buffered before HELLO is admitted
 /// ([SERVER.LIMIT.1]). A HELLO is well under 1 KiB and nothing but HELLO and PING may come
 /// first, so a peer past this bound is not doing a handshake: it is making the server hold
@@ -125,9 +129,9 @@ pub(super) enum Request {
     Subscribe(Option<TerminalId>),
     /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS.
     Input(TerminalId, InputEvent),
-    /// A COMMAND whose body did not decode, framing intact: answered with ERROR, the
-    /// connection stays up.
-    BadCommand {
+    /// A frame answered with ERROR while the connection stays up: a COMMAND whose body did
+    /// not decode (framing intact), or an INPUT_TERMINAL_REPLY, which we do not advertise.
+    Refused {
         /// The request id, when it could be read.
         request_id: Option<u32>,
         /// Why, as a wire code.
@@ -378,10 +382,21 @@ impl Connection {
         if ready && !err.is_framing() && frame == Some(FrameType::COMMAND) {
             // [ERROR.COMMAND.1] [ERROR.COMMAND.2] A COMMAND body that does not decode, with
             // framing intact, gets ERROR{request_id, code}; the connection stays up (R7).
-            return Request::BadCommand {
+            return Request::Refused {
                 request_id: err.request_id(),
                 code: err.code(),
                 message,
+            };
+        }
+        if ready && !err.is_framing() && frame == Some(INPUT_TERMINAL_REPLY) {
+            // [FRAME.TYPE.5] phux input.md §6: a server that did not advertise TERMINAL_REPLY
+            // discards the frame, answers an uncorrelated UNKNOWN_MESSAGE_TYPE and goes on.
+            return Request::Refused {
+                request_id: None,
+                code: ErrorCode::UNKNOWN_MESSAGE_TYPE,
+                message: "INPUT_TERMINAL_REPLY is not offered (no TERMINAL_REPLY feature); \
+                          discarded, nothing written"
+                    .to_owned(),
             };
         }
         let known_before_hello = matches!(frame, Some(FrameType::HELLO | FrameType::PING));

@@ -86,7 +86,7 @@ impl ServerEngine {
             Request::Input(terminal, event) => {
                 self.on_fire_and_forget(now, id, &terminal, &event);
             }
-            Request::BadCommand {
+            Request::Refused {
                 request_id,
                 code,
                 message,
