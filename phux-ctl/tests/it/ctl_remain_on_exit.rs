@@ -76,8 +76,17 @@ fn an_exited_terminal_shows_its_status_and_last_screen_until_killed() {
     assert!(pane.contains("built-42"), "{pane}");
     assert!(pane.contains("attach-exit=3"), "{pane}");
 
-    // Kept until dismissed: still listed after the attach; `kill` removes it.
+    // Kept until dismissed: still listed after the attach, and after an upgrade in place,
+    // screen and status; `kill` removes it.
     assert!(row(&ctl.ok(&["list"]), &id).is_some());
+    assert!(ctl.ok(&["upgrade"]).starts_with("upgraded"));
+    let after = ctl.ok(&["list"]);
+    assert_eq!(
+        row(&after, &id).map(|r| r[5].clone()).as_deref(),
+        Some("exited(3)"),
+        "{after}"
+    );
+    assert!(ctl.screen(&id).contains("built-42"));
     ctl.ok(&["kill", &id]);
     assert!(row(&ctl.ok(&["list"]), &id).is_none());
     let gone = ctl.run(&["screen", &id]);
