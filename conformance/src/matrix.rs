@@ -190,10 +190,8 @@ impl Matrix {
             {
                 return Err(at(&format!("unknown reason `{r}`")));
             }
-            if clauses.is_empty() == reason.is_none() {
-                return Err(at(&format!(
-                    "`{id}` needs clauses or a reason, not both or neither"
-                )));
+            if clauses.is_empty() && reason.is_none() {
+                return Err(at(&format!("`{id}` needs clauses, a reason, or both")));
             }
             rows.push(Requirement {
                 id,
@@ -250,7 +248,8 @@ pub enum Status {
     Phux(Vec<String>),
     /// Checked only by cases outside profile phux (they cite or assume a rule of ours).
     PhuxRsOnly(Vec<String>),
-    /// Our clauses state it, but no case cites them (tested off the wire, or to do).
+    /// Our clauses state it, no case cites them, and the row names no reason: an error of the
+    /// matrix (the coverage test refuses it).
     ClausesOnly,
     /// Not checked, for the reason named.
     Reason(String),
@@ -304,9 +303,6 @@ impl<'a> Report<'a> {
             .rows
             .iter()
             .map(|row| {
-                if let Some(r) = &row.reason {
-                    return Status::Reason(r.clone());
-                }
                 let mut phux = BTreeSet::new();
                 let mut rs = BTreeSet::new();
                 for c in &row.clauses {
@@ -325,6 +321,10 @@ impl<'a> Report<'a> {
                     Status::Phux(phux.into_iter().collect())
                 } else if !rs.is_empty() {
                     Status::PhuxRsOnly(rs.into_iter().collect())
+                } else if let Some(r) = &row.reason {
+                    // Our clauses may state it and still no case can check it (a client's
+                    // rule, the transport's setup): the reason says why.
+                    Status::Reason(r.clone())
                 } else {
                     Status::ClausesOnly
                 }
@@ -627,6 +627,11 @@ mod tests {
         assert!(Matrix::parse(&bad_id).is_err());
         let bad_reason = neither.to_owned() + "reason = \"because\"\n";
         assert!(Matrix::parse(&bad_reason).is_err());
+        let both = ok.to_owned() + "reason = \"consumer\"\n";
+        assert_eq!(
+            Matrix::parse(&both).unwrap().rows[0].reason.as_deref(),
+            Some("consumer")
+        );
         let twice = format!("{ok}{}", &ok["source = \"x\"\n".len()..]);
         assert!(Matrix::parse(&twice).is_err());
     }

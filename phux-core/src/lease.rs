@@ -316,7 +316,6 @@ impl LeaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     const A: ClientId = ClientId(1);
     const B: ClientId = ClientId(2);
@@ -554,36 +553,5 @@ mod tests {
         assert_eq!(l.remove_terminal(&term(1)), None);
         assert_eq!(l.poll_timeout(), None);
         assert_eq!(l.state(&term(1)), LeaseState::Open);
-    }
-
-    // ---- model-based property test ----
-    // The naive model lives in `crate::fuzzing` so the `lease_model` fuzzer shares it.
-
-    use crate::fuzzing::LeaseStep;
-
-    fn step_strategy() -> impl Strategy<Value = LeaseStep> {
-        let t = 0usize..3;
-        let c = 1u32..=3;
-        let ttl = prop_oneof![Just(0u32), 1u32..30];
-        prop_oneof![
-            4 => (t.clone(), c.clone(), any::<bool>(), ttl)
-                .prop_map(|(t, c, seize, ttl)| LeaseStep::Acquire(t, c, seize, ttl)),
-            2 => (t.clone(), c.clone()).prop_map(|(t, c)| LeaseStep::Release(t, c)),
-            1 => c.clone().prop_map(LeaseStep::Disconnect),
-            1 => t.clone().prop_map(LeaseStep::RemoveTerminal),
-            3 => (0u64..20).prop_map(|ms| LeaseStep::Advance(ms * 1000)),
-            2 => Just(LeaseStep::HandleTimeout),
-            2 => (t, c).prop_map(|(t, c)| LeaseStep::Check(t, c)),
-        ]
-    }
-
-    proptest! {
-        // [LEASE.*] every step equals the naive model; holder changes are reported exactly once.
-        #[test]
-        fn lease_table_matches_naive_model(
-            steps in proptest::collection::vec(step_strategy(), 1..150),
-        ) {
-            crate::fuzzing::run_lease(&steps);
-        }
     }
 }

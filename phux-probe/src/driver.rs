@@ -21,9 +21,10 @@ use signal_hook::iterator::Signals;
 
 use super::grandchild::{self, LineSplitter, from_raw_signal, raw_signal};
 use super::machine::{
-    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport,
-    Query, TermiosReport,
+    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProcessReport, Query,
+    TermiosReport,
 };
+use super::signal::ProbeSignal;
 
 /// One read's worth: a canonical line (4,096 bytes at most on Linux) fits.
 const READ_BUF: usize = 4096;

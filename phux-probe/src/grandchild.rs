@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use signal_hook::iterator::Signals;
 
-use crate::machine::{GrandchildEvent, ProbeSignal};
+use crate::machine::GrandchildEvent;
+use crate::signal::ProbeSignal;
 
 /// A grandchild line longer than this is noise, not a report: it is dropped.
 const MAX_GRANDCHILD_LINE: usize = 64;

@@ -43,9 +43,11 @@ mod command;
 mod driver;
 mod grandchild;
 mod machine;
+mod signal;
 
 pub use driver::{ProbeArgs, run};
 pub use machine::{
-    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProbeSignal, ProcessReport,
-    Query, TermiosReport,
+    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeMachine, ProcessReport, Query,
+    TermiosReport,
 };
+pub use signal::ProbeSignal;

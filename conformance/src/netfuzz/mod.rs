@@ -31,6 +31,7 @@
 //! `unconfirmed/NNN-<kind>.phuxt.txt` with the reason, and is no case.
 
 pub mod emit;
+pub mod finding;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mutate;

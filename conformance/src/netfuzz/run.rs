@@ -12,11 +12,39 @@ use phux_proto::frame::{CommandFrame, DetachReason, Ping};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 use phux_proto::{Frame, OperationId, TerminalId};
 
-use super::oracle::finding;
-pub use super::oracle::{Bounds, Finding, Kind};
+use super::finding::finding;
+pub use super::finding::{Finding, Kind};
 use super::session::{Action, spawn_frame};
 use super::shadow::{Shadow, terminals_mut};
 use crate::transport::{ConnKey, Connector, Recv, Transport};
+
+/// Bounds of a session: what the oracles allow, and how the executor paces and clamps.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// An honest connection's PING must be answered within this.
+    pub liveness: Duration,
+    /// How long replies still owed may take at the end of a session.
+    pub grace: Duration,
+    /// The most bytes a client that stopped reading may find waiting when it reads again.
+    pub queue_bound: usize,
+    /// Actions between two liveness checks.
+    pub batch: usize,
+    /// Clamp the sizes sessions ask for to the spec's bound (1024 x 512, [TERMINAL.RESIZE.3]):
+    /// for fuzzing on past a server known not to clamp, which a huge size takes gigabytes.
+    pub clamp_sizes: bool,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            liveness: Duration::from_secs(2),
+            grace: Duration::from_secs(10),
+            queue_bound: 8 * 1024 * 1024,
+            batch: 8,
+            clamp_sizes: false,
+        }
+    }
+}
 
 /// A step of the record a transcript is written from.
 #[derive(Clone, Debug)]

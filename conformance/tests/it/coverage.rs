@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use phux_conformance::coverage::{Coverage, cited_in_source, parse_exemptions};
+use phux_conformance::matrix::Status;
 use phux_conformance::suite::{Paths, Suite};
 use phux_conformance::transcript::Level;
 
@@ -167,7 +168,7 @@ fn every_phux_clause_cites_phux_text() {
 }
 
 /// The requirements matrix: every row's clauses exist, every sentence is traced to clauses or
-/// a reason (checked as it is read), and the published table is the one the matrix generates
+/// a reason (checked as it is read), every sentence no case checks names a reason, and the published table is the one the matrix generates
 /// today (`PHUX_BLESS=1` rewrites it).
 #[test]
 fn the_requirements_matrix_is_consistent_and_published() {
@@ -178,6 +179,34 @@ fn the_requirements_matrix_is_consistent_and_published() {
         report.unknown_clauses.is_empty(),
         "phux-requirements.toml names clauses the spec lacks: {:?}",
         report.unknown_clauses
+    );
+    // [37] Every sentence no case checks says why: a row whose clauses no case cites names a
+    // reason, and a reason is dropped once a case under profile phux checks the row.
+    let unexplained: Vec<&str> = report
+        .matrix
+        .rows
+        .iter()
+        .zip(&report.status)
+        .filter(|(_, s)| **s == Status::ClausesOnly)
+        .map(|(r, _)| r.id.as_str())
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "rows whose clauses no case checks, with no reason: {unexplained:?}"
+    );
+    let stale: Vec<&str> = report
+        .matrix
+        .rows
+        .iter()
+        .zip(&report.status)
+        .filter(|(r, s)| {
+            r.reason.is_some() && !r.clauses.is_empty() && matches!(s, Status::Phux(_))
+        })
+        .map(|(r, _)| r.id.as_str())
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "rows checked under profile phux that still give a reason: {stale:?}"
     );
     let (normative, checked) = report.figures();
     assert!(normative >= 150, "only {normative} normative sentences");

@@ -11,6 +11,7 @@ mod launch;
 
 mod coverage;
 mod keydiff;
+mod module_circles;
 mod mutants;
 mod netfuzz;
 mod paste_reference;

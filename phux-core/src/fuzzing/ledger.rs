@@ -1,5 +1,5 @@
 //! The operation ledger against a naive model: a `Vec` of records, linear scans, no queue.
-//! Used by the ledger's proptest and by the `ledger_model` fuzz target.
+//! Used by the proptest below and by the `ledger_model` fuzz target.
 
 use std::time::Duration;
 
@@ -300,6 +300,44 @@ pub fn run_ledger(scenario: &LedgerScenario) {
                 held <= share.max(capacity / 2),
                 "step {i}: {o:?} holds {held}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{LedgerScenario, LedgerStep, run_ledger};
+
+    // The real ledger against the model, step by step: here, beside the model, as the
+    // fuzz target runs it.
+
+    fn step_strategy() -> impl Strategy<Value = LedgerStep> {
+        let id = 1u128..=6;
+        prop_oneof![
+            4 => (id.clone(), 0u8..3, 0u8..2).prop_map(|(i, d, o)| LedgerStep::Admit(i, d, o)),
+            2 => id.clone().prop_map(LedgerStep::HandedOff),
+            2 => (id.clone(), 0u8..4, 0u32..3).prop_map(|(i, k, l)| LedgerStep::Complete(i, k, l)),
+            1 => id.clone().prop_map(LedgerStep::Release),
+            1 => id.clone().prop_map(LedgerStep::Forget),
+            2 => (0u64..40).prop_map(LedgerStep::Advance),
+            1 => Just(LedgerStep::HandleTimeout),
+            1 => id.prop_map(LedgerStep::Lookup),
+            1 => Just(LedgerStep::Poll),
+        ]
+    }
+
+    proptest! {
+        // [INPUT.DEDUPE.1]-[INPUT.DEDUPE.9] and [INPUT.DEDUPE.12] checked step by step against the naive model.
+        #[test]
+        fn ledger_matches_naive_model(
+            capacity in 1u8..5,
+            horizon_us in 1u8..120,
+            share in 1u8..5,
+            steps in proptest::collection::vec(step_strategy(), 1..200),
+        ) {
+            run_ledger(&LedgerScenario { capacity, horizon_us, share, steps });
         }
     }
 }

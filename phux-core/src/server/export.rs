@@ -128,7 +128,7 @@ pub(crate) struct EngineStateRef<'a> {
 
 impl ServerEngine {
     /// Checks that the engine is quiet ([SERVER.UPGRADE.STATE.4]).
-    fn check_quiet(&self) -> Result<(), NotQuiet> {
+    pub(crate) fn check_quiet(&self) -> Result<(), NotQuiet> {
         if !self.actions.is_empty() {
             return Err(NotQuiet::ActionsQueued {
                 count: self.actions.len(),
@@ -140,15 +140,6 @@ impl ServerEngine {
         Ok(())
     }
 
-    /// The image of the whole state and the driver's `host` state, once quiet: the bytes
-    /// [`upgrade::encode_image`](crate::upgrade::encode_image) makes of
-    /// [`Self::export_state`], without copying the engine first (an upgrade of a big server
-    /// holds one image in memory, not a copy of the state besides).
-    pub fn export_image<H: Serialize>(&self, host: &H) -> Result<Vec<u8>, NotQuiet> {
-        self.check_quiet()?;
-        Ok(crate::upgrade::encode_value(&(self.state_ref(), host)))
-    }
-
     /// The live terminals, then the exited ones kept for their screen: an image holds both in
     /// one list (an exited one tells itself apart by its lifecycle).
     fn all_terminals(&self) -> impl Iterator<Item = &Terminal> + '_ {
@@ -156,7 +147,7 @@ impl ServerEngine {
     }
 
     /// The state borrowed from the engine, serialized as [`EngineState`] is.
-    fn state_ref(&self) -> EngineStateRef<'_> {
+    pub(crate) fn state_ref(&self) -> EngineStateRef<'_> {
         EngineStateRef {
             config: &self.config,
             conns: self.conns.values().collect(),
@@ -173,18 +164,6 @@ impl ServerEngine {
             shutting_down: self.shutting_down,
             upgrade: &self.upgrade,
         }
-    }
-
-    /// Writes the image of the whole state and the driver's `host` state to `out` once quiet,
-    /// in one pass and without holding it in memory ([`export_image`](Self::export_image)'s
-    /// bytes, from `out`'s position). Returns the image's length.
-    pub fn export_image_to<H: Serialize, W: std::io::Write + std::io::Seek>(
-        &self,
-        host: &H,
-        out: W,
-    ) -> Result<u64, crate::upgrade::ExportError> {
-        self.check_quiet()?;
-        crate::upgrade::write_value(&(self.state_ref(), host), out)
     }
 
     /// The whole state, once quiet: no action queued, no write job with the driver

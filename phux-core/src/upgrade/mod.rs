@@ -37,10 +37,36 @@ use serde::de::DeserializeOwned;
 pub use image::{
     ExportError, ImageError, MAGIC, READS_VERSIONS, STATE_VERSION, image_version, reads_version,
 };
-pub(crate) use image::{encode_value, sorted_map, write_value};
+pub(crate) use image::{encode_value, write_value};
 pub use phux_term::bytes;
 
+use crate::server::ServerEngine;
 pub use crate::server::{EngineState, NotQuiet, StateError};
+
+/// The engine's half of an image written from the live engine: these two belong to the image,
+/// not to the engine, which knows what its state holds ([`EngineState`]) and not its bytes.
+impl ServerEngine {
+    /// The image of the whole state and the driver's `host` state, once quiet: the bytes
+    /// [`encode_image`] makes of
+    /// [`ServerEngine::export_state`], without copying the engine first (an upgrade of a big server
+    /// holds one image in memory, not a copy of the state besides).
+    pub fn export_image<H: Serialize>(&self, host: &H) -> Result<Vec<u8>, NotQuiet> {
+        self.check_quiet()?;
+        Ok(encode_value(&(self.state_ref(), host)))
+    }
+
+    /// Writes the image of the whole state and the driver's `host` state to `out` once quiet,
+    /// in one pass and without holding it in memory ([`export_image`](Self::export_image)'s
+    /// bytes, from `out`'s position). Returns the image's length.
+    pub fn export_image_to<H: Serialize, W: std::io::Write + std::io::Seek>(
+        &self,
+        host: &H,
+        out: W,
+    ) -> Result<u64, ExportError> {
+        self.check_quiet()?;
+        write_value(&(self.state_ref(), host), out)
+    }
+}
 
 /// The image of `engine` and the driver's `host` state, in the current version.
 pub fn encode_image<H: Serialize>(engine: &EngineState, host: &H) -> Vec<u8> {

@@ -19,9 +19,10 @@ mod tests;
 use report::{byte_word, env_report, flag, sanitize, words};
 
 pub use io::{
-    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProbeSignal, ProcessReport, Query,
-    TermiosReport,
+    Answer, GrandchildEvent, ProbeAction, ProbeEvent, ProcessReport, Query, TermiosReport,
 };
+
+use crate::signal::ProbeSignal;
 
 /// A `:` line longer than this (the `:` included) is not a command: it is released as payload,
 /// so a payload line that merely starts with `:` is never held for ever.
