@@ -30,7 +30,7 @@ pub struct Known {
     pub phux: String,
     /// What the peer does.
     pub why: String,
-    /// The transports it applies to (`in-process`, `socket`, `exec`); empty: all.
+    /// The transports it applies to (`in-process`, `socket`, `exec`, `ws`); empty: all.
     pub transports: Vec<String>,
 }
 
@@ -121,7 +121,7 @@ fn parse_toml(text: &str) -> Result<Expectations, String> {
 }
 
 /// The transport kinds a deviation may be limited to.
-pub const TRANSPORTS: [&str; 3] = ["in-process", "socket", "exec"];
+pub const TRANSPORTS: [&str; 4] = ["in-process", "socket", "exec", "ws"];
 
 fn string(value: &toml::Value, what: &str) -> Result<String, String> {
     value

@@ -18,7 +18,9 @@ use phux_conformance::runner::CaseReport;
 use phux_conformance::spec::Profile;
 use phux_conformance::suite::{RunOptions, Suite, embedded};
 use phux_conformance::transcript::Transcript;
-use phux_conformance::transport::{Connector, ExecConnector, InProcess, SocketConnector};
+use phux_conformance::transport::{
+    Connector, ExecConnector, InProcess, SocketConnector, WsConnector,
+};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 mod wire;
@@ -151,6 +153,37 @@ struct Target {
     /// Our own engine, in this process, with simulated terminals and a virtual clock.
     #[arg(long)]
     in_process: bool,
+    /// A running server's WebSocket listener, `ws://HOST:PORT/` (one binary message per phux
+    /// frame): phux-mio-server's `--listen-ws` (with --ws-secret-file), or the phux
+    /// reference's `--listen`.
+    #[arg(long, value_name = "URL")]
+    ws: Option<String>,
+}
+
+/// How a WebSocket client presents itself (with `--ws`).
+#[derive(Debug, Args)]
+struct WsArgs {
+    /// The file holding the listener's secret (phux-mio-server prints its path at start),
+    /// offered as the `phux-secret.<hex>` subprotocol. Read from a file, so it shows in no
+    /// process list.
+    #[arg(long, value_name = "PATH", requires = "ws")]
+    ws_secret_file: Option<PathBuf>,
+    /// The Origin to send, as a page of that origin would (default: none, as a non-browser
+    /// client; phux-mio-server then needs --ws-allow-no-origin).
+    #[arg(long, value_name = "ORIGIN", requires = "ws")]
+    ws_origin: Option<String>,
+}
+
+impl WsArgs {
+    /// The connector for `url`.
+    fn connector(&self, url: &str, probe: Option<Vec<String>>) -> Result<WsConnector, String> {
+        WsConnector::new(
+            url,
+            self.ws_secret_file.as_deref(),
+            self.ws_origin.clone(),
+            probe,
+        )
+    }
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +221,8 @@ impl PathArgs {
 struct RunArgs {
     #[command(flatten)]
     target: Target,
+    #[command(flatten)]
+    ws: WsArgs,
     /// List the selected cases with their clauses and profile; no server needed.
     #[arg(long)]
     list: bool,
@@ -494,8 +529,15 @@ fn run(args: &RunArgs) -> ExitCode {
         })
     } else if args.target.in_process {
         Box::new(InProcess)
+    } else if let Some(url) = &args.target.ws {
+        match args.ws.connector(url, probe) {
+            Ok(c) => Box::new(c),
+            Err(e) => return setup_error(e),
+        }
     } else {
-        return setup_error("say which server: --socket PATH, --exec CMD or --in-process");
+        return setup_error(
+            "say which server: --socket PATH, --exec CMD, --ws URL or --in-process",
+        );
     };
     let mut info = RunInfo::now(&connector.describe(), profile.name());
     info.peer.clone_from(&suite.expectations.peer);

@@ -458,7 +458,7 @@ impl Session {
         for (op, (terminal, resolution)) in &self.resolved {
             lines.push(format!(
                 "operation {op} to {terminal}: {}",
-                crate::send::verdict(resolution)
+                crate::report::verdict(resolution)
             ));
         }
         let taken_back: Vec<OperationId> = batch

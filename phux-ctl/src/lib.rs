@@ -60,7 +60,7 @@ pub use error::{
     CtlError, EXIT_BOOKKEEPING, EXIT_CONNECTION, EXIT_LOCAL, EXIT_OK, EXIT_REFUSED, EXIT_TEST_HOOK,
     EXIT_UNKNOWN, EXIT_USAGE, program_exit_code, spawn_error_text,
 };
-pub use send::verdict;
+pub use report::verdict;
 pub use spawn::DEFAULT_SIZE;
 
 /// Runs one phuxctl invocation; its exit status.
@@ -200,7 +200,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         }
         CtlCommand::List { json } => {
             let book = names.bound(&mut session, Use::Read)?;
-            list::print(&mut session, json, &book)?
+            list::print(&mut session, json, |id| book.name_of(id))?
         }
         CtlCommand::Kill { ids } => {
             let ids = ids

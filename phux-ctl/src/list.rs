@@ -13,7 +13,6 @@ use phux_proto::{Command, CommandValue, ErrorCode, TerminalId};
 
 use crate::conn::Session;
 use crate::error::{CtlError, EXIT_OK};
-use crate::names::Book;
 
 /// One terminal as `list` shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,11 +43,16 @@ pub struct Row {
     pub age_secs: Option<u64>,
 }
 
-/// `list`: the rows as a table (a header on a terminal) or as JSON.
-pub(crate) fn print(session: &mut Session, json: bool, book: &Book) -> Result<u8, CtlError> {
+/// `list`: the rows as a table (a header on a terminal) or as JSON, each terminal named as
+/// `name_of` says (the names phuxctl keeps, `names`).
+pub(crate) fn print<'a>(
+    session: &mut Session,
+    json: bool,
+    name_of: impl Fn(&TerminalId) -> Option<&'a str>,
+) -> Result<u8, CtlError> {
     let mut rows = collect(session)?;
     for row in &mut rows {
-        row.name = book.name_of(&row.id).map(str::to_owned);
+        row.name = name_of(&row.id).map(str::to_owned);
     }
     let mut out = std::io::stdout().lock();
     let text = if json {

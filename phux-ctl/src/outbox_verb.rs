@@ -24,7 +24,7 @@ use crate::link::Endpoint;
 use crate::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
-use crate::send::{resolution_code, verdict};
+use crate::report::{resolution_code, verdict};
 
 /// The journal key for a target: its `--name`, or the absolute socket path (also the key of
 /// its terminal names and of the log of a server phuxctl started there).

@@ -4,11 +4,53 @@
 use std::io::Write;
 
 use phux_core::client::outbox::Resolution;
-use phux_core::client::retry::NotSentReason;
+use phux_core::client::retry::{NotSentReason, UnknownReason};
 use phux_proto::{OperationId, TerminalId};
 
-use crate::error::{EXIT_OK, EXIT_UNKNOWN};
-use crate::send::{resolution_code, verdict};
+use crate::error::{EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN};
+
+/// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
+pub fn verdict(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Delivered => "delivered".to_owned(),
+        Resolution::Unknown(reason) => format!(
+            "unknown: {}",
+            match reason {
+                UnknownReason::DeliveryUnknown =>
+                    "the server could not confirm the write (INPUT_DELIVERY_UNKNOWN)",
+                UnknownReason::IncarnationChanged =>
+                    "the server restarted before answering, so a resend could write twice",
+                UnknownReason::HorizonElapsed => "unanswered for too long to resend safely",
+                UnknownReason::RetriesExhausted => "unanswered, and the retries ran out",
+                UnknownReason::Dropped => "dropped from the outbox while its delivery was in doubt",
+            }
+        ),
+        Resolution::NotSent(reason) => format!(
+            "not sent: {}",
+            match reason {
+                NotSentReason::ServerGone =>
+                    "the server it was addressed to is gone (a new server answered; its terminal \
+                     ids name other programs)"
+                        .to_owned(),
+                NotSentReason::Expired =>
+                    "too old to send (submitted 9.5 minutes ago or more)".to_owned(),
+                NotSentReason::Dropped => "dropped from the outbox".to_owned(),
+                NotSentReason::EarlierPartFailed { part } => format!(
+                    "part {part} of the same input was not delivered, so nothing after it is sent"
+                ),
+            }
+        ),
+        Resolution::Refused { code, message } => format!("refused: {code} {message}"),
+    }
+}
+
+pub(crate) fn resolution_code(resolution: &Resolution) -> u8 {
+    match resolution {
+        Resolution::Delivered => EXIT_OK,
+        Resolution::Unknown(_) => EXIT_UNKNOWN,
+        Resolution::Refused { .. } | Resolution::NotSent(_) => EXIT_REFUSED,
+    }
+}
 
 /// One part of a submission and what became of it (`None`: still unresolved when the wait
 /// ended; it stays in the outbox for the next run).
@@ -150,7 +192,6 @@ fn to_json(parts: &[PartOutcome], code: u8) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use phux_core::client::retry::UnknownReason;
     use phux_proto::ErrorCode;
 
     fn part(n: u128, resolution: Option<Resolution>) -> PartOutcome {
@@ -204,7 +245,7 @@ mod tests {
              part 2 of 2: not sent: part 1 of the same input was not delivered, so nothing \
              after it is sent\n"
         );
-        assert_eq!(code, crate::error::EXIT_REFUSED);
+        assert_eq!(code, EXIT_REFUSED);
         // Unresolved at the deadline: the first may be in flight, the rest wait behind it.
         let (text, code) = printed(
             &[
@@ -250,5 +291,25 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
         assert_eq!(doc["verdict"], "delivered");
         assert_eq!(doc["parts"][0]["text"], "delivered");
+    }
+
+    #[test]
+    fn verdicts_read_as_documented() {
+        assert_eq!(verdict(&Resolution::Delivered), "delivered");
+        assert!(
+            verdict(&Resolution::Unknown(UnknownReason::DeliveryUnknown)).starts_with("unknown: ")
+        );
+        assert_eq!(
+            verdict(&Resolution::Refused {
+                code: ErrorCode::INPUT_LEASE_HELD,
+                message: "held".into()
+            }),
+            "refused: INPUT_LEASE_HELD held"
+        );
+        assert_eq!(resolution_code(&Resolution::Delivered), EXIT_OK);
+        assert_eq!(
+            resolution_code(&Resolution::Unknown(UnknownReason::HorizonElapsed)),
+            EXIT_UNKNOWN
+        );
     }
 }

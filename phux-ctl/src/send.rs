@@ -5,14 +5,13 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as StdInstant};
 
-use phux_core::client::outbox::{Input, Resolution};
-use phux_core::client::retry::{NotSentReason, UnknownReason};
+use phux_core::client::outbox::Input;
 use phux_proto::TerminalId;
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
 
 use crate::cli::{PasteArgs, SendArgs, SendPart};
 use crate::conn::Session;
-use crate::error::{CtlError, EXIT_OK, EXIT_REFUSED, EXIT_UNKNOWN};
+use crate::error::CtlError;
 use crate::report;
 
 /// `send`: the text and keys in the order given, as one acknowledged batch.
@@ -63,49 +62,6 @@ fn pasteable(mut data: Vec<u8>, verbatim: bool) -> Vec<u8> {
         phux_core::encoder::neutralize_paste(&mut data);
     }
     data
-}
-
-/// How a resolution is printed: `delivered`, `unknown: why`, `refused: CODE message`.
-pub fn verdict(resolution: &Resolution) -> String {
-    match resolution {
-        Resolution::Delivered => "delivered".to_owned(),
-        Resolution::Unknown(reason) => format!(
-            "unknown: {}",
-            match reason {
-                UnknownReason::DeliveryUnknown =>
-                    "the server could not confirm the write (INPUT_DELIVERY_UNKNOWN)",
-                UnknownReason::IncarnationChanged =>
-                    "the server restarted before answering, so a resend could write twice",
-                UnknownReason::HorizonElapsed => "unanswered for too long to resend safely",
-                UnknownReason::RetriesExhausted => "unanswered, and the retries ran out",
-                UnknownReason::Dropped => "dropped from the outbox while its delivery was in doubt",
-            }
-        ),
-        Resolution::NotSent(reason) => format!(
-            "not sent: {}",
-            match reason {
-                NotSentReason::ServerGone =>
-                    "the server it was addressed to is gone (a new server answered; its terminal \
-                     ids name other programs)"
-                        .to_owned(),
-                NotSentReason::Expired =>
-                    "too old to send (submitted 9.5 minutes ago or more)".to_owned(),
-                NotSentReason::Dropped => "dropped from the outbox".to_owned(),
-                NotSentReason::EarlierPartFailed { part } => format!(
-                    "part {part} of the same input was not delivered, so nothing after it is sent"
-                ),
-            }
-        ),
-        Resolution::Refused { code, message } => format!("refused: {code} {message}"),
-    }
-}
-
-pub(crate) fn resolution_code(resolution: &Resolution) -> u8 {
-    match resolution {
-        Resolution::Delivered => EXIT_OK,
-        Resolution::Unknown(_) => EXIT_UNKNOWN,
-        Resolution::Refused { .. } | Resolution::NotSent(_) => EXIT_REFUSED,
-    }
 }
 
 /// Submits input through the outbox, waits for every operation, prints every part's verdict
@@ -184,30 +140,4 @@ pub(crate) fn read_paste(file: Option<&PathBuf>) -> Result<Vec<u8>, CtlError> {
 /// How many bytes are left in `reader` (up to [`PASTE_COUNT_LIMIT`]), read and dropped.
 fn count_rest(reader: &mut impl Read) -> u64 {
     std::io::copy(&mut reader.take(PASTE_COUNT_LIMIT), &mut std::io::sink()).unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use phux_proto::ErrorCode;
-
-    #[test]
-    fn verdicts_read_as_documented() {
-        assert_eq!(verdict(&Resolution::Delivered), "delivered");
-        assert!(
-            verdict(&Resolution::Unknown(UnknownReason::DeliveryUnknown)).starts_with("unknown: ")
-        );
-        assert_eq!(
-            verdict(&Resolution::Refused {
-                code: ErrorCode::INPUT_LEASE_HELD,
-                message: "held".into()
-            }),
-            "refused: INPUT_LEASE_HELD held"
-        );
-        assert_eq!(resolution_code(&Resolution::Delivered), EXIT_OK);
-        assert_eq!(
-            resolution_code(&Resolution::Unknown(UnknownReason::HorizonElapsed)),
-            EXIT_UNKNOWN
-        );
-    }
 }

@@ -57,6 +57,36 @@ pub struct Config {
     #[arg(long, value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
 
+    /// Also serve phux over WebSocket on this address (off by default), and the web client's
+    /// page at `/` on it. Loopback only unless --ws-allow-remote. Clients must present the
+    /// secret kept in --ws-secret-file and connect from one of the listener's own origins
+    /// (spec/websocket.md). Port 0 picks a free port; the address is printed at start as
+    /// `phux-mio-server websocket on ws://ADDR/`.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "stdio")]
+    pub listen_ws: Option<std::net::SocketAddr>,
+
+    /// Let --listen-ws use a non-loopback address. phux over WebSocket is plaintext: put a TLS
+    /// reverse proxy in front (spec/websocket.md, "Beyond loopback") and name its origin with
+    /// --ws-origin.
+    #[arg(long, requires = "listen_ws")]
+    pub ws_allow_remote: bool,
+
+    /// Another origin pages may connect from (exactly `scheme://host[:port]`, such as a
+    /// reverse proxy's `https://term.example`); repeatable. The listener's own loopback
+    /// origins are always allowed.
+    #[arg(long = "ws-origin", value_name = "ORIGIN", requires = "listen_ws", value_parser = parse_origin)]
+    pub ws_origins: Vec<String>,
+
+    /// Let a request without an Origin header (not a browser: the conformance runner, a
+    /// script) connect; it still needs the secret.
+    #[arg(long, requires = "listen_ws")]
+    pub ws_allow_no_origin: bool,
+
+    /// Where the WebSocket secret is kept (created 0600 when missing). Default: beside the
+    /// socket, `<socket>.ws-secret`.
+    #[arg(long, value_name = "PATH", requires = "listen_ws")]
+    pub ws_secret_file: Option<PathBuf>,
+
     /// Append logs to this file instead of stderr. A new file is created 0600. At no level
     /// do logs hold environment values, arguments or input and output bytes: env names and
     /// byte counts at most.
@@ -220,7 +250,30 @@ impl LogLevel {
     }
 }
 
+/// An origin as a browser sends it: `http` or `https`, a host, an optional port, nothing else.
+fn parse_origin(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or("an origin starts with http:// or https://")?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return Err("an origin is scheme://host[:port], with no path, query or user".to_owned());
+    }
+    Ok(s.to_owned())
+}
+
 impl Config {
+    /// The WebSocket listener's options, when `--listen-ws` asks for one.
+    pub fn ws_options(&self) -> Option<crate::ws::WsOptions> {
+        Some(crate::ws::WsOptions {
+            addr: self.listen_ws?,
+            allow_remote: self.ws_allow_remote,
+            origins: self.ws_origins.clone(),
+            allow_no_origin: self.ws_allow_no_origin,
+            secret_file: self.ws_secret_file.clone(),
+        })
+    }
+
     /// The terminal cap: `--max-terminals`, else half of the host's PTYs (see
     /// [`terminal_cap`]).
     pub fn max_terminals(&self) -> usize {

@@ -15,6 +15,7 @@ use crate::flush::Queued;
 use crate::handoff::{First, Handed};
 pub use crate::queue::{Chunk, FlushState, WriteQueue};
 use crate::timer::{Timer, TimerTable};
+use crate::ws::WsStream;
 
 /// The largest read from a connection or a PTY at once.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -202,11 +203,26 @@ impl Conn {
     pub(crate) fn write(&mut self, mut spent: impl FnMut(Chunk)) -> (usize, FlushState) {
         self.urgent = false;
         self.timers.stop(Timer::HeldOutput);
-        let result = self.queue.flush_to(&mut self.transport);
+        let (sent, state) = self.queue.flush_to(&mut self.transport);
         for chunk in self.queue.drain_spent() {
             spent(chunk);
         }
-        result
+        // A WebSocket's own output (a pong) goes at a message boundary: here, once the queue
+        // is out.
+        if let (FlushState::Drained, Transport::Ws(ws)) = (&state, &mut self.transport) {
+            return match ws.write_control() {
+                Ok(true) => (sent, FlushState::Drained),
+                Ok(false) => (sent, FlushState::Blocked),
+                Err(e) => (sent, FlushState::Failed(e)),
+            };
+        }
+        (sent, state)
+    }
+
+    /// Whether the transport has output of its own due (a WebSocket's pong) with nothing
+    /// queued to carry it out.
+    pub(crate) fn transport_output_due(&self) -> bool {
+        matches!(&self.transport, Transport::Ws(ws) if ws.wants_write())
     }
 
     /// Adds or removes `WRITABLE` interest.
@@ -284,6 +300,9 @@ pub enum Transport {
     /// A peer whose bridge handed over its stdin and stdout ([SERVER.BRIDGE.9]): read from
     /// the one, written to the other (both set non-blocking while served).
     Handoff(Handed),
+    /// A WebSocket peer that passed the listener's checks (spec/websocket.md): its binary
+    /// messages carry the byte stream, one phux frame each.
+    Ws(Box<WsStream>),
 }
 
 impl Transport {
@@ -293,6 +312,7 @@ impl Transport {
             Self::Unix(s) => s.as_fd(),
             Self::Stdio => rustix::stdio::stdin(),
             Self::Handoff(h) => h.input.as_fd(),
+            Self::Ws(ws) => ws.tcp().as_fd(),
         }
     }
 
@@ -302,6 +322,7 @@ impl Transport {
             Self::Unix(s) => s.as_fd(),
             Self::Stdio => rustix::stdio::stdout(),
             Self::Handoff(h) => h.output.as_fd(),
+            Self::Ws(ws) => ws.tcp().as_fd(),
         }
     }
 
@@ -320,6 +341,13 @@ impl Transport {
             Self::Stdio => (fd_read(rustix::stdio::stdin(), buf)?, true),
             Self::Handoff(h) if h.input_is_socket() => recv_stream(h.input.as_fd(), buf)?,
             Self::Handoff(h) => (fd_read(h.input.as_fd(), buf)?, false),
+            Self::Ws(ws) => {
+                let read = ws.read(buf)?;
+                return Ok(Got {
+                    n: read.n,
+                    drained: read.drained,
+                });
+            }
         };
         Ok(Got {
             n,
@@ -368,11 +396,16 @@ impl Transport {
         }
     }
 
-    /// Ends the stream in both directions (the peer sees EOF); the fds close on drop.
-    pub fn shutdown(&self) {
-        if let Self::Unix(s) = self {
+    /// Ends the stream in both directions (the peer sees EOF; a WebSocket peer a close frame
+    /// first); the fds close on drop.
+    pub fn shutdown(&mut self) {
+        match self {
             // NotConnected when the peer already went away: nothing left to tell it.
-            let _ = s.shutdown(std::net::Shutdown::Both);
+            Self::Unix(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+            Self::Ws(ws) => ws.shutdown(),
+            Self::Stdio | Self::Handoff(_) => {}
         }
     }
 }
@@ -383,6 +416,7 @@ impl Write for Transport {
             Self::Unix(s) => s.write(buf),
             Self::Stdio => rustix::io::write(rustix::stdio::stdout(), buf).map_err(Into::into),
             Self::Handoff(h) => rustix::io::write(&h.output, buf).map_err(Into::into),
+            Self::Ws(ws) => ws.write(buf),
         }
     }
 
@@ -391,6 +425,7 @@ impl Write for Transport {
             Self::Unix(s) => s.write_vectored(bufs),
             Self::Stdio => rustix::io::writev(rustix::stdio::stdout(), bufs).map_err(Into::into),
             Self::Handoff(h) => rustix::io::writev(&h.output, bufs).map_err(Into::into),
+            Self::Ws(ws) => ws.write_vectored(bufs),
         }
     }
 

@@ -50,6 +50,7 @@ pub mod socket;
 mod terminal;
 mod timer;
 pub mod upgrade;
+pub mod ws;
 
 pub use child::{ChildExit, GroupSignal, PtyChild, SpawnError, SpawnSpec, spawn};
 pub use pty::{PtyRead, PtyWrite};

@@ -16,7 +16,7 @@ pub fn server_id() -> io::Result<[u8; SERVER_ID_LEN]> {
     Ok(id)
 }
 
-fn fill_random(buf: &mut [u8]) -> io::Result<()> {
+pub(crate) fn fill_random(buf: &mut [u8]) -> io::Result<()> {
     let mut filled = 0;
     while let Some(rest) = buf.get_mut(filled..).filter(|r| !r.is_empty()) {
         match rustix::rand::getrandom(rest, GetRandomFlags::empty()) {

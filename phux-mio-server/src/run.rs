@@ -199,13 +199,25 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     };
     let path = socket_path(config.socket.clone(), &config.name)?;
     let socket = ServerSocket::bind_with(&path, policy)?;
+    let ws = config.ws_options().map(|o| o.open(&path)).transpose()?;
     let mut driver = Driver::new(engine, Listen::Socket(socket))?;
     if let Ok(context) = context {
         driver.enable_upgrade(context);
     }
     info!(socket = %path.display(), "listening");
-    // Scripts wait for this line before connecting.
     let mut out = std::io::stdout().lock();
+    if let Some((door, secret)) = ws {
+        let addr = door.addr();
+        driver.enable_ws(door)?;
+        info!(%addr, secret = %secret.display(), "WebSocket listening");
+        // [WS.LISTEN.3] Before the socket's line, which scripts wait for.
+        writeln!(
+            out,
+            "phux-mio-server websocket on ws://{addr}/ (secret in {})",
+            secret.display()
+        )?;
+    }
+    // Scripts wait for this line before connecting.
     writeln!(out, "phux-mio-server listening on {}", path.display())?;
     out.flush()?;
     drop(out);

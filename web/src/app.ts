@@ -82,11 +82,25 @@ async function onUp(serverId: string): Promise<void> {
     const r = await link.request(wire.attachTerminal(terminalId));
     if (!r.ok) term.write(`\r\n[attach refused: ${r.message}]\r\n`);
     link.send(wire.resize(terminalId, term.cols, term.rows));
+    await readLease(terminalId);
   } catch (e) {
     if (!(e instanceof LinkDown)) term.write(`\r\n[${String(e)}]\r\n`);
   }
   render();
   kick();
+}
+
+/** The lease and lifecycle as they are now (events then keep them current). */
+async function readLease(id: number): Promise<void> {
+  const r = await link.request(wire.getTerminalState(id));
+  if (!r.ok || !r.value || r.value.u8() !== 0x03) return;
+  try {
+    const state = JSON.parse(r.value.str()) as { input_holder?: number | null; lifecycle?: string };
+    if ("input_holder" in state) leaseHolder = state.input_holder == null ? "open" : `held by client ${state.input_holder}`;
+    if (typeof state.lifecycle === "string") lifecycle = state.lifecycle;
+  } catch {
+    /* a server whose state is not ours: events only */
+  }
 }
 
 function withParam(key: string, value: string): string {
@@ -263,6 +277,10 @@ function paste(data: string): void {
 
 let pumping = false;
 let pumpAgain = false;
+/** The last thing that stopped the sender, for the tests' reports. */
+let lastError: string | null = null;
+/** What the sender is waiting for, for the tests' reports. */
+let pumpStep = "idle";
 
 function kick(): void {
   if (!owner || !link.up) return;
@@ -277,8 +295,12 @@ function kick(): void {
         pumpAgain = false;
         await pumpOnce();
       } while (pumpAgain && owner && link.up);
+      pumpStep = "idle";
     } catch (e) {
-      if (!(e instanceof LinkDown)) flash(`outbox: ${String(e)}`);
+      if (!(e instanceof LinkDown)) {
+        lastError = `outbox: ${String(e)}`;
+        flash(lastError);
+      }
     } finally {
       pumping = false;
     }
@@ -289,6 +311,7 @@ function kick(): void {
 async function pumpOnce(): Promise<void> {
   let busySince: number | null = null;
   while (owner && link.up) {
+    pumpStep = "next";
     const op = await outbox.next();
     if (op === null) return;
     // The link may have ended while the outbox was read: decide only on a live one.
@@ -303,6 +326,7 @@ async function pumpOnce(): Promise<void> {
       // [CLIENT.JOURNAL.1] The send is recorded before it happens.
       op.state = "sent";
       op.sentAt = Date.now();
+      pumpStep = `record sent ${op.seq}`;
       await outbox.put(op);
       scheduleRender();
     }
@@ -310,6 +334,7 @@ async function pumpOnce(): Promise<void> {
     let r: wire.CommandResult;
     try {
       // [CLIENT.OUTBOX.5] The same operation id, terminal and events every time.
+      pumpStep = `request ${op.seq}`;
       r = await link.request(wire.applyInput(wire.unhex(op.opId), op.terminal, op.events));
     } finally {
       clearTimeout(watchdog);
@@ -317,6 +342,7 @@ async function pumpOnce(): Promise<void> {
     const v = verdictOf(r, busySince, Date.now());
     if (v.kind === "resend") {
       busySince = v.busySince;
+      pumpStep = `resend ${op.seq} after ${v.afterMs} ms`;
       await sleep(v.afterMs);
       continue;
     }
@@ -326,6 +352,7 @@ async function pumpOnce(): Promise<void> {
 }
 
 async function resolve(op: Op, state: Op["state"], detail: string | null): Promise<void> {
+  pumpStep = `resolve ${op.seq} ${state}`;
   op.state = state;
   op.detail = detail;
   op.resolvedAt = Date.now();
@@ -436,6 +463,9 @@ render();
     leaseHolder,
     reconnects: link.reconnects,
     opened: link.opened,
+    pumping,
+    pumpStep,
+    lastError,
   }),
   ops: async () => (await outbox.all()).map(({ events: _e, ...rest }) => rest),
   stats: () => outbox.stats(),

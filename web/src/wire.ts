@@ -176,6 +176,11 @@ export function attachTerminal(id: number): Uint8Array {
   return w().u8(0x01).raw(terminalId(id)).bytes();
 }
 
+/** GET_TERMINAL_STATE without scrollback: the terminal's lifecycle and lease as JSON. */
+export function getTerminalState(id: number): Uint8Array {
+  return w().u8(0x0c).raw(terminalId(id)).u8(0).u16(0).bytes();
+}
+
 export function getState(): Uint8Array {
   return w().u8(0x05).u8(0).bytes();
 }

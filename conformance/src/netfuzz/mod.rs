@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::transport::{Connector, ExecConnector, InProcess, SocketConnector};
+use crate::transport::{Connector, ExecConnector, InProcess, SocketConnector, WsConnector};
 use run::{Bounds, Finding, Kind, run_session};
 use session::{Action, Shape, generate};
 
@@ -66,6 +66,15 @@ pub struct FuzzArgs {
     /// Our own engine, in this process, on a virtual clock.
     #[arg(long, group = "fuzz_target")]
     pub in_process: bool,
+    /// A running server's WebSocket listener, `ws://HOST:PORT/` (one binary message per frame).
+    #[arg(long, value_name = "URL", group = "fuzz_target")]
+    pub ws: Option<String>,
+    /// With --ws: the file holding the listener's secret.
+    #[arg(long, value_name = "PATH", requires = "ws")]
+    pub ws_secret_file: Option<PathBuf>,
+    /// With --ws: the Origin to send (default: none, a non-browser client).
+    #[arg(long, value_name = "ORIGIN", requires = "ws")]
+    pub ws_origin: Option<String>,
     /// How long to fuzz (`90s`, `10m`, `1h`; a bare number is seconds).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -486,8 +495,23 @@ pub fn run(args: &FuzzArgs) -> ExitCode {
         })
     } else if args.in_process {
         Box::new(InProcess)
+    } else if let Some(url) = &args.ws {
+        match WsConnector::new(
+            url,
+            args.ws_secret_file.as_deref(),
+            args.ws_origin.clone(),
+            None,
+        ) {
+            Ok(c) => Box::new(c),
+            Err(e) => {
+                eprintln!("phux-conformance fuzz: {e}");
+                return ExitCode::from(2);
+            }
+        }
     } else {
-        eprintln!("phux-conformance fuzz: give --socket PATH, --exec CMD or --in-process");
+        eprintln!(
+            "phux-conformance fuzz: give --socket PATH, --exec CMD, --ws URL or --in-process"
+        );
         return ExitCode::from(2);
     };
     let seed = args.seed.unwrap_or_else(|| {

@@ -374,6 +374,11 @@ impl Runner<'_> {
                     !transport.virtual_time(),
                     "lets minutes pass: only virtual time can, a real transport would sleep",
                 ),
+                "byte-stream" => (
+                    !transport.byte_stream(),
+                    "cuts a frame across writes: over a WebSocket each message carries exactly \
+                     one whole frame (spec/websocket.md, WS.FRAME.1)",
+                ),
                 "same-turn" => (
                     !transport.same_turn(),
                     "checks the order of the server's turns: only in process do a `together` \

@@ -1,5 +1,5 @@
-//! How the runner reaches a server: in process, over a Unix socket, or through a child's
-//! standard input and output.
+//! How the runner reaches a server: in process, over a Unix socket, through a child's standard
+//! input and output, or over a WebSocket (one binary message per phux frame).
 //!
 //! A [`Connector`] is chosen once per run; it opens a fresh [`Transport`] for each transcript.
 //! The transport carries bytes only: framing and frames are the runner's business, so the
@@ -12,9 +12,11 @@ use phux_proto::notation::Value;
 mod inproc;
 mod sim_probe;
 mod stream;
+mod ws;
 
 pub use inproc::{BrokenInProcess, InProcess, RuleFlip};
 pub use stream::{ExecConnector, SocketConnector};
+pub use ws::WsConnector;
 
 /// A connection inside one transport, numbered by the transport.
 pub type ConnKey = usize;
@@ -60,7 +62,8 @@ impl TransportError {
 pub trait Connector {
     /// A short name for reports (`in-process`, `socket /path`, `exec 'cmd'`).
     fn describe(&self) -> String;
-    /// The transport's kind, as expectations files name it: `in-process`, `socket` or `exec`.
+    /// The transport's kind, as expectations files name it: `in-process`, `socket`, `exec` or
+    /// `ws`.
     fn kind(&self) -> &'static str;
     /// A fresh transport for one transcript.
     fn open(&self) -> Result<Box<dyn Transport>, TransportError>;
@@ -118,6 +121,12 @@ pub trait Transport {
     /// turns go on when this is set back to `false`. A transport that cannot hold the server
     /// (a real one, where the kernel decides when bytes arrive) only sends.
     fn hold_turns(&mut self, _held: bool) {}
+    /// Whether the connection is a byte stream, where a frame may arrive in pieces across
+    /// writes (the `byte-stream` capability): not over a WebSocket, where each message carries
+    /// one whole frame.
+    fn byte_stream(&self) -> bool {
+        true
+    }
     /// Whether [`Transport::hold_turns`] holds the server's turns (the `same-turn` capability).
     fn same_turn(&self) -> bool {
         false

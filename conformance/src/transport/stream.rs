@@ -22,21 +22,26 @@ const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
 /// Whether a reader thread may read: a client that stops reading leaves the server's bytes
 /// in the kernel's buffers, which fill, and then in the server's own queue.
 #[derive(Default)]
-struct Gate {
+pub(super) struct Gate {
     paused: Mutex<bool>,
     changed: Condvar,
 }
 
 impl Gate {
-    fn set(&self, paused: bool) {
+    pub(super) fn set(&self, paused: bool) {
         if let Ok(mut p) = self.paused.lock() {
             *p = paused;
             self.changed.notify_all();
         }
     }
 
+    /// Whether reading is stopped now.
+    pub(super) fn paused(&self) -> bool {
+        self.paused.lock().is_ok_and(|p| *p)
+    }
+
     /// Returns once reading is allowed.
-    fn wait_open(&self) {
+    pub(super) fn wait_open(&self) {
         let Ok(mut p) = self.paused.lock() else {
             return;
         };
@@ -76,7 +81,7 @@ fn spawn_reader(
     rx
 }
 
-fn recv_from(rx: &Receiver<Option<Vec<u8>>>, eof: &mut bool, wait: Duration) -> Recv {
+pub(super) fn recv_from(rx: &Receiver<Option<Vec<u8>>>, eof: &mut bool, wait: Duration) -> Recv {
     if *eof {
         return Recv::Closed;
     }
@@ -103,7 +108,7 @@ fn recv_from(rx: &Receiver<Option<Vec<u8>>>, eof: &mut bool, wait: Duration) -> 
 }
 
 /// Variables for a real server: `$ECHO` is `cat`; `$PROBE` the probe child, when given.
-fn real_vars(probe: Option<&[String]>) -> Vec<(String, Value)> {
+pub(super) fn real_vars(probe: Option<&[String]>) -> Vec<(String, Value)> {
     let mut vars = vec![("ECHO".to_owned(), command_list(&[ECHO_COMMAND]))];
     if let Some(words) = probe {
         let words: Vec<&str> = words.iter().map(String::as_str).collect();

@@ -26,15 +26,6 @@ struct Evidence {
     path: String,
 }
 
-/// Crates whose circles landed before this test, each with what to untangle. The list only
-/// shrinks: a crate listed here that has no circle left fails the test until its line goes.
-const KNOWN_CIRCLES: &[(&str, &str)] = &[(
-    "phux-ctl",
-    "conn -> send (verdict) -> conn (Session); send -> report -> send (resolution_code); \
-     names <-> list; send -> cli (PasteArgs) -> names -> conn: issue 40, after issue 39's \
-     phux-ctl work lands",
-)];
-
 #[test]
 fn no_module_imports_another_that_imports_it_back() {
     let root = root();
@@ -47,31 +38,23 @@ fn no_module_imports_another_that_imports_it_back() {
     crates.sort();
     assert!(crates.len() >= 8, "found only {} crates", crates.len());
     let mut circles = Vec::new();
-    let mut untangled = Vec::new();
     for src in &crates {
         let crate_name = src
             .parent()
             .and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let found = circles_of(src);
-        let known = KNOWN_CIRCLES.iter().any(|(name, _)| *name == crate_name);
-        if known && found.is_empty() {
-            untangled.push(crate_name.clone());
-        }
-        if !known {
-            circles.extend(found.into_iter().map(|c| format!("{crate_name}: {c}")));
-        }
+        circles.extend(
+            circles_of(src)
+                .into_iter()
+                .map(|c| format!("{crate_name}: {c}")),
+        );
     }
     assert!(
         circles.is_empty(),
         "modules that import each other (move the shared types to the one that owns them, or \
          to a module of their own):\n{}",
         circles.join("\n")
-    );
-    assert!(
-        untangled.is_empty(),
-        "KNOWN_CIRCLES lists crates without a circle now (delete them): {untangled:?}"
     );
 }
 

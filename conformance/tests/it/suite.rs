@@ -19,7 +19,7 @@ use phux_conformance::runner::Outcome;
 use phux_conformance::spec::Profile;
 use phux_conformance::suite::{Paths, RunOptions, Suite};
 use phux_conformance::transport::{
-    BrokenInProcess, Connector, ExecConnector, InProcess, RuleFlip, SocketConnector,
+    BrokenInProcess, Connector, ExecConnector, InProcess, RuleFlip, SocketConnector, WsConnector,
 };
 
 /// How long an expectation waits on a real transport: generous for a loaded 2-core machine.
@@ -136,6 +136,54 @@ fn socket_suite_passes_against_mio_server() {
     let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
     assert_passes(&connector.describe(), &cases);
     // The server outlives the run: every terminal a case spawned was killed after it.
+    let state = server_state(&server.socket);
+    assert!(
+        state.contains("terminals=[]"),
+        "terminals left behind: {state}"
+    );
+}
+
+/// The same suite over the server's WebSocket listener (`--listen-ws`, spec/websocket.md):
+/// every case passes as over the socket, and only the cases that cut a frame across writes
+/// (`byte-stream`) cannot run, a WebSocket message carrying one whole frame.
+#[test]
+fn ws_suite_passes_against_mio_server() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = Scratch::new("ws");
+    let socket = dir.0.join("s.sock");
+    let mut child = Command::new(server_binary())
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--log-level", "error", "--shell", "/bin/sh"])
+        .args(["--listen-ws", "127.0.0.1:0", "--ws-allow-no-origin"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let ready = lines.next().unwrap().unwrap();
+    assert!(ready.starts_with("phux-mio-server listening on"), "{ready}");
+    // `phux-mio-server websocket on ws://ADDR/ (secret in PATH)`
+    let rest = first.strip_prefix("phux-mio-server websocket on ").unwrap();
+    let (url, secret) = rest.split_once(" (secret in ").unwrap();
+    let secret = std::path::Path::new(secret.trim_end_matches(')'));
+    let server = Server {
+        child,
+        socket,
+        _dir: dir,
+    };
+    let connector = WsConnector::new(url, Some(secret), None, Some(probe())).unwrap();
+    let cases = suite().run(&connector, None, REAL_TIMEOUT).unwrap();
+    assert_passes(&connector.describe(), &cases);
+    // What only the WebSocket cannot carry: a frame cut across writes.
+    let ws_only: Vec<&str> = cases
+        .iter()
+        .filter(|c| matches!(&c.outcome, Outcome::Unsupported(why) if why.contains("WebSocket")))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ws_only, ["framing/004", "framing/010"]);
     let state = server_state(&server.socket);
     assert!(
         state.contains("terminals=[]"),

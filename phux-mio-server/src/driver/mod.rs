@@ -74,6 +74,7 @@ use turn::{Wake, plan_turn};
 mod read;
 mod turn;
 mod upgrade;
+mod ws;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -259,6 +260,7 @@ impl Driver {
             self.host.timers.next_timeout(),
             self.engine.poll_timeout(),
             self.upgrade.deadline(),
+            self.host.ws.as_ref().and_then(crate::ws::Door::deadline),
         ]
         .into_iter()
         .flatten()
@@ -287,6 +289,7 @@ impl Driver {
                 self.on_signals(signals);
             }
             UPGRADE_CHECK => self.on_check_exit(),
+            _ if self.route_ws(token) => {}
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {
                     if readable {
@@ -418,7 +421,9 @@ impl Driver {
             // Stopped first: a listener gone since (shutdown) must not leave it expired.
             self.host.timers.stop(Timer::AcceptRetry);
             self.accept_all();
+            self.accept_ws();
         }
+        self.expire_ws();
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.feed(ServerEvent::Timeout);
         }

@@ -139,6 +139,8 @@ impl Driver {
             } else {
                 conn.transport.read(buf)
             };
+            // A WebSocket's pong, if the read found a ping, goes with the next flush.
+            self.host.transport_output(id);
             let Some(conn) = self.host.conns.get_mut(&id) else {
                 return;
             };

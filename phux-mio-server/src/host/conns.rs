@@ -152,6 +152,14 @@ impl Host {
         self.write_conn(id, recycle);
     }
 
+    /// After a read: a transport's own output that came of it (a WebSocket's pong) is written
+    /// with the next flush, even with nothing queued.
+    pub(crate) fn transport_output(&mut self, id: ConnId) {
+        if self.conns.get(&id).is_some_and(Conn::transport_output_due) {
+            self.send(id, Output::Urgent, |_| {});
+        }
+    }
+
     /// Queues what `push` adds on the connection's write queue, for the next flush.
     pub(super) fn send(&mut self, id: ConnId, output: Output, push: impl FnOnce(&mut WriteQueue)) {
         let Some(conn) = self.conns.get_mut(&id) else {
@@ -268,7 +276,7 @@ impl Host {
 
     /// Drops the connection now, telling the engine unless it was told already.
     pub(crate) fn close_now(&mut self, id: ConnId) {
-        let Some(conn) = self.conns.remove(&id) else {
+        let Some(mut conn) = self.conns.remove(&id) else {
             return;
         };
         self.trim_soon();

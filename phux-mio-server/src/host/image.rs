@@ -38,6 +38,11 @@ impl Host {
         if self.shutdown || self.done {
             return Some("the server is shutting down".to_owned());
         }
+        if self.ws.is_some() {
+            return Some(
+                "the WebSocket listener (--listen-ws) does not cross an upgrade yet".to_owned(),
+            );
+        }
         if !self.spawns.is_empty() {
             return Some(format!(
                 "{} terminals are waiting to start",
@@ -62,6 +67,10 @@ impl Host {
         let mut index: HashMap<*const Vec<u8>, u32> = HashMap::new();
         let mut conns = Vec::with_capacity(self.conns.len());
         for (id, c) in &self.conns {
+            // Never reached: no upgrade starts while the WebSocket door is open.
+            if matches!(c.transport, Transport::Ws(_)) {
+                continue;
+            }
             let mut pending = Vec::new();
             for (chunk, from) in c.queue.pieces() {
                 let piece = match chunk {
@@ -85,7 +94,7 @@ impl Host {
                         fd: s.as_raw_fd(),
                         may_hand_off: c.may_hand_off,
                     },
-                    Transport::Stdio => ConnTransport::Stdio,
+                    Transport::Stdio | Transport::Ws(_) => ConnTransport::Stdio,
                     Transport::Handoff(h) => {
                         let (input_flags, output_flags) = h.given_flags();
                         ConnTransport::Handoff {
@@ -132,7 +141,7 @@ impl Host {
         for c in self.conns.values() {
             match &c.transport {
                 Transport::Unix(s) => fds.push(s.as_fd()),
-                Transport::Stdio => {}
+                Transport::Stdio | Transport::Ws(_) => {}
                 Transport::Handoff(h) => {
                     fds.extend([h.input.as_fd(), h.output.as_fd(), h.control.as_fd()]);
                 }

@@ -94,6 +94,8 @@ pub(crate) struct Host {
     pub(crate) poll: Poll,
     pub(crate) clock: Clock,
     pub(crate) listener: Option<ServerSocket>,
+    /// The WebSocket listener and its handshakes (`--listen-ws`).
+    pub(crate) ws: Option<crate::ws::Door>,
     pub(crate) signals: Signals,
     pub(crate) sources: Sources,
     pub(crate) conns: BTreeMap<ConnId, Conn>,
@@ -145,6 +147,7 @@ impl Host {
             poll,
             clock: Clock::new(),
             listener,
+            ws: None,
             signals,
             sources: Sources::new(first_token),
             conns: BTreeMap::new(),
@@ -358,6 +361,9 @@ impl Host {
             // Dropping the socket removes its file, so no new client finds a dead server.
             drop(l);
         }
+        if let Some(mut door) = self.ws.take() {
+            door.close_all(self.poll.registry());
+        }
     }
 
     /// Whether the host has no client left to serve: the stdio client is gone, or shutdown
@@ -387,6 +393,7 @@ impl Host {
             }
         }
         self.listener = None;
+        self.ws = None;
         let _ = self.signals.deregister(self.poll.registry());
         info!("stopped");
     }

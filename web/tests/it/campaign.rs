@@ -1,8 +1,10 @@
 //! The fault campaign: a script types into the page while the link is cut, silenced
 //! (half-open), the page reloaded and its tab killed, over and over; at the end the program
 //! has read every key exactly once, in order, and any key whose fate was uncertain is shown
-//! `unknown`. `PHUX_WEB_FAULTS` sets how many faults (CI runs the default, a short run);
-//! `PHUX_WEB_SEED` the schedule. The figures are printed.
+//! `unknown`. On our server `phuxctl upgrade` is one of the faults. `PHUX_WEB_FAULTS` sets how
+//! many faults (CI runs the default, a short run); `PHUX_WEB_SEED` the schedule;
+//! `PHUX_WEB_SERVER=reference` runs it on the phux reference's WebSocket listener. The figures
+//! are printed.
 
 use std::time::Instant;
 
@@ -11,7 +13,7 @@ use serde_json::Value;
 use crate::support::{self, Rig, exclusive, rig_or_skip, tally, wait_for};
 
 /// The faults, in the order the figures print them.
-const KINDS: [&str; 4] = ["cut", "half-open", "reload", "tab kill"];
+const KINDS: [&str; 5] = ["cut", "half-open", "reload", "tab kill", "upgrade"];
 
 /// A small deterministic generator (xorshift64*), so a schedule can be replayed by its seed.
 struct Schedule(u64);
@@ -59,13 +61,27 @@ fn fault_campaign_loses_and_doubles_no_key() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x5eed_0041);
-    let rig = rig_or_skip!(300);
+    let on_reference = std::env::var("PHUX_WEB_SERVER").is_ok_and(|v| v == "reference")
+        || !crate::ours::OurServer::available();
+    let rig = if on_reference {
+        rig_or_skip!(reference 300)
+    } else {
+        rig_or_skip!(300)
+    };
+    let mut upgrades_refused = 0;
     let mut schedule = Schedule(seed | 1);
     let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut typed = String::new();
     let mut injected = [0usize; KINDS.len()];
     let started = Instant::now();
-    for _ in 0..faults {
+    for n in 0..faults {
+        if n > 0 && n % 100 == 0 {
+            eprintln!(
+                "web fault campaign: {n} faults in {:.0} s, {} keys typed",
+                started.elapsed().as_secs_f64(),
+                typed.len()
+            );
+        }
         let chunk: String = (0..=schedule.next(6))
             .map(|_| char::from(alphabet[schedule.next(alphabet.len())]))
             .collect();
@@ -76,7 +92,8 @@ fn fault_campaign_loses_and_doubles_no_key() {
         wait_for("the keys recorded", || {
             (count(&rig) == typed.len()).then_some(())
         });
-        let kind = schedule.next(KINDS.len());
+        // The reference has no `phuxctl upgrade`.
+        let kind = schedule.next(KINDS.len() - usize::from(on_reference));
         match kind {
             0 | 1 => {
                 wait_up(&rig);
@@ -91,8 +108,14 @@ fn fault_campaign_loses_and_doubles_no_key() {
                 rig.browser.reload().expect("reload");
                 rig.wait_page();
             }
+            3 => rig.kill_tab_and_reopen(),
             _ => {
-                rig.kill_tab_and_reopen();
+                let (code, said) = rig.ours().upgrade();
+                match code {
+                    Some(0) => {}
+                    Some(4) => upgrades_refused += 1,
+                    _ => panic!("phuxctl upgrade: {code:?} {said}"),
+                }
             }
         }
         injected[kind] += 1;
@@ -105,8 +128,14 @@ fn fault_campaign_loses_and_doubles_no_key() {
     let t = tally(&typed, &ops, &rig.recorded());
     let elapsed = started.elapsed();
     println!(
-        "web fault campaign (seed {seed:#x}): {faults} faults ({}) in {:.1} s; {} keys typed: \
-         {} applied, {} unknown ({} of them read), {} other; lost {}, duplicated {}; {} reconnects",
+        "web fault campaign on {} (seed {seed:#x}): {faults} faults ({}; upgrades refused: \
+         {upgrades_refused}) in {:.1} s; {} keys typed: {} applied, {} unknown ({} of them \
+         read), {} other; lost {}, duplicated {}; {} WebSocket connections",
+        if on_reference {
+            "the reference"
+        } else {
+            "our server"
+        },
         KINDS
             .iter()
             .zip(injected)

@@ -172,3 +172,22 @@ fn a_new_server_incarnation_shows_sent_keys_unknown_and_writes_nothing_old() {
     });
     assert_eq!(rig.recorded(), b"ab");
 }
+
+#[test]
+fn a_server_upgrade_mid_typing_loses_and_doubles_nothing() {
+    let _one = exclusive();
+    let rig = rig_or_skip!(ours 500);
+    rig.browser.type_text("stu").expect("type");
+    // `phuxctl upgrade` while keys are in flight: the server takes over in place (same
+    // server_id, the dedupe ledger carried), or refuses while its WebSocket connections
+    // cannot cross the exec (spec/websocket.md, WS.UPGRADE.1) and serves on. Either way
+    // nothing typed is lost or doubled.
+    let (code, said) = rig.ours().upgrade();
+    println!(
+        "phuxctl upgrade with a browser attached: exit {code:?}: {}",
+        said.trim()
+    );
+    assert!(matches!(code, Some(0 | 4)), "{code:?} {said}");
+    rig.browser.type_text("vwx").expect("type");
+    check(&rig, "stuvwx");
+}

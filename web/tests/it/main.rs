@@ -5,5 +5,8 @@ mod browser;
 mod bundle;
 mod campaign;
 mod faults;
+mod hostile;
 mod keys_fixture;
+mod lease;
+mod ours;
 mod support;

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use phux_web::proxy::FaultProxy;
+
+pub(crate) use crate::ours::OurServer;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -45,13 +47,22 @@ impl StaticFiles {
     /// Serves `root` with the Content-Security-Policy our server sends (spec/websocket.md,
     /// WS.SITE.2), its `connect-src` naming `ws`, where the page's WebSocket goes.
     pub(crate) fn start(root: PathBuf, ws: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let addr = listener.local_addr().expect("addr");
         let csp = format!(
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
              font-src 'self'; connect-src 'self' ws://{ws}; base-uri 'none'; form-action 'none'; \
              frame-ancestors 'none'"
         );
+        Self::serve_with(root, csp)
+    }
+
+    /// Serves `root` with no policy at all (a page of someone else's).
+    pub(crate) fn start_plain(root: PathBuf) -> Self {
+        Self::serve_with(root, String::new())
+    }
+
+    fn serve_with(root: PathBuf, csp: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
         thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let root = root.clone();
@@ -96,7 +107,12 @@ fn serve(root: &Path, csp: &str, mut stream: TcpStream) {
     };
     let _ = write!(
         stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Security-Policy: {csp}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        if csp.is_empty() {
+            String::new()
+        } else {
+            format!("Content-Security-Policy: {csp}\r\n")
+        },
         body.len()
     );
     let _ = stream.write_all(&body);
@@ -112,12 +128,12 @@ pub(crate) struct RefServer {
 }
 
 impl RefServer {
-    pub(crate) fn start(bin: PathBuf) -> Self {
+    /// The reference with its WebSocket listener on `ws`.
+    pub(crate) fn start_on(bin: PathBuf, ws: SocketAddr) -> Self {
         let home = tempfile::tempdir().expect("tempdir");
         let run = home.path().join("run");
         std::fs::create_dir_all(&run).expect("run dir");
         let socket = run.join("ref.sock");
-        let ws: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let child = Self::launch(&bin, home.path(), &socket, ws);
         Self {
             child,
@@ -229,10 +245,42 @@ pub(crate) fn wait_ready(browser: &Browser) {
 }
 
 /// Every test's arrangement: server, proxy, page, browser, and the recording terminal.
+/// The server under test: ours (the default), or the phux reference's WebSocket listener.
+pub(crate) enum Server {
+    Ours(OurServer),
+    Reference(RefServer),
+}
+
+impl Server {
+    fn spawn(&self, script: &str) -> u32 {
+        match self {
+            Self::Ours(s) => s.spawn(script),
+            Self::Reference(s) => s.spawn(script),
+        }
+    }
+
+    /// Stops the server and starts a new incarnation (a new `server_id`) in its place.
+    pub(crate) fn restart(&mut self) {
+        match self {
+            Self::Ours(s) => s.restart(),
+            Self::Reference(s) => s.restart(),
+        }
+    }
+
+    fn scratch(&self) -> &Path {
+        match self {
+            Self::Ours(s) => s.dir.path(),
+            Self::Reference(s) => s.home.path(),
+        }
+    }
+}
+
+/// Every test's arrangement: server, proxy, page, browser, and the recording terminal.
 pub(crate) struct Rig {
-    pub(crate) server: RefServer,
+    pub(crate) server: Server,
     pub(crate) proxy: FaultProxy,
-    pub(crate) page: StaticFiles,
+    /// The page's own server, for the reference (ours serves the page itself).
+    page: Option<StaticFiles>,
     pub(crate) browser: Browser,
     pub(crate) record: PathBuf,
     pub(crate) terminal: u32,
@@ -240,25 +288,54 @@ pub(crate) struct Rig {
     pub(crate) query: String,
 }
 
-/// The rig's prerequisites, or why the test skips.
-pub(crate) fn prerequisites() -> Result<(PathBuf, PathBuf, PathBuf), String> {
-    let (chromium, driver) = phux_web::webdriver::programs()?;
-    let reference = phux_testkit::reference_bin()?;
-    Ok((chromium, driver, reference))
-}
-
 impl Rig {
-    /// A rig whose page checks its link every `ping_ms` (and gives a PING as long to answer).
+    /// A rig on our server whose page checks its link every `ping_ms` (and gives a PING as
+    /// long again to answer).
+    /// (On the phux reference's listener when our server has none, `--listen-ws`.)
     pub(crate) fn start(ping_ms: u32) -> Result<Self, String> {
-        let (chromium, driver, reference) = prerequisites()?;
-        let server = RefServer::start(reference);
-        let record = server.home.path().join("typed");
-        let terminal = server.spawn(&recorder_script(&record));
-        let proxy = FaultProxy::start(server.ws).expect("proxy");
-        let page = StaticFiles::start(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("dist"),
-            proxy.addr(),
-        );
+        Self::start_on(ping_ms, !OurServer::available(), None)
+    }
+
+    /// A rig on our server only: `Err` (a skip) when it has no WebSocket listener.
+    pub(crate) fn start_ours(ping_ms: u32) -> Result<Self, String> {
+        Self::start_on(ping_ms, false, None)
+    }
+
+    /// A rig on our server whose terminal runs `sh -c script` instead of the recorder.
+    pub(crate) fn start_running(script: &str) -> Result<Self, String> {
+        Self::start_on(3000, false, Some(script))
+    }
+
+    /// The same on the phux reference's WebSocket listener.
+    pub(crate) fn start_on_reference(ping_ms: u32) -> Result<Self, String> {
+        Self::start_on(ping_ms, true, None)
+    }
+
+    fn start_on(ping_ms: u32, reference: bool, script: Option<&str>) -> Result<Self, String> {
+        let (chromium, driver) = phux_web::webdriver::programs()?;
+        if !reference && !OurServer::available() {
+            return Err("this server has no WebSocket listener (--listen-ws)".into());
+        }
+        // The server's port is chosen first: the proxy in front of it is the origin the
+        // browser sees, and our server must be told it (--ws-origin).
+        let ws: SocketAddr = format!("127.0.0.1:{}", free_port())
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        let proxy = FaultProxy::start(ws).map_err(|e| e.to_string())?;
+        let (server, page) = if reference {
+            let server = RefServer::start_on(phux_testkit::reference_bin()?, ws);
+            let page = StaticFiles::start(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("dist"),
+                proxy.addr(),
+            );
+            (Server::Reference(server), Some(page))
+        } else {
+            let origin = format!("http://{}", proxy.addr());
+            (Server::Ours(OurServer::start(ws, &origin)), None)
+        };
+        let record = server.scratch().join("typed");
+        let terminal =
+            server.spawn(&script.map_or_else(|| recorder_script(&record), str::to_owned));
         let browser = Browser::start(&chromium, &driver).map_err(|e| e.to_string())?;
         let rig = Self {
             server,
@@ -274,14 +351,52 @@ impl Rig {
         Ok(rig)
     }
 
+    /// Our server (for a test that only runs there).
+    pub(crate) fn ours(&self) -> &OurServer {
+        match &self.server {
+            Server::Ours(s) => s,
+            Server::Reference(_) => panic!("this test runs on our server"),
+        }
+    }
+
+    /// How many inputs the page's list shows in `state` (its CSS class).
+    pub(crate) fn shown(&self, state: &str) -> Option<u64> {
+        self.browser
+            .execute(
+                "return document.querySelectorAll('#ops li.' + arguments[0]).length",
+                &[Value::from(state)],
+            )
+            .ok()?
+            .as_u64()
+    }
+
+    /// The listener's secret (our server's; the reference has none on loopback).
+    pub(crate) fn secret(&self) -> Option<&str> {
+        match &self.server {
+            Server::Ours(s) => Some(&s.secret),
+            Server::Reference(_) => None,
+        }
+    }
+
+    /// The page's address: from our server through the proxy, with the secret in the
+    /// fragment as a user opens it; or from the test's file server for the reference.
     pub(crate) fn url(&self) -> String {
-        format!(
-            "http://{}/index.html?ws=ws://{}/&t={}&{}",
-            self.page.addr,
-            self.proxy.addr(),
-            self.terminal,
-            self.query
-        )
+        match (&self.server, &self.page) {
+            (Server::Ours(s), _) => format!(
+                "http://{}/?t={}&{}#secret={}",
+                self.proxy.addr(),
+                self.terminal,
+                self.query,
+                s.secret
+            ),
+            (Server::Reference(_), page) => format!(
+                "http://{}/index.html?ws=ws://{}/&t={}&{}",
+                page.as_ref().map_or_else(|| self.proxy.addr(), |p| p.addr),
+                self.proxy.addr(),
+                self.terminal,
+                self.query
+            ),
+        }
     }
 
     /// The bytes the program has read so far.
@@ -313,12 +428,25 @@ impl Rig {
 
     /// Waits until no input is left to send, and returns every operation.
     pub(crate) fn settle(&self) -> Vec<Value> {
-        wait_for("the outbox to drain", || {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
             let ops = ops(&self.browser);
-            ops.iter()
-                .all(|o| !matches!(o["state"].as_str(), Some("queued" | "sent")))
-                .then_some(ops)
-        })
+            let left: Vec<&Value> = ops
+                .iter()
+                .filter(|o| matches!(o["state"].as_str(), Some("queued" | "sent")))
+                .collect();
+            if left.is_empty() {
+                return ops;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the outbox did not drain: page {}, {} left, first {:?}",
+                status(&self.browser),
+                left.len(),
+                left.first()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
@@ -391,8 +519,27 @@ pub(crate) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Starts a rig, or records a skip and returns `None`.
+/// Starts a rig (on our server; `reference` for the phux reference's), or records a skip
+/// and returns from the test.
 macro_rules! rig_or_skip {
+    (ours $ping:expr) => {
+        match $crate::support::Rig::start_ours($ping) {
+            Ok(rig) => rig,
+            Err(why) => {
+                phux_testkit::skip!("{why}");
+                return;
+            }
+        }
+    };
+    (reference $ping:expr) => {
+        match $crate::support::Rig::start_on_reference($ping) {
+            Ok(rig) => rig,
+            Err(why) => {
+                phux_testkit::skip!("{why}");
+                return;
+            }
+        }
+    };
     ($ping:expr) => {
         match $crate::support::Rig::start($ping) {
             Ok(rig) => rig,

@@ -7,3 +7,4 @@ pub(crate) mod client;
 pub(crate) mod common;
 pub(crate) mod faults;
 pub(crate) mod launch;
+pub(crate) mod ws;
