@@ -15,7 +15,7 @@ use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::{Input, OutboxConfig, Resolution, Scope};
 use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
 use phux_core::time::Instant;
-use phux_proto::frame::{SpawnResult, SpawnTerminal};
+use phux_proto::frame::{HelloOk, SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
 use super::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, spawn_error_text};
@@ -165,6 +165,8 @@ pub struct Session {
     /// Journal upkeep that failed after the input it concerns was settled, reported apart
     /// from the verdicts at the end of the run ([CLIENT.VERDICT.1]); the first of each kind.
     upkeep: Vec<Upkeep>,
+    /// The server's HELLO_OK on the current connection.
+    hello: Option<HelloOk>,
 }
 
 /// Journal upkeep that failed without changing what became of any input: a record of a
@@ -253,6 +255,7 @@ impl Session {
             test_exit_after_send: std::env::var_os(TEST_EXIT_AFTER_SEND).is_some_and(|v| v == "1"),
             command_timeout,
             upkeep: Vec::new(),
+            hello: None,
         };
         if had_records && let Some(store) = &mut session.store {
             // [CLIENT.OUTBOX.4] Start from the fewest records that describe what is pending
@@ -298,7 +301,10 @@ impl Session {
         let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
-                Step::Event(ClientEvent::HelloOk(_)) => return Ok(()),
+                Step::Event(ClientEvent::HelloOk(hello)) => {
+                    self.hello = Some(hello);
+                    return Ok(());
+                }
                 Step::Deadline => return Err(CtlError::Timeout("HELLO_OK")),
                 Step::Closed => return Err(self.lost("during the handshake")),
                 _ => {}
@@ -317,6 +323,11 @@ impl Session {
             "the connection to {} ended {when}{why}",
             self.endpoint.describe()
         ))
+    }
+
+    /// The server's HELLO_OK (its version, features and id) on this connection.
+    pub fn hello(&self) -> Option<&HelloOk> {
+        self.hello.as_ref()
     }
 
     /// The `server_id` of the server this session is connected to.

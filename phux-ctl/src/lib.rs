@@ -39,6 +39,7 @@ pub mod outbox_store;
 pub mod outbox_verb;
 mod report;
 pub mod send;
+mod server_verbs;
 pub mod spawn;
 pub mod start;
 pub mod tty_input;
@@ -86,6 +87,7 @@ fn single_target(command: &CtlCommand) -> Option<Target> {
         CtlCommand::Signal(a) => a.resolve().map(|(_, id)| id.clone()),
         CtlCommand::Watch { id, .. }
         | CtlCommand::Resize { id, .. }
+        | CtlCommand::Clients { id, .. }
         | CtlCommand::Events { id: Some(id), .. } => Some(id.clone()),
         _ => None,
     }
@@ -261,6 +263,12 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             control::resize(&mut session, &id, size)?
         }
         CtlCommand::Upgrade { .. } => control::upgrade(&mut session, upgrade_binary, cli.timeout)?,
+        CtlCommand::Shutdown => server_verbs::shutdown(&mut session, &path, waits.command)?,
+        CtlCommand::Info { json } => server_verbs::info(&mut session, &path, json)?,
+        CtlCommand::Clients { id, json } => {
+            let id = names.resolve(&mut session, &id)?;
+            server_verbs::clients(&mut session, &id, json)?
+        }
         // Handled before connecting.
         CtlCommand::New(_)
         | CtlCommand::Outbox(_)

@@ -33,6 +33,8 @@ pub struct Row {
     pub pid: Option<u32>,
     /// `running`, `frozen` or `exited`.
     pub lifecycle: Option<String>,
+    /// An exited program's status (`None` while it runs, or when a signal ended it).
+    pub exit_status: Option<i64>,
     /// The client holding the input lease.
     pub lease_holder: Option<u64>,
     /// The program's command line (from /proc).
@@ -133,9 +135,13 @@ pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
     for info in server_state(session)? {
         let state = terminal_state(session, &info.terminal)?;
         let field = |key: &str| state.as_ref().and_then(|s| s.get(key)).cloned();
+        let lifecycle = field("lifecycle").and_then(|v| v.as_str().map(str::to_owned));
+        // An exited program's pid may be another process's by now: /proc is not asked.
+        let exited = lifecycle.as_deref() == Some("exited");
         let pid = field("pid")
             .and_then(|v| v.as_u64())
-            .and_then(|p| u32::try_from(p).ok());
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|_| !exited);
         rows.push(Row {
             id: info.terminal,
             name: None,
@@ -146,7 +152,8 @@ pub fn collect(session: &mut Session) -> Result<Vec<Row>, CtlError> {
                 .cwd
                 .or_else(|| pid.filter(|_| local).and_then(proc_cwd)),
             pid,
-            lifecycle: field("lifecycle").and_then(|v| v.as_str().map(str::to_owned)),
+            lifecycle,
+            exit_status: field("exit_status").and_then(|v| v.as_i64()),
             lease_holder: field("input_holder").and_then(|v| v.as_u64()),
             command: pid.filter(|_| local).and_then(proc_command),
             age_secs: pid.filter(|_| local).and_then(proc_age_secs),
@@ -229,7 +236,7 @@ pub fn to_table(rows: &[Row], for_tty: bool) -> String {
                 format!("{}x{}", r.cols, r.rows),
                 r.pid.map_or_else(dash, |p| p.to_string()),
                 r.age_secs.map_or_else(dash, human_age),
-                r.lifecycle.clone().unwrap_or_else(dash),
+                state_word(r),
                 r.lease_holder.map_or_else(dash, |c| c.to_string()),
                 r.command.as_ref().map_or_else(dash, |c| c.join(" ")),
                 r.title.clone().unwrap_or_default(),
@@ -264,6 +271,17 @@ pub fn to_table(rows: &[Row], for_tty: bool) -> String {
     out
 }
 
+/// The STATE column: the lifecycle, and for an exited program its status, `exited(3)`, or
+/// `exited(signal)` when a signal ended it (the protocol carries no number then).
+fn state_word(r: &Row) -> String {
+    match (r.lifecycle.as_deref(), r.exit_status) {
+        (Some("exited"), Some(status)) => format!("exited({status})"),
+        (Some("exited"), None) => "exited(signal)".to_owned(),
+        (Some(other), _) => other.to_owned(),
+        (None, _) => "-".to_owned(),
+    }
+}
+
 /// A JSON array of objects, one per terminal.
 pub fn to_json(rows: &[Row]) -> String {
     let list: Vec<Value> = rows
@@ -277,6 +295,7 @@ pub fn to_json(rows: &[Row]) -> String {
                 "pid": r.pid,
                 "age_seconds": r.age_secs,
                 "state": r.lifecycle,
+                "exit_status": r.exit_status,
                 "lease_holder": r.lease_holder,
                 "command": r.command,
                 "title": r.title,
@@ -301,6 +320,7 @@ mod tests {
             cwd: None,
             pid: Some(42),
             lifecycle: Some("running".into()),
+            exit_status: None,
             lease_holder: None,
             command: Some(vec!["sleep".into(), "100".into()]),
             age_secs: Some(125),

@@ -364,7 +364,8 @@ pub fn unknown_name(name: &str) -> CtlError {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Bytes as lower-case hex (a server id as `info` and the names book print it).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");

@@ -140,6 +140,14 @@ pub fn peer_uid(stream: impl AsFd) -> io::Result<u32> {
     Ok(cred.uid.as_raw())
 }
 
+/// The pid of the process at the other end of a connected Unix socket (SO_PEERCRED, as
+/// [`peer_uid`]): the process that listens there, for a client.
+pub fn peer_pid(stream: impl AsFd) -> io::Result<u32> {
+    let cred = rustix::net::sockopt::socket_peercred(stream)?;
+    u32::try_from(cred.pid.as_raw_nonzero().get())
+        .map_err(|_| io::Error::other("a negative peer pid"))
+}
+
 /// Whether a peer running as `peer` may talk to a process running as `ours`: only the same
 /// uid (root included: a root peer of a user's process is refused). The server applies it to
 /// its clients, phuxctl to the server it dials.

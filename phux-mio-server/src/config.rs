@@ -117,6 +117,20 @@ pub struct Config {
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     pub models_budget_mib: Option<u64>,
 
+    /// How many terminals whose program exited are kept, with their last screen and exit
+    /// status, until `phuxctl kill` dismisses them (tmux's remain-on-exit): `phuxctl list`
+    /// shows them `exited`, `attach` and `screen` show their last screen. Past N the oldest
+    /// goes; they count in --models-budget-mib and give way first. 0 forgets a terminal when
+    /// its program exits, as the phux reference server does. A terminal ended by `kill` is
+    /// never kept.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub remain_on_exit: usize,
+
+    /// How long an exited terminal is kept at most, in seconds (an upgrade starts the count
+    /// again).
+    #[arg(long, value_name = "SECS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
+    pub remain_for: u64,
+
     /// Say whether this binary can take over a running server's state of version VERSION, and
     /// exit: 0 with a confirmation line on stdout if it can, 1 if it cannot. A running server
     /// asks its next binary this before an upgrade (`phuxctl upgrade`, SIGUSR2).
@@ -286,6 +300,17 @@ impl Config {
     pub fn models_budget_of(args: &[OsString]) -> usize {
         let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
         Self::try_parse_from(argv).map_or(DEFAULT_MODELS_BUDGET, |c| c.models_budget())
+    }
+
+    /// `--remain-on-exit` and `--remain-for` from the command line `args` (after the program
+    /// name), as [`Self::models_budget_of`] reads the budget: on every image the same.
+    pub fn remains_of(args: &[OsString]) -> (usize, std::time::Duration) {
+        let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
+        let config = Self::try_parse_from(argv).ok();
+        (
+            config.as_ref().map_or(16, |c| c.remain_on_exit),
+            std::time::Duration::from_secs(config.map_or(86_400, |c| c.remain_for)),
+        )
     }
 
     /// The default terminal command: `--shell`, else `$SHELL`, else `/bin/sh`.

@@ -155,7 +155,11 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         log_file: config.log_file.clone(),
         args: std::env::args_os().skip(1).collect(),
     };
-    let engine_config = launch.engine_config();
+    let mut engine_config = launch.engine_config();
+    // [SERVER.REMAIN.1] [SERVER.REMAIN.2] From this command line (an upgraded image reads
+    // them from the first one's arguments).
+    engine_config.remain_on_exit = config.remain_on_exit;
+    engine_config.remain_for = std::time::Duration::from_secs(config.remain_for);
     // [SERVER.UPGRADE.EXEC.1] Resolved now, as nginx does: the file may be replaced later.
     let context = std::env::current_exe().map(|binary| UpgradeContext { binary, launch });
     if let Err(e) = &context {
@@ -164,6 +168,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     info!(
         max_connections = engine_config.max_connections,
         max_terminals = engine_config.max_terminals,
+        remain_on_exit = engine_config.remain_on_exit,
         "limits"
     );
     let mut engine = ServerEngine::new(engine_config);

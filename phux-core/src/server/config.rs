@@ -47,6 +47,15 @@ pub struct ServerConfig {
     /// connection holding the most is detached, so that many slow readers, each within its
     /// own budgets, cannot together exhaust the server's memory.
     pub queued_budget: usize,
+    /// How many exited terminals are kept with their last screen and exit status
+    /// ([TERMINAL.REMAIN.1], [SERVER.REMAIN.1]); 0 forgets a terminal when its program exits,
+    /// as phux 0.8's reference server does. Not in an upgrade's image: the new binary's own
+    /// setting applies.
+    #[serde(skip)]
+    pub remain_on_exit: usize,
+    /// How long an exited terminal is kept at most ([SERVER.REMAIN.2]).
+    #[serde(skip)]
+    pub remain_for: Duration,
 }
 
 impl ServerConfig {
@@ -65,6 +74,8 @@ impl ServerConfig {
             max_connections: 256,
             frames_per_receive: FRAMES_PER_RECEIVE,
             queued_budget: 256 * 1024 * 1024,
+            remain_on_exit: 0,
+            remain_for: Duration::from_hours(24),
         }
     }
 }

@@ -211,6 +211,11 @@ impl Connection {
         self.id
     }
 
+    /// What the driver said of the peer when it connected.
+    pub(super) fn peer(&self) -> PeerInfo {
+        self.peer
+    }
+
     pub(super) fn client(&self) -> ClientId {
         self.client
     }

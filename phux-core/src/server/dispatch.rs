@@ -122,7 +122,7 @@ impl ServerEngine {
                 terminal,
                 request_scrollback,
                 cells,
-            } => match self.lookup(&terminal) {
+            } => match self.lookup_view(&terminal) {
                 Ok(t) => self.cmd_get_screen(id, rid, t, request_scrollback, cells),
                 Err(e) => self.send_lookup_error(id, rid, &e),
             },
@@ -130,7 +130,7 @@ impl ServerEngine {
                 terminal,
                 include_scrollback,
                 max_scrollback_lines,
-            } => match self.lookup(&terminal) {
+            } => match self.lookup_view(&terminal) {
                 Ok(t) => {
                     let scrollback = include_scrollback.then_some(u32::from(max_scrollback_lines));
                     match self.terminal_state_json(now, id, t, scrollback) {
@@ -219,6 +219,22 @@ impl ServerEngine {
             }
             TerminalId::Local(_) => Err(Lookup::NotFound),
         }
+    }
+
+    /// [`Self::lookup`], or an exited terminal kept for its screen ([TERMINAL.REMAIN.2]): for
+    /// the reads, ATTACH_TERMINAL and KILL_TERMINAL alone.
+    pub(super) fn lookup_view(&self, terminal: &TerminalId) -> Result<LocalTerminal, Lookup> {
+        match self.lookup(terminal) {
+            Err(Lookup::NotFound) => LocalTerminal::of(terminal)
+                .filter(|t| self.remains.contains(*t))
+                .ok_or(Lookup::NotFound),
+            found => found,
+        }
+    }
+
+    /// A terminal to read: live, or exited and kept.
+    pub(super) fn view(&self, t: LocalTerminal) -> Option<&super::Terminal> {
+        self.terminals.get(&t).or_else(|| self.remains.get(t))
     }
 
     pub(super) fn send_lookup_error(&mut self, id: ConnId, rid: u32, err: &Lookup) {

@@ -140,6 +140,12 @@ impl ServerEngine {
         Ok(())
     }
 
+    /// The live terminals, then the exited ones kept for their screen: an image holds both in
+    /// one list (an exited one tells itself apart by its lifecycle).
+    fn all_terminals(&self) -> impl Iterator<Item = &Terminal> + '_ {
+        self.terminals.values().chain(self.remains.terminals())
+    }
+
     /// The state borrowed from the engine, serialized as [`EngineState`] is.
     pub(crate) fn state_ref(&self) -> EngineStateRef<'_> {
         EngineStateRef {
@@ -147,7 +153,7 @@ impl ServerEngine {
             conns: self.conns.values().collect(),
             queued: self.queued,
             handshakes: &self.handshakes,
-            terminals: self.terminals.values().collect(),
+            terminals: self.all_terminals().collect(),
             ledger: &self.ledger,
             leases: &self.leases,
             lane: &self.lane,
@@ -169,7 +175,7 @@ impl ServerEngine {
             conns: self.conns.values().cloned().collect(),
             queued: self.queued,
             handshakes: self.handshakes.iter().copied().collect(),
-            terminals: self.terminals.values().cloned().collect(),
+            terminals: self.all_terminals().cloned().collect(),
             ledger: self.ledger.clone(),
             leases: self.leases.clone(),
             lane: self.lane.clone(),
@@ -200,7 +206,20 @@ impl ServerEngine {
             }
         }
         let mut terminals = BTreeMap::new();
+        let mut remains = super::remains::Remains::default();
         for term in state.terminals {
+            // [TERMINAL.REMAIN.1] An exited terminal in the image is one kept for its screen
+            // (a live one leaves the table the moment its child exits). The image says not
+            // when it exited: its age restarts now.
+            if term.lifecycle() == phux_proto::event::Lifecycle::Exited {
+                if terminals.contains_key(&term.id()) || remains.contains(term.id()) {
+                    return Err(StateError::Inconsistent("a terminal appears twice"));
+                }
+                let mut term = term;
+                term.measure();
+                remains.restore(term);
+                continue;
+            }
             if !term.held_are_newest() {
                 return Err(StateError::Inconsistent(
                     "held jobs are not the newest of a terminal's jobs",
@@ -208,7 +227,7 @@ impl ServerEngine {
             }
             let mut term = term;
             term.measure();
-            if terminals.insert(term.id(), term).is_some() {
+            if remains.contains(term.id()) || terminals.insert(term.id(), term).is_some() {
                 return Err(StateError::Inconsistent("a terminal appears twice"));
             }
         }
@@ -220,6 +239,7 @@ impl ServerEngine {
             shedding: false,
             handshakes,
             terminals,
+            remains,
             ledger: state.ledger,
             leases: state.leases,
             lane: state.lane,

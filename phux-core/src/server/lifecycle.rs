@@ -10,6 +10,7 @@ use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::terminal::{Kill, Terminal};
 use super::{ConnId, LocalTerminal, ServerAction, ServerEngine, SpawnSpec};
+use crate::time::Instant;
 
 /// The longest `agent_session` SPAWN_TERMINAL accepts.
 const MAX_AGENT_SESSION_LEN: usize = 4096;
@@ -72,6 +73,8 @@ impl ServerEngine {
             }
             _ => self.config.default_size,
         };
+        // [SERVER.REMAIN.3] Exited terminals kept for their screen make room first.
+        while !self.screens_fit(cols, rows, None) && self.remains.dismiss_oldest().is_some() {}
         // [SERVER.LIMIT.7] No new model unless the most its screens can hold fits beside what
         // the others hold.
         if !self.screens_fit(cols, rows, None) {
@@ -180,6 +183,9 @@ impl ServerEngine {
         // server allocate a 65,535 × 65,535 grid.
         let mut cols = resize.size.cols.clamp(1, MAX_COLS);
         let mut rows = resize.size.rows.clamp(1, MAX_ROWS);
+        while !self.screens_fit(cols, rows, Some(local)) && self.remains.dismiss_oldest().is_some()
+        {
+        }
         // [SERVER.LIMIT.7] Screens that would not fit grow along neither axis (what they hold
         // now fits, so a size no larger on either axis does).
         if !self.screens_fit(cols, rows, Some(local)) {
@@ -203,12 +209,17 @@ impl ServerEngine {
         // [TERMINAL.KILLALL.2] All or nothing: one unknown id and nothing is killed (R9).
         let mut locals = Vec::with_capacity(targets.len());
         for target in targets {
-            match self.lookup(target) {
+            match self.lookup_view(target) {
                 Ok(t) => locals.push(t),
                 Err(e) => return self.send_lookup_error(id, rid, &e),
             }
         }
         for t in locals {
+            // [TERMINAL.REMAIN.4] An exited terminal kept for its screen is dismissed: its
+            // TERMINAL_CLOSED was sent when it exited.
+            if self.remains.dismiss(t) {
+                continue;
+            }
             let Some(kill) = self.terminals.get_mut(&t).map(Terminal::kill) else {
                 continue;
             };
@@ -278,7 +289,12 @@ impl ServerEngine {
         self.broadcast_control(t, control);
     }
 
-    pub(super) fn on_child_exited(&mut self, terminal: LocalTerminal, exit_status: Option<i32>) {
+    pub(super) fn on_child_exited(
+        &mut self,
+        now: Instant,
+        terminal: LocalTerminal,
+        exit_status: Option<i32>,
+    ) {
         let Some(t) = self.terminals.get_mut(&terminal) else {
             return;
         };
@@ -324,15 +340,22 @@ impl ServerEngine {
         for conn in listeners {
             self.send(conn, &pane_closed);
         }
-        // [TERMINAL.CLOSED.4] From here on the id is unknown.
-        self.remove_terminal(terminal);
+        // [TERMINAL.CLOSED.4] From here on the id is unknown, but for the reads and the
+        // dismissal of a terminal kept with its last screen.
+        if let Some(mut t) = self.remove_terminal(terminal).filter(|t| !t.was_killed()) {
+            // [TERMINAL.REMAIN.1] A program's own exit (a signal's included) leaves its screen.
+            t.retire();
+            self.remains.keep(now, t, self.config.remain_on_exit);
+        }
     }
 
-    pub(super) fn remove_terminal(&mut self, terminal: LocalTerminal) {
+    /// Forgets a terminal (its jobs resolved, its lease and lane entry gone); the terminal.
+    pub(super) fn remove_terminal(&mut self, terminal: LocalTerminal) -> Option<Terminal> {
         self.resolve_orphaned_jobs(terminal);
-        self.terminals.remove(&terminal);
+        let removed = self.terminals.remove(&terminal);
         let tid = TerminalId::from(terminal);
         self.leases.remove_terminal(&tid);
         self.lane.remove_terminal(&tid);
+        removed
     }
 }

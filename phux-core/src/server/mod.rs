@@ -48,6 +48,7 @@ mod lifecycle;
 mod outbound;
 mod output;
 mod pool;
+mod remains;
 mod state;
 mod terminal;
 mod upgrade;
@@ -90,6 +91,9 @@ pub struct ServerEngine {
     /// first: an entry leaves when its connection is admitted, closed or gone.
     handshakes: BTreeSet<(Instant, ConnId)>,
     terminals: BTreeMap<LocalTerminal, Terminal>,
+    /// Exited terminals kept with their last screen ([TERMINAL.REMAIN.1]); not in `terminals`,
+    /// so that everything but the reads and the dismissal treats their ids as gone.
+    remains: remains::Remains,
     ledger: OperationLedger,
     leases: LeaseTable,
     lane: AckLane,
@@ -122,6 +126,7 @@ impl ServerEngine {
             shedding: false,
             handshakes: BTreeSet::new(),
             terminals: BTreeMap::new(),
+            remains: remains::Remains::default(),
             ledger: OperationLedger::default(),
             leases: LeaseTable::default(),
             lane: AckLane::default(),
@@ -150,13 +155,19 @@ impl ServerEngine {
     /// What the terminals' models hold against the budget together: their screens at the most
     /// they can hold, their history and buffers as last measured.
     pub fn models_bytes(&self) -> usize {
-        self.terminals.values().map(|t| t.charge().total()).sum()
+        self.terminals
+            .values()
+            .chain(self.remains.terminals())
+            .map(|t| t.charge().total())
+            .sum()
     }
 
     /// [SERVER.LIMIT.6] Over the budget, the terminal holding the most history loses it, then
     /// the next one, and so on, until the models are within it or none has history left
     /// (screens are never cut: what they may hold was reserved when they took their size).
     pub(super) fn enforce_models_budget(&mut self) {
+        // [SERVER.REMAIN.3] Exited terminals give way first, the oldest first.
+        while self.models_bytes() > self.models_budget && self.remains.dismiss_oldest().is_some() {}
         let mut total = self.models_bytes();
         while total > self.models_budget {
             let Some(t) = self
@@ -198,9 +209,15 @@ impl ServerEngine {
         self.ledger.len()
     }
 
-    /// Live terminals (exited ones included until killed).
+    /// Live terminals (those being spawned or killed included; exited ones kept for their
+    /// screen are [`Self::remains_count`]).
     pub fn terminal_count(&self) -> usize {
         self.terminals.len()
+    }
+
+    /// Exited terminals kept with their last screen ([TERMINAL.REMAIN.1]).
+    pub fn remains_count(&self) -> usize {
+        self.remains.len()
     }
 
     /// Bytes queued for all connections together and not yet reported `Sent`.
@@ -250,6 +267,7 @@ impl ServerEngine {
 
     /// Reports one event. Drain [`ServerEngine::poll_action`] afterwards.
     pub fn handle(&mut self, now: Instant, event: ServerEvent<'_>) {
+        self.remains.stamp(now);
         // A lease that lapsed is released (and broadcast) before anything else sees it.
         if self.leases.poll_timeout().is_some_and(|at| at <= now) {
             for change in self.leases.handle_timeout(now) {
@@ -277,7 +295,7 @@ impl ServerEngine {
                 terminal,
                 exit_status,
             } => {
-                self.on_child_exited(terminal, exit_status);
+                self.on_child_exited(now, terminal, exit_status);
             }
             ServerEvent::ShutdownRequested => self.shutdown("server is shutting down"),
             ServerEvent::UpgradeRequested { binary } => self.begin_upgrade(None, binary),
@@ -299,6 +317,7 @@ impl ServerEngine {
             self.leases.poll_timeout(),
             self.lane.poll_timeout(),
             handshake,
+            self.remains.poll_timeout(self.config.remain_for),
         ]
         .into_iter()
         .flatten()
@@ -306,6 +325,7 @@ impl ServerEngine {
     }
 
     fn on_timeout(&mut self, now: Instant) {
+        self.remains.handle_timeout(now, self.config.remain_for);
         for (terminal, op) in self.lane.handle_timeout(now) {
             self.resolve_expired_job(&terminal, op);
         }

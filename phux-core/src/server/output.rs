@@ -3,9 +3,9 @@
 
 use phux_proto::command::CommandResult;
 use phux_proto::event::AgentEvent;
-use phux_proto::frame::{Bell, EventFrame, TerminalOutputRef};
+use phux_proto::frame::{Bell, EventFrame, TerminalClosed, TerminalOutputRef};
 use phux_proto::ids::StreamId;
-use phux_proto::{Frame, TerminalId};
+use phux_proto::{ErrorCode, Frame, TerminalId};
 
 use super::connection::Connection;
 use super::outbound::{Budget, Outbound};
@@ -24,7 +24,8 @@ fn bootstrap_frame_len(frame: &Frame) -> usize {
 
 impl ServerEngine {
     pub(super) fn cmd_attach(&mut self, id: ConnId, rid: u32, terminal: &TerminalId) {
-        let t = match self.lookup(terminal) {
+        let t = match self.lookup_view(terminal) {
+            Ok(t) if self.remains.contains(t) => return self.attach_remains(id, rid, t),
             Ok(t) => t,
             Err(e) => return self.send_lookup_error(id, rid, &e),
         };
@@ -45,6 +46,43 @@ impl ServerEngine {
         };
         self.start_bootstrap(id, t, stream);
         self.send_result(id, rid, CommandResult::Ok);
+    }
+
+    /// [TERMINAL.REMAIN.3] ATTACH_TERMINAL of an exited terminal kept for its screen: the
+    /// bootstrap of its last screen, OK, then its TERMINAL_CLOSED again; `id` is not left
+    /// viewing it.
+    fn attach_remains(&mut self, id: ConnId, rid: u32, t: LocalTerminal) {
+        let stream = self.allocate_stream();
+        let bootstrap = self.allocate_bootstrap();
+        let (Some(conn), Some(term)) = (self.conns.get(&id), self.remains.get_mut(t)) else {
+            return;
+        };
+        let chunk_limit = conn.max_chunk().get() as usize;
+        let frames = term.bootstrap(id, stream, bootstrap, chunk_limit);
+        term.retire();
+        let closed = Frame::TerminalClosed(TerminalClosed {
+            terminal: TerminalId::from(t),
+            exit_status: term.exit_status(),
+        });
+        let len: usize = frames.iter().map(bootstrap_frame_len).sum();
+        // [QUEUE.BOOTSTRAP.1] A queue with no room gets no screen, and no stream to resume:
+        // the client asks again.
+        if !conn
+            .outbound()
+            .bootstrap_fits(len, self.config.output_budget)
+        {
+            return self.send_error_result(
+                id,
+                rid,
+                ErrorCode::RESOURCE_EXHAUSTED,
+                "the connection's output queue is full; attach again once it drains",
+            );
+        }
+        for frame in frames {
+            self.send(id, &frame);
+        }
+        self.send_result(id, rid, CommandResult::Ok);
+        self.send(id, &closed);
     }
 
     /// BOOTSTRAP_BEGIN, CHUNKs and READY rebuilding the screen, then live output follows; or,

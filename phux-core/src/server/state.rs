@@ -6,7 +6,7 @@ use phux_proto::framing::MAX_FRAME_LEN;
 use phux_proto::{ErrorCode, TerminalId};
 use phux_term::{CellsTooLarge, ScreenLimits};
 
-use super::{ConnId, LocalTerminal, ServerEngine};
+use super::{ConnId, LocalTerminal, ServerEngine, Terminal};
 use crate::time::Instant;
 
 /// The most JSON bytes a reply's `cells` array may take ([SCREEN.LIMIT.2]): a fully styled
@@ -21,14 +21,21 @@ pub(super) const MAX_REPLY_JSON: usize = MAX_FRAME_LEN as usize - 64;
 
 impl ServerEngine {
     pub(super) fn snapshot(&self) -> SessionSnapshot {
+        // [TERMINAL.REMAIN.2] Exited terminals kept for their screen are listed, in id order
+        // with the others.
+        let mut listed: Vec<&Terminal> = self
+            .terminals
+            .values()
+            .chain(self.remains.terminals())
+            .filter(|t| t.pid().is_some())
+            .collect();
+        listed.sort_by_key(|t| t.id());
         // [SCREEN.SERVER.1] L1 only: no sessions or windows, every terminal (R21).
         SessionSnapshot {
             sessions: Vec::new(),
             windows: Vec::new(),
-            terminals: self
-                .terminals
-                .values()
-                .filter(|t| t.pid().is_some())
+            terminals: listed
+                .into_iter()
                 .map(|t| {
                     let (cols, rows) = t.state().size();
                     TerminalInfo {
@@ -69,7 +76,7 @@ impl ServerEngine {
         cells: bool,
     ) {
         let limits = self.screen_limits(id);
-        let Some(term) = self.terminals.get(&t) else {
+        let Some(term) = self.view(t) else {
             return;
         };
         match term
@@ -109,7 +116,7 @@ impl ServerEngine {
         t: LocalTerminal,
         scrollback: Option<u32>,
     ) -> Option<String> {
-        let term = self.terminals.get(&t)?;
+        let term = self.view(t)?;
         let tid = TerminalId::from(t);
         let page = self.screen_limits(id).scrollback_bytes;
         let mut value = term.state().screen_value_within(t.0, scrollback, page);
@@ -134,6 +141,19 @@ impl ServerEngine {
             obj.insert("pid".into(), term.pid().into());
             obj.insert("canonical".into(), term.canonical().into());
             obj.insert("modes".into(), modes_json(&modes));
+            // [SCREEN.STATE.6] The clients attached to it, as `tmux list-clients` shows them.
+            let viewers: Vec<serde_json::Value> = term
+                .viewers_paused()
+                .filter_map(|(conn, paused)| {
+                    let c = self.conns.get(&conn)?;
+                    Some(serde_json::json!({
+                        "client": c.client().0,
+                        "local_socket": c.peer().local_socket,
+                        "behind": paused,
+                    }))
+                })
+                .collect();
+            obj.insert("attached_clients".into(), viewers.into());
         }
         Some(value.to_string())
     }

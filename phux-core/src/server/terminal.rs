@@ -336,6 +336,19 @@ impl Terminal {
         self.exit_status = exit_status;
     }
 
+    /// Whether a KILL ended it (a killed terminal is not kept, [TERMINAL.REMAIN.1]).
+    pub(super) fn was_killed(&self) -> bool {
+        self.killing
+    }
+
+    /// Kept after its exit: nobody views it or is subscribed to it any more (TERMINAL_CLOSED
+    /// and pane_closed were their last frames of it).
+    pub(super) fn retire(&mut self) {
+        self.viewers.clear();
+        self.subscribers.clear();
+        self.spawner = None;
+    }
+
     /// The model takes the new size (already clamped); whether the PTY is to be resized too
     /// (a running child).
     pub(super) fn resize(&mut self, cols: u16, rows: u16) -> bool {
@@ -393,6 +406,13 @@ impl Terminal {
             .iter()
             .filter(|(_, v)| v.paused_at.is_none())
             .map(|(&id, _)| id)
+    }
+
+    /// The attached connections, each with whether its stream is paused for a slow reader.
+    pub(super) fn viewers_paused(&self) -> impl Iterator<Item = (ConnId, bool)> + '_ {
+        self.viewers
+            .iter()
+            .map(|(&id, v)| (id, v.paused_at.is_some()))
     }
 
     pub(super) fn viewer_ids(&self) -> Vec<ConnId> {

@@ -86,19 +86,22 @@ pub enum CtlCommand {
     New(NewArgs),
     /// Start a terminal and print its id (`local:N`).
     Spawn(SpawnArgs),
-    /// List the terminals: id, size, pid, age, state, lease holder, command and title.
+    /// List the terminals: id, name, size, pid, age, state, lease holder, command and title.
     ///
-    /// One per line, tab-separated: id, size (COLSxROWS), pid, age, state (running, frozen,
-    /// exited), lease holder (a client id, or -), command and title; on a terminal, a header
-    /// line and the columns aligned with spaces. The command, the age and (in --json) the
-    /// working directory are read from /proc for the terminal's pid when the server runs on
-    /// this host; with --ssh or --exec the protocol carries none of them and `-` is printed.
+    /// One per line, tab-separated: id, name (or -), size (COLSxROWS), pid, age, state
+    /// (running, frozen, or exited(STATUS) / exited(signal) for a terminal whose program
+    /// ended and that the server keeps with its last screen until `kill` dismisses it), lease
+    /// holder (a client id, or -), command and title; on a terminal, a header line and the
+    /// columns aligned with spaces. The command, the age and (in --json) the working
+    /// directory are read from /proc for the terminal's pid when the server runs on this host
+    /// and the program runs; with --ssh or --exec the protocol carries none of them and `-`
+    /// is printed.
     List {
         /// Print a JSON array of objects instead.
         #[arg(long)]
         json: bool,
     },
-    /// Kill terminals.
+    /// Kill terminals, or dismiss exited ones the server keeps (`list` shows them exited).
     Kill {
         /// The terminals (ids or names).
         #[arg(required = true, value_parser = parse_target)]
@@ -169,8 +172,10 @@ pub enum CtlCommand {
     /// Keys go to the terminal as key events, the terminal's output is drawn as it arrives,
     /// and the terminal is resized to this tty. The detach key (default C-\) returns and
     /// restores the tty; the terminal keeps running on the server. When the program ends,
-    /// attach leaves its last screen in view and exits with its exit status. This tty's
-    /// replies to the program's queries are never typed as keys.
+    /// attach leaves its last screen in view and exits with its exit status; attaching to a
+    /// terminal whose program has already exited (kept by the server, `exited` in `list`)
+    /// shows its last screen and exits with that status the same way. This tty's replies to
+    /// the program's queries are never typed as keys.
     Attach(AttachArgs),
     /// List, resume or drop input that earlier runs left pending in the outbox.
     ///
@@ -200,6 +205,36 @@ pub enum CtlCommand {
         /// --exec the path is on the server's host and must be absolute.
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
+    },
+    /// Stop the server (SHUTDOWN), as `tmux kill-server` does: every terminal's program is
+    /// ended and every client detached; prints `stopped`.
+    ///
+    /// Refused (exit 4) by a server that does not offer SHUTDOWN; phux-mio-server takes it
+    /// on its local socket only (so not through --ssh or --exec). On this host it returns once
+    /// the socket is gone, so a `phuxctl new` right after starts a fresh server.
+    Shutdown,
+    /// Print the server's id, protocol version and features, the program serving and its
+    /// pid, this phuxctl's version, and how many terminals run and how many have exited.
+    ///
+    /// The id changes when the server restarts (never across an upgrade). The program and pid
+    /// are those listening on the local socket (the binary's own `--version`, after an
+    /// upgrade the new one's); with --ssh or --exec they are the far host's and `-` is
+    /// printed.
+    Info {
+        /// One JSON object instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the clients attached to a terminal, as `tmux list-clients` does: client id,
+    /// transport (socket, or other for a bridge or stdio), whether its output is live or
+    /// behind (a slow reader waiting to catch up), and `lease` for the input lease holder.
+    Clients {
+        /// The terminal (an id or a name).
+        #[arg(value_parser = parse_target)]
+        id: Target,
+        /// A JSON array of objects (`client`, `local_socket`, `behind`) instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     ///

@@ -308,7 +308,8 @@ impl Driver {
         // (nothing is served meanwhile, so nothing changes it), and must say what it found.
         let expect = Summary {
             bytes,
-            terminals: self.engine.terminal_count(),
+            // The image holds the exited terminals kept for their screen too.
+            terminals: self.engine.terminal_count() + self.engine.remains_count(),
             connections: self.engine.connection_count(),
             ledger: self.engine.ledger_len(),
         };

@@ -76,6 +76,8 @@ impl Launch {
             .clone_from(&self.default_command);
         engine_config.max_connections = self.max_connections;
         engine_config.max_terminals = self.max_terminals;
+        (engine_config.remain_on_exit, engine_config.remain_for) =
+            crate::config::Config::remains_of(&self.args);
         engine_config
     }
 }

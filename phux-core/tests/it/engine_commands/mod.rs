@@ -29,6 +29,7 @@ fn spawn_frame(rid: u32) -> SpawnTerminal {
 }
 
 mod command;
+mod remains;
 mod screen;
 mod spawn;
 mod subscribe;
