@@ -3,9 +3,7 @@
 //! `attach` under tmux shows its last screen and exits with its status, `send` finds nothing
 //! to type into, and `kill` dismisses it ([TERMINAL.REMAIN.1] .. [TERMINAL.REMAIN.4]).
 
-use std::path::Path;
-
-use crate::ctl_attach_tmux::{Tmux, shell_quote};
+use crate::ctl_attach_replies::attach_in_tmux;
 use crate::support::{Ctl, Server, wait_until};
 
 fn row(list: &str, id: &str) -> Option<Vec<String>> {
@@ -52,26 +50,7 @@ fn an_exited_terminal_shows_its_status_and_last_screen_until_killed() {
 
     // attach in a real terminal: the last screen, then attach exits with the status.
     let dir = tempfile::tempdir().expect("tempdir");
-    let tmux = Tmux {
-        socket: dir.path().join("tmux.sock"),
-    };
-    let script = format!(
-        "XDG_STATE_HOME={} {} --socket {} attach {id}; echo \"attach-exit=$?\"; exec sleep 1000",
-        shell_quote(ctl.state.path()),
-        shell_quote(Path::new(env!("CARGO_BIN_EXE_phuxctl"))),
-        shell_quote(&ctl.socket),
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &script,
-    ]);
+    let tmux = attach_in_tmux(&ctl, &id, dir.path());
     let pane = tmux.wait_pane("attach's exit", |p| p.contains("attach-exit="));
     assert!(pane.contains("built-42"), "{pane}");
     assert!(pane.contains("attach-exit=3"), "{pane}");
