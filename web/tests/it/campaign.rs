@@ -124,7 +124,10 @@ fn fault_campaign_loses_and_doubles_no_key() {
         }
         injected[kind] += 1;
     }
+    let faulted = started.elapsed();
+    let left = support::pending(&rig.browser).unwrap_or(0);
     let ops = rig.settle();
+    let drained = started.elapsed().saturating_sub(faulted);
     wait_for("the program to read what was applied", || {
         let t = tally(&typed, &ops, &rig.recorded());
         (t.applied + t.unknown_read == rig.recorded().len() && t.lost == 0).then_some(())
@@ -134,7 +137,8 @@ fn fault_campaign_loses_and_doubles_no_key() {
     println!(
         "web fault campaign on {} (seed {seed:#x}): {faults} faults ({}; upgrades refused: \
          {upgrades_refused}) in {:.1} s; {} keys typed: {} applied, {} unknown ({} of them \
-         read), {} other; lost {}, duplicated {}; {} WebSocket connections",
+         read), {} other; lost {}, duplicated {}; {} WebSocket connections; {left} keys \
+         still to send after the last fault, sent in {:.1} s",
         if on_reference {
             "the reference"
         } else {
@@ -155,6 +159,7 @@ fn fault_campaign_loses_and_doubles_no_key() {
         t.lost,
         t.duplicated,
         rig.proxy.accepted(),
+        drained.as_secs_f64(),
     );
     let mut servers: Vec<_> = ops
         .iter()
