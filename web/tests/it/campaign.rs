@@ -69,6 +69,9 @@ fn fault_campaign_loses_and_doubles_no_key() {
         rig_or_skip!(300)
     };
     let mut upgrades_refused = 0;
+    // An in-place upgrade keeps the server's incarnation: the page must see the same server_id
+    // after each one (a new one would make every key in flight `unknown`).
+    let incarnation = support::status(&rig.browser)["serverId"].clone();
     let mut schedule = Schedule(seed | 1);
     let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut typed = String::new();
@@ -116,7 +119,11 @@ fn fault_campaign_loses_and_doubles_no_key() {
             _ => {
                 let (code, said) = rig.ours().upgrade();
                 match code {
-                    Some(0) => {}
+                    Some(0) => {
+                        wait_up(&rig);
+                        let now = support::status(&rig.browser)["serverId"].clone();
+                        assert_eq!(now, incarnation, "the upgrade changed the server_id");
+                    }
                     Some(4) => upgrades_refused += 1,
                     _ => panic!("phuxctl upgrade: {code:?} {said}"),
                 }
