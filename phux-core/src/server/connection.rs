@@ -47,6 +47,9 @@ pub(super) struct Connection {
     /// The cell size for mouse encoding, from the last VIEWPORT_RESIZE (R16).
     cells: CellGeometry,
     /// The size of the client's own screen, from its last VIEWPORT_RESIZE ([SERVER.SIZE.1]).
+    /// Not in the upgrade image (its layout is pinned; [SERVER.SIZE.3]'s note): after an
+    /// upgrade a client counts again from its next VIEWPORT_RESIZE.
+    #[serde(skip)]
     viewport: Option<(u16, u16)>,
     /// SUBSCRIBE_EVENTS without a terminal: server-scoped events.
     server_events: bool,

@@ -273,8 +273,8 @@ enum Screen {
     },
     /// The history view is shown; output goes to the model only.
     History(HistoryView),
-    /// The view was left: the live screen is drawn again once the output is between
-    /// sequences.
+    /// The live screen is to be drawn again from the model (the view was left, or the
+    /// program switched screens) once the output is between sequences.
     Returning,
 }
 
@@ -324,7 +324,16 @@ impl Attached<'_> {
         // [CLIENT.ATTACH.7] The notice comes off before the program's bytes, which may scroll
         // or overwrite the bottom row, and goes back on after them.
         self.hide_notice();
+        let was_alternate = self.model.modes().alternate_screen;
         self.model.advance(bytes);
+        if self.model.modes().alternate_screen != was_alternate {
+            // [CLIENT.ATTACH.13] This tty is on its alternate screen already (attach's own),
+            // where switching screens is a no-op (tmux) or loses the other one: the program's
+            // switch is drawn from the model instead, the screen it switched to whole.
+            self.screen = Screen::Returning;
+            self.back_to_live();
+            return;
+        }
         // Before the tty sees the bytes that turn reports on.
         self.reports.store(&self.model.modes());
         self.cursor_queries.scan(bytes);
