@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use phux_proto::hex::to_hex;
 use phux_proto::notation::NotationError;
 use phux_proto::{DecodeError, DecodeErrorKind, Frame};
 
@@ -130,16 +131,6 @@ pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, &'static str> {
         return Err("odd number of hex digits");
     }
     Ok(digits.chunks_exact(2).map(|p| p[0] << 4 | p[1]).collect())
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
 }
 
 #[cfg(test)]

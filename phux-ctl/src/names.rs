@@ -26,6 +26,7 @@ use crate::conn::Session;
 use crate::error::CtlError;
 use crate::list;
 use crate::outbox_store::{StoreError, io_error, lock_file, open_checked, private_dir, state_dir};
+pub(crate) use phux_proto::hex::to_hex as hex;
 
 /// The most bytes of a names file read: thousands of names; a larger file is not ours.
 const MAX_BOOK_LEN: u64 = 1024 * 1024;
@@ -362,15 +363,6 @@ pub fn unknown_name(name: &str) -> CtlError {
         code: ErrorCode::TERMINAL_NOT_FOUND,
         message: format!("no terminal named {name} (`phuxctl list` shows the names)"),
     }
-}
-
-/// Bytes as lower-case hex (a server id as `info` and the names book print it).
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]

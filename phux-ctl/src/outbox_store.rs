@@ -292,6 +292,13 @@ pub(crate) fn private_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Takes `lock`'s flock (waiting for it), on a lock file opened as the outbox's are.
 pub(crate) fn lock_file(path: &Path) -> Result<File, StoreError> {
+    flock_file(path, FlockOperation::LockExclusive)?
+        .ok_or_else(|| io_error("lock", path, io::ErrorKind::WouldBlock.into()))
+}
+
+/// Opens the lock file at `path` and takes its flock with `op`; `None` when a non-blocking
+/// `op` finds it held.
+fn flock_file(path: &Path, op: FlockOperation) -> Result<Option<File>, StoreError> {
     let lock = open_checked(
         path,
         OpenOptions::new()
@@ -301,9 +308,10 @@ pub(crate) fn lock_file(path: &Path) -> Result<File, StoreError> {
             .truncate(false),
     )?;
     loop {
-        match rustix::fs::flock(&lock, FlockOperation::LockExclusive) {
-            Ok(()) => return Ok(lock),
+        match rustix::fs::flock(&lock, op) {
+            Ok(()) => return Ok(Some(lock)),
             Err(Errno::INTR) => {}
+            Err(Errno::WOULDBLOCK) => return Ok(None),
             Err(e) => return Err(io_error("lock", path, e.into())),
         }
     }
@@ -393,23 +401,9 @@ impl OutboxStore {
             .map_err(io("create", dir))?;
         let meta = fs::symlink_metadata(dir).map_err(|e| io_error("stat", dir, e))?;
         check_ours(dir, &meta, true)?;
-        let lock_path = dir.join(format!("{key}.lock"));
-        let lock = open_checked(
-            &lock_path,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )?;
-        loop {
-            match rustix::fs::flock(&lock, lock_op) {
-                Ok(()) => break,
-                Err(Errno::INTR) => {}
-                Err(Errno::WOULDBLOCK) => return Ok(Opened::Busy),
-                Err(e) => return Err(io("lock", &lock_path)(e.into())),
-            }
-        }
+        let Some(lock) = flock_file(&dir.join(format!("{key}.lock")), lock_op)? else {
+            return Ok(Opened::Busy);
+        };
         let path = journal_path(dir, key);
         let mut file = open_checked(
             &path,

@@ -86,6 +86,7 @@ mod frame_type;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hex;
 pub mod ids;
 pub mod input;
 #[cfg(feature = "notation")]

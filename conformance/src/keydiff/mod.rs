@@ -393,14 +393,7 @@ fn hex(bytes: &[u8]) -> String {
     if bytes.is_empty() {
         return "(nothing)".to_owned();
     }
-    let mut s = String::with_capacity(bytes.len() * 3);
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    phux_proto::hex::to_hex_spaced(bytes)
 }
 
 /// A one-line description of a key for reports.

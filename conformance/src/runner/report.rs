@@ -4,6 +4,7 @@
 use phux_proto::notation::Value;
 
 use crate::pattern::Bindings;
+pub(super) use phux_proto::hex::to_hex_spaced as hex;
 
 /// The complete probe report lines in `out` (`PROBE <seq> <body>` CR LF): each body with the
 /// span of its whole line (from the CR LF before it, when there is one, to the LF after it).
@@ -143,14 +144,6 @@ pub(super) fn parse_hex(text: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Whether `needle` occurs in `haystack` (an empty needle always does).

@@ -494,20 +494,13 @@ fn tokens(text: &str) -> Vec<Tok> {
                 out.push(Tok::PathSep);
                 i += 2;
             }
-            b'{' => {
-                out.push(Tok::Open);
-                i += 1;
-            }
-            b'}' => {
-                out.push(Tok::Close);
-                i += 1;
-            }
-            b',' => {
-                out.push(Tok::Comma);
-                i += 1;
-            }
-            b';' => {
-                out.push(Tok::Semi);
+            b'{' | b'}' | b',' | b';' => {
+                out.push(match b[i] {
+                    b'{' => Tok::Open,
+                    b'}' => Tok::Close,
+                    b',' => Tok::Comma,
+                    _ => Tok::Semi,
+                });
                 i += 1;
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' => {

@@ -1,8 +1,9 @@
 //! The harness's wire log: one line per frame, raw send, PTY event and clock jump, shaped
 //! like a transcript so a failing test can be read (or replayed) as one.
 
+pub(super) use phux_proto::hex::to_hex_spaced as hex;
 use std::collections::VecDeque;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::time::Duration;
 
 /// A transcript-shaped log of everything on the wire and at the PTYs.
@@ -69,17 +70,6 @@ impl fmt::Display for WireLog {
         }
         Ok(())
     }
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 3);
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 pub(super) fn fmt_duration(d: Duration) -> String {

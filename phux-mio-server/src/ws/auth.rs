@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use phux_proto::hex::to_hex as hex;
 use sha2::{Digest, Sha256};
 
 /// The subprotocol a client offers and the server selects: phux frames, one per binary message.
@@ -179,14 +180,6 @@ impl Origins {
     pub fn host_ok(&self, host: Option<&[u8]>) -> bool {
         host.is_some_and(|h| self.hosts.iter().any(|ours| ours.as_bytes() == h))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut s, b| {
-        use std::fmt::Write as _;
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]
