@@ -650,6 +650,18 @@ impl Session {
         }
     }
 
+    /// Sends a command without waiting for its answer, which [`Session::step`] returns later
+    /// as a `ClientEvent::CommandResult` with this request id (or `CommandAbandoned` if the
+    /// connection ends first): for `attach`, which must go on reading the tty and the output.
+    pub fn start_command(&mut self, command: Command) -> Result<u32, CtlError> {
+        let request_id = self
+            .engine
+            .command(command)
+            .map_err(|e| CtlError::Local(e.to_string()))?;
+        self.flush()?;
+        Ok(request_id)
+    }
+
     /// How long each later command waits for its answer.
     pub fn set_command_timeout(&mut self, timeout: Duration) {
         self.command_timeout = timeout;

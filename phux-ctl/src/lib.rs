@@ -31,6 +31,7 @@ pub mod cli;
 pub mod conn;
 pub mod control;
 pub mod error;
+pub mod history;
 pub mod keys;
 pub mod link;
 pub mod list;

@@ -313,6 +313,14 @@ impl Config {
         )
     }
 
+    /// The WebSocket listener's options from the command line `args` (after the program name),
+    /// as [`Self::models_budget_of`] reads the budget: the image an upgrade hands the listener
+    /// to answers for the same origins ([WS.UPGRADE.2]).
+    pub fn ws_options_of(args: &[OsString]) -> Option<crate::ws::WsOptions> {
+        let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
+        Self::try_parse_from(argv).ok()?.ws_options()
+    }
+
     /// The default terminal command: `--shell`, else `$SHELL`, else `/bin/sh`.
     pub fn default_command(&self) -> Vec<String> {
         let shell = self.shell.clone().filter(|s| !s.is_empty()).or_else(|| {

@@ -106,8 +106,8 @@ fn check_adopt() -> ExitCode {
         .map_err(|e| format!("cannot read the image on stdin: {e}"))
         .and_then(|bytes| crate::driver::validate(&bytes, &[]).map_err(|e| e.to_string()));
     match result {
-        Ok((_, _, summary)) => {
-            println!("{}", crate::upgrade::adopt_line(&summary));
+        Ok(validated) => {
+            println!("{}", crate::upgrade::adopt_line(&validated.summary));
             ExitCode::SUCCESS
         }
         Err(e) => {

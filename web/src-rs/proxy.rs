@@ -6,6 +6,8 @@
 //!   ends see a healthy socket that carries nothing (a peer gone without a FIN, a NAT that
 //!   forgot the flow). Links dialled afterwards forward normally.
 //! - [`FaultProxy::cut`]: every current link is shut down in both directions at once.
+//! - [`FaultProxy::refuse`]: connections dialled from then on are closed at once (a server
+//!   that is down), until it is turned off again.
 //!
 //! A silent link stays silent when one of its ends closes (the other end never hears of it,
 //! as across a dead path) until it has been silent for [`STALL_HOLD`]; then the proxy closes
@@ -42,6 +44,8 @@ struct Shared {
     /// Silent links and when they went silent.
     stalled: Mutex<Vec<(Instant, Arc<Link>)>>,
     stopping: AtomicBool,
+    /// New connections are closed at once.
+    refusing: AtomicBool,
     accepted: AtomicU64,
 }
 
@@ -89,6 +93,10 @@ impl FaultProxy {
                         break;
                     }
                     let Ok(client) = client else { continue };
+                    if accept.refusing.load(Ordering::SeqCst) {
+                        let _ = client.shutdown(Shutdown::Both);
+                        continue;
+                    }
                     accept.accepted.fetch_add(1, Ordering::SeqCst);
                     if let Err(error) = relay(&accept, client, upstream) {
                         eprintln!("fault proxy: cannot relay a connection: {error}");
@@ -140,6 +148,12 @@ impl FaultProxy {
             link.close();
         }
         links.len()
+    }
+
+    /// While `on`, every connection dialled is closed at once, as by a server that is down
+    /// (links already up are left as they are).
+    pub fn refuse(&self, on: bool) {
+        self.shared.refusing.store(on, Ordering::SeqCst);
     }
 
     /// The live links, forgotten by the proxy (a fault applies to the links of its moment).

@@ -12,7 +12,7 @@ import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import * as wire from "./wire";
 import { Link, LinkDown } from "./link";
-import { Outbox, Op, FINAL, KEEP_RESOLVED, newOpId } from "./outbox";
+import { Outbox, Op, FINAL, KEEP_RESOLVED, STORAGE_DEADLINE_MS, StorageStalled, newOpId } from "./outbox";
 import { browserShortcut, composedText, keyEventFrom, label } from "./keys";
 import { mirrorInlineStyles } from "./cspstyles";
 import { decideBeforeSend, verdictOf, sanitizePaste, splitPaste } from "./policy";
@@ -42,6 +42,8 @@ const pingTimeoutMs = Number(params.get("pingTimeout") ?? 4000);
 const RESULT_GRACE_MS = Number(params.get("resultGrace") ?? 9000);
 /** How many resolved inputs the list keeps (the tests keep them all). */
 const KEEP = Number(params.get("keep") ?? KEEP_RESOLVED);
+/** How long an outbox transaction may take before it is abandoned and retried. */
+const STORAGE_DEADLINE = Number(params.get("storageDeadline") ?? STORAGE_DEADLINE_MS);
 
 const $ = (id: string) => document.getElementById(id)!;
 
@@ -59,7 +61,7 @@ let leaseHolder: string = "open";
 let lifecycle = "running";
 let layout: ReadonlyMap<string, string> | undefined;
 const channel = new BroadcastChannel("phux-web-outbox");
-const outbox = await Outbox.open();
+const outbox = await Outbox.open(undefined, STORAGE_DEADLINE);
 lastServer = ((await outbox.meta("server")) as string | undefined) ?? null;
 
 const link = new Link(
@@ -74,8 +76,8 @@ link.connect();
 
 async function onUp(serverId: string): Promise<void> {
   lastServer = serverId;
-  await outbox.setMeta("server", serverId);
   try {
+    await outbox.setMeta("server", serverId);
     if (terminalId === null) terminalId = await pickTerminal();
     history.replaceState(null, "", withParam("t", String(terminalId)));
     term.reset();
@@ -84,7 +86,8 @@ async function onUp(serverId: string): Promise<void> {
     link.send(wire.resize(terminalId, term.cols, term.rows));
     await readLease(terminalId);
   } catch (e) {
-    if (!(e instanceof LinkDown)) term.write(`\r\n[${String(e)}]\r\n`);
+    if (e instanceof StorageStalled) storageError(e);
+    else if (!(e instanceof LinkDown)) term.write(`\r\n[${String(e)}]\r\n`);
   }
   render();
   kick();
@@ -212,8 +215,19 @@ async function record(events: wire.InputEvent[][], what: string[]): Promise<void
     detail: null,
     resolvedAt: null,
   }));
-  // [CLIENT.OUTBOX.1] Durable before anything is sent.
-  await outbox.add(ops);
+  // [CLIENT.OUTBOX.1] Durable before anything is sent. A transaction abandoned at its deadline
+  // wrote nothing and is retried; one whose outcome is unknown is not (the list shows
+  // whether the input was recorded).
+  for (;;) {
+    try {
+      await outbox.add(ops);
+      break;
+    } catch (e) {
+      if (!(e instanceof StorageStalled)) throw e;
+      storageError(e);
+      if (!e.aborted) throw e;
+    }
+  }
   channel.postMessage("input");
   kick();
   scheduleRender();
@@ -281,6 +295,14 @@ let pumpAgain = false;
 let lastError: string | null = null;
 /** What the sender is waiting for, for the tests' reports. */
 let pumpStep = "idle";
+/** APPLY_INPUT requests sent (first sends and resends), for the tests. */
+let applyRequests = 0;
+
+/** A storage transaction abandoned at its deadline: shown, and the sender tries again. */
+function storageError(e: StorageStalled): void {
+  lastError = `outbox: ${e.message}`;
+  flash(lastError);
+}
 
 function kick(): void {
   if (!owner || !link.up) return;
@@ -297,7 +319,9 @@ function kick(): void {
       } while (pumpAgain && owner && link.up);
       pumpStep = "idle";
     } catch (e) {
-      if (!(e instanceof LinkDown)) {
+      // The one-second kick below starts the sender again.
+      if (e instanceof StorageStalled) storageError(e);
+      else if (!(e instanceof LinkDown)) {
         lastError = `outbox: ${String(e)}`;
         flash(lastError);
       }
@@ -327,7 +351,8 @@ async function pumpOnce(): Promise<void> {
       op.state = "sent";
       op.sentAt = Date.now();
       pumpStep = `record sent ${op.seq}`;
-      await outbox.put(op);
+      // Resolved meanwhile (by a tab that sent before this one): never send it again.
+      if (!(await outbox.put(op))) continue;
       scheduleRender();
     }
     const watchdog = setTimeout(() => link.drop(`no result ${RESULT_GRACE_MS} ms after sending`), RESULT_GRACE_MS);
@@ -335,6 +360,7 @@ async function pumpOnce(): Promise<void> {
     try {
       // [CLIENT.OUTBOX.5] The same operation id, terminal and events every time.
       pumpStep = `request ${op.seq}`;
+      applyRequests++;
       r = await link.request(wire.applyInput(wire.unhex(op.opId), op.terminal, op.events));
     } finally {
       clearTimeout(watchdog);
@@ -376,7 +402,7 @@ channel.onmessage = (m) => {
 };
 setInterval(() => {
   kick();
-  void outbox.prune(KEEP);
+  outbox.prune(KEEP).catch((e) => e instanceof StorageStalled && storageError(e));
 }, 1000);
 
 void navigator.locks.request("phux-web-outbox", () => {
@@ -412,10 +438,12 @@ function render(): void {
   $("owner").textContent = owner ? "this tab sends the outbox" : "another tab sends the outbox";
   $("lease").textContent = `input lease: ${leaseHolder}`;
   $("terminalid").textContent = terminalId === null ? "-" : `local:${terminalId} ${lifecycle}`;
-  void Promise.all([outbox.recent(80), outbox.pending(), outbox.stats()]).then(([recent, pending, stats]) => {
+  // Bounded reads only: the newest 80, the counts, and the sent head of the order; never the
+  // whole backlog, which would make every send slower the more input waits.
+  Promise.all([outbox.recent(80), outbox.pendingSummary(), outbox.stats()]).then(([recent, pending, stats]) => {
     latestStats = stats;
     $("counts").textContent =
-      `queued ${pending.filter((o) => o.state === "queued").length} · sent ${pending.filter((o) => o.state === "sent").length}` +
+      `queued ${pending.pending - pending.sent} · sent ${pending.sent}` +
       ` · applied ${stats.applied ?? 0} · unknown ${stats.unknown ?? 0} · refused ${stats.refused ?? 0} · not sent ${stats.notsent ?? 0}`;
     const list = $("ops");
     list.replaceChildren(
@@ -428,7 +456,7 @@ function render(): void {
         return li;
       }),
     );
-  });
+  }, (e) => e instanceof StorageStalled && storageError(e));
 }
 
 let flashTimer: ReturnType<typeof setTimeout> | undefined;
@@ -466,11 +494,15 @@ render();
     pumping,
     pumpStep,
     lastError,
+    applyRequests,
+    recordsRead: outbox.recordsRead,
+    largestRead: outbox.largestRead,
+    storageStalls: outbox.stalls,
   }),
   ops: async () => (await outbox.all()).map(({ events: _e, ...rest }) => rest),
   stats: () => outbox.stats(),
   paste: (data: string) => paste(data),
-  pending: async () => (await outbox.pending()).length,
+  pending: async () => (await outbox.pendingSummary()).pending,
   count: () => outbox.count(),
   view: () => latestStats,
 };

@@ -43,19 +43,28 @@ const PENDING = "pending";
 /** Resolved operations kept for display by default; older ones are dropped (their counts stay). */
 export const KEEP_RESOLVED = 400;
 
-function done(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onerror = () => reject(tx.error);
-    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
-  });
-}
+/**
+ * How long any IndexedDB transaction of the outbox may take before it is abandoned. A
+ * transaction that never completes (another connection holding a store, a browser bug) must
+ * not leave the sender waiting silently: it ends as [`StorageStalled`], the sender shows it
+ * and tries again on a fresh connection.
+ */
+export const STORAGE_DEADLINE_MS = 10_000;
 
-function result<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
+/**
+ * An outbox transaction that did not settle within its deadline. `aborted`: it was aborted,
+ * so it wrote nothing and may be retried as it is; otherwise it was already committing and
+ * whether it wrote is not known.
+ */
+export class StorageStalled extends Error {
+  constructor(
+    what: string,
+    ms: number,
+    readonly aborted: boolean,
+  ) {
+    super(`the browser's storage did not answer within ${ms} ms (${what}); ${aborted ? "retrying" : "outcome unknown"} on a new connection`);
+    this.name = "StorageStalled";
+  }
 }
 
 /** 128 random bits, never all zero (phux refuses a zero operation id). */
@@ -66,10 +75,8 @@ export function newOpId(): Uint8Array {
   return id;
 }
 
-export class Outbox {
-  private constructor(private db: IDBDatabase) {}
-
-  static async open(name = DB_NAME): Promise<Outbox> {
+function openDb(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
     const req = indexedDB.open(name, 1);
     req.onupgradeneeded = () => {
       const db = req.result;
@@ -78,116 +85,288 @@ export class Outbox {
       db.createObjectStore(STATS);
       db.createObjectStore(META);
     };
-    return new Outbox(await result(req));
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error("the outbox database is blocked by another tab's upgrade"));
+  });
+}
+
+/** Records one transaction has read. */
+interface Seen {
+  records: number;
+}
+
+/** What the outbox holds that is not resolved yet: how many, and how many of them were sent. */
+export interface PendingSummary {
+  pending: number;
+  sent: number;
+}
+
+export class Outbox {
+  /** Records read from IndexedDB so far. */
+  recordsRead = 0;
+  /**
+   * The most records one transaction has read: bounded whatever the backlog (a read of the
+   * whole backlog per send made sending slower the more input waited).
+   */
+  largestRead = 0;
+  /** Transactions abandoned at their deadline. */
+  stalls = 0;
+  private db: Promise<IDBDatabase>;
+
+  private constructor(
+    private name: string,
+    db: IDBDatabase,
+    private deadlineMs: number,
+  ) {
+    this.db = Promise.resolve(db);
   }
 
-  /** A read-write transaction that is complete only once on disk. */
-  private write(stores: string[]): IDBTransaction {
-    return this.db.transaction(stores, "readwrite", { durability: "strict" });
+  static async open(name = DB_NAME, deadlineMs = STORAGE_DEADLINE_MS): Promise<Outbox> {
+    return new Outbox(name, await openDb(name), deadlineMs);
+  }
+
+  /**
+   * Runs `body` in one transaction and resolves with its value once the transaction has
+   * completed (for a write: is durable). Every request `body` makes is chained by callbacks
+   * inside the transaction, never across an `await`. A transaction that neither completes nor
+   * aborts within the deadline is aborted and rejected as [`StorageStalled`], and the next
+   * transaction runs on a new connection.
+   */
+  private async run<T>(
+    what: string,
+    stores: string[],
+    mode: IDBTransactionMode,
+    body: (tx: IDBTransaction, seen: Seen) => () => T,
+  ): Promise<T> {
+    const db = await this.db;
+    return new Promise<T>((resolve, reject) => {
+      let tx: IDBTransaction;
+      let value: () => T;
+      const seen = { records: 0 };
+      try {
+        tx = mode === "readwrite" ? db.transaction(stores, mode, { durability: "strict" }) : db.transaction(stores, mode);
+        value = body(tx, seen);
+      } catch (e) {
+        // A connection the browser closed (or one this outbox gave up): open a new one.
+        this.reopen();
+        reject(e);
+        return;
+      }
+      let timer = setTimeout(() => {
+        this.stalls++;
+        this.reopen();
+        try {
+          tx.abort();
+        } catch {
+          // Already committing: its own event says whether it wrote; wait one more deadline
+          // for it, then give up knowing.
+          timer = setTimeout(() => reject(new StorageStalled(what, 2 * this.deadlineMs, false)), this.deadlineMs);
+          return;
+        }
+        reject(new StorageStalled(what, this.deadlineMs, true));
+      }, this.deadlineMs);
+      tx.oncomplete = () => {
+        clearTimeout(timer);
+        this.recordsRead += seen.records;
+        this.largestRead = Math.max(this.largestRead, seen.records);
+        resolve(value());
+      };
+      tx.onabort = () => {
+        clearTimeout(timer);
+        reject(tx.error ?? new Error(`${what}: transaction aborted`));
+      };
+    });
+  }
+
+  private reopen(): void {
+    const old = this.db;
+    this.db = openDb(this.name);
+    void old.then((db) => db.close()).catch(() => undefined);
+    // A failed open is retried by the next transaction.
+    this.db.catch(() => (this.db = openDb(this.name)));
   }
 
   /** Records a submission's operations in one transaction; resolves once it is durable. */
   async add(ops: Op[]): Promise<Op[]> {
-    const tx = this.write([OPS]);
-    const store = tx.objectStore(OPS);
-    const keys = ops.map((op) => result(store.add({ ...op, pending: 1 })));
-    await done(tx);
-    const seqs = await Promise.all(keys);
-    return ops.map((op, i) => ({ ...op, seq: seqs[i] as number }));
+    return this.run("record input", [OPS], "readwrite", (tx) => {
+      const store = tx.objectStore(OPS);
+      const keys = ops.map((op) => store.add({ ...op, pending: 1 }));
+      return () => ops.map((op, i) => ({ ...op, seq: keys[i].result as number }));
+    });
   }
 
-  /** Rewrites one operation (state, sentAt); a resolution also counts in the statistics. */
-  async put(op: Op, cascade: Op[] = []): Promise<void> {
-    const tx = this.write([OPS, STATS]);
-    const ops = tx.objectStore(OPS);
-    const stats = tx.objectStore(STATS);
-    for (const o of [op, ...cascade]) {
-      if (FINAL.has(o.state)) delete o.pending;
-      else o.pending = 1;
-      ops.put(o);
-      if (FINAL.has(o.state)) {
-        const count = (await result(stats.get(o.state))) as number | undefined;
-        stats.put((count ?? 0) + 1, o.state);
+  /**
+   * Rewrites operations (state, sentAt, detail); a resolution also counts in the statistics.
+   * An operation already final in the store is left as it is and not counted again: a stale
+   * copy never makes a resolved operation pending again. Resolves with whether `op` itself
+   * was written (false: it was resolved or dropped meanwhile, and must not be sent).
+   */
+  async put(op: Op, cascade: Op[] = []): Promise<boolean> {
+    return this.run(`write ${op.state} ${op.seq}`, [OPS, STATS], "readwrite", (tx, seen) => {
+      const ops = tx.objectStore(OPS);
+      const stats = tx.objectStore(STATS);
+      const all = [op, ...cascade];
+      const resolved = new Map<State, number>();
+      let written = false;
+      let left = all.length;
+      for (const o of all) {
+        const prev = ops.get(o.seq!);
+        prev.onsuccess = () => {
+          seen.records++;
+          const before = prev.result as Op | undefined;
+          if (before !== undefined && !FINAL.has(before.state)) {
+            if (FINAL.has(o.state)) {
+              delete o.pending;
+              resolved.set(o.state, (resolved.get(o.state) ?? 0) + 1);
+            } else o.pending = 1;
+            ops.put(o);
+            if (o === op) written = true;
+          }
+          if (--left > 0) return;
+          for (const [state, n] of resolved) {
+            const count = stats.get(state);
+            count.onsuccess = () => stats.put(((count.result as number | undefined) ?? 0) + n, state);
+          }
+        };
       }
-    }
-    await done(tx);
+      return () => written;
+    });
   }
 
   /** The unresolved operation with the lowest sequence number, the next to send. */
   async next(): Promise<Op | null> {
-    const tx = this.db.transaction([OPS], "readonly");
-    const cursor = await result(tx.objectStore(OPS).index(PENDING).openCursor());
-    return cursor ? (cursor.value as Op) : null;
+    return this.run("read the next input", [OPS], "readonly", (tx, seen) => {
+      const req = tx.objectStore(OPS).index(PENDING).openCursor();
+      let op: Op | null = null;
+      req.onsuccess = () => {
+        if (req.result) {
+          seen.records++;
+          op = req.result.value as Op;
+        }
+      };
+      return () => op;
+    });
   }
 
-  /** Every unresolved operation, oldest first. */
-  async pending(): Promise<Op[]> {
-    const tx = this.db.transaction([OPS], "readonly");
-    return (await result(tx.objectStore(OPS).index(PENDING).getAll())) as Op[];
+  /**
+   * How many operations are unresolved, and how many of those were sent: the sent ones are at
+   * the head of the order, so this reads only them, never the whole backlog.
+   */
+  async pendingSummary(): Promise<PendingSummary> {
+    return this.run("count the pending inputs", [OPS], "readonly", (tx, seen) => {
+      const index = tx.objectStore(OPS).index(PENDING);
+      const out: PendingSummary = { pending: 0, sent: 0 };
+      const count = index.count();
+      count.onsuccess = () => (out.pending = count.result);
+      const head = index.openCursor();
+      head.onsuccess = () => {
+        const cursor = head.result;
+        if (!cursor) return;
+        seen.records++;
+        if ((cursor.value as Op).state !== "sent") return;
+        out.sent++;
+        cursor.continue();
+      };
+      return () => out;
+    });
   }
 
-  /** The unresolved operations of a submission after `part`. */
+  /** The unresolved operations of a submission after `part` (they follow it in the order). */
   async laterParts(op: Op): Promise<Op[]> {
-    return (await this.pending()).filter((o) => o.submission === op.submission && o.part > op.part);
+    return this.run("read a submission", [OPS], "readonly", (tx, seen) => {
+      const req = tx.objectStore(OPS).openCursor(IDBKeyRange.lowerBound(op.seq!, true));
+      const out: Op[] = [];
+      req.onsuccess = () => {
+        const cursor = req.result;
+        if (!cursor) return;
+        seen.records++;
+        const o = cursor.value as Op;
+        if (o.submission !== op.submission) return;
+        if (!FINAL.has(o.state)) out.push(o);
+        cursor.continue();
+      };
+      return () => out;
+    });
   }
 
   /** The newest `n` operations, oldest first. */
   async recent(n: number): Promise<Op[]> {
-    const tx = this.db.transaction([OPS], "readonly");
-    const req = tx.objectStore(OPS).openCursor(null, "prev");
-    const out: Op[] = [];
-    return new Promise((resolve, reject) => {
+    return this.run("read the recent inputs", [OPS], "readonly", (tx, seen) => {
+      const req = tx.objectStore(OPS).openCursor(null, "prev");
+      const out: Op[] = [];
       req.onsuccess = () => {
         const cursor = req.result;
-        if (!cursor || out.length >= n) return resolve(out.reverse());
+        if (!cursor || out.length >= n) return;
+        seen.records++;
         out.push(cursor.value as Op);
         cursor.continue();
       };
-      req.onerror = () => reject(req.error);
+      return () => out.reverse();
     });
   }
 
   async count(): Promise<number> {
-    const tx = this.db.transaction([OPS], "readonly");
-    return result(tx.objectStore(OPS).count());
+    return this.run("count the inputs", [OPS], "readonly", (tx) => {
+      const req = tx.objectStore(OPS).count();
+      return () => req.result;
+    });
   }
 
+  /** Every operation (for the tests; the page itself never reads the whole store). */
   async all(): Promise<Op[]> {
-    const tx = this.db.transaction([OPS], "readonly");
-    return (await result(tx.objectStore(OPS).getAll())) as Op[];
+    return this.run("read every input", [OPS], "readonly", (tx) => {
+      const req = tx.objectStore(OPS).getAll();
+      return () => req.result as Op[];
+    });
   }
 
   async stats(): Promise<Record<string, number>> {
-    const tx = this.db.transaction([STATS], "readonly");
-    const store = tx.objectStore(STATS);
-    const [keys, values] = await Promise.all([result(store.getAllKeys()), result(store.getAll())]);
-    const out: Record<string, number> = {};
-    keys.forEach((k, i) => (out[String(k)] = values[i] as number));
-    return out;
+    return this.run("read the counts", [STATS], "readonly", (tx) => {
+      const store = tx.objectStore(STATS);
+      const keys = store.getAllKeys();
+      const values = store.getAll();
+      return () => {
+        const out: Record<string, number> = {};
+        keys.result.forEach((k, i) => (out[String(k)] = values.result[i] as number));
+        return out;
+      };
+    });
   }
 
-  /** Drops the oldest resolved operations beyond the display window. */
+  /** Drops the oldest resolved operations beyond the display window (those before the first pending one). */
   async prune(keep = KEEP_RESOLVED): Promise<void> {
     const total = await this.count();
     if (total <= keep + 100) return;
-    const all = await this.all();
-    const resolved = all.filter((o) => FINAL.has(o.state));
-    const extra = resolved.length - keep;
-    if (extra <= 0) return;
-    const tx = this.write([OPS]);
-    for (const o of resolved.slice(0, extra)) tx.objectStore(OPS).delete(o.seq!);
-    await done(tx);
+    let extra = total - keep;
+    await this.run("drop old inputs", [OPS], "readwrite", (tx, seen) => {
+      const req = tx.objectStore(OPS).openCursor();
+      req.onsuccess = () => {
+        const cursor = req.result;
+        if (!cursor || extra <= 0) return;
+        seen.records++;
+        // Resolved operations come first in the order; stop at the first pending one.
+        if (!FINAL.has((cursor.value as Op).state)) return;
+        cursor.delete();
+        extra--;
+        cursor.continue();
+      };
+      return () => undefined;
+    });
   }
 
   /** A small durable value (the last server incarnation seen). */
   async meta(key: string): Promise<unknown> {
-    const tx = this.db.transaction([META], "readonly");
-    return result(tx.objectStore(META).get(key));
+    return this.run("read a setting", [META], "readonly", (tx) => {
+      const req = tx.objectStore(META).get(key);
+      return () => req.result;
+    });
   }
 
   async setMeta(key: string, value: unknown): Promise<void> {
-    const tx = this.write([META]);
-    tx.objectStore(META).put(value, key);
-    await done(tx);
+    return this.run("write a setting", [META], "readwrite", (tx) => {
+      tx.objectStore(META).put(value, key);
+      return () => undefined;
+    });
   }
 }

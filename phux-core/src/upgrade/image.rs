@@ -7,8 +7,8 @@
 //! Versioning ([SERVER.UPGRADE.STATE.3]): a binary reads every state version it was built to
 //! read ([`reads_version`]) and refuses any other with [`ImageError::UnknownVersion`], before
 //! it looks at the body. A change to what the state holds or how it is laid out is a new
-//! version. Version 2 changed the driver's half only (the engine's half is laid out as in
-//! version 1).
+//! version. Versions 2 and 3 changed the driver's half only (the engine's half is laid out as
+//! in version 1).
 //!
 //! An image of a large server is tens or hundreds of megabytes: [`write_value`] writes it
 //! once, straight into the driver's file (no copy of it on the heap), and a reader decodes it
@@ -29,10 +29,10 @@ use serde::de::DeserializeOwned;
 use crate::server::NotQuiet;
 
 /// The state version this binary writes.
-pub const STATE_VERSION: u32 = 2;
+pub const STATE_VERSION: u32 = 3;
 
 /// Every state version this binary reads.
-pub const READS_VERSIONS: &[u32] = &[1, 2];
+pub const READS_VERSIONS: &[u32] = &[1, 2, 3];
 
 /// The first bytes of every image.
 pub const MAGIC: [u8; 8] = *b"phuxstat";

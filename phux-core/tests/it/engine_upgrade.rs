@@ -454,8 +454,8 @@ fn the_layout_of_state_version_1_is_pinned() {
     // earlier build wrote still decodes, and the same state still makes the same bytes. When
     // this fails, the layout changed: bump STATE_VERSION and keep reading the versions before
     // it (or, if the change is only to the scenario above, write the fixture again with
-    // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit). Version 2 changed the driver's
-    // half only: the engine's half is version 1's, byte for byte.
+    // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit). Versions 2 and 3 changed the
+    // driver's half only: the engine's half is version 1's, byte for byte.
     let now = pinned_state();
     let pinned = std::fs::read(PINNED_IMAGE).expect("the committed fixture");
     assert_eq!(phux_core::upgrade::image_version(&pinned), Ok(1));
@@ -466,7 +466,7 @@ fn the_layout_of_state_version_1_is_pinned() {
         phux_core::server::ServerEngine::from_state(config, state).expect("and restores");
     assert_eq!(restored.connection_count(), 2);
     assert_eq!(restored.terminal_count(), 1);
-    assert_eq!(phux_core::upgrade::image_version(&now), Ok(2));
+    assert_eq!(phux_core::upgrade::image_version(&now), Ok(3));
     let mut as_version_1 = now.clone();
     as_version_1[8..12].copy_from_slice(&1u32.to_le_bytes());
     if std::env::var_os("PHUX_WRITE_STATE_FIXTURE").is_some() {

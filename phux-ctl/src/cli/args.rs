@@ -322,9 +322,9 @@ pub struct NewArgs {
 pub struct AttachOptions {
     /// The key that detaches (same names as `send --key`), or `none` for no detach key (the
     /// attach then ends only with the program or the connection). A key a program needs
-    /// for typing (a character, Enter, Tab, Space, Backspace, Esc) is refused. To send the
-    /// detach key itself to the program, press it twice within a second: the first press
-    /// waits that long for a second one before it detaches.
+    /// for typing (a character, Enter, Tab, Space, Backspace, Esc) is refused. The first
+    /// press waits half a second for another key: the detach key again sends it to the
+    /// program, `[` or PageUp open the history view, anything else (or nothing) detaches.
     #[arg(long, value_name = "KEY", default_value = "C-\\", value_parser = parse_detach_key)]
     pub detach_key: DetachKey,
     /// Do not resize the terminal to this tty.

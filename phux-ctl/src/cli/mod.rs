@@ -176,6 +176,14 @@ pub enum CtlCommand {
     /// terminal whose program has already exited (kept by the server, `exited` in `list`)
     /// shows its last screen and exits with that status the same way. This tty's replies to
     /// the program's queries are never typed as keys.
+    ///
+    /// The detach key then `[` (within half a second; tmux's prefix + [) opens the history
+    /// view: the terminal's history and screen as the server keeps them, read like a pager.
+    /// Up/Down or k/j move a line, PageUp/PageDown (also C-b/C-f, b/Space) a page, C-u/C-d
+    /// half a page, g/G (Home/End) go to the oldest/newest line; / and ? search down and up
+    /// (wrapping), n/N repeat; q, Esc or C-c go back to the program. The detach key then
+    /// PageUp opens it a page up. Nothing typed in the view reaches the program, and output
+    /// that arrives meanwhile is drawn when the view closes.
     Attach(AttachArgs),
     /// List, resume or drop input that earlier runs left pending in the outbox.
     ///

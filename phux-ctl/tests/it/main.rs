@@ -8,6 +8,7 @@
 
 mod support;
 
+mod ctl_attach_history;
 mod ctl_attach_notice;
 mod ctl_attach_replies;
 mod ctl_attach_tmux;

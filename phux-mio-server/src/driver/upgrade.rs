@@ -24,9 +24,11 @@ use crate::signals::{self, Signals};
 use crate::socket::ServerSocket;
 use crate::upgrade::{
     CHECK_TIMEOUT, Checker, Exe, HostImage, HostImageRef, Inherit, Launch, ListenerImage,
-    QUIESCE_BOUND, Summary, UpgradeError, adopt_fds, exec, fd_path, image_file, load_image,
-    open_own_exe, seal, set_cloexec, trial_timeout,
+    QUIESCE_BOUND, Summary, UpgradeError, WsListenerImage, adopt_fds, exec, fd_path, image_file,
+    load_image, open_own_exe, seal, set_cloexec, trial_timeout,
 };
+use crate::ws::Door;
+use crate::ws::http::Policy;
 
 /// What a server needs to know to upgrade itself: its own binary and how it was started.
 #[derive(Debug, Clone)]
@@ -287,6 +289,12 @@ impl Driver {
             conns,
             terminals,
             exec_fd: Some(exe.fd().as_raw_fd()),
+            // [WS.UPGRADE.2]
+            ws: self.host.ws.as_ref().map(|door| WsListenerImage {
+                fd: door.listener_fd().as_raw_fd(),
+                addr: door.addr(),
+                secret_file: door.secret_file().to_owned(),
+            }),
         };
         // [SERVER.UPGRADE.STATE.1] Written once, straight from the engine and the queues into
         // the memfd: no copy of the state, or of the image, on our heap.
@@ -454,13 +462,25 @@ pub fn adopt(
     )))
 }
 
+/// What an image holds, decoded and checked as an adoption relies on it ([`validate`]).
+#[derive(Debug)]
+pub struct Validated {
+    /// The engine, rebuilt.
+    pub engine: ServerEngine,
+    /// The host's half.
+    pub image: HostImage,
+    /// What `--check-adopt` reports.
+    pub summary: Summary,
+    /// The WebSocket listener's checks, its secret read again ([WS.UPGRADE.4]), when the
+    /// image has the listener.
+    pub ws: Option<Policy>,
+}
+
 /// What an image holds, decoded and checked as an adoption relies on it: the engine rebuilt,
-/// the host's half, and the summary `--check-adopt` reports ([SERVER.UPGRADE.EXEC.10]).
-/// `reserved` are the descriptors the image itself came in, which it must not name.
-pub fn validate(
-    bytes: &[u8],
-    reserved: &[RawFd],
-) -> Result<(ServerEngine, HostImage, Summary), AdoptError> {
+/// the host's half, the WebSocket listener's checks, and the summary `--check-adopt` reports
+/// ([SERVER.UPGRADE.EXEC.10]). `reserved` are the descriptors the image itself came in, which
+/// it must not name.
+pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptError> {
     let parts =
         decode_parts(bytes).map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     let image = HostImage::decode(parts.version, parts.host)
@@ -468,6 +488,7 @@ pub fn validate(
     image
         .check(&parts.engine, reserved)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
+    let ws = ws_policy(&image)?;
     let summary = Summary {
         bytes: bytes.len() as u64,
         terminals: parts.engine.terminals().count(),
@@ -479,7 +500,32 @@ pub fn validate(
         .map_err(|e| AdoptError(format!("cannot rebuild the engine: {e}")))?;
     // [SERVER.LIMIT.6] Not in the image: from the command line the server was started with.
     engine.set_models_budget(crate::config::Config::models_budget_of(&image.launch.args));
-    Ok((engine, image, summary))
+    Ok(Validated {
+        engine,
+        image,
+        summary,
+        ws,
+    })
+}
+
+/// [WS.UPGRADE.4] The WebSocket listener's checks in the image taking it over: the origins
+/// from the command line the server was started with, the secret read again from its file
+/// with the checks of [WS.AUTH.2] (by the trial adoption too, so a secret file that no longer
+/// passes fails the upgrade before it commits).
+fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
+    let Some(ws) = &image.ws else {
+        return Ok(None);
+    };
+    let options = crate::config::Config::ws_options_of(&image.launch.args).ok_or_else(|| {
+        AdoptError(
+            "the image has a WebSocket listener, but its command line has no --listen-ws"
+                .to_owned(),
+        )
+    })?;
+    options
+        .policy(ws.addr, &ws.secret_file)
+        .map(Some)
+        .map_err(|e| AdoptError(e.to_string()))
 }
 
 /// Decodes the image, rebuilds the engine and the host, and answers the requester. Every
@@ -492,7 +538,12 @@ fn adopt_image(
     init_logging: impl FnOnce(&Launch),
 ) -> Result<Driver, AdoptError> {
     let timer = crate::clock::Clock::new();
-    let (engine, image, _) = validate(bytes, reserved)?;
+    let Validated {
+        engine,
+        image,
+        ws: ws_policy,
+        ..
+    } = validate(bytes, reserved)?;
     let decode_us = timer.now().as_micros();
     let clock = crate::clock::Clock::with_epoch(image.clock_epoch_nanos);
     let restored = clock.now();
@@ -520,6 +571,15 @@ fn adopt_image(
             .register(&mut SourceFd(&l.fd), LISTENER, Interest::READABLE)
             .map_err(|e| AdoptError(format!("listener: {e}")))?;
     }
+    if let Some(w) = &image.ws {
+        poll.registry()
+            .register(
+                &mut SourceFd(&w.fd),
+                crate::ws::door::LISTENER,
+                Interest::READABLE,
+            )
+            .map_err(|e| AdoptError(format!("WebSocket listener: {e}")))?;
+    }
     let mut host = Host::new(poll, None, signals, super::FIRST_DYNAMIC);
     host.clock = clock;
     host.set_stdio(image.listener.is_none());
@@ -545,6 +605,14 @@ fn adopt_image(
         let std = std::os::unix::net::UnixListener::from(fd);
         let listener = mio::net::UnixListener::from_std(std);
         host.listener = Some(ServerSocket::adopt(listener, l.path.clone(), l.dev_ino));
+    }
+    // [WS.UPGRADE.2] The same listening socket, answering for the same origins and secret.
+    if let (Some(w), Some(policy)) = (&image.ws, ws_policy) {
+        let fd: OwnedFd = fds
+            .next()
+            .ok_or_else(|| AdoptError("no WebSocket listener".to_owned()))?;
+        let listener = mio::net::TcpListener::from_std(std::net::TcpListener::from(fd));
+        host.ws = Some(Door::new(listener, w.addr, policy, w.secret_file.clone()));
     }
     let stdio_flags = image.stdio_flags.map(StdioFlags::from_bits);
     let (conns, terminals) = (image.conns.len(), image.terminals.len());

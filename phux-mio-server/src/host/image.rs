@@ -38,11 +38,6 @@ impl Host {
         if self.shutdown || self.done {
             return Some("the server is shutting down".to_owned());
         }
-        if self.ws.is_some() {
-            return Some(
-                "the WebSocket listener (--listen-ws) does not cross an upgrade yet".to_owned(),
-            );
-        }
         if !self.spawns.is_empty() {
             return Some(format!(
                 "{} terminals are waiting to start",
@@ -67,10 +62,6 @@ impl Host {
         let mut index: HashMap<*const Vec<u8>, u32> = HashMap::new();
         let mut conns = Vec::with_capacity(self.conns.len());
         for (id, c) in &self.conns {
-            // Never reached: no upgrade starts while the WebSocket door is open.
-            if matches!(c.transport, Transport::Ws(_)) {
-                continue;
-            }
             let mut pending = Vec::new();
             for (chunk, from) in c.queue.pieces() {
                 let piece = match chunk {
@@ -94,7 +85,12 @@ impl Host {
                         fd: s.as_raw_fd(),
                         may_hand_off: c.may_hand_off,
                     },
-                    Transport::Stdio | Transport::Ws(_) => ConnTransport::Stdio,
+                    Transport::Stdio => ConnTransport::Stdio,
+                    // [WS.UPGRADE.2]
+                    Transport::Ws(ws) => ConnTransport::Ws {
+                        fd: ws.tcp().as_raw_fd(),
+                        state: Box::new(ws.state()),
+                    },
                     Transport::Handoff(h) => {
                         let (input_flags, output_flags) = h.given_flags();
                         ConnTransport::Handoff {
@@ -133,15 +129,19 @@ impl Host {
         (shared, conns, terminals, self.next_conn)
     }
 
-    /// Every descriptor that crosses the exec: the listener, the connections' sockets, the
-    /// terminals' masters and pidfds (the order of [`HostImage::fds`]).
+    /// Every descriptor that crosses the exec: the listener, the WebSocket listener, the
+    /// connections' sockets, the terminals' masters and pidfds (the order of
+    /// [`HostImage::fds`]). A WebSocket handshake under way is not among them: it is closed at
+    /// the exec ([WS.UPGRADE.3]).
     pub(crate) fn inherited_fds(&self) -> Vec<BorrowedFd<'_>> {
         let mut fds: Vec<BorrowedFd<'_>> =
             self.listener.iter().map(|l| l.listener().as_fd()).collect();
+        fds.extend(self.ws.as_ref().map(crate::ws::Door::listener_fd));
         for c in self.conns.values() {
             match &c.transport {
                 Transport::Unix(s) => fds.push(s.as_fd()),
-                Transport::Stdio | Transport::Ws(_) => {}
+                Transport::Ws(ws) => fds.push(ws.tcp().as_fd()),
+                Transport::Stdio => {}
                 Transport::Handoff(h) => {
                     fds.extend([h.input.as_fd(), h.output.as_fd(), h.control.as_fd()]);
                 }
@@ -164,7 +164,7 @@ impl Host {
             let id = ConnId(c.id);
             let read = self.sources.add(Source::ConnRead(id));
             let (read_fd, write) = match c.transport {
-                ConnTransport::Unix { fd, .. } => (fd, read),
+                ConnTransport::Unix { fd, .. } | ConnTransport::Ws { fd, .. } => (fd, read),
                 ConnTransport::Stdio => (
                     rustix::stdio::stdin().as_raw_fd(),
                     self.sources.add(Source::ConnWrite(id)),
@@ -240,6 +240,13 @@ impl Host {
                     (Transport::Unix(socket(fds)?), may_hand_off)
                 }
                 ConnTransport::Stdio => (Transport::Stdio, false),
+                // [WS.UPGRADE.2] The same TCP connection, its framing where it stood.
+                ConnTransport::Ws { state, .. } => {
+                    let fd = fds.next().ok_or_else(missing_fd)?;
+                    let tcp = mio::net::TcpStream::from_std(std::net::TcpStream::from(fd));
+                    let ws = crate::ws::WsStream::adopted(tcp, *state);
+                    (Transport::Ws(Box::new(ws)), false)
+                }
                 ConnTransport::Handoff {
                     input_flags,
                     output_flags,

@@ -1,9 +1,10 @@
 //! The host's half of the upgrade image ([`HostImage`]): the listener, connections,
 //! terminals and launch settings that cross the exec, the same borrowed from the live host to
-//! be written ([`HostImageRef`]), the check of an image against the engine's state, and version
-//! 1's layout, still read.
+//! be written ([`HostImageRef`]), the check of an image against the engine's state, and the
+//! layouts of versions 1 and 2, still read.
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
@@ -11,11 +12,13 @@ use phux_core::server::ServerConfig;
 use phux_core::upgrade::{EngineState, ImageError};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::ws::WsState;
+
 /// The host's half of the image: everything the driver holds that must cross the exec. The
 /// engine's half is `phux_core::server::EngineState`; both travel in one envelope
 /// (`phux_core::upgrade`). Descriptors are numbers: the descriptors themselves cross the
-/// exec because `FD_CLOEXEC` is cleared on each. This is state version 2's layout
-/// ([`Self::decode`] reads version 1's too).
+/// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout
+/// ([`Self::decode`] reads versions 1 and 2 too).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct HostImage {
     /// The clock's epoch, an absolute `CLOCK_MONOTONIC` reading in nanoseconds: the engine's
@@ -44,6 +47,22 @@ pub struct HostImage {
     /// The new binary, open (it crossed the exec, for a script's interpreter to read): closed
     /// once the state is adopted.
     pub exec_fd: Option<RawFd>,
+    /// The WebSocket listener, when serving one (`--listen-ws`, [WS.UPGRADE.2]). Added in
+    /// version 3.
+    pub ws: Option<WsListenerImage>,
+}
+
+/// The WebSocket listener ([WS.UPGRADE.2]). Its handshakes under way do not cross
+/// ([WS.UPGRADE.3]); its origins come from the command line, as at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsListenerImage {
+    /// Its descriptor.
+    pub fd: RawFd,
+    /// The address it is bound to: the origins and hosts it answers for are made of it.
+    pub addr: SocketAddr,
+    /// Where its secret is kept: read again, with its checks, by the image that takes the
+    /// listener over ([WS.UPGRADE.4]).
+    pub secret_file: PathBuf,
 }
 
 /// What the server was started with that is not protocol state: the engine's configuration
@@ -147,13 +166,22 @@ pub enum ConnTransport {
         /// `output`'s file status flags when it was handed over.
         output_flags: u32,
     },
+    /// A WebSocket peer past its handshake ([WS.UPGRADE.2]): its TCP socket and the state of
+    /// the framing in both directions. Added in version 3.
+    Ws {
+        /// The socket.
+        fd: RawFd,
+        /// Everything of the connection but the socket (boxed: it is far larger than the
+        /// other transports).
+        state: Box<WsState>,
+    },
 }
 
 impl ConnTransport {
     /// Its descriptors, in the order the image lists them.
     pub fn fds(&self) -> Vec<RawFd> {
         match *self {
-            Self::Unix { fd, .. } => vec![fd],
+            Self::Unix { fd, .. } | Self::Ws { fd, .. } => vec![fd],
             Self::Stdio => Vec::new(),
             Self::Handoff {
                 input,
@@ -189,9 +217,11 @@ pub struct TermImage {
 }
 
 impl HostImage {
-    /// Every descriptor the image names, the listener first.
+    /// Every descriptor the image names: the listener first, then the WebSocket listener, the
+    /// connections' and the terminals'.
     pub fn fds(&self) -> Vec<RawFd> {
         let mut fds: Vec<RawFd> = self.listener.iter().map(|l| l.fd).collect();
+        fds.extend(self.ws.iter().map(|w| w.fd));
         fds.extend(self.conns.iter().flat_map(|c| c.transport.fds()));
         for t in &self.terminals {
             fds.extend(t.master);
@@ -202,17 +232,19 @@ impl HostImage {
 
     /// The host's half of an image of state version `version`.
     pub fn decode(version: u32, bytes: &[u8]) -> Result<Self, ImageError> {
-        if version == 1 {
-            return phux_core::upgrade::decode_host::<v1::HostImage>(bytes).map(Into::into);
+        match version {
+            1 => phux_core::upgrade::decode_host::<v1::HostImage>(bytes).map(Into::into),
+            2 => phux_core::upgrade::decode_host::<v2::HostImage>(bytes).map(Into::into),
+            _ => phux_core::upgrade::decode_host(bytes),
         }
-        phux_core::upgrade::decode_host(bytes)
     }
 
     /// Checks what the image says against itself and the engine's state, as an adoption relies
     /// on it ([SERVER.UPGRADE.EXEC.10]): every descriptor named once, none a standard stream
     /// or one of `reserved` (the image's own, the previous binary's); every connection and
     /// terminal once, each known to the engine (a terminal with the same child), and every
-    /// connection the engine still serves held here; every shared frame named in range.
+    /// connection the engine still serves held here; every shared frame named in range; every
+    /// WebSocket connection's state one a live connection can be in.
     pub fn check(&self, state: &EngineState, reserved: &[RawFd]) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
         for fd in self.fds().into_iter().chain(self.exec_fd) {
@@ -241,6 +273,12 @@ impl HostImage {
             }
             if c.id >= self.next_conn {
                 return Err(format!("connection {} is past the next id", c.id));
+            }
+            // [WS.UPGRADE.2] Its buffers within the bounds a live connection keeps.
+            if let ConnTransport::Ws { state, .. } = &c.transport {
+                state
+                    .check()
+                    .map_err(|e| format!("WebSocket connection {}: {e}", c.id))?;
             }
         }
         if let Some(missing) = engine_conns.difference(&conns).next() {
@@ -328,6 +366,48 @@ mod v1 {
                     .collect(),
                 terminals: v1.terminals,
                 exec_fd: None,
+                ws: None,
+            }
+        }
+    }
+}
+
+/// Version 2's layout of the host's half: version 3's without the WebSocket listener (a
+/// version 2 server refused to upgrade with one, so none of its connections is a WebSocket).
+mod v2 {
+    use super::{ConnImage, Launch, ListenerImage, PathBuf, RawFd, TermImage};
+
+    #[derive(serde::Deserialize)]
+    pub(super) struct HostImage {
+        clock_epoch_nanos: u64,
+        binary: PathBuf,
+        previous_binary: PathBuf,
+        launch: Launch,
+        listener: Option<ListenerImage>,
+        stdio_flags: Option<(u32, u32)>,
+        next_conn: u64,
+        #[serde(deserialize_with = "super::byte_strings")]
+        shared: Vec<Vec<u8>>,
+        conns: Vec<ConnImage>,
+        terminals: Vec<TermImage>,
+        exec_fd: Option<RawFd>,
+    }
+
+    impl From<HostImage> for super::HostImage {
+        fn from(v2: HostImage) -> Self {
+            Self {
+                clock_epoch_nanos: v2.clock_epoch_nanos,
+                binary: v2.binary,
+                previous_binary: v2.previous_binary,
+                launch: v2.launch,
+                listener: v2.listener,
+                stdio_flags: v2.stdio_flags,
+                next_conn: v2.next_conn,
+                shared: v2.shared,
+                conns: v2.conns,
+                terminals: v2.terminals,
+                exec_fd: v2.exec_fd,
+                ws: None,
             }
         }
     }
@@ -348,6 +428,7 @@ pub(crate) struct HostImageRef<'a> {
     pub(crate) conns: Vec<ConnImageRef<'a>>,
     pub(crate) terminals: Vec<TermImage>,
     pub(crate) exec_fd: Option<RawFd>,
+    pub(crate) ws: Option<WsListenerImage>,
 }
 
 /// [`ConnImage`], borrowed.
@@ -442,6 +523,11 @@ mod tests {
                 kill_grace: Some(11),
             }],
             exec_fd: Some(7),
+            ws: Some(WsListenerImage {
+                fd: 8,
+                addr: SocketAddr::from(([127, 0, 0, 1], 8787)),
+                secret_file: PathBuf::from("/s.ws-secret"),
+            }),
         };
         (image, heads)
     }
@@ -474,9 +560,84 @@ mod tests {
             }],
             terminals: image.terminals.clone(),
             exec_fd: image.exec_fd,
+            ws: image.ws.clone(),
         };
         let bytes = postcard::to_stdvec(&borrowed).expect("serialize");
-        assert_eq!(HostImage::decode(2, &bytes).expect("decode"), image);
+        assert_eq!(HostImage::decode(3, &bytes).expect("decode"), image);
+    }
+
+    #[test]
+    fn a_websocket_connection_reads_back_with_its_state() {
+        // [WS.UPGRADE.2]
+        let (mut image, _) = sample();
+        image.conns[0].transport = ConnTransport::Ws {
+            fd: 4,
+            state: Box::default(),
+        };
+        let bytes = postcard::to_stdvec(&image_ref(&image)).expect("serialize");
+        let read = HostImage::decode(3, &bytes).expect("decode");
+        assert_eq!(read, image);
+        assert_eq!(read.fds(), [3, 8, 4, 5, 6]);
+    }
+
+    #[test]
+    fn a_version_2_host_half_reads_without_a_websocket_listener() {
+        // [SERVER.UPGRADE.STATE.3] What a server of the release before wrote: version 3's
+        // layout but the last field.
+        let (image, _) = sample();
+        let v2 = (
+            image.clock_epoch_nanos,
+            &image.binary,
+            &image.previous_binary,
+            &image.launch,
+            &image.listener,
+            image.stdio_flags,
+            image.next_conn,
+            image.shared.iter().map(|h| Bytes(h)).collect::<Vec<_>>(),
+            image_ref(&image).conns,
+            &image.terminals,
+            image.exec_fd,
+        );
+        let bytes = postcard::to_stdvec(&v2).expect("serialize");
+        let read = HostImage::decode(2, &bytes).expect("decode");
+        assert_eq!(read.ws, None);
+        assert_eq!(HostImage { ws: None, ..image }, read);
+    }
+
+    /// The borrowed form of `image`, as the host writes it.
+    fn image_ref(image: &HostImage) -> HostImageRef<'_> {
+        HostImageRef {
+            clock_epoch_nanos: image.clock_epoch_nanos,
+            binary: &image.binary,
+            previous_binary: &image.previous_binary,
+            launch: &image.launch,
+            listener: image.listener.clone(),
+            stdio_flags: image.stdio_flags,
+            next_conn: image.next_conn,
+            shared: image.shared.iter().map(|h| Bytes(h)).collect(),
+            conns: image
+                .conns
+                .iter()
+                .map(|c| ConnImageRef {
+                    id: c.id,
+                    transport: c.transport.clone(),
+                    pending: c
+                        .pending
+                        .iter()
+                        .map(|p| match p {
+                            Piece::Bytes(b) => PieceRef::Bytes(Bytes(b)),
+                            Piece::Shared(i) => PieceRef::Shared(*i),
+                        })
+                        .collect(),
+                    read_done: c.read_done,
+                    reported: c.reported,
+                    closing: c.closing,
+                })
+                .collect(),
+            terminals: image.terminals.clone(),
+            exec_fd: image.exec_fd,
+            ws: image.ws.clone(),
+        }
     }
 
     #[test]

@@ -54,6 +54,6 @@ pub use error::UpgradeError;
 pub use exec::{Inherit, adopt_fds, exec, fd_path, open_own_exe, set_cloexec};
 pub(crate) use host_image::{Bytes, ConnImageRef, HostImageRef, PieceRef};
 pub use host_image::{
-    ConnImage, ConnTransport, HostImage, Launch, ListenerImage, Piece, TermImage,
+    ConnImage, ConnTransport, HostImage, Launch, ListenerImage, Piece, TermImage, WsListenerImage,
 };
 pub use memfd::{ImageBytes, Map, image_file, load_image, seal};

@@ -18,6 +18,12 @@ pub const MAX_MESSAGE_LEN: u64 = LENGTH_LEN as u64 + MAX_FRAME_LEN as u64;
 /// A control frame's payload limit (RFC 6455 §5.5).
 const MAX_CONTROL_LEN: usize = 125;
 
+/// The longest control frame the server sends: a 2-byte header and the largest payload.
+pub const MAX_CONTROL_FRAME_LEN: usize = 2 + MAX_CONTROL_LEN;
+
+/// The longest client frame header: 2 bytes, an 8-byte extended length, a 4-byte mask.
+const MAX_CLIENT_HEADER_LEN: usize = 14;
+
 /// The longest server frame header: 2 bytes, then an 8-byte extended length.
 pub const MAX_HEADER_LEN: usize = 10;
 
@@ -143,6 +149,35 @@ impl Inbound {
             self.failed = Some(e);
         }
         result
+    }
+
+    /// Whether this is a state decoding can reach: every buffer within its bound, every count
+    /// within a message's. An upgrade's image carries it ([WS.UPGRADE.2]), and the next image
+    /// must not hold more than a live decoder ever does.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.head.len() >= MAX_CLIENT_HEADER_LEN {
+            return Err("a frame header longer than any");
+        }
+        if self.control.len() > MAX_CONTROL_LEN {
+            return Err("a control payload longer than 125 bytes");
+        }
+        if self.length_field.len() > LENGTH_LEN {
+            return Err("a phux length field longer than 4 bytes");
+        }
+        if self.got > MAX_MESSAGE_LEN || self.want.is_some_and(|w| w > MAX_MESSAGE_LEN) {
+            return Err("a message longer than the largest phux frame");
+        }
+        match self.phase {
+            Phase::Control { left, .. }
+                if usize::from(left) + self.control.len() > MAX_CONTROL_LEN =>
+            {
+                Err("a control payload longer than 125 bytes")
+            }
+            Phase::Data { left, at, .. } if left > MAX_MESSAGE_LEN || at > 3 => {
+                Err("a data frame longer than the largest phux frame")
+            }
+            _ => Ok(()),
+        }
     }
 
     fn decode_inner(

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mio::net::{TcpListener, TcpStream};
@@ -40,6 +42,8 @@ pub struct Door {
     listener: TcpListener,
     addr: SocketAddr,
     policy: Policy,
+    /// Where the secret is kept: the next image of an upgrade reads it again from there.
+    secret_file: PathBuf,
     pending: HashMap<Token, Handshake>,
     next: usize,
 }
@@ -66,21 +70,37 @@ pub enum Step {
 }
 
 impl Door {
-    /// A door on a bound listener with its policy.
-    pub fn new(listener: TcpListener, policy: Policy) -> io::Result<Self> {
-        let addr = listener.local_addr()?;
-        Ok(Self {
+    /// A door on a listener bound at `addr`, with its policy and where its secret is kept.
+    pub fn new(
+        listener: TcpListener,
+        addr: SocketAddr,
+        policy: Policy,
+        secret_file: PathBuf,
+    ) -> Self {
+        Self {
             listener,
             addr,
             policy,
+            secret_file,
             pending: HashMap::new(),
             next: FIRST_TOKEN,
-        })
+        }
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where its secret is kept.
+    pub fn secret_file(&self) -> &Path {
+        &self.secret_file
+    }
+
+    /// The listener's descriptor, which crosses an in-place upgrade ([WS.UPGRADE.2]); the
+    /// handshakes' do not ([WS.UPGRADE.3]).
+    pub fn listener_fd(&self) -> BorrowedFd<'_> {
+        self.listener.as_fd()
     }
 
     /// Registers the listener under `token`.

@@ -23,7 +23,7 @@ pub mod site;
 pub mod stream;
 
 pub use door::Door;
-pub use stream::WsStream;
+pub use stream::{WsState, WsStateError, WsStream};
 
 /// What `--listen-ws` and its companions ask for.
 #[derive(Debug, Clone)]
@@ -77,11 +77,6 @@ impl WsOptions {
             .secret_file
             .clone()
             .unwrap_or_else(|| auth::secret_path(socket));
-        let secret =
-            auth::Secret::load_or_create(&path).map_err(|source| WsSetupError::Secret {
-                path: path.clone(),
-                source,
-            })?;
         let listener =
             mio::net::TcpListener::bind(self.addr).map_err(|source| WsSetupError::Bind {
                 addr: self.addr,
@@ -91,13 +86,24 @@ impl WsOptions {
             addr: self.addr,
             source,
         })?;
-        let origins = auth::Origins::new(bound, &self.origins, self.allow_no_origin);
-        let door = Door::new(listener, http::Policy { origins, secret }).map_err(|source| {
-            WsSetupError::Bind {
-                addr: self.addr,
+        let policy = self.policy(bound, &path)?;
+        Ok((Door::new(listener, bound, policy, path.clone()), path))
+    }
+
+    /// The listener's checks for a listener bound at `bound` whose secret is kept in
+    /// `secret_file` (loaded, or made when missing, with the checks of [WS.AUTH.2]): at start,
+    /// and again by the image an upgrade hands the listener to ([WS.UPGRADE.4]).
+    pub fn policy(
+        &self,
+        bound: SocketAddr,
+        secret_file: &Path,
+    ) -> Result<http::Policy, WsSetupError> {
+        let secret =
+            auth::Secret::load_or_create(secret_file).map_err(|source| WsSetupError::Secret {
+                path: secret_file.to_owned(),
                 source,
-            }
-        })?;
-        Ok((door, path))
+            })?;
+        let origins = auth::Origins::new(bound, &self.origins, self.allow_no_origin);
+        Ok(http::Policy { origins, secret })
     }
 }

@@ -12,8 +12,12 @@ use std::net::Shutdown;
 use mio::net::TcpStream;
 use phux_proto::framing::LENGTH_LEN;
 
-use super::codec::{Control, Inbound, Outbound, WsError, close_frame, pong_frame};
+use serde::{Deserialize, Serialize};
 use tracing::debug;
+
+use super::codec::{
+    Control, Inbound, MAX_CONTROL_FRAME_LEN, Outbound, WsError, close_frame, pong_frame,
+};
 
 /// The largest read of the socket at once (as the driver's reads of every other source).
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -68,6 +72,42 @@ impl WsStream {
             closed: false,
             ended: false,
             decoded: Vec::new(),
+        }
+    }
+
+    /// The connection as it crossed an in-place upgrade ([WS.UPGRADE.2]): the socket, and the
+    /// state [`Self::state`] took of it in the previous image.
+    pub fn adopted(tcp: TcpStream, state: WsState) -> Self {
+        let mut raw = Vec::with_capacity(READ_CHUNK.max(state.raw.len()));
+        raw.extend_from_slice(&state.raw);
+        Self {
+            tcp,
+            raw,
+            inbound: state.inbound,
+            outbound: state.outbound,
+            header: state.header,
+            pong: state.pong,
+            close: state.close,
+            closed: state.closed,
+            ended: state.ended,
+            decoded: state.decoded,
+        }
+    }
+
+    /// Everything of the connection but its socket, for an in-place upgrade ([WS.UPGRADE.2]):
+    /// a frame the client began (a header or a payload cut short) completes in the next
+    /// image, and a message begun to the client goes on where it stopped.
+    pub fn state(&self) -> WsState {
+        WsState {
+            raw: self.raw.clone(),
+            inbound: self.inbound.clone(),
+            outbound: self.outbound.clone(),
+            header: self.header.clone(),
+            pong: self.pong.clone(),
+            close: self.close,
+            closed: self.closed,
+            ended: self.ended,
+            decoded: self.decoded.clone(),
         }
     }
 
@@ -287,6 +327,68 @@ impl WsStream {
     }
 }
 
+/// A WebSocket connection's state without its socket: what crosses an in-place upgrade
+/// ([WS.UPGRADE.2]). Plain data; [`Self::check`] holds it to the bounds the live connection
+/// keeps, so an image cannot make the next image hold more than a connection ever does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsState {
+    #[serde(with = "phux_core::upgrade::bytes")]
+    raw: Vec<u8>,
+    inbound: Inbound,
+    outbound: Outbound,
+    #[serde(with = "phux_core::upgrade::bytes")]
+    header: Vec<u8>,
+    pong: Option<Vec<u8>>,
+    close: Option<(u16, WsError)>,
+    closed: bool,
+    ended: bool,
+    #[serde(with = "phux_core::upgrade::bytes")]
+    decoded: Vec<u8>,
+}
+
+/// Why a carried connection's state is not one a live connection can be in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WsStateError {
+    /// A buffer holds more than the connection ever holds there.
+    #[error("its {what} holds {len} bytes, more than the {max} a connection holds")]
+    TooLong {
+        /// Which buffer.
+        what: &'static str,
+        /// What it holds.
+        len: usize,
+        /// The most it holds live.
+        max: usize,
+    },
+    /// The decoder's own state is not one it can be in.
+    #[error("its frame decoder: {0}")]
+    Decoder(&'static str),
+}
+
+impl WsState {
+    /// Whether every buffer is within the bound the live connection keeps it to: one read
+    /// ([`READ_CHUNK`]) undecoded or decoded, one control frame's bytes for a pong or a
+    /// header's rest, and the decoder's own.
+    pub fn check(&self) -> Result<(), WsStateError> {
+        let bounds = [
+            ("undecoded bytes", self.raw.len(), READ_CHUNK),
+            ("decoded bytes", self.decoded.len(), READ_CHUNK),
+            ("unwritten header", self.header.len(), MAX_CONTROL_FRAME_LEN),
+            (
+                "pong",
+                self.pong.as_ref().map_or(0, Vec::len),
+                MAX_CONTROL_FRAME_LEN,
+            ),
+        ];
+        for (what, len, max) in bounds {
+            if len > max {
+                return Err(WsStateError::TooLong { what, len, max });
+            }
+        }
+        self.inbound.check().map_err(WsStateError::Decoder)
+    }
+}
+
 /// The first 4 bytes of `bufs` (a phux frame's length field), gathered across slices.
 fn length_field(bufs: &[IoSlice<'_>]) -> Option<[u8; LENGTH_LEN]> {
     let mut field = [0u8; LENGTH_LEN];
@@ -417,5 +519,71 @@ mod tests {
         let mut pong = [0u8; 3];
         client.read_exact(&mut pong).expect("pong");
         assert_eq!(pong, [0x8a, 1, b'b']);
+    }
+
+    #[test]
+    fn a_connection_taken_over_goes_on_where_it_stopped() {
+        // [WS.UPGRADE.2] A ping cut in its payload and a message to the client cut in its
+        // header, both across a handover of the state to another stream on the same socket.
+        let (mut ws, mut client) = pair();
+        let ping = [0x89, 0x82, 0, 0, 0, 0, b'h', b'i'];
+        client.write_all(&ping[..7]).expect("send");
+        let mut buf = vec![0; READ_CHUNK];
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while ws.state().raw.is_empty() && ws.state().inbound == Inbound::default() {
+            assert!(std::time::Instant::now() < end);
+            let _ = ws.read(&mut buf);
+        }
+        let frame = phux_frame(3, 7);
+        let mut queue = WriteQueue::new();
+        queue.push(frame.clone());
+        ws.outbound.start([0, 0, 0, 4]);
+        ws.header = vec![0x82, 8];
+        // The header's 2 bytes not yet written: they go first in the next image.
+        let state = ws.state();
+        state.check().expect("a live state passes");
+        let bytes = postcard::to_stdvec(&state).expect("serialize");
+        let read: WsState = postcard::from_bytes(&bytes).expect("deserialize");
+        assert_eq!(read, state);
+        let WsStream { tcp, .. } = ws;
+        let mut taken = WsStream::adopted(tcp, read);
+        client.write_all(&ping[7..]).expect("send the rest");
+        while !taken.wants_write() {
+            assert!(std::time::Instant::now() < end);
+            let _ = taken.read(&mut buf);
+        }
+        let (n, state) = queue.flush_to(&mut taken);
+        assert_eq!(
+            (n, matches!(state, FlushState::Drained)),
+            (frame.len(), true)
+        );
+        assert!(taken.write_control().expect("pong"));
+        let mut got = [0u8; 2 + 8 + 4];
+        client.read_exact(&mut got).expect("read");
+        assert_eq!(&got[..2], &[0x82, 8]);
+        assert_eq!(&got[2..10], &frame[..]);
+        assert_eq!(&got[10..], &[0x8a, 2, b'h', b'i']);
+    }
+
+    #[test]
+    fn a_state_no_live_connection_can_be_in_is_refused() {
+        // [WS.UPGRADE.2]
+        WsState::default().check().expect("the empty state");
+        let too_long = WsState {
+            raw: vec![0; READ_CHUNK + 1],
+            ..WsState::default()
+        };
+        assert!(matches!(
+            too_long.check(),
+            Err(WsStateError::TooLong {
+                what: "undecoded bytes",
+                ..
+            })
+        ));
+        let pong = WsState {
+            pong: Some(vec![0; MAX_CONTROL_FRAME_LEN + 1]),
+            ..WsState::default()
+        };
+        assert!(pong.check().is_err());
     }
 }

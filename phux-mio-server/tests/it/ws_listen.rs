@@ -1,16 +1,13 @@
 //! The listener is off unless asked for ([WS.LISTEN.1]), on loopback unless a non-loopback
-//! address is allowed explicitly, with a warning ([WS.LISTEN.2]); and, until WebSocket
-//! connections cross an exec, an in-place upgrade is refused while it is on ([WS.UPGRADE.1]).
+//! address is allowed explicitly, with a warning ([WS.LISTEN.2]). Upgrades with the listener on:
+//! `ws_upgrade.rs`.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Command as Process, Stdio};
 
-use phux_proto::command::{Command, CommandResult};
-
-use crate::support::client::{Client, Server};
+use crate::support::client::Server;
 use crate::support::ws::WsServer;
-use crate::upgrade_chaos::ping;
 
 /// The inodes of the TCP sockets listening on this host (state 0A in /proc/net/tcp{,6}).
 fn listening_inodes() -> BTreeSet<String> {
@@ -102,21 +99,4 @@ fn a_non_loopback_address_needs_an_explicit_flag_and_is_warned_about() {
     let text = std::fs::read_to_string(&log).expect("log");
     assert!(text.contains("non-loopback"), "{text}");
     assert!(text.contains("reverse"), "{text}");
-}
-
-#[test]
-fn an_upgrade_is_refused_while_the_listener_is_on() {
-    let server = WsServer::start(&[]);
-    let mut ws_client = server.client();
-    ws_client.hello();
-    let mut c = Client::unix(&server.socket);
-    c.hello();
-    let r = c.command(Command::Upgrade { binary: None });
-    let CommandResult::Error { message, .. } = r else {
-        panic!("the upgrade was not refused: {r:?}");
-    };
-    assert!(message.contains("WebSocket"), "{message}");
-    // Nothing was lost: both clients are still served.
-    ping(&mut ws_client, 1);
-    ping(&mut c, 2);
 }

@@ -69,6 +69,9 @@ fn fault_campaign_loses_and_doubles_no_key() {
         rig_or_skip!(300)
     };
     let mut upgrades_refused = 0;
+    // An in-place upgrade keeps the server's incarnation: the page must see the same server_id
+    // after each one (a new one would make every key in flight `unknown`).
+    let incarnation = support::status(&rig.browser)["serverId"].clone();
     let mut schedule = Schedule(seed | 1);
     let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut typed = String::new();
@@ -116,7 +119,11 @@ fn fault_campaign_loses_and_doubles_no_key() {
             _ => {
                 let (code, said) = rig.ours().upgrade();
                 match code {
-                    Some(0) => {}
+                    Some(0) => {
+                        wait_up(&rig);
+                        let now = support::status(&rig.browser)["serverId"].clone();
+                        assert_eq!(now, incarnation, "the upgrade changed the server_id");
+                    }
                     Some(4) => upgrades_refused += 1,
                     _ => panic!("phuxctl upgrade: {code:?} {said}"),
                 }
@@ -124,7 +131,10 @@ fn fault_campaign_loses_and_doubles_no_key() {
         }
         injected[kind] += 1;
     }
+    let faulted = started.elapsed();
+    let left = support::pending(&rig.browser).unwrap_or(0);
     let ops = rig.settle();
+    let drained = started.elapsed().saturating_sub(faulted);
     wait_for("the program to read what was applied", || {
         let t = tally(&typed, &ops, &rig.recorded());
         (t.applied + t.unknown_read == rig.recorded().len() && t.lost == 0).then_some(())
@@ -134,7 +144,8 @@ fn fault_campaign_loses_and_doubles_no_key() {
     println!(
         "web fault campaign on {} (seed {seed:#x}): {faults} faults ({}; upgrades refused: \
          {upgrades_refused}) in {:.1} s; {} keys typed: {} applied, {} unknown ({} of them \
-         read), {} other; lost {}, duplicated {}; {} WebSocket connections",
+         read), {} other; lost {}, duplicated {}; {} WebSocket connections; {left} keys \
+         still to send after the last fault, sent in {:.1} s",
         if on_reference {
             "the reference"
         } else {
@@ -155,6 +166,7 @@ fn fault_campaign_loses_and_doubles_no_key() {
         t.lost,
         t.duplicated,
         rig.proxy.accepted(),
+        drained.as_secs_f64(),
     );
     let mut servers: Vec<_> = ops
         .iter()

@@ -426,28 +426,42 @@ impl Rig {
         self.wait_page();
     }
 
-    /// Waits until no input is left to send, and returns every operation.
+    /// Waits until no input is left to send, and returns every operation. A backlog drains at
+    /// its own pace: this fails only when nothing has been resolved for [`PATIENCE`], and then
+    /// reports one snapshot of the page (its sender's step and the head of its outbox, read
+    /// together, so the report never mixes two moments).
     pub(crate) fn settle(&self) -> Vec<Value> {
-        let deadline = Instant::now() + PATIENCE;
+        let mut least = u64::MAX;
+        let mut progress = Instant::now();
         loop {
-            let ops = ops(&self.browser);
-            let left: Vec<&Value> = ops
-                .iter()
-                .filter(|o| matches!(o["state"].as_str(), Some("queued" | "sent")))
-                .collect();
-            if left.is_empty() {
-                return ops;
+            let left = pending(&self.browser);
+            if left == Some(0) {
+                return ops(&self.browser);
+            }
+            if let Some(n) = left.filter(|&n| n < least) {
+                least = n;
+                progress = Instant::now();
             }
             assert!(
-                Instant::now() < deadline,
-                "the outbox did not drain: page {}, {} left, first {:?}",
-                status(&self.browser),
-                left.len(),
-                left.first()
+                progress.elapsed() < PATIENCE,
+                "the outbox did not drain: nothing resolved for {PATIENCE:?} with {least} left; \
+                 the page: {}",
+                diagnose(&self.browser)
             );
-            thread::sleep(Duration::from_millis(100));
+            thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// How many operations the page's outbox has not resolved (a count, not a read of them).
+pub(crate) fn pending(browser: &Browser) -> Option<u64> {
+    browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; window.phuxWeb.pending().then(done, () => done(null));",
+            &[],
+        )
+        .ok()?
+        .as_u64()
 }
 
 /// What a run typed, what the outbox resolved, and what the program read, compared: every
@@ -551,3 +565,37 @@ macro_rules! rig_or_skip {
     };
 }
 pub(crate) use rig_or_skip;
+
+/// The page at one moment: its status (the sender's step, its last error), the head of its
+/// outbox, and, from a second IndexedDB connection, which stores a read and a read-write transaction
+/// reach within 5 s, and the page's Web Locks.
+pub(crate) fn diagnose(browser: &Browser) -> Value {
+    browser
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+const within = (p, ms = 5000) => Promise.race([p, new Promise((r) => setTimeout(() => r("TIMEOUT"), ms))]);
+const tx = (db, stores, mode, f) => new Promise((res, rej) => {
+  const t = db.transaction(stores, mode);
+  const out = f(t);
+  t.oncomplete = () => res(out.v === undefined ? "complete" : out.v);
+  t.onabort = () => rej(String(t.error));
+});
+(async () => {
+  const r = {};
+  const db = await new Promise((res, rej) => { const q = indexedDB.open("phux-web"); q.onsuccess = () => res(q.result); q.onerror = () => rej(q.error); });
+  r.status = window.phuxWeb ? window.phuxWeb.status() : null;
+  r.head = await within(tx(db, ["ops"], "readonly", (t) => { const o = { v: [] }; const q = t.objectStore("ops").index("pending").openCursor(); q.onsuccess = () => { const c = q.result; if (!c || o.v.length >= 4) return; const { events, ...rest } = c.value; o.v.push(rest); c.continue(); }; return o; }));
+  r.pendingIndex = await within(tx(db, ["ops"], "readonly", (t) => { const o = {}; const q = t.objectStore("ops").index("pending").getAllKeys(); q.onsuccess = () => o.v = q.result.slice(0, 12); return o; }));
+  r.pendingRecords = await within(tx(db, ["ops"], "readonly", (t) => { const o = {}; const q = t.objectStore("ops").getAll(); q.onsuccess = () => o.v = q.result.filter((x) => x.pending === 1).slice(0, 12).map((x) => [x.seq, x.state]); return o; }));
+  r.readStats = await within(tx(db, ["stats"], "readonly", (t) => { const o = {}; const q = t.objectStore("stats").getAll(); q.onsuccess = () => o.v = q.result; return o; }));
+  r.writeMeta = await within(tx(db, ["meta"], "readwrite", (t) => { t.objectStore("meta").get("server"); return {}; }));
+  r.writeStats = await within(tx(db, ["stats"], "readwrite", (t) => { t.objectStore("stats").get("applied"); return {}; }));
+  r.writeOps = await within(tx(db, ["ops"], "readwrite", (t) => { t.objectStore("ops").get(1); return {}; }));
+  r.locks = await within(navigator.locks.query());
+  db.close();
+  return r;
+})().then(done, (e) => done("diagnosis failed: " + String(e)));"#,
+            &[],
+        )
+        .unwrap_or_else(|e| Value::from(e.to_string()))
+}

@@ -14,6 +14,10 @@
 //! that row again from the model once input flows again ([CLIENT.ATTACH.7]). The terminal's
 //! state at the start comes from GET_TERMINAL_STATE, its changes from `terminal_control`
 //! events.
+//!
+//! The detach key then `[` shows the history view ([`crate::history`]) instead of the
+//! program's screen: keys are the view's ([CLIENT.ATTACH.10]), output feeds the model only,
+//! and leaving the view draws the live screen from the model ([CLIENT.ATTACH.11]).
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -24,20 +28,23 @@ use std::time::Duration;
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use phux_core::client::ClientEvent;
-use phux_core::encoder::{encode_key, encode_paste};
 use phux_core::modes::{MouseTracking, TerminalModes};
 use phux_proto::event::{AgentEvent, Lifecycle};
 use phux_proto::frame::EventFrame;
 use phux_proto::frame::{InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize};
 use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
-use phux_proto::{Command, Frame, TerminalId};
+use phux_proto::{Command, CommandResult, CommandValue, Frame, TerminalId};
 use phux_term::Terminal;
 
-use super::cli::{AttachOptions, DetachKey};
-use super::conn::{Incoming, Session, Step};
-use super::keys::legacy_bytes;
-use super::tty_input::{Decoder, Incomplete, Reports, TtyInput};
-use super::{CtlError, EXIT_CONNECTION, EXIT_OK, program_exit_code};
+use crate::cli::{AttachOptions, DetachKey};
+use crate::conn::{Incoming, Session, Step};
+use crate::history::{HistoryView, ViewKey};
+use crate::keys::legacy_bytes;
+use crate::tty_input::{Decoder, Incomplete, Reports, TtyInput};
+use crate::{CtlError, EXIT_CONNECTION, EXIT_OK, program_exit_code};
+use replies::{CursorQueries, ReplyInput, reply_events};
+
+mod replies;
 
 /// Modes a program may have turned on in this tty through its output, turned off again on
 /// detach: cursor keys, keypad, mouse tracking and encodings, focus reports, bracketed paste,
@@ -56,6 +63,20 @@ const STRING_WAIT: Duration = Duration::from_millis(500);
 /// program instead of detaching (tmux's prefix-prefix habit): longer than a quick double
 /// press, short enough that a detach does not feel slow.
 const DETACH_AGAIN_WINDOW: Duration = Duration::from_millis(500);
+
+/// After the detach key, the keys that open the history view ([CLIENT.ATTACH.10]): `[` as
+/// tmux's copy mode, and PageUp, which also pages up at once (tmux's `prefix PageUp`).
+const HISTORY_KEYS: [&[u8]; 2] = [b"[", b"\x1b[5~"];
+
+/// Keys typed while the history view is being fetched wait for it, up to this many.
+const MAX_WAITING_KEYS: usize = 256;
+
+/// Written before the live screen is drawn again when the history view closes: the local
+/// terminal as attach set it up (a fresh alternate screen, the program's modes off, attach's
+/// bracketed paste on), so that the bootstrap, which is made for a fresh terminal, draws the
+/// screen and modes exactly as the model has them.
+const FRESH_SCREEN: &[u8] = b"\x1b[?1049l\x1b[?1049h\x1b[r\x1b[?6l\x1b[4l\x1b[?7h\x1b(B\x1b)B\x0f\
+\x1b[0 q\x1b[H\x1b[2J";
 
 /// Raw mode and the alternate screen for as long as it lives; restored on drop (also on an
 /// error or a panic unwinding through `attach`).
@@ -80,89 +101,6 @@ impl Drop for TtyGuard {
         let _ = crossterm::execute!(out, DisableBracketedPaste, LeaveAlternateScreen);
         let _ = crossterm::terminal::disable_raw_mode();
     }
-}
-
-/// Counts the cursor position queries (`CSI 6 n`, `CSI ? 6 n`) in the program's output, so
-/// that a report `CSI 1 ; m R` is known to answer one rather than to be F3 with modifiers.
-#[derive(Debug, Default)]
-struct CursorQueries {
-    /// The last bytes of the output, in case a query is cut between two chunks.
-    tail: Vec<u8>,
-    outstanding: u32,
-}
-
-impl CursorQueries {
-    const QUERIES: [&'static [u8]; 2] = [b"\x1b[6n", b"\x1b[?6n"];
-    /// Shorter than the shortest query, so no query lies wholly inside it.
-    const TAIL: usize = 4;
-
-    fn scan(&mut self, bytes: &[u8]) {
-        let mut window = std::mem::take(&mut self.tail);
-        let old = window.len();
-        window.extend_from_slice(bytes);
-        for query in Self::QUERIES {
-            let found = window
-                .windows(query.len())
-                .enumerate()
-                // A match ending in the old tail was counted with the chunk before.
-                .filter(|(at, w)| *w == query && at + query.len() > old)
-                .count();
-            self.outstanding = self
-                .outstanding
-                .saturating_add(u32::try_from(found).unwrap_or(u32::MAX));
-        }
-        self.tail = window[window.len().saturating_sub(Self::TAIL)..].to_vec();
-    }
-
-    /// A report arrived: whether it answers a query (and is then counted off).
-    fn answered(&mut self) -> bool {
-        if self.outstanding > 0 {
-            self.outstanding -= 1;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// The input events that make the program read exactly `reply` under `modes`, if any: a
-/// trusted paste when that is written unchanged (bracketed paste off), else the keys that
-/// type it byte for byte (legacy key encoding). `None` when neither is exact.
-fn reply_events(reply: &[u8], modes: &TerminalModes) -> Option<ReplyInput> {
-    let paste = PasteEvent {
-        trust: PasteTrust::Trusted,
-        data: reply.to_vec(),
-    };
-    let mut out = Vec::new();
-    if encode_paste(&paste, modes, &mut out).is_ok() && out == reply {
-        return Some(ReplyInput::Paste(paste));
-    }
-    // Each byte as the key that types it, with no reading of sequences.
-    let mut keys = Vec::new();
-    let mut decoder = Decoder::new();
-    for &byte in reply {
-        match decoder
-            .feed(&[byte])
-            .into_iter()
-            .chain(decoder.flush())
-            .next()
-        {
-            Some(TtyInput::Key(key)) => keys.push(key),
-            _ => return None,
-        }
-    }
-    out.clear();
-    for key in &keys {
-        encode_key(key, modes, &mut out);
-    }
-    (out == reply).then_some(ReplyInput::Keys(keys))
-}
-
-/// How a reply the server does not answer reaches the program.
-#[derive(Debug, PartialEq, Eq)]
-enum ReplyInput {
-    Paste(PasteEvent),
-    Keys(Vec<KeyEvent>),
 }
 
 /// The reports the program asked this tty for, shared with the reader thread: the attach
@@ -327,6 +265,7 @@ pub fn attach(
         reports,
         notice: None,
         notice_shown: false,
+        screen: Screen::Live,
         out: std::io::stdout().lock(),
     };
     attached.set_block(&block);
@@ -399,7 +338,28 @@ struct Attached<'a> {
     notice: Option<String>,
     /// Whether that line is drawn over the bottom row now.
     notice_shown: bool,
+    /// The program's screen, or the history view over it.
+    screen: Screen,
     out: std::io::StdoutLock<'a>,
+}
+
+/// What this tty shows: the program's screen, or the history view ([CLIENT.ATTACH.10]).
+#[derive(Debug)]
+enum Screen {
+    /// The program's output, drawn as it comes.
+    Live,
+    /// The history view was asked for (GET_SCREEN `request`, unanswered): keys typed
+    /// meanwhile wait for it, and `page_up` says it opens a page up.
+    Fetching {
+        request: u32,
+        page_up: bool,
+        keys: Vec<KeyEvent>,
+    },
+    /// The history view is shown; output goes to the model only.
+    History(HistoryView),
+    /// The view was left: the live screen is drawn again once the output is between
+    /// sequences.
+    Returning,
 }
 
 /// What keeps keys typed here from the program, as the server last said.
@@ -431,6 +391,13 @@ impl InputBlock {
 
 impl Attached<'_> {
     fn draw(&mut self, bytes: &[u8]) {
+        if !matches!(self.screen, Screen::Live) {
+            // [CLIENT.ATTACH.11] Not shown now, not lost: the model keeps it, and the live
+            // screen is drawn from the model when the view closes.
+            self.model.advance(bytes);
+            self.back_to_live();
+            return;
+        }
         // [CLIENT.ATTACH.7] The notice comes off before the program's bytes, which may scroll
         // or overwrite the bottom row, and goes back on after them.
         self.hide_notice();
@@ -443,14 +410,128 @@ impl Attached<'_> {
         let _ = self.out.flush();
     }
 
+    /// Asks the server for the terminal's history and screen, for the history view; keys
+    /// typed until it answers are the view's.
+    fn open_history(&mut self, session: &mut Session, page_up: bool) -> Result<(), CtlError> {
+        if matches!(self.screen, Screen::Fetching { .. } | Screen::History(_)) {
+            return Ok(());
+        }
+        // [CLIENT.ATTACH.10] Every retained row: the server's history, not this tty's.
+        let request = session.start_command(Command::GetScreen {
+            terminal: self.id.clone(),
+            request_scrollback: Some(0),
+            cells: false,
+        })?;
+        self.hide_notice();
+        let _ = self.out.flush();
+        self.screen = Screen::Fetching {
+            request,
+            page_up,
+            keys: Vec::new(),
+        };
+        Ok(())
+    }
+
+    /// The server answered a command: the history view's document, if it is the one asked
+    /// for (an answer to a view already left is dropped).
+    fn history_fetched(&mut self, request_id: u32, result: Option<CommandResult>) {
+        let Screen::Fetching {
+            request,
+            page_up,
+            keys,
+        } = &mut self.screen
+        else {
+            return;
+        };
+        if *request != request_id {
+            return;
+        }
+        let (page_up, keys) = (*page_up, std::mem::take(keys));
+        let doc = match result {
+            Some(CommandResult::OkWith(CommandValue::Json(json))) => {
+                serde_json::from_str::<serde_json::Value>(&json).ok()
+            }
+            _ => None,
+        };
+        let Some(doc) = doc else {
+            // Refused or lost: nothing to show, back to the program.
+            self.leave_history();
+            return;
+        };
+        let (cols, rows) = crossterm::terminal::size().unwrap_or_else(|_| self.model.size());
+        let mut view = HistoryView::new(&self.id, &doc, cols, rows);
+        if page_up {
+            view.page_up();
+        }
+        // The view turns mouse and focus reports off in this tty.
+        self.reports.store(&TerminalModes::default());
+        for key in &keys {
+            if view.key(key) == ViewKey::Leave {
+                self.leave_history();
+                return;
+            }
+        }
+        let _ = self.out.write_all(&view.render());
+        let _ = self.out.flush();
+        self.screen = Screen::History(view);
+    }
+
+    /// A key while the history view is open or being fetched: the view's, never the program's.
+    fn history_key(&mut self, key: &KeyEvent) {
+        match &mut self.screen {
+            Screen::Fetching { keys, .. } => {
+                if matches!(legacy_bytes(key).as_slice(), b"q" | b"\x1b" | b"\x03") {
+                    // Left before the server answered (or if it never does).
+                    self.leave_history();
+                } else if keys.len() < MAX_WAITING_KEYS {
+                    keys.push(key.clone());
+                }
+            }
+            Screen::History(view) => match view.key(key) {
+                ViewKey::Stay => {
+                    let _ = self.out.write_all(&view.render());
+                    let _ = self.out.flush();
+                }
+                ViewKey::Leave => self.leave_history(),
+            },
+            Screen::Live | Screen::Returning => {}
+        }
+    }
+
+    fn leave_history(&mut self) {
+        self.screen = Screen::Returning;
+        self.back_to_live();
+    }
+
+    /// Draws the live screen again once the view is closed, as soon as the program's output
+    /// is between sequences (so its next bytes continue on a terminal that saw the whole
+    /// sequence, drawn by the bootstrap).
+    fn back_to_live(&mut self) {
+        if matches!(self.screen, Screen::Returning) && self.model.between_sequences() {
+            // [CLIENT.ATTACH.11] The live screen exactly as the server has it: the model fed
+            // every byte of output, the view's meanwhile included.
+            let _ = self.out.write_all(FRESH_SCREEN);
+            let _ = self.out.write_all(RESET_MODES);
+            let _ = crossterm::queue!(self.out, EnableBracketedPaste);
+            let _ = self.out.write_all(&self.model.bootstrap());
+            self.reports.store(&self.model.modes());
+            self.screen = Screen::Live;
+            self.notice_shown = false;
+            self.show_notice();
+            let _ = self.out.flush();
+        }
+    }
+
     /// Takes in what the server says about the terminal's lease and lifecycle.
     fn set_block(&mut self, block: &InputBlock) {
         let notice = block.notice(&self.id);
         if notice != self.notice {
             self.hide_notice();
             self.notice = notice;
-            self.show_notice();
-            let _ = self.out.flush();
+            if matches!(self.screen, Screen::Live) {
+                self.show_notice();
+                let _ = self.out.flush();
+            }
         }
     }
 
@@ -459,6 +540,7 @@ impl Attached<'_> {
     fn show_notice(&mut self) {
         if let Some(text) = &self.notice
             && !self.notice_shown
+            && matches!(self.screen, Screen::Live)
             && self.model.between_sequences()
         {
             let _ = self.out.write_all(&self.model.overlay_bottom_row(text));
@@ -510,7 +592,21 @@ impl Attached<'_> {
                         }
                     }
                 }
-                Step::Tty(Event::Resize(cols, rows)) if !args.no_resize => {
+                Step::Event(ClientEvent::CommandResult { request_id, result }) => {
+                    self.history_fetched(request_id, Some(result));
+                }
+                Step::Event(ClientEvent::CommandAbandoned { request_id }) => {
+                    self.history_fetched(request_id, None);
+                }
+                Step::Tty(Event::Resize(cols, rows)) => {
+                    if let Screen::History(view) = &mut self.screen {
+                        view.resize(cols, rows);
+                        let _ = self.out.write_all(&view.render());
+                        let _ = self.out.flush();
+                    }
+                    if args.no_resize {
+                        continue;
+                    }
                     self.model.resize(cols, rows);
                     // The tty resized its screen, the notice's row with it: drawn again on
                     // the new bottom row.
@@ -541,18 +637,48 @@ impl Attached<'_> {
                 .as_ref()
                 .is_some_and(|d| legacy_bytes(event) == *d)
         };
+        let viewing = matches!(self.screen, Screen::Fetching { .. } | Screen::History(_));
         // [CLIENT.ATTACH.9]
         if self.detach_pending.take().is_some() {
-            if let TtyInput::Key(event) = &input
-                && is_detach(event)
-            {
-                session.send(&Frame::InputKey(InputKey {
-                    terminal,
-                    event: event.clone(),
-                }))?;
-                return Ok(false);
+            if let TtyInput::Key(event) = &input {
+                if is_detach(event) {
+                    // [CLIENT.ATTACH.10] Nothing typed in the history view reaches the program.
+                    if !viewing {
+                        session.send(&Frame::InputKey(InputKey {
+                            terminal,
+                            event: event.clone(),
+                        }))?;
+                    }
+                    return Ok(false);
+                }
+                let bytes = legacy_bytes(event);
+                if HISTORY_KEYS.contains(&bytes.as_slice()) {
+                    self.open_history(session, bytes != b"[")?;
+                    return Ok(false);
+                }
             }
             return Ok(true);
+        }
+        if viewing {
+            match &input {
+                TtyInput::Key(event) if is_detach(event) => {
+                    self.detach_pending = Some(std::time::Instant::now() + DETACH_AGAIN_WINDOW);
+                }
+                // [CLIENT.ATTACH.10] Keys are the view's; pastes and focus reports are
+                // nobody's. Replies still answer the program's queries, below.
+                TtyInput::Key(event) => self.history_key(event),
+                TtyInput::CursorReport { .. } => {
+                    // A report counts its query off; F3 is a key, and the view has no use
+                    // for it.
+                    self.cursor_queries.answered();
+                }
+                TtyInput::OtherReply(bytes) => self.pass_reply(session, bytes)?,
+                TtyInput::Paste(_)
+                | TtyInput::Focus(_)
+                | TtyInput::AnsweredReply(_)
+                | TtyInput::Ignored => {}
+            }
+            return Ok(false);
         }
         match input {
             TtyInput::Key(event) => {
@@ -589,79 +715,31 @@ impl Attached<'_> {
                     session.send(&Frame::InputKey(InputKey { terminal, event }))?;
                 }
             }
-            TtyInput::OtherReply(bytes) => {
-                // [CLIENT.ATTACH.3] Exactly these bytes, or nothing.
-                match reply_events(&bytes, &self.model.modes()) {
-                    Some(ReplyInput::Paste(event)) => {
-                        session.send(&Frame::InputPaste(InputPaste { terminal, event }))?;
-                    }
-                    Some(ReplyInput::Keys(keys)) => {
-                        for event in keys {
-                            session.send(&Frame::InputKey(InputKey {
-                                terminal: terminal.clone(),
-                                event,
-                            }))?;
-                        }
-                    }
-                    None => {}
-                }
-            }
+            TtyInput::OtherReply(bytes) => self.pass_reply(session, &bytes)?,
             // [CLIENT.ATTACH.2] The server answered the program already: one reply, not two.
             TtyInput::AnsweredReply(_) | TtyInput::Ignored => {}
         }
         Ok(false)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursor_queries_are_counted_across_chunks_once() {
-        let mut q = CursorQueries::default();
-        q.scan(b"abc\x1b[6nxyz\x1b[?6");
-        q.scan(b"n\x1b[6n");
-        q.scan(b"\x1b[");
-        q.scan(b"6n");
-        assert_eq!(q.outstanding, 4);
-        assert!((0..4).all(|_| q.answered()));
-        assert!(!q.answered());
-    }
-
-    #[test]
-    fn an_unanswered_reply_is_passed_exactly_or_not_at_all() {
-        // [CLIENT.ATTACH.3]
-        let reply = b"\x1bP1+r544e=787465726d\x1b\\";
-        let plain = TerminalModes::default();
-        assert!(matches!(
-            reply_events(reply, &plain),
-            Some(ReplyInput::Paste(p)) if p.data == reply
-        ));
-        // Under bracketed paste a paste would be wrapped: the keys that type it instead.
-        let bracketed = TerminalModes {
-            bracketed_paste: true,
-            ..TerminalModes::default()
-        };
-        let Some(ReplyInput::Keys(keys)) = reply_events(reply, &bracketed) else {
-            panic!("not sent as keys");
-        };
-        let mut typed = Vec::new();
-        for key in &keys {
-            encode_key(key, &bracketed, &mut typed);
+    /// A reply of this tty that the server does not answer, to the program.
+    fn pass_reply(&self, session: &mut Session, bytes: &[u8]) -> Result<(), CtlError> {
+        let terminal = self.id.clone();
+        // [CLIENT.ATTACH.3] Exactly these bytes, or nothing.
+        match reply_events(bytes, &self.model.modes()) {
+            Some(ReplyInput::Paste(event)) => {
+                session.send(&Frame::InputPaste(InputPaste { terminal, event }))?;
+            }
+            Some(ReplyInput::Keys(keys)) => {
+                for event in keys {
+                    session.send(&Frame::InputKey(InputKey {
+                        terminal: terminal.clone(),
+                        event,
+                    }))?;
+                }
+            }
+            None => {}
         }
-        assert_eq!(typed, reply);
-        // Under the kitty keyboard protocol ESC is not one byte any more: nothing is sent.
-        let kitty = TerminalModes {
-            bracketed_paste: true,
-            kitty_flags: phux_core::modes::KittyFlags(phux_core::modes::KittyFlags::DISAMBIGUATE),
-            ..TerminalModes::default()
-        };
-        assert_eq!(reply_events(reply, &kitty), None);
-        // A reply with a line feed is not written unchanged by a paste without bracketing.
-        assert!(!matches!(
-            reply_events(b"\x1b]99;a\nb\x07", &plain),
-            Some(ReplyInput::Paste(_))
-        ));
+        Ok(())
     }
 }
