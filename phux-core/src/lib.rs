@@ -25,11 +25,11 @@
 //!    call [`server::ServerEngine::poll_action`] until it returns `None`, performing each
 //!    action in the order given. Actions for one connection or one terminal must be carried
 //!    out in that order (bytes to a socket, jobs to a PTY).
-//! 2. **Never re-enter.** The engine never calls the driver. Performing an action may produce
-//!    new events (a spawn fails at once, a write completes at once): queue them and report them
-//!    after the drain, never from inside the loop that performs actions. `handle` may be
-//!    called while actions are still queued (new actions queue behind the old), but a driver
-//!    that drains first keeps its own reasoning simple.
+//! 2. **Never re-enter.** The engine never calls the driver, and performing an action never
+//!    calls the engine. What performing produces (a spawn fails at once, a write completes at
+//!    once, bytes are handed to a socket) is queued and reported after the drain, one event
+//!    at a time, each followed by its own drain. The mio driver (`feed_all`) and the
+//!    simulation (`Harness::drain`) order events this way.
 //! 3. **Complete what you were asked.** Every `Spawn` is answered with `Spawned` or
 //!    `SpawnFailed`, every `Write` with one `WriteDone` (write jobs through a
 //!    [`writer::PtyWriter`]), every `Kill` with `ChildExited`; bytes handed to a socket are

@@ -76,6 +76,9 @@ link.connect();
 
 async function onUp(serverId: string): Promise<void> {
   lastServer = serverId;
+  // The outbox goes out at once: APPLY_INPUT names its terminal and needs no attach, so keys
+  // waiting through a reconnect do not wait for the screen as well.
+  kick();
   try {
     await outbox.setMeta("server", serverId);
     if (terminalId === null) terminalId = await pickTerminal();

@@ -229,6 +229,7 @@ impl Harness {
     pub fn resume_reader(&mut self, c: ConnId) {
         self.conn_mut(c).reading = true;
         self.flush_conn(c);
+        self.hand_observed();
         let conn = self.conn_mut(c);
         if conn.closing_at.take().is_some() && conn.open {
             conn.open = false;
@@ -243,6 +244,7 @@ impl Harness {
     pub fn read_some(&mut self, c: ConnId, n: usize) {
         self.read_bytes(c, n);
         self.fill_socket(c);
+        self.hand_observed();
     }
 
     pub(super) fn flush_conn(&mut self, c: ConnId) {
@@ -278,8 +280,7 @@ impl Harness {
         conn.in_socket += n;
         // A connection that has ended keeps its backlog readable, with no one to tell.
         if conn.open {
-            self.server
-                .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+            self.observe(ServerEvent::Sent { conn: c, bytes: n });
         }
     }
 
@@ -307,8 +308,7 @@ impl Harness {
             let name = conn.name.clone();
             self.log.push(|| format!("{name} < {n} bytes"));
             if open {
-                self.server
-                    .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+                self.observe(ServerEvent::Sent { conn: c, bytes: n });
             }
             return;
         }
@@ -337,8 +337,7 @@ impl Harness {
             self.log.push(|| line);
         }
         if open {
-            self.server
-                .handle(self.now, ServerEvent::Sent { conn: c, bytes: n });
+            self.observe(ServerEvent::Sent { conn: c, bytes: n });
         }
     }
 

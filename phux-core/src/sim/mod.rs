@@ -41,10 +41,11 @@
 //! queued on the connection and, while its client reads, read at once and reported `Sent`; a
 //! `Write` goes to the PTY's writer; a `Close` ends the connection and reports
 //! `Disconnected`), then the PTYs are polled, and their events (completions, output, exits)
-//! become the engine's next events; `poll_timeout` is read last. Performing is not
-//! re-entrant: an event the harness hands the engine while performing (a `Sent`, a
-//! `Disconnected`, a `SpawnFailed`) queues actions that the same round drains after the
-//! current one.
+//! become the engine's next events; `poll_timeout` is read last. Performing never calls
+//! the engine: what it produces (a `Sent`, a `Disconnected`, a `Spawned`) is queued and
+//! reported after the drain, each event followed by its own drain, as the mio driver does.
+//! A test's own call that produces such an event (a client's read, a released spawn) hands
+//! it to the engine at once.
 //!
 //! - [`Harness::step`] runs one round at the current instant (actions, PTY polls, a due
 //!   timeout); when nothing is due, it jumps the clock to the earliest wake-up (the engine's,
@@ -88,7 +89,7 @@ mod perform;
 mod pty;
 mod wirelog;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
@@ -196,6 +197,9 @@ pub struct Harness {
     request_counter: u32,
     /// An `Upgrade` action is not yet carried out or failed.
     upgrade_asked: bool,
+    /// Events that performing actions produced (a write handed to a socket, a spawn answered,
+    /// a close), reported after the drain as a driver does: performing never calls the engine.
+    observed: VecDeque<ServerEvent<'static>>,
 }
 
 impl fmt::Debug for Harness {
@@ -262,6 +266,7 @@ impl Harness {
             shut_down: false,
             request_counter: 0,
             upgrade_asked: false,
+            observed: VecDeque::new(),
         }
     }
 
@@ -337,6 +342,7 @@ impl Harness {
         for (terminal, spec) in held {
             self.start_pty(terminal, &spec);
         }
+        self.hand_observed();
     }
 
     /// Whether the harness keeps [`Harness::writes`], [`Harness::actions`] and
@@ -377,6 +383,7 @@ impl Harness {
         let (terminal, spec) = self.held_spawns.remove(index);
         if ok {
             self.start_pty(terminal, &spec);
+            self.hand_observed();
         } else {
             self.server.handle(
                 self.now,
@@ -494,13 +501,41 @@ impl Harness {
         true
     }
 
+    /// Queues an event that performing an action (or a client's read) produced; the engine
+    /// hears it after the current drain ([`Harness::drain`]).
+    pub(super) fn observe(&mut self, event: ServerEvent<'static>) {
+        self.observed.push_back(event);
+    }
+
+    /// Hands the engine what a call of the test's (a client's read, a released spawn)
+    /// produced, at once and in order; nothing is performed until the harness is stepped.
+    pub(super) fn hand_observed(&mut self) {
+        while let Some(event) = self.observed.pop_front() {
+            self.server.handle(self.now, event);
+        }
+    }
+
+    /// Performs every queued action, then reports each observed event and performs what it
+    /// queues, as the driver's loop does: report, drain, report the next. `true` if anything
+    /// happened.
+    fn drain(&mut self) -> bool {
+        let mut progressed = false;
+        loop {
+            while let Some(action) = self.server.poll_action() {
+                progressed = true;
+                self.perform(action);
+            }
+            let Some(event) = self.observed.pop_front() else {
+                return progressed;
+            };
+            progressed = true;
+            self.server.handle(self.now, event);
+        }
+    }
+
     /// One round at the current instant; `true` if anything happened.
     fn step_now(&mut self) -> bool {
-        let mut progressed = false;
-        while let Some(action) = self.server.poll_action() {
-            progressed = true;
-            self.perform(action);
-        }
+        let mut progressed = self.drain();
         // [SERVER.FAIR.1] As a driver does: a connection whose frames wait past its turn's
         // budget is handed an empty `Received` for the next budget's worth.
         let backlogged: Vec<ConnId> = self

@@ -69,8 +69,7 @@ impl Harness {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.open = false;
                 }
-                self.server
-                    .handle(self.now, ServerEvent::Disconnected { conn });
+                self.observe(ServerEvent::Disconnected { conn });
             }
             ServerAction::Spawn { terminal, spec } => {
                 self.log_spawn(terminal, &spec);
@@ -80,13 +79,10 @@ impl Harness {
                 });
                 if self.fail_next_spawns > 0 {
                     self.fail_next_spawns -= 1;
-                    self.server.handle(
-                        self.now,
-                        ServerEvent::SpawnFailed {
-                            terminal,
-                            message: "simulated spawn failure".into(),
-                        },
-                    );
+                    self.observe(ServerEvent::SpawnFailed {
+                        terminal,
+                        message: "simulated spawn failure".into(),
+                    });
                 } else if self.hold_spawns {
                     self.held_spawns.push((terminal, spec));
                 } else {
@@ -201,8 +197,7 @@ impl Harness {
             Err(message) => {
                 self.log
                     .push(|| format!("pty{terminal} spawn failed: {message}"));
-                self.server
-                    .handle(self.now, ServerEvent::SpawnFailed { terminal, message });
+                self.observe(ServerEvent::SpawnFailed { terminal, message });
                 return;
             }
         };
@@ -212,8 +207,7 @@ impl Harness {
         pty.script_writes(self.scripted_writes);
         self.ptys.insert(terminal, pty);
         self.dirty.insert(terminal);
-        self.server
-            .handle(self.now, ServerEvent::Spawned { terminal, pid });
+        self.observe(ServerEvent::Spawned { terminal, pid });
     }
 
     pub(super) fn report_pty_event(&mut self, terminal: LocalTerminal, event: PtyEvent) {
