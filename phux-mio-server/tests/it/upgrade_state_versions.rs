@@ -51,7 +51,8 @@ fn an_image_of_the_release_before_is_adopted() {
 
 #[test]
 fn the_version_check_answers_for_every_version_read_and_no_other() {
-    // [SERVER.UPGRADE.EXEC.8]
+    // [SERVER.UPGRADE.EXEC.8] [SERVER.UPGRADE.EXEC.14] The version's line, then the line that
+    // says the descriptors may be named in the environment.
     for version in phux_core::upgrade::READS_VERSIONS {
         let out = Process::new(env!("CARGO_BIN_EXE_phux-mio-server"))
             .args(["--check-upgrade", &version.to_string()])
@@ -60,7 +61,10 @@ fn the_version_check_answers_for_every_version_read_and_no_other() {
         assert!(out.status.success(), "version {version}");
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            format!("phux-mio-server reads upgrade state version {version}\n")
+            format!(
+                "phux-mio-server reads upgrade state version {version}\n\
+                 phux-mio-server adopts through PHUX_MIO_SERVER_ADOPT\n"
+            )
         );
     }
     let next = phux_core::upgrade::STATE_VERSION + 1;
