@@ -118,10 +118,10 @@ fn check_adopt() -> ExitCode {
     let stdin = rustix::stdio::stdin();
     let result = crate::upgrade::load_image(stdin)
         .map_err(|e| format!("cannot read the image on stdin: {e}"))
-        .and_then(|bytes| crate::driver::validate(&bytes, &[]).map_err(|e| e.to_string()));
+        .and_then(|bytes| crate::driver::check_image(&bytes, &[]).map_err(|e| e.to_string()));
     match result {
-        Ok(validated) => {
-            println!("{}", crate::upgrade::adopt_line(&validated.summary));
+        Ok(summary) => {
+            println!("{}", crate::upgrade::adopt_line(&summary));
             ExitCode::SUCCESS
         }
         Err(e) => {

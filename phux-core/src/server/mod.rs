@@ -50,6 +50,7 @@ mod output;
 mod pool;
 mod remains;
 mod state;
+mod summary;
 mod terminal;
 mod upgrade;
 
@@ -75,6 +76,8 @@ pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use summary::StateSummary;
+pub(crate) use summary::{SummaryFault, read_summary};
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.

@@ -537,7 +537,7 @@ pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptErro
     let image = HostImage::decode(parts.version, parts.host)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     image
-        .check(&parts.engine, reserved)
+        .check(&parts.engine.summary(), reserved)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     let ws = ws_policy(&image)?;
     let summary = Summary {
@@ -563,7 +563,7 @@ pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptErro
 /// from the command line the server was started with, the secret read again from its file
 /// with the checks of [WS.AUTH.2] (by the trial adoption too, so a secret file that no longer
 /// passes fails the upgrade before it commits).
-fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
+pub(super) fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
     let Some(ws) = &image.ws else {
         return Ok(None);
     };
