@@ -19,13 +19,15 @@
 //! - [`nofile`]: the descriptor limit, raised for the server at start and given back to its
 //!   children.
 //!
-//! `unsafe` appears in three places: in [`child::spawn`]'s `pre_exec` hook and the reset of
+//! `unsafe` appears in four places: in [`child::spawn`]'s `pre_exec` hook and the reset of
 //! signal dispositions it calls (libc's `sigaction`), where std offers no safe way to make the
 //! slave the child's controlling terminal nor to give the child default dispositions; in
 //! [`memory::trim`], glibc's
-//! `malloc_trim`, which neither std nor rustix offers; and in [`upgrade`], where the new image
+//! `malloc_trim`, which neither std nor rustix offers; in [`upgrade`], where the new image
 //! of an in-place upgrade takes ownership of the descriptors the previous image left it by
-//! number (`OwnedFd::from_raw_fd`), which no safe API can do. The crate denies `unsafe_code`,
+//! number (`OwnedFd::from_raw_fd`), which no safe API can do; and in [`run`], where such an
+//! image removes the variable naming those descriptors from its environment
+//! (`std::env::remove_var`) before it starts a thread. The crate denies `unsafe_code`,
 //! and those places allow it.
 
 #![deny(unsafe_code)]

@@ -18,7 +18,7 @@ use tracing_subscriber::EnvFilter;
 use crate::config::{BridgeArgs, Command, Config};
 use crate::driver::{AdoptArgs, Driver, Listen, UpgradeContext};
 use crate::socket::{DirPolicy, ServerSocket, socket_path};
-use crate::upgrade::{Launch, check_line};
+use crate::upgrade::{ADOPT_ENV, ADOPT_ENV_LINE, ADOPT_FAILED_ENV, Launch, check_line};
 
 /// The mode a new `--log-file` is created with: the owner's alone ([SERVER.LOG.2]).
 const LOG_FILE_MODE: u32 = 0o600;
@@ -31,6 +31,17 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    // [SERVER.UPGRADE.EXEC.14] An image an upgrade exec'd under the started command line finds
+    // its descriptors in the environment: it adopts before anything of that command line (a
+    // --detach, a socket to bind) is acted on again.
+    match adopt_from_env() {
+        Ok(Some((adopt, failed))) => return run_adopted(adopt, failed.as_deref()),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("phux-mio-server: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let config = Config::parse_from(args);
     if let Some(Command::Bridge(bridge)) = &config.command {
         return run_bridge(bridge);
@@ -45,6 +56,7 @@ where
         let args = AdoptArgs {
             image,
             previous_exe: config.previous_exe,
+            by_env: false,
         };
         return run_adopted(args, config.adopt_failed.as_deref());
     }
@@ -86,6 +98,8 @@ fn run_bridge(args: &BridgeArgs) -> ExitCode {
 fn check_upgrade(version: u32) -> ExitCode {
     if phux_core::upgrade::reads_version(version) {
         println!("{}", check_line(version));
+        // [SERVER.UPGRADE.EXEC.14]
+        println!("{ADOPT_ENV_LINE}");
         ExitCode::SUCCESS
     } else {
         eprintln!(
@@ -104,10 +118,10 @@ fn check_adopt() -> ExitCode {
     let stdin = rustix::stdio::stdin();
     let result = crate::upgrade::load_image(stdin)
         .map_err(|e| format!("cannot read the image on stdin: {e}"))
-        .and_then(|bytes| crate::driver::validate(&bytes, &[]).map_err(|e| e.to_string()));
+        .and_then(|bytes| crate::driver::check_image(&bytes, &[]).map_err(|e| e.to_string()));
     match result {
-        Ok(validated) => {
-            println!("{}", crate::upgrade::adopt_line(&validated.summary));
+        Ok(summary) => {
+            println!("{}", crate::upgrade::adopt_line(&summary));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -115,6 +129,41 @@ fn check_adopt() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Why [`ADOPT_ENV`] does not name what an upgrade hands over.
+#[derive(Debug, thiserror::Error)]
+#[error("{ADOPT_ENV}={0:?} does not name two descriptors (IMAGE PREVIOUS)")]
+struct BadAdoptEnv(String);
+
+/// The descriptors an upgrade named in [`ADOPT_ENV`] (and why the image it went to failed, from
+/// [`ADOPT_FAILED_ENV`]), both taken out of the environment so that no program the server
+/// starts inherits them ([SERVER.UPGRADE.EXEC.15]); `None` for a server started anew.
+fn adopt_from_env() -> Result<Option<(AdoptArgs, Option<String>)>, BadAdoptEnv> {
+    let Some(named) = std::env::var_os(ADOPT_ENV) else {
+        return Ok(None);
+    };
+    let failed = std::env::var_os(ADOPT_FAILED_ENV).map(|r| r.to_string_lossy().into_owned());
+    // [SERVER.UPGRADE.EXEC.15]
+    // SAFETY: the first thing the process does, before it starts a thread (the log's, the
+    // loop's, a child's): nothing reads or writes the environment meanwhile.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::remove_var(ADOPT_ENV);
+        std::env::remove_var(ADOPT_FAILED_ENV);
+    }
+    let named = named.to_string_lossy().into_owned();
+    let mut fds = named.split(' ').map(str::parse::<i32>);
+    let (Some(Ok(image)), Some(Ok(previous)), None) = (fds.next(), fds.next(), fds.next()) else {
+        return Err(BadAdoptEnv(named));
+    };
+    let args = AdoptArgs {
+        image,
+        // An image taking its state back has the previous binary's descriptor only to close.
+        previous_exe: Some(previous),
+        by_env: true,
+    };
+    Ok(Some((args, failed)))
 }
 
 /// `--adopt-image FD`: the new image of an upgrade takes the state over and serves on. If it

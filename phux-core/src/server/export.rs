@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
+use super::summary::{StateSummary, check_connection, check_terminal};
 use super::terminal::Terminal;
 use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
@@ -98,6 +99,16 @@ impl EngineState {
     /// The operations the dedupe ledger holds.
     pub fn ledger_len(&self) -> usize {
         self.ledger.len()
+    }
+
+    /// What a trial adoption keeps of it: the configuration, the ids, the pids, the ledger's
+    /// size ([`StateSummary`], which an image is also read into one element at a time).
+    pub fn summary(&self) -> StateSummary {
+        let mut terminals: Vec<_> = self.terminals().collect();
+        terminals.sort_unstable();
+        let mut conns: Vec<_> = self.connections().collect();
+        conns.sort_unstable();
+        StateSummary::of(self.config.clone(), conns, terminals, self.ledger.len())
     }
 
     /// Whether an upgrade was pending at export (it is, for a state exported to upgrade).
@@ -197,10 +208,7 @@ impl ServerEngine {
         }
         let mut conns = BTreeMap::new();
         for conn in state.conns {
-            let cells = conn.cells();
-            if cells.cell_width_px == 0 || cells.cell_height_px == 0 {
-                return Err(StateError::Inconsistent("a connection's cell size is zero"));
-            }
+            check_connection(&conn)?;
             if conns.insert(conn.id(), conn).is_some() {
                 return Err(StateError::Inconsistent("a connection appears twice"));
             }
@@ -220,11 +228,7 @@ impl ServerEngine {
                 remains.restore(term);
                 continue;
             }
-            if !term.held_are_newest() {
-                return Err(StateError::Inconsistent(
-                    "held jobs are not the newest of a terminal's jobs",
-                ));
-            }
+            check_terminal(&term)?;
             let mut term = term;
             term.measure();
             if remains.contains(term.id()) || terminals.insert(term.id(), term).is_some() {
@@ -254,5 +258,59 @@ impl ServerEngine {
             fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::{SummaryFault, read_summary};
+    use super::*;
+    use crate::server::{PeerInfo, ServerEvent};
+
+    fn read(state: &EngineState) -> Result<StateSummary, SummaryFault> {
+        let bytes = postcard::to_stdvec(state).expect("serialize");
+        let (summary, rest) = read_summary(&bytes)?;
+        assert!(rest.is_empty());
+        Ok(summary)
+    }
+
+    #[test]
+    fn a_state_read_one_element_at_a_time_gets_from_states_verdict() {
+        // [SERVER.UPGRADE.EXEC.12] The trial's reader keeps the ids and counts, and refuses
+        // what `from_state` refuses, for the same reason.
+        let mut engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
+        let now = Instant::from_micros(0);
+        for conn in [ConnId(1), ConnId(2)] {
+            let peer = PeerInfo::local();
+            engine.handle(now, ServerEvent::Connected { conn, peer });
+        }
+        while engine.poll_action().is_some() {}
+        let state = engine.export_state().expect("quiet");
+        let summary = read(&state).expect("a good state");
+        let whole = state.summary();
+        assert_eq!(
+            summary.connections().collect::<Vec<_>>(),
+            [ConnId(1), ConnId(2)]
+        );
+        assert_eq!(
+            summary.connections().collect::<Vec<_>>(),
+            whole.connections().collect::<Vec<_>>()
+        );
+        assert_eq!(summary.ledger_len(), whole.ledger_len());
+        assert_eq!(summary.config().server_id, [7; 16]);
+
+        let mut twice = state.clone();
+        twice.conns.push(twice.conns[0].clone());
+        let why = StateError::Inconsistent("a connection appears twice");
+        assert_eq!(read(&twice).err(), Some(SummaryFault::State(why.clone())));
+        let config = twice.config.clone();
+        assert_eq!(ServerEngine::from_state(config, twice).err(), Some(why));
+
+        let mut bytes = postcard::to_stdvec(&state).expect("serialize");
+        bytes.truncate(bytes.len() - 1);
+        assert!(matches!(
+            read_summary(&bytes),
+            Err(SummaryFault::Corrupt(_))
+        ));
     }
 }

@@ -51,6 +51,7 @@ mod pool;
 mod remains;
 mod size;
 mod state;
+mod summary;
 mod terminal;
 mod upgrade;
 
@@ -76,6 +77,8 @@ pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use summary::StateSummary;
+pub(crate) use summary::{SummaryFault, read_summary};
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.
@@ -232,20 +235,19 @@ impl ServerEngine {
     }
 
     /// How many bytes of `terminal`'s output the driver may gather, over several PTY reads,
-    /// into its next [`ServerEvent::PtyOutput`] ([OUTPUT.GATHER.1]): 0 while a viewer waits for
-    /// output (hand over each read as it comes), else at most the smallest `max_chunk_bytes`
-    /// its viewers negotiated. A driver stops gathering at a read shorter than its buffer
-    /// offered (the master is empty: what it holds is an echo or the end of a burst, and goes
-    /// at once), and never splits a read.
+    /// into its next [`ServerEvent::PtyOutput`] ([OUTPUT.GATHER.1]): at most the smallest
+    /// `max_chunk_bytes` its live viewers negotiated. A driver gathers only reads that took all
+    /// its buffer offered (the PTY had more), stops at a read shorter than that (the master is
+    /// empty: what it holds is an echo or the end of a burst, and goes at once).
     pub fn output_gather_limit(&self, terminal: LocalTerminal) -> usize {
         let Some(t) = self.terminals.get(&terminal) else {
             return 0;
         };
         let conns = &self.conns;
-        outbound::gather_limit(t.live_viewers().filter_map(|id| {
-            let c = conns.get(&id)?;
-            Some((c.outbound(), c.max_chunk().get()))
-        }))
+        outbound::gather_limit(
+            t.live_viewers()
+                .filter_map(|id| Some(conns.get(&id)?.max_chunk().get())),
+        )
     }
 
     /// Bytes a connection sent that are buffered and not yet framed.

@@ -105,11 +105,6 @@ impl Outbound {
         self.output + self.control
     }
 
-    /// Whether output waits in the queue, unsent: a reader that is behind.
-    pub(super) fn output_waiting(&self) -> bool {
-        self.output > 0
-    }
-
     fn counter(&mut self, budget: Budget) -> &mut usize {
         match budget {
             Budget::Output => &mut self.output,
@@ -124,20 +119,15 @@ impl Outbound {
 pub(super) const GATHER_CAP: usize = 32 * 1024;
 
 /// [OUTPUT.GATHER.1] How many bytes of a terminal's output a driver may gather from several
-/// PTY reads into one chunk, given each live viewer's queue and negotiated `max_chunk_bytes`:
-/// while every viewer is behind (output already waits in its queue), a larger chunk reaches it
-/// no later and costs it and the server one frame instead of several; a viewer with nothing
-/// queued is waiting for the bytes, and gets each read as it comes (0). With no live viewer
-/// the chunk only feeds the screen model, and fewer, larger chunks cost it less.
-pub(super) fn gather_limit<'a>(viewers: impl Iterator<Item = (&'a Outbound, u32)>) -> usize {
-    let mut limit = GATHER_CAP;
-    for (queue, max_chunk) in viewers {
-        if !queue.output_waiting() {
-            return 0;
-        }
-        limit = limit.min(max_chunk as usize);
-    }
-    limit
+/// PTY reads into one chunk, given each live viewer's negotiated `max_chunk_bytes`: at most
+/// the smallest of them, and [`GATHER_CAP`]. Only reads that found the PTY full are gathered
+/// (more is on its way), and bulk output is held for more to join it anyway, so a chunk
+/// gathered from them reaches no viewer later than its first read would have, and costs the
+/// viewers and the server one frame instead of several; a read that empties the PTY (an echo,
+/// a prompt, the end of a burst) ends the chunk and goes at once. With no live viewer the chunk
+/// only feeds the screen model, and fewer, larger chunks cost it less.
+pub(super) fn gather_limit(max_chunks: impl Iterator<Item = u32>) -> usize {
+    max_chunks.fold(GATHER_CAP, |limit, max_chunk| limit.min(max_chunk as usize))
 }
 
 /// [SERVER.LIMIT.5] While the bytes held by the open connections (queued for them, and

@@ -41,7 +41,8 @@ pub(crate) use image::{encode_value, write_value};
 pub use phux_term::bytes;
 
 use crate::server::ServerEngine;
-pub use crate::server::{EngineState, NotQuiet, StateError};
+pub use crate::server::{EngineState, NotQuiet, StateError, StateSummary};
+use crate::server::{SummaryFault, read_summary};
 
 /// The engine's half of an image written from the live engine: these two belong to the image,
 /// not to the engine, which knows what its state holds ([`EngineState`]) and not its bytes.
@@ -97,6 +98,48 @@ pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
     let (version, body) = image::body(bytes)?;
     let (engine, host) = image::take::<EngineState>(body)?;
     Ok(Parts {
+        version,
+        engine,
+        host,
+    })
+}
+
+/// An image's version, what a trial adoption keeps of the engine's state, and the driver's
+/// half still encoded.
+#[derive(Debug)]
+pub struct SummaryParts<'a> {
+    /// The state version the image holds.
+    pub version: u32,
+    /// The engine's state, as a trial adoption keeps it.
+    pub engine: StateSummary,
+    /// The driver's half, for [`decode_host`] in the layout of `version`.
+    pub host: &'a [u8],
+}
+
+/// Why an image cannot be adopted, as [`summarize_parts`] finds it.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummaryError {
+    /// The bytes are not an image this binary reads.
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// They decode, and an engine could not be rebuilt from them.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// Reads an image as an adoption would, with the same verdict as [`decode_parts`] followed by
+/// `ServerEngine::from_state`, without holding the state: the connections and terminals are
+/// read one at a time with the real types, each checked as `from_state` checks it, and only
+/// their ids and pids kept ([`StateSummary`]). A trial adoption's reader, whose memory is
+/// then the largest single element, not a second copy of the state beside the image.
+pub fn summarize_parts(bytes: &[u8]) -> Result<SummaryParts<'_>, SummaryError> {
+    let (version, body) = image::body(bytes)?;
+    let (engine, host) = read_summary(body).map_err(|fault| match fault {
+        SummaryFault::Corrupt(text) => SummaryError::Image(ImageError::Corrupt(text)),
+        SummaryFault::State(e) => SummaryError::State(e),
+    })?;
+    Ok(SummaryParts {
         version,
         engine,
         host,

@@ -66,12 +66,14 @@ use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 pub use read::SOURCE_SLICE;
+pub use trial::check_image;
 pub use turn::TURN_SLICE;
 pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 
 use turn::{Wake, plan_turn};
 
 mod read;
+mod trial;
 mod turn;
 mod upgrade;
 mod ws;

@@ -201,13 +201,13 @@ impl Driver {
         token: Token,
         ended: bool,
     ) {
-        // Each read goes to the engine at once while a viewer waits for output: a PTY master
-        // hands out at most its line discipline's few KiB per read, and the time spent on one
-        // chunk is what lets the kernel refill it for the next read. While every viewer is
-        // behind, the engine lets bulk reads be gathered into one chunk
-        // ([OUTPUT.GATHER.1]): one frame for several reads, no later for anyone. The frames
-        // of bulk reads still leave in large writes, as the flush policy says: one between
-        // two reads, the rest when the wake-up's reads are done.
+        // A PTY master hands out at most its line discipline's few KiB per read, and the time
+        // spent between two reads is what lets the kernel refill it. Reads that found the
+        // master full (bulk output) are gathered into one chunk ([OUTPUT.GATHER.1]), up to the
+        // engine's limit: one frame for several reads, no later for anyone, as bulk output is
+        // held for more to join it anyway. A short read ends the chunk. The frames of bulk
+        // reads leave in large writes, as the flush policy says: one between two reads, the
+        // rest when the wake-up's reads are done.
         let slice_end = self.host.clock.now() + SOURCE_SLICE;
         let mut limit = self.engine.output_gather_limit(terminal).min(buf.len());
         // Bytes read into `buf` and not yet handed to the engine.
@@ -232,7 +232,24 @@ impl Driver {
                     if FlushPolicy::pty_read(n) == Output::Bulk
                         && gathered + FlushPolicy::MASTER_READ <= limit
                     {
-                        continue;
+                        // One write between two reads, as when each read is its own chunk:
+                        // the viewers' earlier frames leave while the kernel refills.
+                        self.host.flush_ripest(&mut Recycle(&mut self.engine));
+                        self.feed_observed();
+                        limit = self.engine.output_gather_limit(terminal).min(buf.len());
+                        if gathered + FlushPolicy::MASTER_READ <= limit {
+                            continue;
+                        }
+                        if gathered > limit && limit > 0 {
+                            // That write let a viewer that takes smaller chunks resume its
+                            // stream: what was gathered goes now, in chunks it takes.
+                            for piece in buf.get(..gathered).unwrap_or_default().chunks(limit) {
+                                self.feed_output(terminal, piece, FlushPolicy::BULK_READ);
+                            }
+                            gathered = 0;
+                            limit = self.engine.output_gather_limit(terminal).min(buf.len());
+                            continue;
+                        }
                     }
                     let bytes = buf.get(..gathered).unwrap_or_default();
                     gathered = 0;

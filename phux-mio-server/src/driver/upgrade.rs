@@ -23,9 +23,10 @@ use crate::host::{Host, Recycle};
 use crate::signals::{self, Signals};
 use crate::socket::ServerSocket;
 use crate::upgrade::{
-    CHECK_TIMEOUT, Checker, Exe, HostImage, HostImageRef, Inherit, Launch, ListenerImage,
-    QUIESCE_BOUND, Summary, UpgradeError, WsListenerImage, adopt_fds, exec, fd_path, image_file,
-    load_image, open_own_exe, seal, set_cloexec, trial_timeout,
+    ADOPT_ENV, ADOPT_ENV_LINE, ADOPT_FAILED_ENV, CHECK_TIMEOUT, Checker, Exe, HostImage,
+    HostImageRef, Inherit, Launch, ListenerImage, QUIESCE_BOUND, Summary, UpgradeError,
+    WsListenerImage, adopt_fds, exec, fd_path, image_file, load_image, open_own_exe, seal,
+    set_cloexec, trial_timeout,
 };
 use crate::ws::Door;
 use crate::ws::http::Policy;
@@ -52,8 +53,13 @@ pub(super) enum Phase {
         checker: Checker,
         until: Instant,
     },
-    /// The check passed; waiting for the engine to be quiet until `until`.
-    Quiescing { exe: Exe, until: Instant },
+    /// The check passed; waiting for the engine to be quiet until `until`. `by_env`: the
+    /// binary takes its descriptors from [`ADOPT_ENV`] ([SERVER.UPGRADE.EXEC.14]).
+    Quiescing {
+        exe: Exe,
+        until: Instant,
+        by_env: bool,
+    },
 }
 
 /// The driver's upgrade state.
@@ -122,11 +128,11 @@ impl Driver {
                     };
                 }
             },
-            Phase::Quiescing { exe, until } => {
+            Phase::Quiescing { exe, until, by_env } => {
                 // [SERVER.UPGRADE.EXEC.3] No job in progress anywhere: the state is whole.
                 // Terminals waiting to start start first (the turns go on meanwhile).
                 if self.engine.upgrade_quiet() && self.host.spawns.is_empty() {
-                    self.commit(&exe);
+                    self.commit(&exe, by_env);
                 } else if now >= until {
                     let busy = self
                         .host
@@ -137,7 +143,7 @@ impl Driver {
                         QUIESCE_BOUND.as_millis()
                     )));
                 } else {
-                    self.upgrade.phase = Phase::Quiescing { exe, until };
+                    self.upgrade.phase = Phase::Quiescing { exe, until, by_env };
                 }
             }
         }
@@ -217,7 +223,8 @@ impl Driver {
             Ok(()) => {
                 info!(binary = %exe.path().display(), "upgrade: the new binary reads our state; quiescing");
                 let until = self.host.clock.now() + QUIESCE_BOUND;
-                self.upgrade.phase = Phase::Quiescing { exe, until };
+                let by_env = checker.said(ADOPT_ENV_LINE);
+                self.upgrade.phase = Phase::Quiescing { exe, until, by_env };
             }
             Err(e) => self.upgrade_failed(&e),
         }
@@ -240,14 +247,18 @@ impl Driver {
 
     /// The engine is quiet: hand everything over and exec `exe`. Returns only if the upgrade
     /// failed, the engine then told so.
-    fn commit(&mut self, exe: &Exe) {
-        match self.hand_over(exe) {
+    fn commit(&mut self, exe: &Exe, by_env: bool) {
+        match self.hand_over(exe, by_env) {
             Ok(never) => match never {},
             Err(e) => self.upgrade_failed(&e),
         }
     }
 
-    fn hand_over(&mut self, exe: &Exe) -> Result<std::convert::Infallible, UpgradeError> {
+    fn hand_over(
+        &mut self,
+        exe: &Exe,
+        by_env: bool,
+    ) -> Result<std::convert::Infallible, UpgradeError> {
         // What the engine queued goes out now, as far as the peers take it; the rest crosses
         // in the image and is written first by the new image.
         self.flush();
@@ -334,15 +345,30 @@ impl Driver {
         // [SERVER.UPGRADE.EXEC.7] Only now do the descriptors cross an exec; if it fails,
         // dropping `inherit` makes them close-on-exec again.
         let inherit = Inherit::clear(&fds).map_err(UpgradeError::Handover)?;
-        let mut args: Vec<OsString> = vec![
-            exe.path().as_os_str().to_owned(),
-            "--adopt-image".into(),
-            file.as_raw_fd().to_string().into(),
-            "--previous-exe".into(),
-            own.as_raw_fd().to_string().into(),
-            "--".into(),
-        ];
-        args.extend(context.launch.args.iter().cloned());
+        let named = format!("{} {}", file.as_raw_fd(), own.as_raw_fd());
+        // [SERVER.UPGRADE.EXEC.14] The command line the server was started with, exactly (our
+        // own program name is the started one's, unless an older binary exec'd us), and the
+        // descriptors in the environment; a binary that did not say it reads them there gets
+        // them as arguments, the started command line after `--`.
+        let (args, env) = if by_env {
+            let program = std::env::args_os()
+                .next()
+                .unwrap_or_else(|| exe.path().as_os_str().to_owned());
+            let mut args = vec![program];
+            args.extend(context.launch.args.iter().cloned());
+            (args, vec![(ADOPT_ENV, OsString::from(named))])
+        } else {
+            let mut args: Vec<OsString> = vec![
+                exe.path().as_os_str().to_owned(),
+                "--adopt-image".into(),
+                file.as_raw_fd().to_string().into(),
+                "--previous-exe".into(),
+                own.as_raw_fd().to_string().into(),
+                "--".into(),
+            ];
+            args.extend(context.launch.args.iter().cloned());
+            (args, Vec::new())
+        };
         let micros = |a: Instant, b: Instant| b.saturating_duration_since(a).as_micros();
         info!(
             binary = %exe.path().display(),
@@ -353,7 +379,12 @@ impl Driver {
             trial_us = micros(written, tried),
             "upgrade: exec"
         );
-        let source = exec(&fd_path(exe.fd().as_raw_fd()), &args, &[]);
+        let source = exec(
+            &fd_path(exe.fd().as_raw_fd()),
+            &args,
+            &[ADOPT_ENV, ADOPT_FAILED_ENV],
+            &env,
+        );
         drop(fds);
         drop(inherit);
         drop(held);
@@ -373,6 +404,9 @@ pub struct AdoptArgs {
     /// The previous image's binary, open; absent when this *is* the previous image taking
     /// the state back.
     pub previous_exe: Option<RawFd>,
+    /// They came in [`ADOPT_ENV`], not as arguments ([SERVER.UPGRADE.EXEC.14]): the way back
+    /// goes the same way, to the binary that said it reads them there.
+    pub by_env: bool,
 }
 
 /// The new image, first thing: takes the state the previous image left, and either returns
@@ -442,20 +476,37 @@ pub fn adopt(
     error!(reason = %reason, "cannot adopt the state; going back to the previous binary");
     // [SERVER.UPGRADE.EXEC.7] The previous binary's descriptor goes with it, named, for the
     // image taking the state back to close: no descriptor outlives a failed attempt.
-    let args: Vec<OsString> = vec![
-        "phux-mio-server".into(),
-        "--adopt-image".into(),
-        memfd.as_raw_fd().to_string().into(),
-        "--previous-exe".into(),
-        previous.as_raw_fd().to_string().into(),
-        "--adopt-failed".into(),
-        reason.clone().into(),
-    ];
+    let (argv, env) = if args.by_env {
+        // [SERVER.UPGRADE.EXEC.14] Our command line is the one the server was started with:
+        // the previous image runs under it again.
+        let named = format!("{} {}", memfd.as_raw_fd(), previous.as_raw_fd());
+        let env = vec![
+            (ADOPT_ENV, OsString::from(named)),
+            (ADOPT_FAILED_ENV, OsString::from(reason.clone())),
+        ];
+        (std::env::args_os().collect(), env)
+    } else {
+        let argv: Vec<OsString> = vec![
+            "phux-mio-server".into(),
+            "--adopt-image".into(),
+            memfd.as_raw_fd().to_string().into(),
+            "--previous-exe".into(),
+            previous.as_raw_fd().to_string().into(),
+            "--adopt-failed".into(),
+            reason.clone().into(),
+        ];
+        (argv, Vec::new())
+    };
     // The signals are still blocked, as the previous image left them: they wait for it.
     let e = exec(
         &fd_path(previous.as_raw_fd()),
-        &args,
-        &[crate::upgrade::TEST_FAIL_ADOPTION],
+        &argv,
+        &[
+            crate::upgrade::TEST_FAIL_ADOPTION,
+            ADOPT_ENV,
+            ADOPT_FAILED_ENV,
+        ],
+        &env,
     );
     Err(AdoptError(format!(
         "{reason}; and exec of the previous binary failed: {e}"
@@ -486,7 +537,7 @@ pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptErro
     let image = HostImage::decode(parts.version, parts.host)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     image
-        .check(&parts.engine, reserved)
+        .check(&parts.engine.summary(), reserved)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     let ws = ws_policy(&image)?;
     let summary = Summary {
@@ -512,7 +563,7 @@ pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptErro
 /// from the command line the server was started with, the secret read again from its file
 /// with the checks of [WS.AUTH.2] (by the trial adoption too, so a secret file that no longer
 /// passes fails the upgrade before it commits).
-fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
+pub(super) fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
     let Some(ws) = &image.ws else {
         return Ok(None);
     };

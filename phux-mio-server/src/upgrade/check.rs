@@ -260,6 +260,13 @@ impl Checker {
         })
     }
 
+    /// Whether the check printed `line`, as a line of its own.
+    pub fn said(&self, line: &str) -> bool {
+        String::from_utf8_lossy(&self.printed)
+            .lines()
+            .any(|l| l.trim() == line)
+    }
+
     /// The pidfd, for the poll: readable once the check exits.
     pub fn pidfd(&self) -> BorrowedFd<'_> {
         self.pidfd.as_fd()

@@ -69,13 +69,19 @@ fn set_cloexec_raw(raw: RawFd) -> io::Result<()> {
 }
 
 /// Replaces the process image with `path`, run as `argv` (its `argv[0]` first), with this
-/// process's environment less `drop_env`. Returns only on failure. The environment, the pid,
-/// the children, the signal mask and every descriptor without `FD_CLOEXEC` stay.
+/// process's environment less `drop_env`, and `set_env` set. Returns only on failure. The
+/// environment, the pid, the children, the signal mask and every descriptor without
+/// `FD_CLOEXEC` stay.
 ///
 /// Not std's `CommandExt::exec`: that empties the signal mask before `execve`, which would let
 /// the shutdown and upgrade signals blocked for the exec in between the old image's handlers
 /// and the new one's, where their default action ends the process ([SERVER.UPGRADE.EXEC.9]).
-pub fn exec(path: &Path, argv: &[OsString], drop_env: &[&str]) -> io::Error {
+pub fn exec(
+    path: &Path,
+    argv: &[OsString],
+    drop_env: &[&str],
+    set_env: &[(&str, OsString)],
+) -> io::Error {
     let c = |s: &OsStr| {
         CString::new(s.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
     };
@@ -85,7 +91,11 @@ pub fn exec(path: &Path, argv: &[OsString], drop_env: &[&str]) -> io::Error {
     };
     let argv: Result<Vec<CString>, io::Error> = argv.iter().map(|a| c(a)).collect();
     let env: Result<Vec<CString>, io::Error> = std::env::vars_os()
-        .filter(|(k, _)| !drop_env.iter().any(|d| k == d))
+        .filter(|(k, _)| {
+            let set = set_env.iter().map(|(name, _)| name);
+            !drop_env.iter().chain(set).any(|d| k == d)
+        })
+        .chain(set_env.iter().map(|(k, v)| (OsString::from(k), v.clone())))
         .map(|(k, v)| {
             let mut kv = k;
             kv.push("=");

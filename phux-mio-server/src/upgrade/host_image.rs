@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
 use phux_core::server::ServerConfig;
-use phux_core::upgrade::{EngineState, ImageError};
+use phux_core::upgrade::{ImageError, StateSummary};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::ws::WsState;
@@ -245,7 +245,7 @@ impl HostImage {
     /// terminal once, each known to the engine (a terminal with the same child), and every
     /// connection the engine still serves held here; every shared frame named in range; every
     /// WebSocket connection's state one a live connection can be in.
-    pub fn check(&self, state: &EngineState, reserved: &[RawFd]) -> Result<(), String> {
+    pub fn check(&self, state: &StateSummary, reserved: &[RawFd]) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
         for fd in self.fds().into_iter().chain(self.exec_fd) {
             if fd <= 2 || reserved.contains(&fd) || !seen.insert(fd) {
@@ -695,7 +695,7 @@ mod tests {
             },
         );
         while engine.poll_action().is_some() {}
-        let state = engine.export_state().expect("quiet");
+        let state = engine.export_state().expect("quiet").summary();
         let (image, _) = sample();
         let mut no_terminal = image.clone();
         no_terminal.terminals.clear();

@@ -43,6 +43,22 @@ pub const QUIESCE_BOUND: Duration = Duration::from_secs(2);
 /// environment of the previous binary exec'd then.
 pub const TEST_FAIL_ADOPTION: &str = "PHUX_MIO_SERVER_TEST_FAIL_ADOPTION";
 
+/// The variable an upgrade names the descriptors it hands over in, `IMAGE PREVIOUS` (the
+/// image's memfd and the previous binary's descriptor), so that the new image runs under the
+/// command line the server was started with, as `ps` and `pgrep -f` know it
+/// ([SERVER.UPGRADE.EXEC.14]). Used only with a binary whose `--check-upgrade` printed
+/// [`ADOPT_ENV_LINE`]; an older one is exec'd as `BIN --adopt-image IMAGE --previous-exe
+/// PREVIOUS -- ARGS`. The new image removes it from its environment first thing.
+pub const ADOPT_ENV: &str = "PHUX_MIO_SERVER_ADOPT";
+
+/// With [`ADOPT_ENV`], on the way back ([SERVER.UPGRADE.EXEC.6]): why the image the state went
+/// to could not adopt it, for the image taking it back to tell the requester.
+pub const ADOPT_FAILED_ENV: &str = "PHUX_MIO_SERVER_ADOPT_FAILED";
+
+/// The line `--check-upgrade` prints after [`check_line`]'s when the binary takes its
+/// descriptors from [`ADOPT_ENV`] ([SERVER.UPGRADE.EXEC.14]).
+pub const ADOPT_ENV_LINE: &str = "phux-mio-server adopts through PHUX_MIO_SERVER_ADOPT";
+
 mod check;
 mod error;
 mod exec;

@@ -57,6 +57,7 @@ mod socket_peer_uid;
 mod socket_refuse_open_dir;
 mod socket_stale;
 mod stdio_flags;
+mod upgrade_argv;
 mod upgrade_cannot_adopt;
 mod upgrade_chaos;
 mod upgrade_failed_attempts_leak_nothing;

@@ -270,10 +270,11 @@ fn a_server_without_terminals_upgrades_and_answers() {
     ping(&mut c, 1);
     let mut d = server.connect();
     assert_eq!(d.hello().server_id, hello.server_id);
-    // The upgraded process still shows the arguments it was started with (`pgrep -f`).
+    // [SERVER.UPGRADE.EXEC.14] The upgraded process shows the arguments it was started with
+    // (`pgrep -f`), and nothing of the handover (upgrade_argv.rs checks them one by one).
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.pid())).expect("cmdline");
     let socket = server.socket.to_str().expect("utf-8");
-    assert!(contains(&cmdline, b"--adopt-image"), "not upgraded?");
+    assert!(!contains(&cmdline, b"--adopt-image"), "{cmdline:?}");
     assert!(
         contains(&cmdline, socket.as_bytes()),
         "{:?}",

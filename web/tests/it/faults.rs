@@ -177,17 +177,23 @@ fn a_new_server_incarnation_shows_sent_keys_unknown_and_writes_nothing_old() {
 fn a_server_upgrade_mid_typing_loses_and_doubles_nothing() {
     let _one = exclusive();
     let rig = rig_or_skip!(ours 500);
+    let incarnation = support::status(&rig.browser)["serverId"].clone();
     rig.browser.type_text("stu").expect("type");
-    // `phuxctl upgrade` while keys are in flight: the server takes over in place (same
-    // server_id, the dedupe ledger carried), or refuses while its WebSocket connections
-    // cannot cross the exec (spec/websocket.md, WS.UPGRADE.1) and serves on. Either way
-    // nothing typed is lost or doubled.
+    // [WS.UPGRADE.2] `phuxctl upgrade` while keys are in flight: the server takes over in
+    // place, the page's WebSocket and the dedupe ledger carried, the server_id the same; a
+    // key answered by neither image is resent with its id and written once.
     let (code, said) = rig.ours().upgrade();
     println!(
         "phuxctl upgrade with a browser attached: exit {code:?}: {}",
         said.trim()
     );
-    assert!(matches!(code, Some(0 | 4)), "{code:?} {said}");
+    assert_eq!(code, Some(0), "{said}");
     rig.browser.type_text("vwx").expect("type");
-    check(&rig, "stuvwx");
+    let t = check(&rig, "stuvwx");
+    assert_eq!((t.applied, t.unknown), (6, 0), "{t:?}");
+    assert_eq!(
+        support::status(&rig.browser)["serverId"],
+        incarnation,
+        "the upgrade kept the incarnation"
+    );
 }
