@@ -47,8 +47,8 @@ pub(super) struct Connection {
     /// The cell size for mouse encoding, from the last VIEWPORT_RESIZE (R16).
     cells: CellGeometry,
     /// The size of the client's own screen, from its last VIEWPORT_RESIZE ([SERVER.SIZE.1]).
-    /// Not in the upgrade image (its layout is pinned; [SERVER.SIZE.3]'s note): after an
-    /// upgrade a client counts again from its next VIEWPORT_RESIZE.
+    /// Outside the fields above, whose layout state versions 1 to 3 pinned: an upgrade image
+    /// carries it beside the connections ([SERVER.UPGRADE.STATE.6]).
     #[serde(skip)]
     viewport: Option<(u16, u16)>,
     /// SUBSCRIBE_EVENTS without a terminal: server-scoped events.
@@ -244,6 +244,11 @@ impl Connection {
     /// what it counts for in the size of the terminals it is attached to ([SERVER.SIZE.1]).
     pub(super) fn viewport(&self) -> Option<(u16, u16)> {
         self.viewport
+    }
+
+    /// A viewport carried across an upgrade ([SERVER.UPGRADE.STATE.6]).
+    pub(super) fn restore_viewport(&mut self, cols: u16, rows: u16) {
+        self.viewport = Some((cols, rows));
     }
 
     /// The negotiated bootstrap chunk limit.

@@ -75,6 +75,7 @@ pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
 pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
+pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use summary::StateSummary;

@@ -17,8 +17,9 @@ use crate::ws::WsState;
 /// The host's half of the image: everything the driver holds that must cross the exec. The
 /// engine's half is `phux_core::server::EngineState`; both travel in one envelope
 /// (`phux_core::upgrade`). Descriptors are numbers: the descriptors themselves cross the
-/// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout
-/// ([`Self::decode`] reads versions 1 and 2 too).
+/// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout, which
+/// version 4 keeps (it changed the engine's half only; [`Self::decode`] reads versions 1 and 2
+/// too).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct HostImage {
     /// The clock's epoch, an absolute `CLOCK_MONOTONIC` reading in nanoseconds: the engine's
