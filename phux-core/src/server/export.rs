@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
-use super::summary::{StateSummary, check_connection, check_terminal, check_viewports};
+use super::summary::{
+    DeclaredViewport, StateSummary, check_connection, check_terminal, check_viewports,
+};
 use super::terminal::Terminal;
 use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
@@ -53,14 +55,6 @@ pub(crate) struct BaseState {
     next_job: u64,
     shutting_down: bool,
     upgrade: Option<PendingUpgrade>,
-}
-
-/// The size of its screen a connection declared with VIEWPORT_RESIZE ([SERVER.SIZE.1]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
-pub(crate) struct DeclaredViewport {
-    pub(crate) conn: ConnId,
-    pub(crate) cols: u16,
-    pub(crate) rows: u16,
 }
 
 impl EngineState {

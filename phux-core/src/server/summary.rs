@@ -17,7 +17,6 @@ use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 use super::StateError;
 use super::connection::Connection;
-use super::export::DeclaredViewport;
 use super::terminal::Terminal;
 use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig};
@@ -73,6 +72,15 @@ impl StateSummary {
     pub fn ledger_len(&self) -> usize {
         self.ledger
     }
+}
+
+/// The size of its screen a connection declared with VIEWPORT_RESIZE ([SERVER.SIZE.1]), as an
+/// image carries it ([SERVER.UPGRADE.STATE.6]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct DeclaredViewport {
+    pub(crate) conn: ConnId,
+    pub(crate) cols: u16,
+    pub(crate) rows: u16,
 }
 
 /// The fields of `EngineState`'s base part, in order (postcard reads a struct as the tuple of its fields).
