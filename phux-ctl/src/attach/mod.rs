@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{EnableBracketedPaste, Event};
-use phux_core::client::ClientEvent;
+use phux_core::client::ClientNotice;
 use phux_core::modes::TerminalModes;
 use phux_proto::event::{AgentEvent, Lifecycle};
 use phux_proto::frame::EventFrame;
@@ -515,7 +515,7 @@ impl Attached<'_> {
         loop {
             match session.step(self.detach_pending)? {
                 Step::Deadline if self.detach_pending.is_some() => return Ok(End::Detached),
-                Step::Event(ClientEvent::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
                     // [CLIENT.ATTACH.12] The terminal's size, whoever decided it.
                     self.model = Terminal::new(b.cols, b.rows, 0);
                     if matches!(self.screen, Screen::Live) {
@@ -526,7 +526,7 @@ impl Attached<'_> {
                     // The bootstrap clears the screen, the notice with it.
                     self.notice_shown = false;
                 }
-                Step::Event(ClientEvent::Frame(Frame::Event(EventFrame {
+                Step::Notice(ClientNotice::Frame(Frame::Event(EventFrame {
                     terminal: Some(t),
                     event: AgentEvent::TerminalControl(control),
                 }))) if t == id => {
@@ -535,13 +535,13 @@ impl Attached<'_> {
                         frozen: control.lifecycle == Lifecycle::Frozen,
                     });
                 }
-                Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
                     self.draw(&c.payload);
                 }
-                Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
                     self.draw(&o.bytes);
                 }
-                Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
                     return Ok(End::Closed(c.exit_status));
                 }
                 Step::TtyInput(inputs) => {
@@ -551,10 +551,10 @@ impl Attached<'_> {
                         }
                     }
                 }
-                Step::Event(ClientEvent::CommandResult { request_id, result }) => {
+                Step::Notice(ClientNotice::CommandResult { request_id, result }) => {
                     self.history_fetched(request_id, Some(result));
                 }
-                Step::Event(ClientEvent::CommandAbandoned { request_id }) => {
+                Step::Notice(ClientNotice::CommandAbandoned { request_id }) => {
                     self.history_fetched(request_id, None);
                 }
                 Step::Tty(Event::Resize(cols, rows)) => {
