@@ -42,9 +42,11 @@ use crate::keys::legacy_bytes;
 use crate::tty_input::TtyInput;
 use crate::{CtlError, EXIT_CONNECTION, EXIT_OK, program_exit_code};
 use replies::{CursorQueries, ReplyInput, reply_events};
+use switch::SwitchFilter;
 use tty::{RESET_MODES, SharedReports, TtyGuard, spawn_resize_watch, spawn_tty_reader};
 
 mod replies;
+mod switch;
 mod tty;
 
 /// How long a press of the detach key waits for a second press, which sends the key to the
@@ -133,6 +135,7 @@ pub fn attach(
         detach_pending: None,
         model: Terminal::new(cols, rows, 0),
         cursor_queries: CursorQueries::default(),
+        switches: SwitchFilter::default(),
         reports,
         notice: None,
         notice_shown: false,
@@ -244,6 +247,8 @@ struct Attached<'a> {
     /// The terminal as this tty shows it: its modes decide how a reply is passed on.
     model: Terminal,
     cursor_queries: CursorQueries,
+    /// The program's screen switches, kept off this tty ([CLIENT.ATTACH.13]).
+    switches: SwitchFilter,
     /// The reports the program asked for, for the tty reader.
     reports: Arc<SharedReports>,
     /// The line saying why keys do not reach the program, while they do not.
@@ -311,6 +316,8 @@ impl Attached<'_> {
             // [CLIENT.ATTACH.11] Not shown now, not lost: the model keeps it, and the live
             // screen is drawn from the model when the view closes.
             self.model.advance(bytes);
+            // This tty is drawn again from the model: it never sees a held sequence's start.
+            self.switches.reset();
             self.back_to_live();
             return;
         }
@@ -318,6 +325,7 @@ impl Attached<'_> {
             // [CLIENT.ATTACH.12] Output for a terminal of another size would not land where
             // the program means it to on this tty: drawn from the model instead.
             self.model.advance(bytes);
+            self.switches.reset();
             self.paint();
             return;
         }
@@ -326,18 +334,23 @@ impl Attached<'_> {
         self.hide_notice();
         let was_alternate = self.model.modes().alternate_screen;
         self.model.advance(bytes);
-        if self.model.modes().alternate_screen != was_alternate {
-            // [CLIENT.ATTACH.13] This tty is on its alternate screen already (attach's own),
-            // where switching screens is a no-op (tmux) or loses the other one: the program's
-            // switch is drawn from the model instead, the screen it switched to whole.
-            self.screen = Screen::Returning;
-            self.back_to_live();
-            return;
-        }
+        // [CLIENT.ATTACH.13] This tty is on its alternate screen already (attach's own), where
+        // a program's switch is ignored (tmux), clears, or leaves for the user's shell screen:
+        // the switch itself never reaches it, everything else does (the modes and queries
+        // written with it included).
+        let bytes = self.switches.pass(bytes);
         // Before the tty sees the bytes that turn reports on.
         self.reports.store(&self.model.modes());
-        self.cursor_queries.scan(bytes);
-        let _ = self.out.write_all(bytes);
+        self.cursor_queries.scan(&bytes);
+        let _ = self.out.write_all(&bytes);
+        if self.model.modes().alternate_screen != was_alternate {
+            // [CLIENT.ATTACH.13] The screen switched to is drawn whole from the model.
+            self.switches.reset();
+            self.screen = Screen::Returning;
+            self.back_to_live();
+            let _ = self.out.flush();
+            return;
+        }
         self.show_notice();
         let _ = self.out.flush();
     }

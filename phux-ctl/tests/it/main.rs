@@ -11,6 +11,7 @@ mod support;
 mod ctl_attach_history;
 mod ctl_attach_notice;
 mod ctl_attach_replies;
+mod ctl_attach_screen_modes;
 mod ctl_attach_screens;
 mod ctl_attach_sizes;
 mod ctl_attach_tmux;
