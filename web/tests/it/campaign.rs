@@ -50,6 +50,12 @@ fn wait_up(rig: &Rig) {
     });
 }
 
+/// A count as a float, for a rate (counts here are far below 2^52).
+#[allow(clippy::cast_precision_loss)]
+fn as_f64(n: usize) -> f64 {
+    n as f64
+}
+
 #[test]
 fn fault_campaign_loses_and_doubles_no_key() {
     let _one = exclusive();
@@ -133,6 +139,18 @@ fn fault_campaign_loses_and_doubles_no_key() {
     }
     let faulted = started.elapsed();
     let left = support::pending(&rig.browser).unwrap_or(0);
+    // The sender's pace while the faults came: keys typed against keys resolved by the last.
+    let secs = faulted.as_secs_f64().max(1e-3);
+    let resolved = typed
+        .len()
+        .saturating_sub(usize::try_from(left).unwrap_or(usize::MAX));
+    println!(
+        "web fault campaign pace: a fault every {:.2} s; typed {:.1} keys/s, resolved {:.1} \
+         keys/s while faults came",
+        secs / as_f64(faults.max(1)),
+        as_f64(typed.len()) / secs,
+        as_f64(resolved) / secs,
+    );
     let ops = rig.settle();
     let drained = started.elapsed().saturating_sub(faulted);
     wait_for("the program to read what was applied", || {
