@@ -3,8 +3,9 @@
 //! and one terminal at a time with the real types and checked as `ServerEngine::from_state`
 //! checks it ([`phux_core::upgrade::summarize_parts`]), keeping only ids, pids and counts; the
 //! host's half is read and checked against that summary. So the trial child of an upgrade
-//! holds about one terminal's state and the host's half, not a second copy of the whole
-//! state beside the mapped image ([SERVER.UPGRADE.EXEC.13]).
+//! holds about one terminal's state and the host's half without its byte strings (the
+//! connections' unwritten bytes and the shared frame heads are read for their lengths only),
+//! not a second copy of the whole state beside the mapped image ([SERVER.UPGRADE.EXEC.13]).
 
 use std::os::fd::RawFd;
 
@@ -12,7 +13,7 @@ use phux_core::server::StateError;
 use phux_core::upgrade::{SummaryError, summarize_parts};
 
 use super::upgrade::{AdoptError, ws_policy};
-use crate::upgrade::{HostImage, Summary};
+use crate::upgrade::{HostImage, Length, Summary};
 
 /// The verdict [`super::validate`] gives `bytes`, and the same summary, read as a stream.
 pub fn check_image(bytes: &[u8], reserved: &[RawFd]) -> Result<Summary, AdoptError> {
@@ -20,7 +21,7 @@ pub fn check_image(bytes: &[u8], reserved: &[RawFd]) -> Result<Summary, AdoptErr
         SummaryError::State(e) => AdoptError(format!("cannot rebuild the engine: {e}")),
         other => AdoptError(format!("cannot read the state: {other}")),
     })?;
-    let image = HostImage::decode(parts.version, parts.host)
+    let image = HostImage::<Length>::decode(parts.version, parts.host)
         .map_err(|e| AdoptError(format!("cannot read the state: {e}")))?;
     image
         .check(&parts.engine, reserved)

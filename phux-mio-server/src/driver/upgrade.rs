@@ -563,7 +563,7 @@ pub fn validate(bytes: &[u8], reserved: &[RawFd]) -> Result<Validated, AdoptErro
 /// from the command line the server was started with, the secret read again from its file
 /// with the checks of [WS.AUTH.2] (by the trial adoption too, so a secret file that no longer
 /// passes fails the upgrade before it commits).
-pub(super) fn ws_policy(image: &HostImage) -> Result<Option<Policy>, AdoptError> {
+pub(super) fn ws_policy<B>(image: &HostImage<B>) -> Result<Option<Policy>, AdoptError> {
     let Some(ws) = &image.ws else {
         return Ok(None);
     };

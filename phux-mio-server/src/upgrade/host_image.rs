@@ -12,15 +12,19 @@ use phux_core::server::ServerConfig;
 use phux_core::upgrade::{ImageError, StateSummary};
 use serde::{Deserialize, Serialize, Serializer};
 
+use super::held::byte_strings;
+pub use super::held::{Held, Length};
 use crate::ws::WsState;
 
 /// The host's half of the image: everything the driver holds that must cross the exec. The
 /// engine's half is `phux_core::server::EngineState`; both travel in one envelope
 /// (`phux_core::upgrade`). Descriptors are numbers: the descriptors themselves cross the
 /// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout
-/// ([`Self::decode`] reads versions 1 and 2 too).
+/// ([`Self::decode`] reads versions 1 and 2 too). `B` holds the byte strings it carries: the
+/// bytes for an adoption, only their lengths for the trial ([`Held`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct HostImage {
+#[serde(bound(deserialize = "B: Held"))]
+pub struct HostImage<B = Vec<u8>> {
     /// The clock's epoch, an absolute `CLOCK_MONOTONIC` reading in nanoseconds: the engine's
     /// instants (deadlines, lease expiries) continue across the exec.
     pub clock_epoch_nanos: u64,
@@ -39,9 +43,9 @@ pub struct HostImage {
     /// The heads of output frames several connections are sent ([`Piece::Shared`]), each
     /// once: they stay shared in the new image.
     #[serde(deserialize_with = "byte_strings")]
-    pub shared: Vec<Vec<u8>>,
+    pub shared: Vec<B>,
     /// Every connection the host holds.
-    pub conns: Vec<ConnImage>,
+    pub conns: Vec<ConnImage<B>>,
     /// Every terminal the host holds.
     pub terminals: Vec<TermImage>,
     /// The new binary, open (it crossed the exec, for a script's interpreter to read): closed
@@ -114,13 +118,14 @@ pub struct ListenerImage {
 
 /// One connection.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ConnImage {
+#[serde(bound(deserialize = "B: Held"))]
+pub struct ConnImage<B = Vec<u8>> {
     /// The engine's id for it.
     pub id: u64,
     /// What carries it.
     pub transport: ConnTransport,
     /// What the engine queued and was not written yet, in order: written first after the exec.
-    pub pending: Vec<Piece>,
+    pub pending: Vec<Piece<B>>,
     /// Reads ended (EOF or error).
     pub read_done: bool,
     /// The engine was told it disconnected.
@@ -131,9 +136,10 @@ pub struct ConnImage {
 
 /// A piece of what a connection is still to be sent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub enum Piece {
+#[serde(bound(deserialize = "B: Held"))]
+pub enum Piece<B = Vec<u8>> {
     /// Bytes for this connection alone.
-    Bytes(#[serde(with = "phux_core::upgrade::bytes")] Vec<u8>),
+    Bytes(#[serde(deserialize_with = "Held::read")] B),
     /// A whole frame head of [`HostImage::shared`], by its index there.
     Shared(u32),
 }
@@ -216,7 +222,18 @@ pub struct TermImage {
     pub kill_grace: Option<u64>,
 }
 
-impl HostImage {
+impl<B: Held> HostImage<B> {
+    /// The host's half of an image of state version `version`.
+    pub fn decode(version: u32, bytes: &[u8]) -> Result<Self, ImageError> {
+        match version {
+            1 => phux_core::upgrade::decode_host::<v1::HostImage<B>>(bytes).map(Into::into),
+            2 => phux_core::upgrade::decode_host::<v2::HostImage<B>>(bytes).map(Into::into),
+            _ => phux_core::upgrade::decode_host(bytes),
+        }
+    }
+}
+
+impl<B> HostImage<B> {
     /// Every descriptor the image names: the listener first, then the WebSocket listener, the
     /// connections' and the terminals'.
     pub fn fds(&self) -> Vec<RawFd> {
@@ -228,15 +245,6 @@ impl HostImage {
             fds.push(t.pidfd);
         }
         fds
-    }
-
-    /// The host's half of an image of state version `version`.
-    pub fn decode(version: u32, bytes: &[u8]) -> Result<Self, ImageError> {
-        match version {
-            1 => phux_core::upgrade::decode_host::<v1::HostImage>(bytes).map(Into::into),
-            2 => phux_core::upgrade::decode_host::<v2::HostImage>(bytes).map(Into::into),
-            _ => phux_core::upgrade::decode_host(bytes),
-        }
     }
 
     /// Checks what the image says against itself and the engine's state, as an adoption relies
@@ -316,10 +324,11 @@ impl HostImage {
 /// upgrade to this one: each connection's unwritten bytes in one piece (shared frames came
 /// over as private copies), and no binary descriptor crossed.
 mod v1 {
-    use super::{ConnTransport, Launch, ListenerImage, PathBuf, Piece, TermImage};
+    use super::{ConnTransport, Held, Launch, ListenerImage, PathBuf, Piece, TermImage};
 
     #[derive(serde::Deserialize)]
-    pub(super) struct HostImage {
+    #[serde(bound(deserialize = "B: Held"))]
+    pub(super) struct HostImage<B> {
         clock_epoch_nanos: u64,
         binary: PathBuf,
         previous_binary: PathBuf,
@@ -327,22 +336,24 @@ mod v1 {
         listener: Option<ListenerImage>,
         stdio_flags: Option<(u32, u32)>,
         next_conn: u64,
-        conns: Vec<ConnImage>,
+        conns: Vec<ConnImage<B>>,
         terminals: Vec<TermImage>,
     }
 
     #[derive(serde::Deserialize)]
-    struct ConnImage {
+    #[serde(bound(deserialize = "B: Held"))]
+    struct ConnImage<B> {
         id: u64,
         transport: ConnTransport,
-        pending: Vec<u8>,
+        #[serde(deserialize_with = "Held::read")]
+        pending: B,
         read_done: bool,
         reported: bool,
         closing: Option<u64>,
     }
 
-    impl From<HostImage> for super::HostImage {
-        fn from(v1: HostImage) -> Self {
+    impl<B> From<HostImage<B>> for super::HostImage<B> {
+        fn from(v1: HostImage<B>) -> Self {
             Self {
                 clock_epoch_nanos: v1.clock_epoch_nanos,
                 binary: v1.binary,
@@ -375,10 +386,11 @@ mod v1 {
 /// Version 2's layout of the host's half: version 3's without the WebSocket listener (a
 /// version 2 server refused to upgrade with one, so none of its connections is a WebSocket).
 mod v2 {
-    use super::{ConnImage, Launch, ListenerImage, PathBuf, RawFd, TermImage};
+    use super::{ConnImage, Held, Launch, ListenerImage, PathBuf, RawFd, TermImage};
 
     #[derive(serde::Deserialize)]
-    pub(super) struct HostImage {
+    #[serde(bound(deserialize = "B: Held"))]
+    pub(super) struct HostImage<B> {
         clock_epoch_nanos: u64,
         binary: PathBuf,
         previous_binary: PathBuf,
@@ -387,14 +399,14 @@ mod v2 {
         stdio_flags: Option<(u32, u32)>,
         next_conn: u64,
         #[serde(deserialize_with = "super::byte_strings")]
-        shared: Vec<Vec<u8>>,
-        conns: Vec<ConnImage>,
+        shared: Vec<B>,
+        conns: Vec<ConnImage<B>>,
         terminals: Vec<TermImage>,
         exec_fd: Option<RawFd>,
     }
 
-    impl From<HostImage> for super::HostImage {
-        fn from(v2: HostImage) -> Self {
+    impl<B> From<HostImage<B>> for super::HostImage<B> {
+        fn from(v2: HostImage<B>) -> Self {
             Self {
                 clock_epoch_nanos: v2.clock_epoch_nanos,
                 binary: v2.binary,
@@ -457,16 +469,6 @@ impl Serialize for Bytes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_bytes(self.0)
     }
-}
-
-/// Reads a sequence of byte strings, each as `phux_core::upgrade::bytes` reads one.
-fn byte_strings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
-    #[derive(Deserialize)]
-    struct One(#[serde(with = "phux_core::upgrade::bytes")] Vec<u8>);
-    Ok(Vec::<One>::deserialize(d)?
-        .into_iter()
-        .map(|o| o.0)
-        .collect())
 }
 
 #[cfg(test)]
@@ -564,6 +566,54 @@ mod tests {
         };
         let bytes = postcard::to_stdvec(&borrowed).expect("serialize");
         assert_eq!(HostImage::decode(3, &bytes).expect("decode"), image);
+        the_trial_reads_the_same_lengths(3, &bytes);
+    }
+
+    /// [SERVER.UPGRADE.EXEC.13] The trial child's reading of `bytes` (byte strings as lengths)
+    /// is the adoption's reading with each byte string replaced by its length.
+    fn the_trial_reads_the_same_lengths(version: u32, bytes: &[u8]) {
+        let whole: HostImage = HostImage::decode(version, bytes).expect("decode");
+        let lengths = HostImage::<Length>::decode(version, bytes).expect("decode lengths");
+        let expected = HostImage {
+            shared: whole.shared.iter().map(|h| Length(h.len())).collect(),
+            conns: whole
+                .conns
+                .iter()
+                .map(|c| ConnImage {
+                    id: c.id,
+                    transport: c.transport.clone(),
+                    pending: c
+                        .pending
+                        .iter()
+                        .map(|p| match p {
+                            Piece::Bytes(b) => Piece::Bytes(Length(b.len())),
+                            Piece::Shared(i) => Piece::Shared(*i),
+                        })
+                        .collect(),
+                    read_done: c.read_done,
+                    reported: c.reported,
+                    closing: c.closing,
+                })
+                .collect(),
+            clock_epoch_nanos: whole.clock_epoch_nanos,
+            binary: whole.binary,
+            previous_binary: whole.previous_binary,
+            launch: whole.launch,
+            listener: whole.listener,
+            stdio_flags: whole.stdio_flags,
+            next_conn: whole.next_conn,
+            terminals: whole.terminals,
+            exec_fd: whole.exec_fd,
+            ws: whole.ws,
+        };
+        assert_eq!(lengths, expected);
+        // A byte string cut short is refused by both readings.
+        for cut in [bytes.len() - 1, bytes.len() / 2] {
+            assert_eq!(
+                HostImage::<Vec<u8>>::decode(version, &bytes[..cut]).is_err(),
+                HostImage::<Length>::decode(version, &bytes[..cut]).is_err(),
+            );
+        }
     }
 
     #[test]
@@ -599,6 +649,7 @@ mod tests {
             image.exec_fd,
         );
         let bytes = postcard::to_stdvec(&v2).expect("serialize");
+        the_trial_reads_the_same_lengths(2, &bytes);
         let read = HostImage::decode(2, &bytes).expect("decode");
         assert_eq!(read.ws, None);
         assert_eq!(HostImage { ws: None, ..image }, read);
@@ -672,6 +723,7 @@ mod tests {
             &image.terminals,
         );
         let bytes = postcard::to_stdvec(&v1).expect("serialize");
+        the_trial_reads_the_same_lengths(1, &bytes);
         let read = HostImage::decode(1, &bytes).expect("decode");
         assert_eq!(
             read.conns[0].pending,

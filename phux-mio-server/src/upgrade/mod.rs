@@ -62,6 +62,7 @@ pub const ADOPT_ENV_LINE: &str = "phux-mio-server adopts through PHUX_MIO_SERVER
 mod check;
 mod error;
 mod exec;
+mod held;
 mod host_image;
 mod memfd;
 
@@ -70,6 +71,7 @@ pub use error::UpgradeError;
 pub use exec::{Inherit, adopt_fds, exec, fd_path, open_own_exe, set_cloexec};
 pub(crate) use host_image::{Bytes, ConnImageRef, HostImageRef, PieceRef};
 pub use host_image::{
-    ConnImage, ConnTransport, HostImage, Launch, ListenerImage, Piece, TermImage, WsListenerImage,
+    ConnImage, ConnTransport, Held, HostImage, Launch, Length, ListenerImage, Piece, TermImage,
+    WsListenerImage,
 };
 pub use memfd::{ImageBytes, Map, image_file, load_image, seal};
