@@ -111,7 +111,7 @@ impl Client {
 
     /// Connects to the WebSocket listener at `target` as the listener's own page does.
     pub fn connect_ws(target: &WsTarget) -> Result<Self> {
-        Ok(Self::over_ws(target.handshake()?))
+        Ok(Self::over_ws(target.handshake(READ_TIMEOUT)?))
     }
 
     /// A connection over a WebSocket that passed its handshake.

@@ -20,7 +20,7 @@ use phux_proto::command::{Command, CommandResult};
 use phux_proto::frame::Ping;
 use phux_proto::{Frame, TerminalId};
 
-use crate::client::Client;
+use crate::client::{Client, READ_TIMEOUT};
 use crate::error::{Context, Error, Result};
 use crate::hostile::{lazy_viewers_via, ledger_flood_on, settle_down, vm_hwm_kib};
 use crate::latency::{echo_argv, letter, sink_argv};
@@ -373,7 +373,7 @@ fn apply_flood(target: &WsTarget) -> Result<()> {
 /// the end ([WS.FRAME.4]: refused from the header alone).
 fn giant_headers(target: &WsTarget) -> Result<()> {
     for _ in 0..200 {
-        let mut ws = target.handshake()?;
+        let mut ws = target.handshake(READ_TIMEOUT)?;
         let answer = raw_exchange(
             ws.get_mut(),
             &client_frame_header(2, 1 << 40),

@@ -1,5 +1,5 @@
 //! The bench's WebSocket side: a server's `--listen-ws` door ([`WsTarget`]), a phux connection
-//! over it for [`crate::client::Client`] ([`WsConn`]: each phux frame one binary message, as a
+//! over it for the bench's client ([`WsConn`]: each phux frame one binary message, as a
 //! browser page sends them), and the raw pieces the attackers need (an upgrade request, a
 //! client frame header). The client is tungstenite, the same RFC 6455 implementation the
 //! conformance runner and the server's tests use (not the server's own codec).
@@ -83,9 +83,10 @@ impl WsTarget {
         }
     }
 
-    /// A WebSocket as the listener's own page opens it.
-    pub fn handshake(&self) -> Result<WebSocket<TcpStream>> {
-        self.handshake_as(&self.secret, crate::client::READ_TIMEOUT)
+    /// A WebSocket as the listener's own page opens it; each read and write may block for
+    /// `timeout`.
+    pub fn handshake(&self, timeout: Duration) -> Result<WebSocket<TcpStream>> {
+        self.handshake_as(&self.secret, timeout)
     }
 
     /// The bytes of an upgrade request as a page of ours sends it, for attackers that write

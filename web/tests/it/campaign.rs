@@ -56,6 +56,11 @@ fn as_f64(n: usize) -> f64 {
     n as f64
 }
 
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 #[test]
 fn fault_campaign_loses_and_doubles_no_key() {
     let _one = exclusive();
@@ -185,6 +190,33 @@ fn fault_campaign_loses_and_doubles_no_key() {
         t.duplicated,
         rig.proxy.accepted(),
         drained.as_secs_f64(),
+    );
+    // Where a key's time goes once the faults have stopped (sends after the last key was
+    // typed): `sent` is stamped before its record is written and `resolved` before its own.
+    let last_typed = ops
+        .iter()
+        .filter_map(|o| o["addedAt"].as_f64())
+        .fold(0.0, f64::max);
+    let (mut to_result, mut to_next) = (Vec::new(), Vec::new());
+    for pair in ops.windows(2) {
+        let [a, b] = pair else { continue };
+        let at = |o: &Value, k: &str| o[k].as_f64();
+        if let (Some(sent), Some(done), Some(next)) =
+            (at(a, "sentAt"), at(a, "resolvedAt"), at(b, "sentAt"))
+            && sent > last_typed
+            && next >= done
+        {
+            to_result.push(done - sent);
+            to_next.push(next - done);
+        }
+    }
+    println!(
+        "sender after the faults, per key ({} keys): sent to resolved p50 {:.1} ms (the `sent` \
+         write and the round trip), resolved to the next sent p50 {:.1} ms (the resolution's \
+         write and the next read)",
+        to_result.len(),
+        median(&mut to_result),
+        median(&mut to_next),
     );
     let mut servers: Vec<_> = ops
         .iter()
