@@ -321,6 +321,21 @@ impl PtyChild {
         self.pid.as_raw_nonzero().get().unsigned_abs()
     }
 
+    /// The working directory of the program in the terminal's foreground (its foreground
+    /// process group's leader, from the master), else of the child, as `/proc/PID/cwd`
+    /// says: `None` when neither reads or the path is not UTF-8 ([SCREEN.SERVER.2]).
+    pub fn current_dir(&self) -> Option<String> {
+        let leader = self
+            .master_fd()
+            .and_then(|fd| rustix::termios::tcgetpgrp(fd).ok())
+            .map(|pgrp| pgrp.as_raw_nonzero().get().unsigned_abs());
+        leader
+            .into_iter()
+            .chain([self.pid()])
+            .find_map(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
+            .and_then(|path| path.into_os_string().into_string().ok())
+    }
+
     /// Reads the child's output without blocking. After the master is closed this reports
     /// [`PtyRead::Eof`].
     pub fn read(&self, buf: &mut [u8]) -> io::Result<PtyRead> {

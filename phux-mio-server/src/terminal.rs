@@ -38,6 +38,11 @@ pub(crate) struct Term {
     killing: bool,
     /// `ExitDrain`, `KillGrace`.
     pub(crate) timers: TimerTable,
+    /// The working directory last reported to the engine ([SCREEN.SERVER.2]), once
+    /// `cwd_reported`; not carried across an upgrade (the engine's state is; the new image
+    /// reports it again).
+    cwd: Option<String>,
+    cwd_reported: bool,
 }
 
 impl Term {
@@ -76,6 +81,8 @@ impl Term {
             eof: false,
             killing: false,
             timers: TimerTable::default(),
+            cwd: None,
+            cwd_reported: false,
         })
     }
 
@@ -101,7 +108,26 @@ impl Term {
             eof: state.eof,
             killing: state.killing,
             timers,
+            cwd: None,
+            cwd_reported: false,
         }
+    }
+
+    /// Reads the program's working directory again: whether it is not the one last reported
+    /// ([`Self::cwd`] is then to be reported).
+    pub(crate) fn cwd_changed(&mut self) -> bool {
+        let now = self.child.current_dir();
+        if self.cwd_reported && self.cwd == now {
+            return false;
+        }
+        self.cwd = now;
+        self.cwd_reported = true;
+        true
+    }
+
+    /// The working directory as last read.
+    pub(crate) fn cwd(&self) -> Option<String> {
+        self.cwd.clone()
     }
 
     /// Whether no job waits for the master.

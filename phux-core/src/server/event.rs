@@ -139,6 +139,14 @@ pub enum ServerEvent<'a> {
         /// `_exit` status, or `None` when killed by a signal.
         exit_status: Option<i32>,
     },
+    /// The working directory of the program in a terminal, as the driver last read it
+    /// ([SCREEN.SERVER.2]): `None` when it cannot be read or is not UTF-8.
+    WorkingDirectory {
+        /// The terminal.
+        terminal: LocalTerminal,
+        /// Its absolute path, at most [`MAX_CWD_LEN`](super::MAX_CWD_LEN) bytes.
+        cwd: Option<String>,
+    },
     /// The driver was asked to stop (SIGTERM, SIGINT).
     ShutdownRequested,
     /// The driver was asked to upgrade by a signal (SIGUSR2): as UPGRADE, with nobody to

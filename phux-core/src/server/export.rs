@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
 use super::summary::{
-    DeclaredViewport, StateSummary, check_connection, check_terminal, check_viewports,
+    DeclaredViewport, StateSummary, TerminalCwd, check_connection, check_cwds, check_terminal,
+    check_viewports,
 };
 use super::terminal::Terminal;
 use super::upgrade::PendingUpgrade;
@@ -28,14 +29,17 @@ use crate::time::Instant;
 /// Instants are as the engine holds them (microseconds since the driver's epoch): the new
 /// image must keep the same clock epoch.
 ///
-/// Laid out as two parts: what every state version holds ([`BaseState`], as version 1 laid it
-/// out), then what version 4 added (the viewports the connections declared). Postcard writes a
-/// struct as its fields one after the other, so a version 1 to 3 state is the first part alone.
+/// Laid out in parts: what every state version holds ([`BaseState`], as version 1 laid it
+/// out), then what version 4 added (the viewports the connections declared), then what version
+/// 5 added (the terminals' working directories). Postcard writes a struct as its fields one
+/// after the other, so a state of an earlier version is the parts it knew, in order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EngineState {
     base: BaseState,
     /// [SERVER.UPGRADE.STATE.6] Each connection's declared viewport, in connection id order.
     viewports: Vec<DeclaredViewport>,
+    /// [SERVER.UPGRADE.STATE.7] Each terminal's working directory, in terminal id order.
+    cwds: Vec<TerminalCwd>,
 }
 
 /// The part of [`EngineState`] every state version holds, in version 1's layout.
@@ -58,12 +62,18 @@ pub(crate) struct BaseState {
 }
 
 impl EngineState {
-    /// A state read from an image of state version 1 to 3, which knew no viewports: every
-    /// connection counts again from its next VIEWPORT_RESIZE.
-    pub(crate) fn from_base(base: BaseState) -> Self {
+    /// A state read part by part from an image whose version knew fewer parts: those it did
+    /// not know are empty (no connection declared a viewport, no terminal's directory is
+    /// known until the driver reads it again).
+    pub(crate) fn from_parts(
+        base: BaseState,
+        viewports: Vec<DeclaredViewport>,
+        cwds: Vec<TerminalCwd>,
+    ) -> Self {
         Self {
             base,
-            viewports: Vec::new(),
+            viewports,
+            cwds,
         }
     }
 }
@@ -153,6 +163,7 @@ impl EngineState {
 pub(crate) struct EngineStateRef<'a> {
     base: BaseStateRef<'a>,
     viewports: Vec<DeclaredViewport>,
+    cwds: Vec<TerminalCwd>,
 }
 
 /// [`BaseState`] borrowed from a live engine.
@@ -199,6 +210,7 @@ impl ServerEngine {
         EngineStateRef {
             base: self.base_ref(),
             viewports: self.declared_viewports(),
+            cwds: self.working_directories(),
         }
     }
 
@@ -244,7 +256,23 @@ impl ServerEngine {
         Ok(EngineState {
             base,
             viewports: self.declared_viewports(),
+            cwds: self.working_directories(),
         })
+    }
+
+    /// [SERVER.UPGRADE.STATE.7] The terminals' working directories, in id order.
+    fn working_directories(&self) -> Vec<TerminalCwd> {
+        let mut cwds: Vec<TerminalCwd> = self
+            .all_terminals()
+            .filter_map(|t| {
+                Some(TerminalCwd {
+                    terminal: t.id(),
+                    cwd: t.cwd()?.to_owned(),
+                })
+            })
+            .collect();
+        cwds.sort_unstable_by_key(|c| c.terminal);
+        cwds
     }
 
     /// [SERVER.UPGRADE.STATE.6] The viewports the connections declared, in id order.
@@ -266,7 +294,11 @@ impl ServerEngine {
     /// later event gives the same actions, byte for byte ([SERVER.UPGRADE.STATE.2]).
     /// `config` is the new image's; its `server_id` must be the state's.
     pub fn from_state(config: ServerConfig, state: EngineState) -> Result<Self, StateError> {
-        let EngineState { base, viewports } = state;
+        let EngineState {
+            base,
+            viewports,
+            cwds,
+        } = state;
         if config.server_id != base.config.server_id {
             return Err(StateError::ServerIdChanged);
         }
@@ -283,9 +315,14 @@ impl ServerEngine {
                 conn.restore_viewport(v.cols, v.rows);
             }
         }
+        let ids: BTreeSet<LocalTerminal> = base.terminals.iter().map(Terminal::id).collect();
+        check_cwds(&cwds, |id| ids.contains(&id))?;
+        let mut cwds: BTreeMap<LocalTerminal, String> =
+            cwds.into_iter().map(|c| (c.terminal, c.cwd)).collect();
         let mut terminals = BTreeMap::new();
         let mut remains = super::remains::Remains::default();
-        for term in base.terminals {
+        for mut term in base.terminals {
+            term.set_cwd(cwds.remove(&term.id()));
             // [TERMINAL.REMAIN.1] An exited terminal in the image is one kept for its screen
             // (a live one leaves the table the moment its child exits). The image says not
             // when it exited: its age restarts now.
@@ -293,13 +330,11 @@ impl ServerEngine {
                 if terminals.contains_key(&term.id()) || remains.contains(term.id()) {
                     return Err(StateError::Inconsistent("a terminal appears twice"));
                 }
-                let mut term = term;
                 term.measure();
                 remains.restore(term);
                 continue;
             }
             check_terminal(&term)?;
-            let mut term = term;
             term.measure();
             if remains.contains(term.id()) || terminals.insert(term.id(), term).is_some() {
                 return Err(StateError::Inconsistent("a terminal appears twice"));
@@ -333,13 +368,18 @@ impl ServerEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::super::summary::{SummaryFault, read_summary};
+    use super::super::summary::{Parts, SummaryFault, TerminalCwd, read_summary};
     use super::*;
     use crate::server::{PeerInfo, ServerEvent};
 
+    const ALL: Parts = Parts {
+        viewports: true,
+        cwds: true,
+    };
+
     fn read(state: &EngineState) -> Result<StateSummary, SummaryFault> {
         let bytes = postcard::to_stdvec(state).expect("serialize");
-        let (summary, rest) = read_summary(&bytes, true)?;
+        let (summary, rest) = read_summary(&bytes, ALL)?;
         assert!(rest.is_empty());
         Ok(summary)
     }
@@ -379,7 +419,7 @@ mod tests {
         let mut bytes = postcard::to_stdvec(&state).expect("serialize");
         bytes.truncate(bytes.len() - 1);
         assert!(matches!(
-            read_summary(&bytes, true),
+            read_summary(&bytes, ALL),
             Err(SummaryFault::Corrupt(_))
         ));
     }
@@ -411,7 +451,14 @@ mod tests {
         );
         // Without its viewports (a version 1 to 3 image), the base part reads alone.
         let base = postcard::to_stdvec(&state.base).expect("serialize");
-        let (summary, rest) = read_summary(&base, false).expect("the base part");
+        let (summary, rest) = read_summary(
+            &base,
+            Parts {
+                viewports: false,
+                cwds: false,
+            },
+        )
+        .expect("the base part");
         assert!(rest.is_empty());
         assert_eq!(summary.connections().count(), 2);
 
@@ -432,6 +479,60 @@ mod tests {
         ] {
             let mut broken = state.clone();
             broken.viewports = bad;
+            let why = StateError::Inconsistent(why);
+            assert_eq!(read(&broken).err(), Some(SummaryFault::State(why.clone())));
+            let refused = ServerEngine::from_state(config.clone(), broken).err();
+            assert_eq!(refused, Some(why));
+        }
+    }
+
+    #[test]
+    fn working_directories_are_carried_and_refused_alike_by_both_readers() {
+        // [SERVER.UPGRADE.STATE.7] [SCREEN.SERVER.2]
+        let mut engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
+        let now = Instant::from_micros(0);
+        let terminal = LocalTerminal(1);
+        let mut term = Terminal::new(terminal, 20, 6, 0, (ConnId(1), 1));
+        assert!(term.spawned(42));
+        term.set_cwd(Some("/spawned/here".into()));
+        engine.terminals.insert(terminal, term);
+        let state = engine.export_state().expect("quiet");
+        let cwd = |terminal, cwd: &str| TerminalCwd {
+            terminal: LocalTerminal(terminal),
+            cwd: cwd.into(),
+        };
+        assert_eq!(state.cwds, [cwd(1, "/spawned/here")]);
+        engine.handle(
+            now,
+            ServerEvent::WorkingDirectory {
+                terminal,
+                cwd: Some("/moved".into()),
+            },
+        );
+        let state = engine.export_state().expect("quiet");
+        assert_eq!(state.cwds, [cwd(1, "/moved")]);
+        assert!(read(&state).is_ok());
+        let config = state.base.config.clone();
+        let restored = ServerEngine::from_state(config.clone(), state.clone()).expect("restores");
+        assert_eq!(
+            restored.snapshot().terminals[0].cwd.as_deref(),
+            Some("/moved")
+        );
+
+        let long = "/".repeat(crate::server::MAX_CWD_LEN + 1);
+        for (bad, why) in [
+            (
+                vec![cwd(2, "/x")],
+                "a working directory names an unknown terminal",
+            ),
+            (vec![cwd(1, &long)], "a working directory is too long"),
+            (
+                vec![cwd(1, "/x"), cwd(1, "/y")],
+                "working directories are not one per terminal in id order",
+            ),
+        ] {
+            let mut broken = state.clone();
+            broken.cwds = bad;
             let why = StateError::Inconsistent(why);
             assert_eq!(read(&broken).err(), Some(SummaryFault::State(why.clone())));
             let refused = ServerEngine::from_state(config.clone(), broken).err();

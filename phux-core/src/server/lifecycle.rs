@@ -108,6 +108,10 @@ impl ServerEngine {
                 .find(|(name, _)| name == "TERM")
                 .map_or_else(|| "xterm-256color".to_owned(), |(_, value)| value.clone())
         });
+        if let Some(t) = self.terminals.get_mut(&terminal) {
+            // [SCREEN.SERVER.2] The spawn's directory, until the driver reads the program's.
+            t.set_cwd(spawn.cwd.clone().filter(|c| c.len() <= super::MAX_CWD_LEN));
+        }
         let spec = SpawnSpec {
             command,
             cwd: spawn.cwd,

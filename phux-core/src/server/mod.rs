@@ -51,6 +51,7 @@ mod pool;
 mod remains;
 mod size;
 mod state;
+pub use state::MAX_CWD_LEN;
 mod summary;
 mod terminal;
 mod upgrade;
@@ -79,7 +80,7 @@ pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use summary::StateSummary;
-pub(crate) use summary::{SummaryFault, read_summary};
+pub(crate) use summary::{DeclaredViewport, Parts, SummaryFault, TerminalCwd, read_summary};
 pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.
@@ -300,6 +301,9 @@ impl ServerEngine {
                 exit_status,
             } => {
                 self.on_child_exited(now, terminal, exit_status);
+            }
+            ServerEvent::WorkingDirectory { terminal, cwd } => {
+                self.on_working_directory(terminal, cwd);
             }
             ServerEvent::ShutdownRequested => self.shutdown("server is shutting down"),
             ServerEvent::UpgradeRequested { binary } => self.begin_upgrade(None, binary),

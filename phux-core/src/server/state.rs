@@ -19,6 +19,10 @@ pub(super) const MAX_CELLS_JSON: usize = 4 * 1024 * 1024;
 /// header, request id and result envelope (well under 64 bytes).
 pub(super) const MAX_REPLY_JSON: usize = MAX_FRAME_LEN as usize - 64;
 
+/// The longest working directory a terminal keeps ([SCREEN.SERVER.2]): Linux's `PATH_MAX`,
+/// the longest path `/proc/PID/cwd` reads as.
+pub const MAX_CWD_LEN: usize = 4096;
+
 impl ServerEngine {
     pub(super) fn snapshot(&self) -> SessionSnapshot {
         // [TERMINAL.REMAIN.2] Exited terminals kept for their screen are listed, in id order
@@ -44,13 +48,25 @@ impl ServerEngine {
                         cols,
                         rows,
                         title: t.state().title().map(str::to_owned),
-                        cwd: None,
+                        // [SCREEN.SERVER.2] As last observed, else as spawned.
+                        cwd: t.cwd().map(str::to_owned),
                     }
                 })
                 .collect(),
             focused_session: 0,
             focused_window: 0,
             focused_pane: TerminalId::Local(0),
+        }
+    }
+
+    /// [SCREEN.SERVER.2] The driver read a terminal's working directory; one longer than
+    /// [`MAX_CWD_LEN`] is not a path it reads, and leaves the last one as it was.
+    pub(super) fn on_working_directory(&mut self, terminal: LocalTerminal, cwd: Option<String>) {
+        if cwd.as_ref().is_some_and(|c| c.len() > MAX_CWD_LEN) {
+            return;
+        }
+        if let Some(t) = self.terminals.get_mut(&terminal) {
+            t.set_cwd(cwd);
         }
     }
 

@@ -83,6 +83,13 @@ pub(crate) struct DeclaredViewport {
     pub(crate) rows: u16,
 }
 
+/// A terminal's working directory, as an image carries it ([SERVER.UPGRADE.STATE.7]).
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct TerminalCwd {
+    pub(crate) terminal: LocalTerminal,
+    pub(crate) cwd: String,
+}
+
 /// The fields of `EngineState`'s base part, in order (postcard reads a struct as the tuple of its fields).
 const FIELDS: &[&str] = &[
     "config",
@@ -110,12 +117,21 @@ pub(crate) enum SummaryFault {
     State(StateError),
 }
 
+/// Which parts after the base an image's version holds ([`EngineState`](super::EngineState)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Parts {
+    /// The declared viewports (since version 4).
+    pub(crate) viewports: bool,
+    /// The terminals' working directories (since version 5).
+    pub(crate) cwds: bool,
+}
+
 /// Reads what a trial adoption keeps of the engine's state from the start of `bytes` (an
-/// image's body, laid out as `EngineState`, or as its base part alone when the image's
-/// version knew no `viewports`); the bytes after it.
+/// image's body, laid out as `EngineState` with the parts its version holds); the bytes
+/// after it.
 pub(crate) fn read_summary(
     bytes: &[u8],
-    viewports: bool,
+    parts: Parts,
 ) -> Result<(StateSummary, &[u8]), SummaryFault> {
     // A broken rule is told through the decoder as a bare error (postcard keeps no text):
     // its reason waits here.
@@ -124,11 +140,17 @@ pub(crate) fn read_summary(
     let read = (StateSeed { why: &why })
         .deserialize(&mut de)
         .and_then(|summary| {
-            if viewports {
+            if parts.viewports {
                 // [SERVER.UPGRADE.STATE.6] Read and checked as `from_state` checks them.
                 let declared = Vec::<DeclaredViewport>::deserialize(&mut de)?;
                 check_viewports(&declared, |id| summary.conns.binary_search(&id).is_ok())
                     .map_err(|e| broken::<postcard::Error>(&why, e))?;
+            }
+            if parts.cwds {
+                // [SERVER.UPGRADE.STATE.7] The same.
+                let cwds = Vec::<TerminalCwd>::deserialize(&mut de)?;
+                let known = |id| summary.terminals.binary_search_by_key(&id, |t| t.0).is_ok();
+                check_cwds(&cwds, known).map_err(|e| broken::<postcard::Error>(&why, e))?;
             }
             Ok(summary)
         });
@@ -175,6 +197,31 @@ pub(super) fn check_viewports(
         }
         if v.cols == 0 || v.rows == 0 {
             return Err(StateError::Inconsistent("a declared viewport is empty"));
+        }
+    }
+    Ok(())
+}
+
+/// The rules `from_state` keeps for the working directories: each names a terminal of the
+/// state, once, in id order, with a path of at most [`MAX_CWD_LEN`](super::MAX_CWD_LEN)
+/// bytes.
+pub(super) fn check_cwds(
+    cwds: &[TerminalCwd],
+    known: impl Fn(LocalTerminal) -> bool,
+) -> Result<(), StateError> {
+    if cwds.windows(2).any(|w| w[0].terminal >= w[1].terminal) {
+        return Err(StateError::Inconsistent(
+            "working directories are not one per terminal in id order",
+        ));
+    }
+    for c in cwds {
+        if !known(c.terminal) {
+            return Err(StateError::Inconsistent(
+                "a working directory names an unknown terminal",
+            ));
+        }
+        if c.cwd.len() > super::MAX_CWD_LEN {
+            return Err(StateError::Inconsistent("a working directory is too long"));
         }
     }
     Ok(())

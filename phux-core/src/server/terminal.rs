@@ -147,6 +147,11 @@ pub(super) struct Terminal {
     /// new image measures again.
     #[serde(skip)]
     charge: Charge,
+    /// The program's working directory, as spawned or last observed ([SCREEN.SERVER.2]).
+    /// Outside the fields above, whose layout state versions 1 to 4 pinned: an image carries
+    /// it beside the terminals ([SERVER.UPGRADE.STATE.7]).
+    #[serde(skip)]
+    cwd: Option<String>,
 }
 
 /// A terminal's share of the models budget, in bytes.
@@ -218,6 +223,7 @@ impl Terminal {
         Self {
             id,
             charge: Charge::of(&state),
+            cwd: None,
             state,
             lifecycle: Lifecycle::Running,
             exit_status: None,
@@ -242,6 +248,15 @@ impl Terminal {
     /// The child's pid, once the driver reported the spawn.
     pub(super) fn pid(&self) -> Option<u32> {
         self.pid
+    }
+
+    /// The program's working directory, as spawned or last observed ([SCREEN.SERVER.2]).
+    pub(super) fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    pub(super) fn set_cwd(&mut self, cwd: Option<String>) {
+        self.cwd = cwd;
     }
 
     pub(super) fn lifecycle(&self) -> Lifecycle {

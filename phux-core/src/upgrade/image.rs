@@ -8,8 +8,9 @@
 //! read ([`reads_version`]) and refuses any other with [`ImageError::UnknownVersion`], before
 //! it looks at the body. A change to what the state holds or how it is laid out is a new
 //! version. Versions 2 and 3 changed the driver's half only (the engine's half is laid out as
-//! in version 1); version 4 appended the connections' declared viewports to the engine's half
-//! ([`has_viewports`]), after the part laid out as in version 1.
+//! in version 1); version 4 appended the connections' declared viewports to the engine's half,
+//! after the part laid out as in version 1, and version 5 the terminals' working directories
+//! after those ([`parts`]).
 //!
 //! An image of a large server is tens or hundreds of megabytes: [`write_value`] writes it
 //! once, straight into the driver's file (no copy of it on the heap), and a reader decodes it
@@ -27,18 +28,22 @@ use std::io::{Seek, SeekFrom, Write};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::server::NotQuiet;
+use crate::server::{NotQuiet, Parts};
 
 /// The state version this binary writes.
-pub const STATE_VERSION: u32 = 4;
+pub const STATE_VERSION: u32 = 5;
 
 /// Every state version this binary reads.
-pub const READS_VERSIONS: &[u32] = &[1, 2, 3, 4];
+pub const READS_VERSIONS: &[u32] = &[1, 2, 3, 4, 5];
 
-/// Whether the engine's half of an image of `version` ends with the connections' declared
-/// viewports ([SERVER.UPGRADE.STATE.6]); before version 4 it ends with the base part.
-pub(crate) fn has_viewports(version: u32) -> bool {
-    version >= 4
+/// The parts after the base that the engine's half of an image of `version` holds: the
+/// connections' declared viewports since version 4 ([SERVER.UPGRADE.STATE.6]), the terminals'
+/// working directories since version 5 ([SERVER.UPGRADE.STATE.7]).
+pub(crate) fn parts(version: u32) -> Parts {
+    Parts {
+        viewports: version >= 4,
+        cwds: version >= 5,
+    }
 }
 
 /// The first bytes of every image.

@@ -41,7 +41,7 @@ pub(crate) use image::{encode_value, write_value};
 pub use phux_term::bytes;
 
 use crate::server::ServerEngine;
-use crate::server::{BaseState, SummaryFault, read_summary};
+use crate::server::{BaseState, DeclaredViewport, SummaryFault, TerminalCwd, read_summary};
 pub use crate::server::{EngineState, NotQuiet, StateError, StateSummary};
 
 /// The engine's half of an image written from the live engine: these two belong to the image,
@@ -96,12 +96,20 @@ pub struct Parts<'a> {
 /// leaving the driver's half to the driver.
 pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
     let (version, body) = image::body(bytes)?;
-    let (engine, host) = if image::has_viewports(version) {
-        image::take::<EngineState>(body)?
+    // The parts the image's version holds, one after the other.
+    let parts = image::parts(version);
+    let (base, rest) = image::take::<BaseState>(body)?;
+    let (viewports, rest) = if parts.viewports {
+        image::take::<Vec<DeclaredViewport>>(rest)?
     } else {
-        let (base, host) = image::take::<BaseState>(body)?;
-        (EngineState::from_base(base), host)
+        (Vec::new(), rest)
     };
+    let (cwds, host) = if parts.cwds {
+        image::take::<Vec<TerminalCwd>>(rest)?
+    } else {
+        (Vec::new(), rest)
+    };
+    let engine = EngineState::from_parts(base, viewports, cwds);
     Ok(Parts {
         version,
         engine,
@@ -141,7 +149,7 @@ pub enum SummaryError {
 pub fn summarize_parts(bytes: &[u8]) -> Result<SummaryParts<'_>, SummaryError> {
     let (version, body) = image::body(bytes)?;
     let (engine, host) =
-        read_summary(body, image::has_viewports(version)).map_err(|fault| match fault {
+        read_summary(body, image::parts(version)).map_err(|fault| match fault {
             SummaryFault::Corrupt(text) => SummaryError::Image(ImageError::Corrupt(text)),
             SummaryFault::State(e) => SummaryError::State(e),
         })?;

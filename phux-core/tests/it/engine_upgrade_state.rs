@@ -99,6 +99,11 @@ enum Step {
     UpgradeSignal,
     UpgradeFailed,
     UpgradeDone,
+    /// The driver read a terminal's working directory (`None`: unreadable).
+    Cwd {
+        t: u8,
+        dir: Option<u8>,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -120,6 +125,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::UpgradeSignal),
         1 => Just(Step::UpgradeFailed),
         1 => Just(Step::UpgradeDone),
+        1 => (any::<u8>(), proptest::option::of(0u8..4)).prop_map(|(t, dir)| Step::Cwd { t, dir }),
     ]
 }
 
@@ -192,6 +198,7 @@ enum Ev {
     UpgradeRequested,
     UpgradeFailed,
     UpgradeDone,
+    Cwd(LocalTerminal, Option<String>),
 }
 
 impl Ev {
@@ -234,6 +241,10 @@ impl Ev {
                 reason: "generated".into(),
             },
             Self::UpgradeDone => ServerEvent::UpgradeDone,
+            Self::Cwd(terminal, cwd) => ServerEvent::WorkingDirectory {
+                terminal: *terminal,
+                cwd: cwd.clone(),
+            },
         }
     }
 }
@@ -292,6 +303,8 @@ impl World {
             0 => {
                 let mut spawn = SpawnTerminal::new(rid, GroupId(1));
                 spawn.initial_size = Some(TerminalSize { cols: 20, rows: 6 });
+                // Some spawned in a directory ([SCREEN.SERVER.2]), listed by GET_STATE.
+                spawn.cwd = (arg % 3 == 1).then(|| format!("/spawned/{arg}"));
                 Frame::SpawnTerminal(spawn)
             }
             1 => command(Command::AttachTerminal { terminal }),
@@ -479,6 +492,11 @@ impl World {
             Step::UpgradeSignal => out.push(Ev::UpgradeRequested),
             Step::UpgradeFailed => out.push(Ev::UpgradeFailed),
             Step::UpgradeDone => out.push(Ev::UpgradeDone),
+            Step::Cwd { t, dir } => {
+                if let Some(t) = self.live(*t) {
+                    out.push(Ev::Cwd(t, dir.map(|d| format!("/home/d{d}"))));
+                }
+            }
         }
         // Kills are carried out at once: the child is reaped, its jobs are abandoned.
         while let Some(t) = self.killed.pop_front() {

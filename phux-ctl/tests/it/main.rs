@@ -16,6 +16,7 @@ mod ctl_attach_screens;
 mod ctl_attach_sizes;
 mod ctl_attach_tmux;
 mod ctl_cli_behaviour;
+mod ctl_cwd;
 mod ctl_docs;
 mod ctl_exec_bridge;
 mod ctl_exit_codes;

@@ -300,6 +300,9 @@ impl Driver {
         // output, read in KiB chunks, leaves in large writes.
         if FlushPolicy::flush_after_read(last_read) {
             self.flush();
+            // [SCREEN.SERVER.2] The end of a burst: a prompt after a `cd`, an echo.
+            self.host.observe_cwd(terminal);
+            self.feed_observed();
             // A short read took all the line discipline held, and more output raises a new
             // event: the read that would find the master empty is skipped, as for a socket.
             // Not after a bulk read: there the master is refilled as we go, and the next read

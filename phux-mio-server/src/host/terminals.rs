@@ -61,6 +61,19 @@ impl Host {
         info!(%terminal, pid, program = ?spec.program, cols = spec.cols, rows = spec.rows, "spawned");
         self.terminals.insert(terminal, term);
         self.report(ServerEvent::Spawned { terminal, pid });
+        self.observe_cwd(terminal);
+    }
+
+    /// [SCREEN.SERVER.2] Reports `terminal`'s working directory if it changed since the last
+    /// report: after the spawn, and when a burst of output ends (a shell prints its prompt
+    /// after a `cd`).
+    pub(crate) fn observe_cwd(&mut self, terminal: LocalTerminal) {
+        if let Some(t) = self.terminals.get_mut(&terminal)
+            && t.cwd_changed()
+        {
+            let cwd = t.cwd();
+            self.report(ServerEvent::WorkingDirectory { terminal, cwd });
+        }
     }
 
     pub(super) fn write(&mut self, terminal: LocalTerminal, job: JobId, bytes: Vec<u8>) {
