@@ -79,10 +79,12 @@ fn nothing_about_the_remote_host_is_answered_from_this_one() {
         .as_array()
         .and_then(|a| a.iter().find(|t| t["id"] == id.as_str()))
         .expect("listed");
-    assert!(
-        entry["command"].is_null() && entry["cwd"].is_null(),
-        "{entry}"
-    );
+    assert!(entry["command"].is_null(), "{entry}");
+    // [SCREEN.SERVER.2] The directory is the server's answer (the program's, read on the
+    // server's host), not this host's: phuxctl reads no local /proc over --exec.
+    let pid = entry["pid"].as_u64().expect("a pid");
+    let there = std::fs::read_link(format!("/proc/{pid}/cwd")).expect("the program's cwd");
+    assert_eq!(entry["cwd"].as_str(), there.to_str(), "{entry}");
 
     // The server judges a directory on its host: a missing one is its refusal (4), not a
     // local usage error; a relative one is bad usage.
