@@ -38,21 +38,22 @@
 mod action;
 mod config;
 mod connection;
-mod dispatch;
 mod event;
-mod events;
 mod export;
 mod handshake;
 mod input;
+mod input_lease;
 mod lifecycle;
 mod outbound;
 mod output;
 mod pool;
+mod receive;
 mod remains;
-mod state;
+mod subscriptions;
 mod summary;
 mod terminal;
 mod upgrade;
+mod views;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
