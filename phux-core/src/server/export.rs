@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
+use super::pending_upgrade::PendingUpgrade;
 use super::summary::{StateSummary, check_connection, check_terminal};
 use super::terminal::Terminal;
-use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
