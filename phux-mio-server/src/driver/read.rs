@@ -261,6 +261,7 @@ impl Driver {
                 }
                 Ok(PtyRead::WouldBlock) => {
                     let bytes = buf.get(..gathered).unwrap_or_default();
+                    // [OUTPUT.GATHER.2] Found empty: a chunk ended by a short read goes now.
                     if !bytes.is_empty() {
                         self.feed_output(terminal, bytes, last_read);
                     }

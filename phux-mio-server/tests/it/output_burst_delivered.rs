@@ -69,6 +69,7 @@ fn await_output(c: &mut Client, t: &TerminalId, byte: u8, want: usize) -> usize 
     seen
 }
 
+// [OUTPUT.GATHER.2]
 #[test]
 fn bursts_followed_by_silence_are_delivered_whole() {
     let server = Server::start();
@@ -96,6 +97,7 @@ fn bursts_followed_by_silence_are_delivered_whole() {
 /// A program writing a byte at a time, as fast as it can, then falling silent: every read of
 /// the master is short, and the server reads on after each while more is behind it
 /// ([OUTPUT.GATHER.1]). The last bytes must still arrive, with no later output to prompt them.
+// [OUTPUT.GATHER.2]
 #[test]
 fn byte_at_a_time_output_is_delivered_whole() {
     const BYTES: usize = 3000;
