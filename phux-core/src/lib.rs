@@ -17,26 +17,40 @@
 //! | [`upgrade`] | the engine's whole state as one versioned image, for an in-place upgrade |
 //! | `sim` (feature) | a simulated PTY and clock: the one non-production driver |
 //!
-//! # Driving the server engine
+//! # Driving the engines
 //!
-//! The contract every driver keeps (quinn-proto and str0m keep the same one):
+//! Both engines, [`server::ServerEngine`] and [`client::ClientEngine`], have one call shape:
+//! `handle(now, event)` takes what happened, `poll_action()` gives what to do, and
+//! `poll_timeout()` says when to report a `Timeout`. The contract every driver keeps
+//! (quinn-proto and str0m keep the same one):
 //!
-//! 1. **Report, then drain.** Report each event with [`server::ServerEngine::handle`], then
-//!    call [`server::ServerEngine::poll_action`] until it returns `None`, performing each
-//!    action in the order given. Actions for one connection or one terminal must be carried
-//!    out in that order (bytes to a socket, jobs to a PTY).
-//! 2. **Never re-enter.** The engine never calls the driver, and performing an action never
+//! 1. **Report, then drain.** Report each event with `handle` ([`server::ServerEvent`],
+//!    [`client::ClientEvent`]), then call `poll_action` until it returns `None`, performing
+//!    each action ([`server::ServerAction`], [`client::ClientAction`]) in the order given. A
+//!    client's commands (`command`, `send`, `apply_input`, `paste`, `set_scope`,
+//!    `drop_operations`) are drained the same way. Actions for one connection or one
+//!    terminal must be carried out in that order (bytes to a socket, jobs to a PTY).
+//! 2. **Journal before send.** A client's [`client::ClientAction::Journal`] record is made
+//!    durable before any later `Transmit` is written ([CLIENT.OUTBOX.1]). The engine yields
+//!    every waiting record before any notice or byte, so a driver may append a drain's
+//!    records as they come and sync once, before its first notice or `Transmit`.
+//! 3. **Never re-enter.** The engine never calls the driver, and performing an action never
 //!    calls the engine. What performing produces (a spawn fails at once, a write completes at
-//!    once, bytes are handed to a socket) is queued and reported after the drain, one event
-//!    at a time, each followed by its own drain. The mio driver (`feed_all`) and the
-//!    simulation (`Harness::drain`) order events this way.
-//! 3. **Complete what you were asked.** Every `Spawn` is answered with `Spawned` or
+//!    once, bytes are handed to a socket, a client closes the connection it was told to
+//!    redial) is queued and reported after the drain, one event at a time, each followed by
+//!    its own drain. The mio driver (`feed_all`), the simulation (`Harness::drain`) and
+//!    phuxctl's session order events this way.
+//! 4. **Complete what you were asked.** Every `Spawn` is answered with `Spawned` or
 //!    `SpawnFailed`, every `Write` with one `WriteDone` (write jobs through a
 //!    [`writer::PtyWriter`]), every `Kill` with `ChildExited`; bytes handed to a socket are
-//!    reported with `Sent`. The engine answers APPLY_INPUT from these reports only.
-//! 4. **Wake up on time.** After the drain, read [`server::ServerEngine::poll_timeout`] and
-//!    report `ServerEvent::Timeout` at or after that instant. Early or extra timeouts are
-//!    harmless. `now` never goes backwards.
+//!    reported with `Sent`. The server engine answers APPLY_INPUT from these reports only. A
+//!    client that is told to redial, or that its connection failed, closes the connection and
+//!    reports `Disconnected` (and `Connected` once it has dialled again).
+//! 5. **Wake up on time.** After the drain, read `poll_timeout` and report `Timeout` at or
+//!    after that instant. Early or extra timeouts are harmless. `now` never goes backwards;
+//!    a client with a journal takes it from a clock whose epoch survives a restart.
+//!
+//! The server:
 //!
 //! ```no_run
 //! use phux_core::server::{ConnId, PeerInfo, ServerAction, ServerConfig, ServerEngine, ServerEvent};
@@ -62,6 +76,46 @@
 //!     engine.handle(now, event); // ...and drain again
 //! }
 //! let _wake_at = engine.poll_timeout();
+//! ```
+//!
+//! The client:
+//!
+//! ```no_run
+//! use phux_core::client::{ClientAction, ClientConfig, ClientEngine, ClientEvent, ClientNotice};
+//! use phux_core::client::journal::JournalRecord;
+//! use phux_core::Instant;
+//! # fn clock() -> Instant { Instant::ZERO }
+//! # fn read_socket_until(_: Option<Instant>) -> Option<Vec<u8>> { None }
+//! # fn write_socket(_: &[u8]) {}
+//! # fn append_and_sync(_: &[JournalRecord]) {}
+//! # fn close_and_dial() {}
+//!
+//! let mut engine = ClientEngine::new(ClientConfig::default());
+//! engine.handle(clock(), ClientEvent::Connected);
+//! loop {
+//!     let (mut records, mut bytes_out, mut redial) = (Vec::new(), Vec::new(), false);
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             ClientAction::Journal(record) => records.push(record),
+//!             ClientAction::Notify(ClientNotice::Redial { .. }) => redial = true,
+//!             ClientAction::Notify(notice) => println!("{notice:?}"),
+//!             ClientAction::Transmit(bytes) => bytes_out.push(bytes),
+//!         }
+//!     }
+//!     append_and_sync(&records); // durable before the bytes it describes leave
+//!     bytes_out.iter().for_each(|b| write_socket(b));
+//!     if redial {
+//!         close_and_dial(); // what performing produced, reported after the drain
+//!         engine.handle(clock(), ClientEvent::Disconnected);
+//!         engine.handle(clock(), ClientEvent::Connected);
+//!         continue;
+//!     }
+//!     // Wait for the socket or the engine's wake-up, whichever comes first.
+//!     match read_socket_until(engine.poll_timeout()) {
+//!         Some(bytes) => engine.handle(clock(), ClientEvent::Received { bytes: &bytes }),
+//!         None => engine.handle(clock(), ClientEvent::Timeout),
+//!     }
+//! }
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

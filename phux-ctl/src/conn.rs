@@ -3,8 +3,9 @@
 //!
 //! A reader thread turns the socket into messages on a channel; the main thread waits on that
 //! channel with the engine's timeout, so one loop serves the socket, the engine's timers and
-//! (for `attach`) the local tty, whose events arrive on the same channel. The order the
-//! engine asks for is kept: events, then journal records (appended and synced), then bytes.
+//! (for `attach`) the local tty, whose events arrive on the same channel. Each drain of the
+//! engine's actions is performed as the drive contract asks: its journal records appended and
+//! synced before its bytes are written; its notices handed to the caller after both.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant as StdInstant, SystemTime};
 
 use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::{Input, OutboxConfig, Resolution, Scope};
-use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
+use phux_core::client::{ClientAction, ClientConfig, ClientEngine, ClientEvent, ClientNotice};
 use phux_core::time::Instant;
 use phux_proto::frame::{HelloOk, SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
@@ -75,9 +76,9 @@ pub enum Incoming {
 /// What [`Session::step`] found.
 #[derive(Debug)]
 pub enum Step {
-    /// An engine event (operation resolutions are collected for
+    /// An engine notice (operation resolutions are collected for
     /// [`Session::wait_resolved`] and only named by [`Step::Resolved`]).
-    Event(ClientEvent),
+    Notice(ClientNotice),
     /// A tty event.
     Tty(crossterm::event::Event),
     /// What the tty sent, decoded.
@@ -153,9 +154,9 @@ pub struct Session {
     redials: u32,
     tx: Sender<Incoming>,
     rx: Receiver<Incoming>,
-    events: VecDeque<ClientEvent>,
+    notices: VecDeque<ClientNotice>,
     /// Events a command's wait passed over (output, bootstrap), for the next `step`.
-    deferred: VecDeque<ClientEvent>,
+    deferred: VecDeque<ClientNotice>,
     resolved: HashMap<OperationId, (TerminalId, Resolution)>,
     next_spawn_request: u32,
     detached: Option<String>,
@@ -247,7 +248,7 @@ impl Session {
             redials: 0,
             tx,
             rx,
-            events: VecDeque::new(),
+            notices: VecDeque::new(),
             deferred: VecDeque::new(),
             resolved: HashMap::new(),
             next_spawn_request: 1,
@@ -293,7 +294,7 @@ impl Session {
             }
         });
         self.link = Some(link);
-        self.engine.handle_connected(unix_now());
+        self.engine.handle(unix_now(), ClientEvent::Connected);
         Ok(())
     }
 
@@ -301,7 +302,7 @@ impl Session {
         let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
-                Step::Event(ClientEvent::HelloOk(hello)) => {
+                Step::Notice(ClientNotice::HelloOk(hello)) => {
                     self.hello = Some(hello);
                     return Ok(());
                 }
@@ -351,15 +352,16 @@ impl Session {
         }
     }
 
-    /// Performs what the engine asks for: collect events, persist journal records (synced
-    /// before anything is sent), write the transmit queue.
+    /// Performs what the engine asks for: collect notices, persist journal records (synced
+    /// before anything is sent), write the bytes.
     fn flush(&mut self) -> Result<(), CtlError> {
-        while let Some(event) = self.engine.poll_event() {
-            self.events.push_back(event);
-        }
-        let mut batch = Vec::new();
-        while let Some(record) = self.engine.poll_journal() {
-            batch.push(record);
+        let (mut batch, mut transmit) = (Vec::new(), Vec::new());
+        while let Some(action) = self.engine.poll_action() {
+            match action {
+                ClientAction::Journal(record) => batch.push(record),
+                ClientAction::Notify(notice) => self.notices.push_back(notice),
+                ClientAction::Transmit(bytes) => transmit.push(bytes),
+            }
         }
         if !batch.is_empty() {
             let Some(store) = &mut self.store else {
@@ -393,7 +395,7 @@ impl Session {
                 }
             }
         }
-        while let Some(bytes) = self.engine.poll_transmit() {
+        for bytes in transmit {
             let Some(link) = &mut self.link else {
                 break;
             };
@@ -513,18 +515,18 @@ impl Session {
     /// Runs the loop until something for the caller happens or `deadline` passes.
     pub fn step(&mut self, deadline: Option<StdInstant>) -> Result<Step, CtlError> {
         if let Some(event) = self.deferred.pop_front() {
-            return Ok(Step::Event(event));
+            return Ok(Step::Notice(event));
         }
         self.step_live(deadline)
     }
 
-    /// [`Session::step`] without the deferred events (for waits that defer what they skip).
+    /// [`Session::step`] without the deferred notices (for waits that defer what they skip).
     fn step_live(&mut self, deadline: Option<StdInstant>) -> Result<Step, CtlError> {
         loop {
             self.flush()?;
-            if let Some(event) = self.events.pop_front() {
+            if let Some(event) = self.notices.pop_front() {
                 match event {
-                    ClientEvent::OperationResolved {
+                    ClientNotice::OperationResolved {
                         op,
                         terminal,
                         resolution,
@@ -532,13 +534,13 @@ impl Session {
                         self.resolved.insert(op, (terminal, resolution));
                         return Ok(Step::Resolved(op));
                     }
-                    ClientEvent::Redial { .. } => self.redial()?,
-                    ClientEvent::ConnectionFailed(why) => return Err(CtlError::Protocol(why)),
-                    ClientEvent::Detached { ref message, .. } => {
+                    ClientNotice::Redial { .. } => self.redial()?,
+                    ClientNotice::ConnectionFailed(why) => return Err(CtlError::Protocol(why)),
+                    ClientNotice::Detached { ref message, .. } => {
                         self.detached = Some(message.clone());
-                        return Ok(Step::Event(event));
+                        return Ok(Step::Notice(event));
                     }
-                    other => return Ok(Step::Event(other)),
+                    other => return Ok(Step::Notice(other)),
                 }
                 continue;
             }
@@ -569,7 +571,8 @@ impl Session {
             };
             match message {
                 Ok(Incoming::Bytes { conn, bytes }) if conn == self.conn => {
-                    self.engine.handle_received(unix_now(), &bytes);
+                    self.engine
+                        .handle(unix_now(), ClientEvent::Received { bytes: &bytes });
                 }
                 Ok(Incoming::Closed { conn }) if conn == self.conn => {
                     if !self.on_closed()? {
@@ -582,7 +585,9 @@ impl Session {
                 Ok(Incoming::TtyFailed(e)) => return Ok(Step::TtyFailed(e)),
                 // A stale connection's leftovers.
                 Ok(_) => {}
-                Err(RecvTimeoutError::Timeout) => self.engine.handle_timeout(unix_now()),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.engine.handle(unix_now(), ClientEvent::Timeout);
+                }
                 // We hold a sender ourselves, so this cannot happen; treat it as an end.
                 Err(RecvTimeoutError::Disconnected) => return Ok(Step::Closed),
             }
@@ -596,7 +601,7 @@ impl Session {
             link.close();
             self.exit_note = link.exit_note();
         }
-        self.engine.handle_disconnected(unix_now());
+        self.engine.handle(unix_now(), ClientEvent::Disconnected);
         if self.engine.outbox().active_len() == 0 || self.redials >= MAX_REDIALS {
             return Ok(false);
         }
@@ -632,11 +637,11 @@ impl Session {
         let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
-                Step::Event(ClientEvent::CommandResult {
+                Step::Notice(ClientNotice::CommandResult {
                     request_id: id,
                     result,
                 }) if id == request_id => return Ok(result),
-                Step::Event(ClientEvent::CommandAbandoned { request_id: id })
+                Step::Notice(ClientNotice::CommandAbandoned { request_id: id })
                     if id == request_id =>
                 {
                     return Err(self.lost("before the answer"));
@@ -644,14 +649,14 @@ impl Session {
                 Step::Deadline => return Err(CtlError::Timeout("the command's answer")),
                 Step::Closed => return Err(self.lost("before the answer")),
                 // Output and bootstrap frames may come before the answer (ATTACH_TERMINAL).
-                Step::Event(other) => self.deferred.push_back(other),
+                Step::Notice(other) => self.deferred.push_back(other),
                 _ => {}
             }
         }
     }
 
     /// Sends a command without waiting for its answer, which [`Session::step`] returns later
-    /// as a `ClientEvent::CommandResult` with this request id (or `CommandAbandoned` if the
+    /// as a `ClientNotice::CommandResult` with this request id (or `CommandAbandoned` if the
     /// connection ends first): for `attach`, which must go on reading the tty and the output.
     pub fn start_command(&mut self, command: Command) -> Result<u32, CtlError> {
         let request_id = self
@@ -696,7 +701,7 @@ impl Session {
         let deadline = StdInstant::now() + self.command_timeout;
         loop {
             match self.step_live(Some(deadline))? {
-                Step::Event(ClientEvent::Frame(Frame::TerminalSpawned(s)))
+                Step::Notice(ClientNotice::Frame(Frame::TerminalSpawned(s)))
                     if s.request_id == request_id =>
                 {
                     return match s.result {
@@ -704,7 +709,7 @@ impl Session {
                         SpawnResult::Err(e) => Err(CtlError::SpawnFailed(spawn_error_text(&e))),
                     };
                 }
-                Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
+                Step::Notice(ClientNotice::Frame(Frame::Error(e))) => {
                     return Err(CtlError::Refused {
                         code: e.code,
                         message: e.message,
@@ -712,7 +717,7 @@ impl Session {
                 }
                 Step::Deadline => return Err(CtlError::Timeout("TERMINAL_SPAWNED")),
                 Step::Closed => return Err(self.lost("before TERMINAL_SPAWNED")),
-                Step::Event(other) => self.deferred.push_back(other),
+                Step::Notice(other) => self.deferred.push_back(other),
                 _ => {}
             }
         }
@@ -758,7 +763,7 @@ impl Session {
             let gone = ops.iter().all(|op| {
                 self.resolved.contains_key(op) || self.engine.outbox().pending(*op).is_none()
             });
-            if gone && self.events.is_empty() {
+            if gone && self.notices.is_empty() {
                 break;
             }
             match self.step_live(Some(deadline))? {
@@ -768,7 +773,7 @@ impl Session {
                         "with input pending; it stays in the outbox for the next phuxctl run",
                     ));
                 }
-                Step::Event(other) => self.deferred.push_back(other),
+                Step::Notice(other) => self.deferred.push_back(other),
                 _ => {}
             }
         }

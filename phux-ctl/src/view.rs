@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use phux_core::client::ClientEvent;
+use phux_core::client::ClientNotice;
 use phux_proto::event::AgentEvent;
 use phux_proto::frame::{EventFrame, SubscribeEvents};
 use phux_proto::{Command, CommandValue, Frame, TerminalId};
@@ -67,15 +67,15 @@ pub(crate) fn watch(
     let mut out = std::io::stdout().lock();
     loop {
         let bytes = match session.step(None)? {
-            Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == *id => {
+            Step::Notice(ClientNotice::Frame(Frame::TerminalOutput(o))) if o.terminal == *id => {
                 o.bytes
             }
-            Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c)))
+            Step::Notice(ClientNotice::Frame(Frame::BootstrapChunk(c)))
                 if bootstrap && c.terminal == *id =>
             {
                 c.payload
             }
-            Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
+            Step::Notice(ClientNotice::Frame(Frame::TerminalClosed(c))) if c.terminal == *id => {
                 // [CLIENT.WATCH.1] The program's status is watch's, as ssh and `tmux wait` do.
                 return Ok(program_exit_code(c.exit_status));
             }
@@ -113,7 +113,7 @@ pub(crate) fn events(
     let mut out = std::io::stdout().lock();
     loop {
         match session.step(None)? {
-            Step::Event(ClientEvent::Frame(frame @ Frame::Event(_))) => {
+            Step::Notice(ClientNotice::Frame(frame @ Frame::Event(_))) => {
                 let line = if json {
                     event_json(&frame).to_string()
                 } else {
@@ -133,7 +133,7 @@ pub(crate) fn events(
                     return Ok(EXIT_OK);
                 }
             }
-            Step::Event(ClientEvent::Frame(Frame::Error(e))) => {
+            Step::Notice(ClientNotice::Frame(Frame::Error(e))) => {
                 return Err(CtlError::Refused {
                     code: e.code,
                     message: e.message,

@@ -3,13 +3,13 @@
 //!
 //! # Driving a `ClientEngine`
 //!
-//! Inputs are `handle_*(now, …)`, outputs `poll_*`. After every `handle_*` (and every
-//! command or submission), drain in this order: [`ClientEngine::poll_event`] until `None`,
-//! [`ClientEngine::poll_journal`] until `None` (append each record to the journal file and
-//! make it durable), [`ClientEngine::poll_transmit`] until `None` (write the bytes), then read
-//! [`ClientEngine::poll_timeout`] and call [`ClientEngine::handle_timeout`] when it passes.
-//! `poll_transmit` yields nothing while journal records wait, so an operation's record always
-//! reaches the journal before its bytes reach the socket.
+//! As the server engine is driven (the crate's drive contract): report each event with
+//! [`ClientEngine::handle`] and issue commands ([`ClientEngine::command`],
+//! [`ClientEngine::apply_input`], ...), then drain [`ClientEngine::poll_action`] until `None`,
+//! then read [`ClientEngine::poll_timeout`]. A [`ClientAction::Journal`] record is made durable
+//! before any later [`ClientAction::Transmit`] is written: the engine yields every waiting
+//! record before any notice or byte, so an operation's record always reaches the journal
+//! before its bytes reach the socket.
 //!
 //! With a journal, `now` must come from a clock whose epoch survives a restart (microseconds
 //! since the Unix epoch): a restored operation's age decides whether resending it is safe.
@@ -20,44 +20,10 @@
 //! [`outbox::Resolution::NotSent`]; an operation is also never sent once
 //! [`retry::OPERATION_HORIZON`] has passed since its submission. A [`outbox::Scope`] limits
 //! which restored operations a run touches.
-//!
-//! ```no_run
-//! use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
-//! use phux_core::time::Instant;
-//! # fn clock() -> Instant { Instant::ZERO }
-//! # fn read_socket() -> Option<Vec<u8>> { None }
-//! # fn write_socket(_: &[u8]) {}
-//! # fn append_journal(_: &[u8]) {}
-//! # fn close_and_redial() {}
-//! let mut engine = ClientEngine::new(ClientConfig::default());
-//! engine.handle_connected(clock());
-//! loop {
-//!     while let Some(event) = engine.poll_event() {
-//!         match event {
-//!             ClientEvent::Redial { .. } => {
-//!                 close_and_redial();
-//!                 engine.handle_disconnected(clock());
-//!                 engine.handle_connected(clock());
-//!             }
-//!             other => println!("{other:?}"),
-//!         }
-//!     }
-//!     while let Some(record) = engine.poll_journal() {
-//!         append_journal(&record.to_bytes());
-//!     }
-//!     while let Some(bytes) = engine.poll_transmit() {
-//!         write_socket(&bytes);
-//!     }
-//!     let _wake_at = engine.poll_timeout();
-//!     // Wait for the socket or `_wake_at`, whichever comes first, then:
-//!     match read_socket() {
-//!         Some(bytes) => engine.handle_received(clock(), &bytes),
-//!         None => engine.handle_timeout(clock()),
-//!     }
-//! }
-//! ```
 
+mod action;
 mod batch;
+mod event;
 pub mod journal;
 pub mod outbox;
 pub mod retry;
@@ -66,7 +32,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use phux_proto::frame::{
-    ClientCapabilities, CommandFrame, DetachReason, Hello, HelloOk, ProtocolVersion, ServerFeatures,
+    ClientCapabilities, CommandFrame, Hello, HelloOk, ProtocolVersion, ServerFeatures,
 };
 use phux_proto::input::{InputEvent, PasteTrust};
 use phux_proto::{
@@ -79,6 +45,9 @@ use crate::lane::COMPLETION_BOUND;
 use crate::time::Instant;
 use journal::{Incarnation, JournalError, JournalRecord};
 use outbox::{Input, Outbox, OutboxConfig, OutboxError, Resolution, Scope};
+
+pub use action::{ClientAction, ClientNotice, RedialReason};
+pub use event::ClientEvent;
 
 /// How long past the server's 5 s completion bound an operation may go unanswered before
 /// the connection is presumed half-open: the server answers every APPLY_INPUT within the
@@ -113,66 +82,6 @@ impl Default for ClientConfig {
             outbox: OutboxConfig::default(),
         }
     }
-}
-
-/// What the engine tells its driver.
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum ClientEvent {
-    /// The handshake completed.
-    HelloOk(HelloOk),
-    /// A [`ClientEngine::command`]'s answer (COMMAND_RESULT, or an ERROR naming its id).
-    CommandResult {
-        /// The id `command` returned.
-        request_id: u32,
-        /// The outcome.
-        result: CommandResult,
-    },
-    /// A command's connection ended before its answer: it may or may not have run.
-    CommandAbandoned {
-        /// The id `command` returned.
-        request_id: u32,
-    },
-    /// An acknowledged-input operation is finished.
-    OperationResolved {
-        /// The operation.
-        op: OperationId,
-        /// Its terminal.
-        terminal: TerminalId,
-        /// How it ended.
-        resolution: Resolution,
-    },
-    /// Any other server frame: output, bootstrap, events, PONG, uncorrelated ERROR, ...
-    Frame(Frame),
-    /// The server is ending the connection.
-    Detached {
-        /// Why, when stated and known.
-        reason: Option<DetachReason>,
-        /// The server's text.
-        message: String,
-    },
-    /// The connection looks dead: drop it and dial again (then `handle_disconnected`,
-    /// `handle_connected`). Pending operations are decided after the new HELLO_OK.
-    Redial {
-        /// Why.
-        reason: RedialReason,
-    },
-    /// The server broke the protocol; the engine ignores this connection's further bytes.
-    /// Close it (redialling is the driver's choice).
-    ConnectionFailed(PeerMisbehaved),
-}
-
-/// Why the engine asks for a redial.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum RedialReason {
-    /// An operation went unanswered past the half-open deadline.
-    HalfOpen {
-        /// The oldest unanswered operation.
-        op: OperationId,
-        /// How long since it was sent.
-        waited: Duration,
-    },
 }
 
 /// A server that broke a rule.
@@ -238,7 +147,8 @@ pub struct ClientEngine {
     conn: Conn,
     decoder: FrameDecoder,
     transmit: VecDeque<Vec<u8>>,
-    events: VecDeque<ClientEvent>,
+    /// What to hand the application.
+    notices: VecDeque<ClientNotice>,
     outbox: Outbox,
     next_request_id: u32,
     /// User commands awaiting an answer on this connection.
@@ -284,7 +194,7 @@ impl ClientEngine {
             conn: Conn::Down,
             decoder: FrameDecoder::new(),
             transmit: VecDeque::new(),
-            events: VecDeque::new(),
+            notices: VecDeque::new(),
             outbox,
             next_request_id: 1,
             commands: HashSet::new(),
@@ -327,7 +237,7 @@ impl ClientEngine {
     }
 
     /// The user gives up pending operations that are not awaiting an answer; each resolves
-    /// (not sent, or unknown if a send is in doubt) as a [`ClientEvent::OperationResolved`].
+    /// (not sent, or unknown if a send is in doubt) as a [`ClientNotice::OperationResolved`].
     pub fn drop_operations(&mut self, ops: &[OperationId]) {
         let resolved = self.outbox.drop_pending(ops);
         self.report(resolved);
@@ -338,13 +248,21 @@ impl ClientEngine {
         matches!(self.conn, Conn::Ready { .. })
     }
 
-    // ---- handle_* ----
+    // ---- handle ----
 
-    /// A connection is up: the engine queues HELLO. A still-open previous connection is
-    /// treated as lost first.
-    pub fn handle_connected(&mut self, now: Instant) {
+    /// Reports one event. Drain [`ClientEngine::poll_action`] afterwards.
+    pub fn handle(&mut self, now: Instant, event: ClientEvent<'_>) {
+        match event {
+            ClientEvent::Connected => self.on_connected(),
+            ClientEvent::Received { bytes } => self.on_received(now, bytes),
+            ClientEvent::Disconnected => self.on_disconnected(),
+            ClientEvent::Timeout => self.on_timeout(now),
+        }
+    }
+
+    fn on_connected(&mut self) {
         if self.conn != Conn::Down {
-            self.handle_disconnected(now);
+            self.on_disconnected();
         }
         self.conn = Conn::Handshaking;
         let hello = Frame::Hello(Hello {
@@ -355,8 +273,7 @@ impl ClientEngine {
         self.transmit.push_back(hello.to_bytes());
     }
 
-    /// Bytes arrived from the server.
-    pub fn handle_received(&mut self, now: Instant, bytes: &[u8]) {
+    fn on_received(&mut self, now: Instant, bytes: &[u8]) {
         if matches!(self.conn, Conn::Down | Conn::Failed) {
             return;
         }
@@ -380,9 +297,7 @@ impl ClientEngine {
         self.pump(now);
     }
 
-    /// The connection is gone. In-flight operations become in doubt (decided after the next
-    /// HELLO_OK); commands awaiting answers are abandoned.
-    pub fn handle_disconnected(&mut self, _now: Instant) {
+    fn on_disconnected(&mut self) {
         if self.conn == Conn::Down {
             return;
         }
@@ -391,8 +306,8 @@ impl ClientEngine {
         let mut abandoned: Vec<u32> = self.commands.drain().collect();
         abandoned.sort_unstable();
         for request_id in abandoned {
-            self.events
-                .push_back(ClientEvent::CommandAbandoned { request_id });
+            self.notices
+                .push_back(ClientNotice::CommandAbandoned { request_id });
         }
         self.op_requests.clear();
         self.op_sent.clear();
@@ -401,8 +316,7 @@ impl ClientEngine {
         self.redial_requested = false;
     }
 
-    /// Time passed: backoffs end, half-open deadlines fire. Spurious calls are harmless.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn on_timeout(&mut self, now: Instant) {
         if !self.is_ready() {
             return;
         }
@@ -414,7 +328,7 @@ impl ClientEngine {
                 && at + self.config.half_open_after <= now
             {
                 self.redial_requested = true;
-                self.events.push_back(ClientEvent::Redial {
+                self.notices.push_back(ClientNotice::Redial {
                     reason: RedialReason::HalfOpen {
                         op,
                         waited: now.saturating_duration_since(at),
@@ -427,7 +341,7 @@ impl ClientEngine {
 
     // ---- commands ----
 
-    /// Sends a command; its answer arrives as [`ClientEvent::CommandResult`] with the
+    /// Sends a command; its answer arrives as [`ClientNotice::CommandResult`] with the
     /// returned request id (results may come back in any order).
     pub fn command(&mut self, command: Command) -> Result<u32, ApiMisuse> {
         if matches!(command, Command::ApplyInput(_)) {
@@ -467,7 +381,7 @@ impl ClientEngine {
 
     /// Submits acknowledged input: recorded in the outbox (split into in-limit operations if
     /// needed) and sent in order when the connection allows. Returns the operation ids;
-    /// each resolves as one [`ClientEvent::OperationResolved`].
+    /// each resolves as one [`ClientNotice::OperationResolved`].
     pub fn apply_input(
         &mut self,
         now: Instant,
@@ -521,27 +435,21 @@ impl ClientEngine {
 
     // ---- poll_* ----
 
-    /// The next bytes to write to the connection. `None` while journal records wait to be
-    /// persisted ([`ClientEngine::poll_journal`]).
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        // [CLIENT.OUTBOX.1] Nothing is sent before the records that describe it are out.
-        if self.outbox.has_journal() {
-            return None;
+    /// The next thing to do, or `None` when there is nothing left: journal records first,
+    /// then notices, then bytes.
+    pub fn poll_action(&mut self) -> Option<ClientAction> {
+        if let Some(record) = self.outbox.poll_journal() {
+            return Some(ClientAction::Journal(record));
         }
-        self.transmit.pop_front()
+        if let Some(notice) = self.notices.pop_front() {
+            return Some(ClientAction::Notify(notice));
+        }
+        // [CLIENT.OUTBOX.1] Nothing is sent before the records that describe it are out: the
+        // journal is empty here.
+        self.transmit.pop_front().map(ClientAction::Transmit)
     }
 
-    /// The next event for the driver.
-    pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
-    }
-
-    /// The next journal record to append and make durable.
-    pub fn poll_journal(&mut self) -> Option<JournalRecord> {
-        self.outbox.poll_journal()
-    }
-
-    /// When to call [`ClientEngine::handle_timeout`] next.
+    /// When to report [`ClientEvent::Timeout`] next, if ever.
     pub fn poll_timeout(&self) -> Option<Instant> {
         if !self.is_ready() {
             return None;
@@ -561,7 +469,7 @@ impl ClientEngine {
 
     fn fail(&mut self, why: PeerMisbehaved) {
         self.conn = Conn::Failed;
-        self.events.push_back(ClientEvent::ConnectionFailed(why));
+        self.notices.push_back(ClientNotice::ConnectionFailed(why));
     }
 
     fn allocate_request_id(&mut self) -> u32 {
@@ -588,16 +496,16 @@ impl ClientEngine {
                     },
                     Some(Frame::Error(f)),
                 ),
-                None => self.events.push_back(ClientEvent::Frame(Frame::Error(f))),
+                None => self.notices.push_back(ClientNotice::Frame(Frame::Error(f))),
             },
-            Frame::Detached(d) => self.events.push_back(ClientEvent::Detached {
+            Frame::Detached(d) => self.notices.push_back(ClientNotice::Detached {
                 reason: d.known_reason(),
                 message: d.message,
             }),
             f if f.frame_type().is_client_originated() => {
                 self.fail(PeerMisbehaved::ClientFrame(f.frame_type()));
             }
-            other => self.events.push_back(ClientEvent::Frame(other)),
+            other => self.notices.push_back(ClientNotice::Frame(other)),
         }
     }
 
@@ -623,7 +531,7 @@ impl ClientEngine {
             acked_input,
         };
         self.server_id = Some(hello_ok.server_id.clone());
-        self.events.push_back(ClientEvent::HelloOk(hello_ok));
+        self.notices.push_back(ClientNotice::HelloOk(hello_ok));
         // [CLIENT.RETRY.2] Operations in doubt are decided against this incarnation.
         let resolved = self.outbox.handle_reconnected(now, incarnation);
         self.report(resolved);
@@ -639,7 +547,7 @@ impl ClientEngine {
 
     fn report(&mut self, resolved: Vec<(phux_proto::command::ApplyInput, Resolution)>) {
         for (input, resolution) in resolved {
-            self.events.push_back(ClientEvent::OperationResolved {
+            self.notices.push_back(ClientNotice::OperationResolved {
                 op: input.operation_id,
                 terminal: input.terminal,
                 resolution,
@@ -659,14 +567,14 @@ impl ClientEngine {
             let resolved = self.outbox.handle_answer(now, op, result);
             self.report(resolved);
         } else if self.commands.remove(&request_id) {
-            self.events
-                .push_back(ClientEvent::CommandResult { request_id, result });
+            self.notices
+                .push_back(ClientNotice::CommandResult { request_id, result });
         } else {
             // Uncorrelated: surface the frame as it came.
             let frame = frame.unwrap_or(Frame::CommandResult(
                 phux_proto::frame::CommandResultFrame { request_id, result },
             ));
-            self.events.push_back(ClientEvent::Frame(frame));
+            self.notices.push_back(ClientNotice::Frame(frame));
         }
     }
 

@@ -9,7 +9,9 @@ use phux_core::client::journal::Incarnation;
 use phux_core::client::journal::{JournalRecord, decode_journal};
 use phux_core::client::outbox::{OutboxError, Resolution, Scope};
 use phux_core::client::retry::{NotSentReason, RESEND_HORIZON, UnknownReason};
-use phux_core::client::{ApiMisuse, ClientConfig, ClientEngine, ClientEvent, RedialReason};
+use phux_core::client::{
+    ApiMisuse, ClientAction, ClientConfig, ClientEngine, ClientEvent, ClientNotice, RedialReason,
+};
 use phux_core::time::Instant;
 use phux_proto::command::ApplyInput;
 use phux_proto::frame::{
@@ -82,7 +84,7 @@ fn op(n: u128) -> OperationId {
 /// Everything the engine produced, drained in the documented order.
 #[derive(Default, Debug)]
 struct Io {
-    events: Vec<ClientEvent>,
+    events: Vec<ClientNotice>,
     journal: Vec<JournalRecord>,
     sent: Vec<Frame>,
 }
@@ -110,7 +112,7 @@ impl Io {
         self.events
             .iter()
             .filter_map(|e| match e {
-                ClientEvent::OperationResolved { op, resolution, .. } => {
+                ClientNotice::OperationResolved { op, resolution, .. } => {
                     Some((*op, resolution.clone()))
                 }
                 _ => None,
@@ -121,19 +123,38 @@ impl Io {
 
 fn drain(engine: &mut ClientEngine) -> Io {
     let mut io = Io::default();
-    while let Some(e) = engine.poll_event() {
-        io.events.push(e);
-    }
-    // Bytes wait for the journal: none may come out first.
-    if engine.outbox().has_journal() {
-        assert_eq!(engine.poll_transmit(), None, "[CLIENT.OUTBOX.1]");
-    }
-    while let Some(r) = engine.poll_journal() {
-        io.journal.push(r);
-    }
-    while let Some(bytes) = engine.poll_transmit() {
-        io.sent
-            .push(Frame::decode(&bytes).expect("engine sends whole, valid frames"));
+    while let Some(action) = engine.poll_action() {
+        match action {
+            ClientAction::Journal(r) => {
+                // [CLIENT.OUTBOX.1] Records come before anything else of the drain.
+                assert!(
+                    io.events.is_empty() && io.sent.is_empty(),
+                    "a journal record after a notice or bytes: {r:?}"
+                );
+                io.journal.push(r);
+            }
+            ClientAction::Notify(e) => {
+                assert!(io.sent.is_empty(), "a notice after bytes: {e:?}");
+                io.events.push(e);
+            }
+            ClientAction::Transmit(bytes) => {
+                let frame = Frame::decode(&bytes).expect("engine sends whole, valid frames");
+                // [CLIENT.OUTBOX.1] An operation's bytes follow its `Sent` record.
+                if let Frame::Command(c) = &frame
+                    && let Command::ApplyInput(a) = &c.command
+                {
+                    assert!(
+                        io.journal.iter().any(|r| matches!(
+                            r,
+                            JournalRecord::Sent { op, .. } if *op == a.operation_id
+                        )),
+                        "{} sent before its Sent record",
+                        a.operation_id
+                    );
+                }
+                io.sent.push(frame);
+            }
+        }
     }
     io
 }
@@ -141,8 +162,13 @@ fn drain(engine: &mut ClientEngine) -> Io {
 /// An engine connected to `server_id`, past the handshake, with its output drained.
 fn ready(server_id: &[u8]) -> ClientEngine {
     let mut engine = ClientEngine::new(ClientConfig::default());
-    engine.handle_connected(t(0));
-    engine.handle_received(t(1), &hello_ok(server_id));
+    engine.handle(t(0), ClientEvent::Connected);
+    engine.handle(
+        t(1),
+        ClientEvent::Received {
+            bytes: &hello_ok(server_id),
+        },
+    );
     drain(&mut engine);
     engine
 }
@@ -155,7 +181,7 @@ fn hello_flow_offers_raw_profile_and_remembers_server_id() {
         Err(ApiMisuse::NotReady),
         "no command before a connection"
     );
-    engine.handle_connected(t(0));
+    engine.handle(t(0), ClientEvent::Connected);
     let io = drain(&mut engine);
     let [Frame::Hello(hello)] = &io.sent[..] else {
         panic!("expected exactly HELLO, got {:?}", io.sent);
@@ -181,21 +207,26 @@ fn hello_flow_offers_raw_profile_and_remembers_server_id() {
     // HELLO_OK and PONG arrive in one read, split mid-frame across two calls.
     let mut bytes = hello_ok(SERVER_A);
     bytes.extend(Frame::Pong(Pong { nonce: 7 }).to_bytes());
-    engine.handle_received(t(1), &bytes[..7]);
+    engine.handle(t(1), ClientEvent::Received { bytes: &bytes[..7] });
     assert!(!engine.is_ready());
-    engine.handle_received(t(2), &bytes[7..]);
+    engine.handle(t(2), ClientEvent::Received { bytes: &bytes[7..] });
     let io = drain(&mut engine);
-    assert!(matches!(&io.events[0], ClientEvent::HelloOk(h) if h.server_id == SERVER_A));
+    assert!(matches!(&io.events[0], ClientNotice::HelloOk(h) if h.server_id == SERVER_A));
     assert_eq!(
         io.events[1],
-        ClientEvent::Frame(Frame::Pong(Pong { nonce: 7 }))
+        ClientNotice::Frame(Frame::Pong(Pong { nonce: 7 }))
     );
     assert_eq!(engine.server_id(), Some(SERVER_A));
     assert!(engine.is_ready());
     // A second HELLO_OK is the server's fault; the connection is given up.
-    engine.handle_received(t(3), &hello_ok(SERVER_A));
+    engine.handle(
+        t(3),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
-    assert!(matches!(io.events[..], [ClientEvent::ConnectionFailed(_)]));
+    assert!(matches!(io.events[..], [ClientNotice::ConnectionFailed(_)]));
 }
 
 #[test]
@@ -233,31 +264,31 @@ fn commands_correlate_by_request_id_in_any_order() {
     bytes.extend(error(b, ErrorCode::TERMINAL_NOT_FOUND));
     bytes.extend(result(a, CommandResult::Ok));
     bytes.extend(result(99, CommandResult::Ok));
-    engine.handle_received(t(5), &bytes);
+    engine.handle(t(5), ClientEvent::Received { bytes: &bytes });
     let io = drain(&mut engine);
     assert_eq!(
         io.events,
         vec![
-            ClientEvent::CommandResult {
+            ClientNotice::CommandResult {
                 request_id: c,
                 result: CommandResult::Error {
                     code: ErrorCode::MALFORMED_MESSAGE,
                     message: "bad".into()
                 }
             },
-            ClientEvent::CommandResult {
+            ClientNotice::CommandResult {
                 request_id: b,
                 result: CommandResult::Error {
                     code: ErrorCode::TERMINAL_NOT_FOUND,
                     message: "server says TERMINAL_NOT_FOUND".into()
                 }
             },
-            ClientEvent::CommandResult {
+            ClientNotice::CommandResult {
                 request_id: a,
                 result: CommandResult::Ok
             },
             // An answer nobody asked for is surfaced as it came.
-            ClientEvent::Frame(Frame::CommandResult(CommandResultFrame {
+            ClientNotice::Frame(Frame::CommandResult(CommandResultFrame {
                 request_id: 99,
                 result: CommandResult::Ok
             })),
@@ -265,11 +296,11 @@ fn commands_correlate_by_request_id_in_any_order() {
     );
     // A command still pending when the connection drops is abandoned, not silently lost.
     let d = engine.command(Command::Upgrade { binary: None }).unwrap();
-    engine.handle_disconnected(t(6));
+    engine.handle(t(6), ClientEvent::Disconnected);
     let io = drain(&mut engine);
     assert_eq!(
         io.events,
-        vec![ClientEvent::CommandAbandoned { request_id: d }]
+        vec![ClientNotice::CommandAbandoned { request_id: d }]
     );
 }
 
@@ -299,7 +330,12 @@ fn client_outbox_2_one_at_a_time_per_terminal_in_order() {
     assert_eq!(engine.outbox().queue(&t1), vec![first[0], second[0]]);
     // The second op of terminal 1 waits until the first resolves.
     let rid_first = sent[0].0;
-    engine.handle_received(t(20), &result(rid_first, CommandResult::Ok));
+    engine.handle(
+        t(20),
+        ClientEvent::Received {
+            bytes: &result(rid_first, CommandResult::Ok),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(io.resolutions(), vec![(first[0], Resolution::Delivered)]);
     assert_eq!(io.applied_ops(), vec![second[0]]);
@@ -311,6 +347,77 @@ fn client_outbox_2_one_at_a_time_per_terminal_in_order() {
         }
     );
     assert_eq!(engine.outbox().len(), 2);
+}
+
+/// The APPLY_INPUT request a `Transmit` carries: its request id and operation.
+fn apply_in(action: &ClientAction) -> Option<(u32, OperationId)> {
+    let ClientAction::Transmit(bytes) = action else {
+        return None;
+    };
+    match Frame::decode(bytes).expect("a whole frame") {
+        Frame::Command(c) => match c.command {
+            Command::ApplyInput(a) => Some((c.request_id, a.operation_id)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+// [CLIENT.OUTBOX.1] One drain, in the order the engine yields it: the records first (an
+// answer's Resolved, the next operation's Sent), then the notice, then the bytes that send
+// what the records describe.
+#[test]
+fn client_outbox_1_records_come_before_the_notice_and_the_bytes() {
+    let mut engine = ready(SERVER_A);
+    let term = TerminalId::Local(1);
+    let mut next = ids(0);
+    let first = engine
+        .apply_input(
+            t(10),
+            term.clone(),
+            vec![key(PhysicalKey::KEY_A)],
+            &mut next,
+        )
+        .unwrap()[0];
+    let actions: Vec<ClientAction> = std::iter::from_fn(|| engine.poll_action()).collect();
+    let [
+        ClientAction::Journal(JournalRecord::Enqueued { input, .. }),
+        ClientAction::Journal(JournalRecord::Sent { op, .. }),
+        send,
+    ] = &actions[..]
+    else {
+        panic!("not Enqueued, Sent, bytes: {actions:?}");
+    };
+    assert_eq!((input.operation_id, *op), (first, first));
+    let (rid, sent) = apply_in(send).expect("APPLY_INPUT");
+    assert_eq!(sent, first);
+    let second = engine
+        .apply_input(t(11), term, vec![key(PhysicalKey::KEY_B)], &mut next)
+        .unwrap()[0];
+    let actions: Vec<ClientAction> = std::iter::from_fn(|| engine.poll_action()).collect();
+    assert!(
+        matches!(&actions[..], [ClientAction::Journal(JournalRecord::Enqueued { input, .. })] if input.operation_id == second),
+        "queued behind the first, not sent: {actions:?}"
+    );
+    engine.handle(
+        t(20),
+        ClientEvent::Received {
+            bytes: &result(rid, CommandResult::Ok),
+        },
+    );
+    let actions: Vec<ClientAction> = std::iter::from_fn(|| engine.poll_action()).collect();
+    let [
+        ClientAction::Journal(JournalRecord::Resolved { op: resolved, .. }),
+        ClientAction::Journal(JournalRecord::Sent { op: now_sent, .. }),
+        ClientAction::Notify(ClientNotice::OperationResolved { op: notified, .. }),
+        send,
+    ] = &actions[..]
+    else {
+        panic!("not Resolved, Sent, the notice, bytes: {actions:?}");
+    };
+    assert_eq!((*resolved, *now_sent, *notified), (first, second, first));
+    assert_eq!(apply_in(send).map(|(_, op)| op), Some(second));
+    assert_eq!(engine.poll_action(), None, "drained");
 }
 
 /// Submits one key op to terminal 1 and returns its request id and id.
@@ -336,15 +443,20 @@ fn send_one(engine: &mut ClientEngine, now: Instant) -> (u32, OperationId) {
 fn client_retry_3_busy_is_retried_with_backoff_same_id() {
     let mut engine = ready(SERVER_A);
     let (rid, id) = send_one(&mut engine, t(100));
-    engine.handle_received(t(110), &error(rid, ErrorCode::RESOURCE_EXHAUSTED));
+    engine.handle(
+        t(110),
+        ClientEvent::Received {
+            bytes: &error(rid, ErrorCode::RESOURCE_EXHAUSTED),
+        },
+    );
     let io = drain(&mut engine);
     assert!(io.resolutions().is_empty());
     assert!(io.sent.is_empty());
     assert_eq!(io.journal, vec![JournalRecord::Answered { op: id }]);
     assert_eq!(engine.poll_timeout(), Some(t(160)));
-    engine.handle_timeout(t(159));
+    engine.handle(t(159), ClientEvent::Timeout);
     assert!(drain(&mut engine).sent.is_empty(), "not before the backoff");
-    engine.handle_timeout(t(160));
+    engine.handle(t(160), ClientEvent::Timeout);
     let io = drain(&mut engine);
     let again = io.applies();
     assert_eq!(again.len(), 1);
@@ -354,17 +466,27 @@ fn client_retry_3_busy_is_retried_with_backoff_same_id() {
     let mut now = 160;
     let mut rid = again[0].0;
     for _ in 0..12 {
-        engine.handle_received(t(now), &error(rid, ErrorCode::RESOURCE_EXHAUSTED));
+        engine.handle(
+            t(now),
+            ClientEvent::Received {
+                bytes: &error(rid, ErrorCode::RESOURCE_EXHAUSTED),
+            },
+        );
         drain(&mut engine);
         let wake = engine.poll_timeout().unwrap();
-        engine.handle_timeout(wake);
+        engine.handle(wake, ClientEvent::Timeout);
         now = wake.as_micros() / 1000;
         let io = drain(&mut engine);
         assert!(io.resolutions().is_empty());
         rid = io.applies()[0].0;
     }
     assert!(now > 5_000, "retried past the 5 s bound: {now} ms");
-    engine.handle_received(t(now + 1), &result(rid, CommandResult::Ok));
+    engine.handle(
+        t(now + 1),
+        ClientEvent::Received {
+            bytes: &result(rid, CommandResult::Ok),
+        },
+    );
     assert_eq!(
         drain(&mut engine).resolutions(),
         vec![(id, Resolution::Delivered)]
@@ -379,7 +501,12 @@ fn client_retry_5_not_written_is_retried_then_refused() {
     let (mut rid, id) = send_one(&mut engine, t(100));
     let mut sends = 1;
     loop {
-        engine.handle_received(t(200), &error(rid, ErrorCode::INPUT_NOT_WRITTEN));
+        engine.handle(
+            t(200),
+            ClientEvent::Received {
+                bytes: &error(rid, ErrorCode::INPUT_NOT_WRITTEN),
+            },
+        );
         let io = drain(&mut engine);
         if let [(resolved, resolution)] = &io.resolutions()[..] {
             assert_eq!(*resolved, id);
@@ -393,7 +520,7 @@ fn client_retry_5_not_written_is_retried_then_refused() {
             break;
         }
         let wake = engine.poll_timeout().unwrap();
-        engine.handle_timeout(wake);
+        engine.handle(wake, ClientEvent::Timeout);
         let io = drain(&mut engine);
         assert_eq!(io.applied_ops(), vec![id]);
         rid = io.applies()[0].0;
@@ -422,7 +549,12 @@ fn client_retry_4_and_6_unknown_and_refused_codes_end_the_operation() {
     ] {
         let mut engine = ready(SERVER_A);
         let (rid, id) = send_one(&mut engine, t(100));
-        engine.handle_received(t(200), &error(rid, code));
+        engine.handle(
+            t(200),
+            ClientEvent::Received {
+                bytes: &error(rid, code),
+            },
+        );
         let io = drain(&mut engine);
         let want = match expected {
             Some(reason) => Resolution::Unknown(reason),
@@ -433,7 +565,7 @@ fn client_retry_4_and_6_unknown_and_refused_codes_end_the_operation() {
         };
         assert_eq!(io.resolutions(), vec![(id, want)], "{code}");
         // Nothing is ever resent.
-        engine.handle_timeout(t(60_000));
+        engine.handle(t(60_000), ClientEvent::Timeout);
         assert!(drain(&mut engine).sent.is_empty(), "{code}");
         assert!(engine.outbox().is_empty());
     }
@@ -445,16 +577,26 @@ fn client_retry_4_and_6_unknown_and_refused_codes_end_the_operation() {
 fn client_retry_2_connection_loss_same_incarnation_resends_same_id() {
     let mut engine = ready(SERVER_A);
     let (_, id) = send_one(&mut engine, t(100));
-    engine.handle_disconnected(t(200));
+    engine.handle(t(200), ClientEvent::Disconnected);
     assert!(engine.outbox().pending(id).unwrap().in_doubt);
-    engine.handle_connected(t(300));
+    engine.handle(t(300), ClientEvent::Connected);
     let io = drain(&mut engine);
     assert!(io.applies().is_empty(), "nothing before HELLO_OK");
-    engine.handle_received(t(310), &hello_ok(SERVER_A));
+    engine.handle(
+        t(310),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(io.applied_ops(), vec![id]);
     let rid = io.applies()[0].0;
-    engine.handle_received(t(320), &result(rid, CommandResult::Ok));
+    engine.handle(
+        t(320),
+        ClientEvent::Received {
+            bytes: &result(rid, CommandResult::Ok),
+        },
+    );
     assert_eq!(
         drain(&mut engine).resolutions(),
         vec![(id, Resolution::Delivered)]
@@ -477,9 +619,14 @@ fn client_retry_2_connection_loss_new_incarnation_is_unknown() {
         )
         .unwrap();
     drain(&mut engine);
-    engine.handle_disconnected(t(200));
-    engine.handle_connected(t(300));
-    engine.handle_received(t(310), &hello_ok(SERVER_B));
+    engine.handle(t(200), ClientEvent::Disconnected);
+    engine.handle(t(300), ClientEvent::Connected);
+    engine.handle(
+        t(310),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_B),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),
@@ -503,10 +650,15 @@ fn client_retry_2_connection_loss_new_incarnation_is_unknown() {
 fn client_retry_2_connection_loss_past_horizon_is_unknown() {
     let mut engine = ready(SERVER_A);
     let (_, id) = send_one(&mut engine, t(100));
-    engine.handle_disconnected(t(200));
+    engine.handle(t(200), ClientEvent::Disconnected);
     let late = t(100) + RESEND_HORIZON;
-    engine.handle_connected(late);
-    engine.handle_received(late, &hello_ok(SERVER_A));
+    engine.handle(late, ClientEvent::Connected);
+    engine.handle(
+        late,
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),
@@ -535,8 +687,13 @@ fn server_without_acknowledged_input_gets_no_apply_input() {
         .filter(|r| matches!(r, JournalRecord::Enqueued { .. }))
         .collect();
     let mut engine = ClientEngine::restore(ClientConfig::default(), records).unwrap();
-    engine.handle_connected(t(20));
-    engine.handle_received(t(21), &hello_ok_with(SERVER_A, ServerFeatures::SHUTDOWN));
+    engine.handle(t(20), ClientEvent::Connected);
+    engine.handle(
+        t(21),
+        ClientEvent::Received {
+            bytes: &hello_ok_with(SERVER_A, ServerFeatures::SHUTDOWN),
+        },
+    );
     let io = drain(&mut engine);
     assert!(io.applies().is_empty());
     assert!(matches!(
@@ -567,10 +724,15 @@ fn client_bind_6_input_before_hello_ok_is_refused() {
         )
     };
     assert_eq!(submit(&mut engine), Err(OutboxError::NotConnected));
-    engine.handle_connected(t(1));
+    engine.handle(t(1), ClientEvent::Connected);
     assert_eq!(submit(&mut engine), Err(OutboxError::NotConnected));
     assert!(engine.outbox().is_empty());
-    engine.handle_received(t(2), &hello_ok(SERVER_A));
+    engine.handle(
+        t(2),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     assert!(submit(&mut engine).is_ok());
 }
 
@@ -596,7 +758,12 @@ fn client_bind_4_operations_expire_unsent() {
     let journal: Vec<JournalRecord> = engine.outbox().compact();
     // The head's answer arrives only at the horizon (a stalled terminal, busy retries...).
     let late = t(100) + OPERATION_HORIZON;
-    engine.handle_received(late, &result(rid, CommandResult::Ok));
+    engine.handle(
+        late,
+        ClientEvent::Received {
+            bytes: &result(rid, CommandResult::Ok),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),
@@ -608,8 +775,13 @@ fn client_bind_4_operations_expire_unsent() {
     assert!(io.applies().is_empty());
     // Restored three days later, against the same server: nothing goes out.
     let mut engine = ClientEngine::restore(ClientConfig::default(), journal).unwrap();
-    engine.handle_connected(t(3 * 86_400_000));
-    engine.handle_received(t(3 * 86_400_000), &hello_ok(SERVER_A));
+    engine.handle(t(3 * 86_400_000), ClientEvent::Connected);
+    engine.handle(
+        t(3 * 86_400_000),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     assert!(io.applies().is_empty());
     assert_eq!(
@@ -646,16 +818,26 @@ fn client_resume_1_scope_keeps_other_terminals_untouched() {
         .collect();
     let mut engine = ClientEngine::restore(ClientConfig::default(), records.clone()).unwrap();
     engine.set_scope(t(6), Scope::Terminal(TerminalId::Local(2)));
-    engine.handle_connected(t(7));
-    engine.handle_received(t(8), &hello_ok(SERVER_A));
+    engine.handle(t(7), ClientEvent::Connected);
+    engine.handle(
+        t(8),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(io.applied_ops(), vec![all[1]]);
     assert_eq!(engine.outbox().active_len(), 1);
     // A new incarnation resolves nothing outside the scope.
     let mut engine = ClientEngine::restore(ClientConfig::default(), records).unwrap();
     engine.set_scope(t(6), Scope::Terminal(TerminalId::Local(2)));
-    engine.handle_connected(t(7));
-    engine.handle_received(t(8), &hello_ok(SERVER_B));
+    engine.handle(t(7), ClientEvent::Connected);
+    engine.handle(
+        t(8),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_B),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),
@@ -690,13 +872,13 @@ fn client_halfopen_1_unanswered_operation_triggers_redial_then_resend() {
     let mut engine = ready(SERVER_A);
     let (_, id) = send_one(&mut engine, t(1_000));
     assert_eq!(engine.poll_timeout(), Some(t(10_000)));
-    engine.handle_timeout(t(9_999));
+    engine.handle(t(9_999), ClientEvent::Timeout);
     assert!(drain(&mut engine).events.is_empty());
-    engine.handle_timeout(t(10_000));
+    engine.handle(t(10_000), ClientEvent::Timeout);
     let io = drain(&mut engine);
     assert_eq!(
         io.events,
-        vec![ClientEvent::Redial {
+        vec![ClientNotice::Redial {
             reason: RedialReason::HalfOpen {
                 op: id,
                 waited: Duration::from_secs(9)
@@ -704,12 +886,17 @@ fn client_halfopen_1_unanswered_operation_triggers_redial_then_resend() {
         }]
     );
     // Asked once, and nothing more goes out on the presumed-dead connection.
-    engine.handle_timeout(t(20_000));
+    engine.handle(t(20_000), ClientEvent::Timeout);
     assert!(drain(&mut engine).events.is_empty());
     assert_eq!(engine.poll_timeout(), None);
-    engine.handle_disconnected(t(20_001));
-    engine.handle_connected(t(20_002));
-    engine.handle_received(t(20_003), &hello_ok(SERVER_A));
+    engine.handle(t(20_001), ClientEvent::Disconnected);
+    engine.handle(t(20_002), ClientEvent::Connected);
+    engine.handle(
+        t(20_003),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(io.applied_ops(), vec![id]);
 }
@@ -717,17 +904,19 @@ fn client_halfopen_1_unanswered_operation_triggers_redial_then_resend() {
 #[test]
 fn detached_is_reported() {
     let mut engine = ready(SERVER_A);
-    engine.handle_received(
+    engine.handle(
         t(5),
-        &Frame::Detached(Detached {
-            reason: Some(DetachReason::SERVER_SHUTDOWN),
-            message: "bye".into(),
-        })
-        .to_bytes(),
+        ClientEvent::Received {
+            bytes: &Frame::Detached(Detached {
+                reason: Some(DetachReason::SERVER_SHUTDOWN),
+                message: "bye".into(),
+            })
+            .to_bytes(),
+        },
     );
     assert_eq!(
         drain(&mut engine).events,
-        vec![ClientEvent::Detached {
+        vec![ClientNotice::Detached {
             reason: Some(DetachReason::SERVER_SHUTDOWN),
             message: "bye".into()
         }]
@@ -737,11 +926,21 @@ fn detached_is_reported() {
 #[test]
 fn garbage_from_the_server_fails_the_connection_without_panic() {
     let mut engine = ready(SERVER_A);
-    engine.handle_received(t(5), &[0, 0, 0, 0, 0xc2]);
+    engine.handle(
+        t(5),
+        ClientEvent::Received {
+            bytes: &[0, 0, 0, 0, 0xc2],
+        },
+    );
     let io = drain(&mut engine);
-    assert!(matches!(io.events[..], [ClientEvent::ConnectionFailed(_)]));
+    assert!(matches!(io.events[..], [ClientNotice::ConnectionFailed(_)]));
     // Further bytes on the failed connection are ignored.
-    engine.handle_received(t(6), &result(1, CommandResult::Ok));
+    engine.handle(
+        t(6),
+        ClientEvent::Received {
+            bytes: &result(1, CommandResult::Ok),
+        },
+    );
     assert!(drain(&mut engine).events.is_empty());
 }
 
@@ -785,8 +984,13 @@ fn client_outbox_4_restart_mid_operation_resends_same_id() {
         vec![id, queued]
     );
     assert!(engine.outbox().pending(id).unwrap().in_doubt);
-    engine.handle_connected(t(5_000));
-    engine.handle_received(t(5_001), &hello_ok(SERVER_A));
+    engine.handle(t(5_000), ClientEvent::Connected);
+    engine.handle(
+        t(5_001),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_A),
+        },
+    );
     let io = drain(&mut engine);
     let sent = io.applies();
     assert_eq!(io.applied_ops(), vec![id], "same id, and only the head");
@@ -795,7 +999,12 @@ fn client_outbox_4_restart_mid_operation_resends_same_id() {
     };
     assert_eq!(p.data, "héllo wörld".as_bytes());
     assert_eq!(p.trust, PasteTrust::Untrusted);
-    engine.handle_received(t(5_002), &result(sent[0].0, CommandResult::Ok));
+    engine.handle(
+        t(5_002),
+        ClientEvent::Received {
+            bytes: &result(sent[0].0, CommandResult::Ok),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(io.resolutions(), vec![(id, Resolution::Delivered)]);
     assert_eq!(io.applied_ops(), vec![queued]);
@@ -807,8 +1016,13 @@ fn client_outbox_4_restart_to_a_new_incarnation_reports_unknown() {
     let (_, id) = send_one(&mut engine, t(100));
     let records = engine.outbox().compact();
     let mut engine = ClientEngine::restore(ClientConfig::default(), records).unwrap();
-    engine.handle_connected(t(200));
-    engine.handle_received(t(201), &hello_ok(SERVER_B));
+    engine.handle(t(200), ClientEvent::Connected);
+    engine.handle(
+        t(201),
+        ClientEvent::Received {
+            bytes: &hello_ok(SERVER_B),
+        },
+    );
     let io = drain(&mut engine);
     assert_eq!(
         io.resolutions(),

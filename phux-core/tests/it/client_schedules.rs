@@ -26,7 +26,7 @@ use std::time::Duration;
 use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::Resolution;
 use phux_core::client::retry::NotSentReason;
-use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
+use phux_core::client::{ClientAction, ClientConfig, ClientEngine, ClientEvent, ClientNotice};
 use phux_core::server::ConnId;
 use phux_core::sim::{ChildMode, Harness, count, paste, server_id_for};
 use phux_proto::{OperationId, TerminalId};
@@ -179,47 +179,53 @@ impl World {
         let c = self.h.connect();
         self.h.set_raw_reads(false);
         self.conn = Some(c);
-        self.engine.handle_connected(self.h.now);
+        self.engine.handle(self.h.now, ClientEvent::Connected);
     }
 
     fn lose_connection(&mut self) {
         if let Some(c) = self.conn.take() {
             self.h.disconnect(c);
         }
-        self.engine.handle_disconnected(self.h.now);
+        self.engine.handle(self.h.now, ClientEvent::Disconnected);
     }
 
-    /// Does what the engine asks until nothing moves: events, journal, bytes, replies.
+    /// Does what the engine asks until nothing moves: journal, notices, bytes, replies.
     fn pump(&mut self) {
         for _ in 0..10_000 {
             let mut moved = false;
-            while let Some(event) = self.engine.poll_event() {
-                match event {
-                    ClientEvent::OperationResolved { op, resolution, .. } => {
+            while let Some(action) = self.engine.poll_action() {
+                match action {
+                    ClientAction::Journal(record) => {
+                        if let JournalRecord::Sent { op, .. } = &record
+                            && let Some(o) = self.ops.get_mut(op)
+                        {
+                            o.sent = true;
+                        }
+                        self.journal.push(record);
+                    }
+                    ClientAction::Notify(ClientNotice::OperationResolved {
+                        op,
+                        resolution,
+                        ..
+                    }) => {
                         self.ops
                             .get_mut(&op)
                             .unwrap_or_else(|| panic!("resolution for unknown {op}"))
                             .resolutions
                             .push(resolution);
                     }
-                    ClientEvent::Redial { .. } => self.redial = true,
-                    ClientEvent::ConnectionFailed(why) => panic!("connection failed: {why}"),
-                    _ => {}
+                    ClientAction::Notify(ClientNotice::Redial { .. }) => self.redial = true,
+                    ClientAction::Notify(ClientNotice::ConnectionFailed(why)) => {
+                        panic!("connection failed: {why}")
+                    }
+                    ClientAction::Notify(_) => {}
+                    ClientAction::Transmit(bytes) => {
+                        if let Some(c) = self.conn {
+                            self.h.send_raw(c, &bytes);
+                        }
+                        moved = true;
+                    }
                 }
-            }
-            while let Some(record) = self.engine.poll_journal() {
-                if let JournalRecord::Sent { op, .. } = &record
-                    && let Some(o) = self.ops.get_mut(op)
-                {
-                    o.sent = true;
-                }
-                self.journal.push(record);
-            }
-            while let Some(bytes) = self.engine.poll_transmit() {
-                if let Some(c) = self.conn {
-                    self.h.send_raw(c, &bytes);
-                }
-                moved = true;
             }
             if std::mem::take(&mut self.redial) {
                 self.lose_connection();
@@ -236,7 +242,8 @@ impl World {
             };
             let bytes = self.h.take_received(c);
             if !bytes.is_empty() {
-                self.engine.handle_received(self.h.now, &bytes);
+                self.engine
+                    .handle(self.h.now, ClientEvent::Received { bytes: &bytes });
                 moved = true;
             }
             if !self.h.conn(c).is_open() {
@@ -260,7 +267,7 @@ impl World {
                 .filter(|at| *at < target)
                 .map_or(target, |at| at.max(self.h.now));
             self.h.advance(next.saturating_duration_since(self.h.now));
-            self.engine.handle_timeout(self.h.now);
+            self.engine.handle(self.h.now, ClientEvent::Timeout);
             self.pump();
             if self.h.now >= target {
                 return;

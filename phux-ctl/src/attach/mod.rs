@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
-use phux_core::client::ClientEvent;
+use phux_core::client::ClientNotice;
 use phux_core::modes::{MouseTracking, TerminalModes};
 use phux_proto::event::{AgentEvent, Lifecycle};
 use phux_proto::frame::EventFrame;
@@ -562,12 +562,12 @@ impl Attached<'_> {
         loop {
             match session.step(self.detach_pending)? {
                 Step::Deadline if self.detach_pending.is_some() => return Ok(End::Detached),
-                Step::Event(ClientEvent::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
                     self.model = Terminal::new(b.cols, b.rows, 0);
                     // The bootstrap clears the screen, the notice with it.
                     self.notice_shown = false;
                 }
-                Step::Event(ClientEvent::Frame(Frame::Event(EventFrame {
+                Step::Notice(ClientNotice::Frame(Frame::Event(EventFrame {
                     terminal: Some(t),
                     event: AgentEvent::TerminalControl(control),
                 }))) if t == id => {
@@ -576,13 +576,13 @@ impl Attached<'_> {
                         frozen: control.lifecycle == Lifecycle::Frozen,
                     });
                 }
-                Step::Event(ClientEvent::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::BootstrapChunk(c))) if c.terminal == id => {
                     self.draw(&c.payload);
                 }
-                Step::Event(ClientEvent::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::TerminalOutput(o))) if o.terminal == id => {
                     self.draw(&o.bytes);
                 }
-                Step::Event(ClientEvent::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
+                Step::Notice(ClientNotice::Frame(Frame::TerminalClosed(c))) if c.terminal == id => {
                     return Ok(End::Closed(c.exit_status));
                 }
                 Step::TtyInput(inputs) => {
@@ -592,10 +592,10 @@ impl Attached<'_> {
                         }
                     }
                 }
-                Step::Event(ClientEvent::CommandResult { request_id, result }) => {
+                Step::Notice(ClientNotice::CommandResult { request_id, result }) => {
                     self.history_fetched(request_id, Some(result));
                 }
-                Step::Event(ClientEvent::CommandAbandoned { request_id }) => {
+                Step::Notice(ClientNotice::CommandAbandoned { request_id }) => {
                     self.history_fetched(request_id, None);
                 }
                 Step::Tty(Event::Resize(cols, rows)) => {

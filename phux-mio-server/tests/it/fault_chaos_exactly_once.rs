@@ -21,7 +21,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use phux_core::client::journal::JournalRecord;
 use phux_core::client::outbox::Resolution;
-use phux_core::client::{ClientConfig, ClientEngine, ClientEvent};
+use phux_core::client::{ClientAction, ClientConfig, ClientEngine, ClientEvent, ClientNotice};
 use phux_core::time::Instant;
 use phux_proto::input::PasteTrust;
 use phux_proto::{OperationId, TerminalId};
@@ -116,25 +116,32 @@ impl Worker {
         Instant::from_micros(u64::try_from(self.base.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
 
-    /// Drains the engine's events and journal records.
-    fn drain(&mut self) {
-        while let Some(event) = self.engine.poll_event() {
-            match event {
-                ClientEvent::OperationResolved { op, resolution, .. } => {
+    /// Drains the engine: journal records kept, notices acted on, and the bytes to send
+    /// returned (they come after the records that describe them).
+    fn drain(&mut self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        while let Some(action) = self.engine.poll_action() {
+            match action {
+                ClientAction::Journal(record) => self.journal.push(record),
+                ClientAction::Notify(ClientNotice::OperationResolved {
+                    op, resolution, ..
+                }) => {
                     self.resolutions.insert(op, resolution);
                     self.shared.resolved.fetch_add(1, Ordering::SeqCst);
                 }
-                ClientEvent::Redial { reason } => {
+                ClientAction::Notify(ClientNotice::Redial { reason }) => {
                     println!("client {}: redial requested ({reason:?})", self.index);
                     self.drop_connection();
+                    bytes.clear();
                 }
-                ClientEvent::ConnectionFailed(why) => panic!("the server misbehaved: {why}"),
-                _ => {}
+                ClientAction::Notify(ClientNotice::ConnectionFailed(why)) => {
+                    panic!("the server misbehaved: {why}")
+                }
+                ClientAction::Notify(_) => {}
+                ClientAction::Transmit(chunk) => bytes.extend_from_slice(&chunk),
             }
         }
-        while let Some(record) = self.engine.poll_journal() {
-            self.journal.push(record);
-        }
+        bytes
     }
 
     fn drop_connection(&mut self) {
@@ -142,7 +149,7 @@ impl Worker {
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
         let now = self.now();
-        self.engine.handle_disconnected(now);
+        self.engine.handle(now, ClientEvent::Disconnected);
         self.target = None;
     }
 
@@ -159,11 +166,7 @@ impl Worker {
 
     /// Writes what the engine wants sent, with `chaos` applied.
     fn flush(&mut self) {
-        self.drain();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = self.engine.poll_transmit() {
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = self.drain();
         if bytes.is_empty() {
             return;
         }
@@ -212,7 +215,7 @@ impl Worker {
             self.stats.reconnects += 1;
             self.stream = Some(stream);
             let now = self.now();
-            self.engine.handle_connected(now);
+            self.engine.handle(now, ClientEvent::Connected);
             self.flush();
             while self.stream.is_some() && !self.engine.is_ready() {
                 self.read_once(Duration::from_millis(100));
@@ -252,7 +255,8 @@ impl Worker {
             Ok(0) => self.drop_connection(),
             Ok(n) => {
                 let now = self.now();
-                self.engine.handle_received(now, &buf[..n]);
+                self.engine
+                    .handle(now, ClientEvent::Received { bytes: &buf[..n] });
             }
             Err(e)
                 if matches!(
@@ -261,7 +265,7 @@ impl Worker {
                 ) =>
             {
                 let now = self.now();
-                self.engine.handle_timeout(now);
+                self.engine.handle(now, ClientEvent::Timeout);
             }
             Err(_) => self.drop_connection(),
         }
@@ -327,11 +331,7 @@ impl Worker {
     fn park(&mut self, line: &str) {
         self.calm = true;
         // The operation's journal records go first; only then does the engine yield its bytes.
-        self.drain();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = self.engine.poll_transmit() {
-            bytes.extend_from_slice(&chunk);
-        }
+        let bytes = self.drain();
         let len = if self.rng.chance(500) {
             bytes.len()
         } else {
