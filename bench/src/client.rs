@@ -1,5 +1,5 @@
 //! A small blocking phux client over the server's Unix socket (or a command's stdio, such as
-//! `ssh HOST phux-mio-server bridge`): frames built with `phux_proto::Frame`, decoded with
+//! `ssh HOST phux-mio-server bridge`, or its WebSocket listener): frames built with `phux_proto::Frame`, decoded with
 //! `Frame::decode`, one read buffer, no threads.
 
 use std::io::{Read, Write};
@@ -18,6 +18,7 @@ use phux_proto::input::{InputEvent, KeyEvent, ModSet, PasteEvent, PasteTrust, Ph
 use phux_proto::{Frame, GroupId, OperationId, TerminalId};
 
 use crate::error::{Context, Error, Result};
+use crate::ws::{WsConn, WsTarget};
 
 /// How long any one read may block before the peer counts as stuck.
 pub const READ_TIMEOUT: Duration = Duration::from_mins(1);
@@ -32,6 +33,8 @@ enum Conn {
         stdin: ChildStdin,
         stdout: ChildStdout,
     },
+    /// A WebSocket to the server's `--listen-ws`, one binary message per phux frame.
+    Ws(Box<WsConn>),
 }
 
 impl Conn {
@@ -39,6 +42,7 @@ impl Conn {
         match self {
             Self::Socket(s) => s.read(buf),
             Self::Command { stdout, .. } => stdout.read(buf),
+            Self::Ws(ws) => ws.read(buf),
         }
     }
 
@@ -46,6 +50,7 @@ impl Conn {
         match self {
             Self::Socket(s) => s.write_all(bytes),
             Self::Command { stdin, .. } => stdin.write_all(bytes),
+            Self::Ws(ws) => ws.write_all(bytes),
         }
     }
 }
@@ -104,6 +109,24 @@ impl Client {
         }))
     }
 
+    /// Connects to the WebSocket listener at `target` as the listener's own page does.
+    pub fn connect_ws(target: &WsTarget) -> Result<Self> {
+        Ok(Self::over_ws(target.handshake(READ_TIMEOUT)?))
+    }
+
+    /// A connection over a WebSocket that passed its handshake.
+    pub fn over_ws(ws: tungstenite::WebSocket<std::net::TcpStream>) -> Self {
+        Self::over(Conn::Ws(Box::new(WsConn::new(ws))))
+    }
+
+    /// The WebSocket underneath, for writes that are not whole phux frames (attackers).
+    pub fn ws_mut(&mut self) -> Option<&mut WsConn> {
+        match &mut self.stream {
+            Conn::Ws(ws) => Some(ws),
+            _ => None,
+        }
+    }
+
     fn over(stream: Conn) -> Self {
         Self {
             stream,
@@ -118,11 +141,12 @@ impl Client {
         }
     }
 
-    /// How long one read may block before it fails with [`Error::Timeout`] (socket
-    /// connections only; a command's pipe has no timeout).
+    /// How long one read may block before it fails with [`Error::Timeout`] (socket and
+    /// WebSocket connections only; a command's pipe has no timeout).
     pub fn set_read_timeout(&self, timeout: Duration) -> Result<()> {
         match &self.stream {
             Conn::Socket(s) => s.set_read_timeout(Some(timeout)).context("socket timeout"),
+            Conn::Ws(ws) => ws.set_read_timeout(timeout).context("socket timeout"),
             Conn::Command { .. } => Ok(()),
         }
     }

@@ -198,7 +198,7 @@ fn honest_client(socket: &Path, target: &TerminalId, stop: &AtomicBool) -> Resul
 }
 
 /// Samples RSS every 100 ms until it is within 10% (and 4 MiB) of `base`, or `limit` passes.
-fn settle_down(pid: u32, base: u64, limit: Duration) -> Result<u64> {
+pub(crate) fn settle_down(pid: u32, base: u64, limit: Duration) -> Result<u64> {
     let end = Instant::now() + limit;
     loop {
         let now = rss_kib(pid)?;
@@ -210,7 +210,7 @@ fn settle_down(pid: u32, base: u64, limit: Duration) -> Result<u64> {
 }
 
 /// The peak resident set size of `pid`, KiB.
-fn vm_hwm_kib(pid: u32) -> Result<u64> {
+pub(crate) fn vm_hwm_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("VmHWM")?;
     status
         .lines()
@@ -473,6 +473,12 @@ fn partial_frames_after_hello(socket: &Path) -> Result<()> {
 fn ledger_flood(socket: &Path) -> Result<()> {
     let mut c = Client::connect(socket)?;
     c.hello()?;
+    ledger_flood_on(c)
+}
+
+/// 65,536 APPLY_INPUTs for a terminal that does not exist, 256 at a time, through `c` (after
+/// its HELLO).
+pub(crate) fn ledger_flood_on(mut c: Client) -> Result<()> {
     let nowhere = TerminalId::Local(4_000_000_000);
     for _ in 0..65_536 / 256 {
         let mut batch = Vec::new();
@@ -546,8 +552,17 @@ fn spawn_from_many(socket: &Path) -> Result<()> {
 }
 
 fn lazy_viewers(socket: &Path) -> Result<()> {
-    let mut c = Client::connect(socket)?;
-    c.hello()?;
+    lazy_viewers_via(&|| {
+        let mut c = Client::connect(socket)?;
+        c.hello()?;
+        Ok(c)
+    })
+}
+
+/// A terminal printing 1 MiB/s, and 100 connections (each from `dial`, after HELLO) that
+/// attach to it and never read, for 5 s.
+pub(crate) fn lazy_viewers_via(dial: &dyn Fn() -> Result<Client>) -> Result<()> {
+    let mut c = dial()?;
     let exe: PathBuf = self_exe()?;
     let t = c.spawn(&[
         exe.display().to_string(),
@@ -557,8 +572,7 @@ fn lazy_viewers(socket: &Path) -> Result<()> {
     ])?;
     let mut viewers = Vec::new();
     for _ in 0..100 {
-        let mut v = Client::connect(socket)?;
-        v.hello()?;
+        let mut v = dial()?;
         let (_, bytes) = v.encode_command(Command::AttachTerminal {
             terminal: t.clone(),
         });

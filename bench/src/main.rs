@@ -107,6 +107,9 @@ enum Role {
     Serve {
         #[arg(long)]
         socket: PathBuf,
+        /// Serve WebSocket clients too, on this loopback address (`phux-mio-server --listen-ws`).
+        #[arg(long)]
+        listen_ws: Option<std::net::SocketAddr>,
     },
     #[command(name = "__writer", hide = true)]
     Writer {
@@ -209,7 +212,7 @@ impl Plan {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.role {
-        Some(Role::Serve { socket }) => roles::serve(socket),
+        Some(Role::Serve { socket, listen_ws }) => roles::serve(socket, *listen_ws),
         Some(Role::Writer {
             lines,
             hold,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::error::{Context, Error, Result};
+use crate::ws::WsTarget;
 
 /// How long a helper may take to say it is ready.
 pub const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -71,6 +72,8 @@ pub struct PhuxServer {
     pub socket: PathBuf,
     /// Whose server it is.
     pub kind: ServerKind,
+    /// Its WebSocket listener, when it was started with one ([`Self::start_ws`]).
+    pub ws: Option<WsTarget>,
     _dir: tempfile::TempDir,
 }
 
@@ -82,8 +85,18 @@ impl PhuxServer {
         Self::start_logged(server_bin, None)
     }
 
+    /// Like [`Self::start`], with a WebSocket listener on a loopback port of its own too
+    /// (`--listen-ws 127.0.0.1:0`).
+    pub fn start_ws(server_bin: Option<&Path>) -> Result<Self> {
+        Self::start_with(server_bin, None, true)
+    }
+
     /// Like [`Self::start`], with the real server's log at `info` written to `log`.
     pub fn start_logged(server_bin: Option<&Path>, log: Option<&Path>) -> Result<Self> {
+        Self::start_with(server_bin, log, false)
+    }
+
+    fn start_with(server_bin: Option<&Path>, log: Option<&Path>, ws: bool) -> Result<Self> {
         let dir = tempfile::tempdir().context("scratch directory")?;
         let socket = dir.path().join("phux.sock");
         let mut cmd = if let Some(bin) = server_bin {
@@ -102,17 +115,30 @@ impl PhuxServer {
             c.arg("__serve").arg("--socket").arg(&socket);
             c
         };
+        if ws {
+            cmd.args(["--listen-ws", "127.0.0.1:0"]);
+        }
         let mut process = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .context("starting the phux server")?;
-        wait_ready_line(&mut process, "phux-mio-server listening")?;
+        let before = wait_ready_lines(&mut process, "phux-mio-server listening")?;
+        let ws = if ws {
+            let line = before
+                .iter()
+                .find(|l| l.starts_with("phux-mio-server websocket on"))
+                .ok_or_else(|| Error::Protocol("the server named no WebSocket listener".into()))?;
+            Some(WsTarget::from_line(line)?)
+        } else {
+            None
+        };
         Ok(Self {
             process,
             socket,
             kind: ServerKind::Ours,
+            ws,
             _dir: dir,
         })
     }
@@ -142,6 +168,7 @@ impl PhuxServer {
             process,
             socket,
             kind: ServerKind::Reference,
+            ws: None,
             _dir: dir,
         };
         // It refuses SPAWN_TERMINAL while it has no session ("no session to host the
@@ -171,6 +198,18 @@ impl PhuxServer {
             ServerKind::Ours => Self::start(server_bin),
             ServerKind::Reference => Self::start_reference(reference),
         }
+    }
+
+    /// A new WebSocket connection that has completed HELLO (a server started with
+    /// [`Self::start_ws`]).
+    pub fn ws_client(&self) -> Result<Client> {
+        let target = self
+            .ws
+            .as_ref()
+            .ok_or_else(|| Error::Protocol("the server has no WebSocket listener".into()))?;
+        let mut c = Client::connect_ws(target)?;
+        c.hello()?;
+        Ok(c)
     }
 
     /// A new connection that has completed HELLO.
@@ -213,25 +252,45 @@ impl Drop for PhuxServer {
 /// Waits for a line starting with `prefix` on the child's stdout (on a thread, so a silent
 /// child cannot hang us past the deadline).
 pub fn wait_ready_line(process: &mut Child, prefix: &str) -> Result<()> {
+    wait_ready_lines(process, prefix).map(drop)
+}
+
+/// Lines a server prints before its ready line (a WebSocket line's, for one).
+const MAX_LINES_BEFORE_READY: usize = 4;
+
+/// Like [`wait_ready_line`]; the lines printed before it (at most a few).
+pub fn wait_ready_lines(process: &mut Child, prefix: &str) -> Result<Vec<String>> {
     let stdout = process
         .stdout
         .take()
         .ok_or_else(|| Error::Protocol("no stdout to wait on".into()))?;
     let (tx, rx) = mpsc::channel();
+    let wanted = prefix.to_owned();
     std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
+        let mut reader = BufReader::new(stdout);
+        for _ in 0..=MAX_LINES_BEFORE_READY {
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let last = line.is_empty() || line.starts_with(&wanted);
+            if tx.send(line).is_err() || last {
+                return;
+            }
+        }
     });
-    let line = rx
-        .recv_timeout(START_DEADLINE)
-        .map_err(|_| Error::Timeout(format!("`{prefix}`")))?;
-    if line.starts_with(prefix) {
-        Ok(())
-    } else {
-        Err(Error::Protocol(format!(
-            "expected `{prefix}`, got {line:?}"
-        )))
+    let mut before = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(START_DEADLINE)
+            .map_err(|_| Error::Timeout(format!("`{prefix}`")))?;
+        if line.starts_with(prefix) {
+            return Ok(before);
+        }
+        if line.is_empty() || before.len() == MAX_LINES_BEFORE_READY {
+            return Err(Error::Protocol(format!(
+                "expected `{prefix}`, got {line:?}"
+            )));
+        }
+        before.push(line);
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 use phux_core::server::{ServerConfig, ServerEngine};
 use phux_mio_server::driver::{Driver, Listen};
 use phux_mio_server::socket::{DirPolicy, ServerSocket};
+use phux_mio_server::ws::WsOptions;
 use phux_mio_server::{PtyChild, PtyRead, PtyWrite, SpawnSpec};
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Resource, Rlimit};
@@ -37,9 +38,10 @@ pub fn raise_nofile() -> u64 {
 /// The connection and terminal caps the bench's server runs with: above any plan's load.
 pub const SCALE_LIMIT: usize = 4096;
 
-/// `__serve`: the phux server on `socket`, exactly as `phux-mio-server --socket` runs it,
-/// without a log subscriber (so nothing is formatted on the hot path).
-pub fn serve(socket: &Path) -> Result<()> {
+/// `__serve`: the phux server on `socket` (and WebSocket clients on `listen_ws`), exactly as
+/// `phux-mio-server --socket [--listen-ws]` runs it, without a log subscriber (so nothing is
+/// formatted on the hot path).
+pub fn serve(socket: &Path, listen_ws: Option<std::net::SocketAddr>) -> Result<()> {
     raise_nofile();
     let server_id = phux_mio_server::server_id().context("server id")?;
     let mut config = ServerConfig::new(server_id.to_vec());
@@ -50,8 +52,32 @@ pub fn serve(socket: &Path) -> Result<()> {
     let engine = ServerEngine::new(config);
     let bound = ServerSocket::bind_with(socket, DirPolicy::Explicit)
         .map_err(|e| Error::Protocol(format!("cannot bind {}: {e}", socket.display())))?;
-    let driver = Driver::new(engine, Listen::Socket(bound)).context("starting the driver")?;
+    let ws = listen_ws
+        .map(|addr| {
+            WsOptions {
+                addr,
+                allow_remote: false,
+                origins: Vec::new(),
+                allow_no_origin: false,
+                secret_file: None,
+            }
+            .open(socket)
+            .map_err(|e| Error::Protocol(e.to_string()))
+        })
+        .transpose()?;
+    let mut driver = Driver::new(engine, Listen::Socket(bound)).context("starting the driver")?;
     let mut out = io::stdout().lock();
+    if let Some((door, secret)) = ws {
+        let addr = door.addr();
+        driver.enable_ws(door).context("the WebSocket listener")?;
+        // The line `phux-mio-server` prints, before the ready line.
+        writeln!(
+            out,
+            "phux-mio-server websocket on ws://{addr}/ (secret in {})",
+            secret.display()
+        )
+        .context("stdout")?;
+    }
     writeln!(out, "phux-mio-server listening on {}", socket.display()).context("stdout")?;
     out.flush().context("stdout")?;
     drop(out);

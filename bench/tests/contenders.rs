@@ -110,3 +110,32 @@ fn the_reference_delivers_and_answers_when_it_is_there() {
     let spawn = phux_bench::commands::spawn_once(&mut c, &["cat".to_owned()]).expect("spawn");
     assert!(spawn > 0.0);
 }
+
+#[test]
+fn the_websocket_client_round_trips_and_an_attack_on_the_listener_is_measured() {
+    setup();
+    let server = PhuxServer::start_ws(None).expect("server with --listen-ws");
+    let client = server.ws_client().expect("HELLO over the WebSocket");
+    let mut echo = PhuxTerm::over(client, &echo_argv()).expect("echo terminal over ws");
+    for i in 0..5 {
+        assert!(echo.apply().expect("APPLY_INPUT over ws") > 0.0);
+        assert!(echo.echo(letter(i)).expect("INPUT_KEY echo over ws") > 0.0);
+    }
+    drop(server);
+    // One attack as the hostile section mounts it: the honest page and the newcomers are
+    // served throughout, and the attacker's messages are refused as the spec says (it fails
+    // when a message past its frame is not answered and closed).
+    let attack = phux_bench::hostile_ws::ws_attacks()
+        .into_iter()
+        .find(|a| a.name.contains("past its phux frame"))
+        .expect("the attack");
+    let o = phux_bench::hostile_ws::measure_ws(None, &attack).expect("measured");
+    assert_eq!(o.error, None, "{o:?}");
+    assert!(
+        o.rounds >= 1 && !o.ack.is_empty() && !o.echo.is_empty(),
+        "{o:?}"
+    );
+    assert_eq!((o.refused, o.turned_away), (0, 0), "{o:?}");
+    assert!(!o.joined.is_empty(), "{o:?}");
+    assert!(o.rss_peak >= o.rss_before, "{o:?}");
+}

@@ -6,13 +6,15 @@ use serde_json::json;
 use phux_bench::hostile::{attacks, measure};
 use phux_bench::report::{Op, Report, fmt, table};
 
+use super::hostile_ws::section_hostile_ws;
 use super::summary_json;
 
 /// The bounds for the honest client during an attack, in ms.
 const P99_BOUND_MS: f64 = 100.0;
 const MAX_BOUND_MS: f64 = 250.0;
 
-/// Runs every attack, or those whose name contains one of `only`.
+/// Runs every attack, or those whose name contains one of `only`; then the same over
+/// WebSocket (names `ws: ...`).
 pub(crate) fn section_hostile(
     report: &mut Report,
     server_bin: Option<&std::path::Path>,
@@ -73,6 +75,10 @@ pub(crate) fn section_hostile(
             }),
         );
     }
+    if rows.is_empty() && !only.is_empty() {
+        section_hostile_ws(report, server_bin, &wanted);
+        return;
+    }
     print!(
         "{}",
         table(
@@ -92,4 +98,5 @@ pub(crate) fn section_hostile(
         )
     );
     report.json.insert("hostile".into(), doc.into());
+    section_hostile_ws(report, server_bin, &wanted);
 }

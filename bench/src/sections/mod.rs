@@ -12,6 +12,7 @@ mod commands;
 mod criterion;
 mod echo;
 mod hostile;
+mod hostile_ws;
 mod scale;
 mod ssh;
 mod throughput;

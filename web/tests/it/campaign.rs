@@ -50,6 +50,17 @@ fn wait_up(rig: &Rig) {
     });
 }
 
+/// A count as a float, for a rate (counts here are far below 2^52).
+#[allow(clippy::cast_precision_loss)]
+fn as_f64(n: usize) -> f64 {
+    n as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 #[test]
 fn fault_campaign_loses_and_doubles_no_key() {
     let _one = exclusive();
@@ -133,6 +144,18 @@ fn fault_campaign_loses_and_doubles_no_key() {
     }
     let faulted = started.elapsed();
     let left = support::pending(&rig.browser).unwrap_or(0);
+    // The sender's pace while the faults came: keys typed against keys resolved by the last.
+    let secs = faulted.as_secs_f64().max(1e-3);
+    let resolved = typed
+        .len()
+        .saturating_sub(usize::try_from(left).unwrap_or(usize::MAX));
+    println!(
+        "web fault campaign pace: a fault every {:.2} s; typed {:.1} keys/s, resolved {:.1} \
+         keys/s while faults came",
+        secs / as_f64(faults.max(1)),
+        as_f64(typed.len()) / secs,
+        as_f64(resolved) / secs,
+    );
     let ops = rig.settle();
     let drained = started.elapsed().saturating_sub(faulted);
     wait_for("the program to read what was applied", || {
@@ -167,6 +190,33 @@ fn fault_campaign_loses_and_doubles_no_key() {
         t.duplicated,
         rig.proxy.accepted(),
         drained.as_secs_f64(),
+    );
+    // Where a key's time goes once the faults have stopped (sends after the last key was
+    // typed): `sent` is stamped before its record is written and `resolved` before its own.
+    let last_typed = ops
+        .iter()
+        .filter_map(|o| o["addedAt"].as_f64())
+        .fold(0.0, f64::max);
+    let (mut to_result, mut to_next) = (Vec::new(), Vec::new());
+    for pair in ops.windows(2) {
+        let [a, b] = pair else { continue };
+        let at = |o: &Value, k: &str| o[k].as_f64();
+        if let (Some(sent), Some(done), Some(next)) =
+            (at(a, "sentAt"), at(a, "resolvedAt"), at(b, "sentAt"))
+            && sent > last_typed
+            && next >= done
+        {
+            to_result.push(done - sent);
+            to_next.push(next - done);
+        }
+    }
+    println!(
+        "sender after the faults, per key ({} keys): sent to resolved p50 {:.1} ms (the `sent` \
+         write and the round trip), resolved to the next sent p50 {:.1} ms (the resolution's \
+         write and the next read)",
+        to_result.len(),
+        median(&mut to_result),
+        median(&mut to_next),
     );
     let mut servers: Vec<_> = ops
         .iter()
