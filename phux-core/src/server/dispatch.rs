@@ -82,6 +82,7 @@ impl ServerEngine {
             Request::Command(command) => self.on_command(now, id, command),
             Request::Spawn(spawn) => self.on_spawn(id, spawn),
             Request::Resize(resize) => self.on_resize(&resize),
+            Request::Viewport => self.on_viewport(id),
             Request::Subscribe(terminal) => self.on_subscribe_events(id, terminal.as_ref()),
             Request::Input(terminal, event) => {
                 self.on_fire_and_forget(now, id, &terminal, &event);
@@ -101,10 +102,12 @@ impl ServerEngine {
             Command::AttachTerminal { terminal } => self.cmd_attach(id, rid, &terminal),
             Command::DetachTerminal { terminal } => {
                 // [TERMINAL.DETACH.1] Always OK, idempotent.
-                if let Some(t) =
-                    LocalTerminal::of(&terminal).and_then(|t| self.terminals.get_mut(&t))
+                if let Some(local) = LocalTerminal::of(&terminal)
+                    && let Some(t) = self.terminals.get_mut(&local)
                 {
                     t.remove_viewer(id);
+                    // [SERVER.SIZE.2] One viewer fewer: the terminal may grow back.
+                    self.fit_to_viewports(local, None);
                 }
                 self.send_result(id, rid, CommandResult::Ok);
             }

@@ -49,6 +49,7 @@ mod outbound;
 mod output;
 mod pool;
 mod remains;
+mod size;
 mod state;
 mod summary;
 mod terminal;
@@ -74,6 +75,7 @@ pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
 pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
+pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
 pub use summary::StateSummary;
@@ -413,8 +415,16 @@ impl ServerEngine {
         for change in self.leases.disconnect(conn.client()) {
             self.broadcast_lease_change(&change);
         }
-        for terminal in self.terminals.values_mut() {
+        let mut viewed = Vec::new();
+        for (&local, terminal) in &mut self.terminals {
+            if terminal.has_viewer(id) {
+                viewed.push(local);
+            }
             terminal.forget_conn(id);
+        }
+        // [SERVER.SIZE.2] A departed viewer no longer holds its terminals small.
+        for local in viewed {
+            self.fit_to_viewports(local, None);
         }
         let _ = now;
     }
