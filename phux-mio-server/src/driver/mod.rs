@@ -22,9 +22,9 @@
 //!    then feeds what performing them observed (see "Re-entrancy").
 //! 5. **flush**: write the connections the actions queued bytes for, as the flush policy
 //!    (`flush.rs`) allows; the `Sent` events that come of it are fed in turn. A route flushes
-//!    sooner where the policy says so: after each read from a socket and each short PTY read
-//!    (a keystroke's echo leaves before the next read), and the ripest connection between two
-//!    bulk reads.
+//!    sooner where the policy says so: after each read from a socket and each chunk of PTY output
+//!    whose last read was short (a keystroke's echo leaves once the master is found empty),
+//!    and the ripest connection between two bulk reads.
 //! 6. after the ready tokens, the **deadlines** that came (held output, closing connections,
 //!    exit drains, kill graces, the engine's `Timeout`, shutdown), fed and flushed the same
 //!    way; then **compute the next timeout** and poll again.
@@ -320,7 +320,7 @@ impl Driver {
                 }
                 Some(Source::Master(t)) => {
                     if readable {
-                        self.read_master(t, token, ended);
+                        self.read_master(t, token);
                     }
                     if writable {
                         self.host.pump(t);
@@ -329,7 +329,7 @@ impl Driver {
                 Some(Source::Pidfd(t)) => {
                     // [SERVER.PTY.3] Output written before the exit is reported before the exit.
                     if let Some(master) = self.host.reap(t) {
-                        self.read_master(t, master, true);
+                        self.read_master(t, master);
                     }
                 }
                 None => trace!(?token, "event for a source already gone"),
