@@ -38,23 +38,23 @@
 mod action;
 mod config;
 mod connection;
-mod dispatch;
 mod event;
-mod events;
 mod export;
 mod handshake;
 mod input;
+mod input_lease;
 mod lifecycle;
 mod outbound;
 mod output;
+mod pending_upgrade;
 mod pool;
+mod receive;
 mod remains;
 mod size;
-mod state;
-pub use state::MAX_CWD_LEN;
+mod subscriptions;
 mod summary;
 mod terminal;
-mod upgrade;
+mod views;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -79,9 +79,10 @@ pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use pending_upgrade::MAX_UPGRADE_BINARY_LEN;
 pub use summary::StateSummary;
 pub(crate) use summary::{DeclaredViewport, Parts, SummaryFault, TerminalCwd, read_summary};
-pub use upgrade::MAX_UPGRADE_BINARY_LEN;
+pub use views::MAX_CWD_LEN;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -110,7 +111,7 @@ pub struct ServerEngine {
     next_job: u64,
     shutting_down: bool,
     /// An upgrade is pending ([SERVER.UPGRADE.3]): no new write job reaches a PTY.
-    upgrade: Option<upgrade::PendingUpgrade>,
+    upgrade: Option<pending_upgrade::PendingUpgrade>,
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,
