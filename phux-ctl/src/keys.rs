@@ -102,6 +102,13 @@ impl clap::builder::TypedValueParser for KeyNameParser {
 /// `F1`..`F24`, a W3C code, or one character. A key that no terminal mode turns into bytes is
 /// refused: pressing it would send the program nothing.
 pub fn parse_key(text: &str) -> Result<KeySpec, String> {
+    // dtach's and abduco's caret notation (`-e ^q`, `-e '^\'`): `^X` is C-x.
+    if let Some(c) = text.strip_prefix('^')
+        && c.chars().count() == 1
+        && c != "?"
+    {
+        return parse_key(&format!("C-{}", c.to_ascii_lowercase()));
+    }
     let mut mods = ModSet::NONE;
     let mut rest = text;
     // A prefix needs something after it: "C--" is Ctrl+minus, "-" is minus.
@@ -329,6 +336,15 @@ mod tests {
 
     fn bytes(name: &str) -> Vec<u8> {
         legacy_bytes(&parse_key(name).expect(name).0)
+    }
+
+    #[test]
+    fn caret_notation_is_ctrl_as_dtach_and_abduco_write_it() {
+        assert_eq!(parse_key("^q"), parse_key("C-q"));
+        assert_eq!(parse_key("^Q"), parse_key("C-q"));
+        assert_eq!(parse_key("^\\"), parse_key("C-\\"));
+        assert!(parse_key("^").is_ok(), "a caret alone is the key that types it");
+        assert!(parse_key("^qq").is_err());
     }
 
     #[test]

@@ -302,9 +302,14 @@ pub struct AttachArgs {
 
 /// `new`'s arguments.
 #[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("the_name").args(["named", "terminal_name"])))]
 pub struct NewArgs {
+    /// The terminal's name, given first as dtach and abduco take it (`new -A work`, `new -d
+    /// work -- make`): the same as -s NAME. The program still goes after `--`.
+    #[arg(value_name = "NAME", value_parser = parse_name, conflicts_with = "named")]
+    pub terminal_name: Option<String>,
     /// If a terminal named NAME (-s) exists, attach to it instead of refusing.
-    #[arg(short = 'A', requires = "named")]
+    #[arg(short = 'A', requires = "the_name")]
     pub attach_existing: bool,
     /// Do not attach: print the new terminal's id (like `spawn`).
     #[arg(short = 'd', long)]
@@ -320,7 +325,8 @@ pub struct NewArgs {
 /// How `attach` and `new` attach.
 #[derive(Debug, Clone, Args)]
 pub struct AttachOptions {
-    /// The key that detaches (same names as `send --key`), or `none` for no detach key (the
+    /// The key that detaches (same names as `send --key`, or `^X` for C-x as dtach's and
+    /// abduco's `-e` take it), or `none` for no detach key (the
     /// attach then ends only with the program or the connection). A key a program needs
     /// for typing (a character, Enter, Tab, Space, Backspace, Esc) is refused. The first
     /// press waits half a second for another key: the detach key again sends it to the

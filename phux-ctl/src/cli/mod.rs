@@ -283,6 +283,12 @@ where
 {
     let matches = Cli::command().get_matches_from(args);
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let CtlCommand::New(new) = &mut cli.command
+        && let Some(name) = new.terminal_name.take()
+    {
+        // dtach's and abduco's order: the name first, meaning -s NAME.
+        new.spawn.named = Some(name);
+    }
     if let (CtlCommand::Send(send), Some(("send", sub))) = (&mut cli.command, matches.subcommand())
     {
         send.order(sub);
@@ -343,6 +349,15 @@ mod tests {
         assert_eq!(new.spawn.command, ["vim"]);
         // -A without a name has nothing to find.
         assert!(Cli::try_parse_from(["phuxctl", "new", "-A"]).is_err());
+        // dtach's and abduco's order: the name first (`dtach -A SOCKET`, `abduco -A NAME`).
+        let cli = parse_from(["phuxctl", "new", "-A", "work", "--", "vim"]);
+        let CtlCommand::New(new) = cli.command else {
+            panic!("not new");
+        };
+        assert!(new.attach_existing);
+        assert_eq!(new.spawn.named.as_deref(), Some("work"));
+        assert_eq!(new.spawn.command, ["vim"]);
+        assert!(Cli::try_parse_from(["phuxctl", "new", "work", "-s", "other"]).is_err());
         let cli = Cli::try_parse_from(["phuxctl", "attach"]).expect("parse");
         assert!(matches!(
             cli.command,

@@ -253,3 +253,55 @@ fn new_never_starts_a_server_over_exec() {
         d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "log")))
     }));
 }
+
+#[test]
+fn the_name_may_come_first_as_dtach_and_abduco_take_it() {
+    // `dtach -n SOCKET CMD`, `abduco -n NAME CMD`: created without attaching, by the name
+    // given first (the program after `--`); the server started on demand as for -s.
+    let t = NoServer::new();
+    let id = t.ok(&["new", "-d", "work", "--", "/bin/sh"]);
+    assert_eq!(id.trim(), "local:1");
+    assert!(t.ok(&["list"]).contains("work"), "{}", t.ok(&["list"]));
+    t.ok(&["send", "work", "echo by-first-name", "--key", "Enter"]);
+    assert!(wait_until(|| t
+        .ok(&["screen", "work"])
+        .contains("by-first-name")));
+    // `abduco -c NAME` on a name in use: refused, nothing created.
+    let out = t.run(&["new", "-d", "work", "--", "/bin/sh"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a terminal named work exists"));
+    // `dtach -A` / `abduco -A`: the existing one (here not attached to: its id).
+    assert_eq!(t.ok(&["new", "-A", "-d", "work"]).trim(), "local:1");
+    // The name given both ways is bad usage.
+    let out = t.run(&["new", "-d", "work", "-s", "other"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(t.ok(&["list"]).lines().count(), 1, "still one terminal");
+}
+
+#[test]
+fn a_detach_key_in_caret_notation_detaches() {
+    // `dtach -e '^q'`, `abduco -e ^q`: the same key as C-q.
+    phux_testkit::require_programs!("tmux");
+    let t = NoServer::new();
+    t.ok(&["new", "-d", "-s", "work", "--", "/bin/sh"]);
+    t.ok(&["send", "work", "echo caret-ready", "--key", "Enter"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmux = tmux_in(dir.path());
+    let line = t.pane_line("attach --detach-key ^q work", "caret");
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &line,
+    ]);
+    tmux.wait_pane("the attached terminal", |p| p.contains("caret-ready"));
+    tmux.run(&["send-keys", "-t", "t", "C-q"]);
+    let pane = tmux.wait_pane("the detach", |p| p.contains("caret="));
+    assert!(pane.contains("caret=0"), "{pane}");
+    assert!(pane.contains("[detached from local:1]"), "{pane}");
+}
