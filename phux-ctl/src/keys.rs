@@ -343,7 +343,10 @@ mod tests {
         assert_eq!(parse_key("^q"), parse_key("C-q"));
         assert_eq!(parse_key("^Q"), parse_key("C-q"));
         assert_eq!(parse_key("^\\"), parse_key("C-\\"));
-        assert!(parse_key("^").is_ok(), "a caret alone is the key that types it");
+        assert!(
+            parse_key("^").is_ok(),
+            "a caret alone is the key that types it"
+        );
         assert!(parse_key("^qq").is_err());
     }
 
