@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
+use super::pending_upgrade::PendingUpgrade;
 use super::summary::{
     DeclaredViewport, StateSummary, check_connection, check_terminal, check_viewports,
 };
 use super::terminal::Terminal;
-use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;

@@ -277,7 +277,7 @@ impl ServerEngine {
         };
         t.exited(exit_status);
         let viewers = t.viewer_ids();
-        let server_scoped = super::events::server_subscribers(&self.conns);
+        let server_scoped = super::subscriptions::server_subscribers(&self.conns);
         let audience = t.audience(server_scoped.iter().copied());
         let listeners = Self::listeners_of(t, server_scoped);
         // Jobs the driver never reported: their bytes may or may not have reached the child.

@@ -38,22 +38,23 @@
 mod action;
 mod config;
 mod connection;
-mod dispatch;
 mod event;
-mod events;
 mod export;
 mod handshake;
 mod input;
+mod input_lease;
 mod lifecycle;
 mod outbound;
 mod output;
+mod pending_upgrade;
 mod pool;
+mod receive;
 mod remains;
 mod size;
-mod state;
+mod subscriptions;
 mod summary;
 mod terminal;
-mod upgrade;
+mod views;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -78,9 +79,9 @@ pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
 pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use pending_upgrade::MAX_UPGRADE_BINARY_LEN;
 pub use summary::StateSummary;
 pub(crate) use summary::{SummaryFault, read_summary};
-pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -109,7 +110,7 @@ pub struct ServerEngine {
     next_job: u64,
     shutting_down: bool,
     /// An upgrade is pending ([SERVER.UPGRADE.3]): no new write job reaches a PTY.
-    upgrade: Option<upgrade::PendingUpgrade>,
+    upgrade: Option<pending_upgrade::PendingUpgrade>,
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,

@@ -17,8 +17,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 use super::StateError;
 use super::connection::Connection;
+use super::pending_upgrade::PendingUpgrade;
 use super::terminal::Terminal;
-use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig};
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;

@@ -65,17 +65,17 @@ use crate::socket::ServerSocket;
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
+pub use handover::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 pub use read::SOURCE_SLICE;
 pub use trial::check_image;
 pub use turn::TURN_SLICE;
-pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 
 use turn::{Wake, plan_turn};
 
+mod handover;
 mod read;
 mod trial;
 mod turn;
-mod upgrade;
 mod ws;
 
 const LISTENER: Token = Token(0);
@@ -108,7 +108,7 @@ pub struct Driver {
     /// Where each busy source is in `busy`, while a turn is planned.
     busy_at: HashMap<Token, usize>,
     /// An in-place upgrade: whether this server may, and the one under way.
-    upgrade: upgrade::Upgrade,
+    upgrade: handover::Upgrade,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
@@ -149,7 +149,7 @@ impl Driver {
             ready: Vec::new(),
             busy: Vec::new(),
             busy_at: HashMap::new(),
-            upgrade: upgrade::Upgrade::default(),
+            upgrade: handover::Upgrade::default(),
             stdio_flags,
         };
         if let Some(flags) = &driver.stdio_flags {
