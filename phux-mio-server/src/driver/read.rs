@@ -272,10 +272,6 @@ impl Driver {
                     if !bytes.is_empty() {
                         self.feed_output(terminal, bytes, last_read);
                     }
-                    // [SCREEN.SERVER.2] The end of a burst (a prompt after a `cd`): the
-                    // program's directory, reported if it changed.
-                    self.host.observe_cwd(terminal);
-                    self.feed_observed();
                     return;
                 }
                 Ok(PtyRead::Eof) => {
@@ -312,6 +308,10 @@ impl Driver {
         // output, read in KiB chunks, leaves in large writes.
         if FlushPolicy::flush_after_read(last_read) {
             self.flush();
+            // [SCREEN.SERVER.2] A short read ends a burst (a prompt after a `cd`, an echo): the
+            // program's directory, reported if it changed.
+            self.host.observe_cwd(terminal);
+            self.feed_observed();
         }
     }
 
