@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn the_image_size_is_read_from_the_exec_line() {
         let log = "2026-12-07T12:00:00Z  INFO upgrade: checking\n\
-                   2026-12-07T12:00:01Z  INFO phux_mio_server::driver::upgrade: upgrade: exec \
+                   2026-12-07T12:00:01Z  INFO phux_mio_server::driver::handover: upgrade: exec \
                    binary=/x image_bytes=168820736 conns=31 terminals=100\n";
         assert_eq!(logged_image_bytes(log), Some(168_820_736));
         assert_eq!(logged_image_bytes("nothing"), None);

@@ -20,7 +20,7 @@ use phux_proto::frame::{HelloOk, SpawnResult, SpawnTerminal};
 use phux_proto::{Command, CommandResult, Frame, OperationId, TerminalId};
 
 use super::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, spawn_error_text};
-use super::link::{Endpoint, Link};
+use super::link::{Link, ServerAddress};
 use super::outbox_store::{OutboxStore, StoreError};
 
 /// How long a command may go unanswered: the server answers at once, so this only ends the
@@ -146,7 +146,7 @@ pub struct Session {
     store: Option<OutboxStore>,
     /// The journal's length after the last compaction.
     compacted_len: u64,
-    endpoint: Endpoint,
+    address: ServerAddress,
     link: Option<Link>,
     /// How the last `--exec` command ended, for the message about a lost connection.
     exit_note: Option<String>,
@@ -203,18 +203,18 @@ impl Session {
     /// `target` (after checking whom it reaches) and completes the handshake. Restored
     /// operations in `scope` are resent or decided from here on; the others are kept.
     pub fn connect(
-        endpoint: &Endpoint,
+        address: &ServerAddress,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
         scope: Scope,
     ) -> Result<Self, CtlError> {
-        Self::connect_within(endpoint, store, records, scope, COMMAND_TIMEOUT)
+        Self::connect_within(address, store, records, scope, COMMAND_TIMEOUT)
     }
 
     /// [`Session::connect`], waiting at most `command_timeout` for the handshake and for
     /// each command's answer (`phuxctl --timeout`).
     pub fn connect_within(
-        endpoint: &Endpoint,
+        address: &ServerAddress,
         store: Option<OutboxStore>,
         records: Vec<JournalRecord>,
         scope: Scope,
@@ -241,7 +241,7 @@ impl Session {
             engine,
             store,
             compacted_len: 0,
-            endpoint: endpoint.clone(),
+            address: address.clone(),
             link: None,
             exit_note: None,
             conn: 0,
@@ -272,7 +272,7 @@ impl Session {
     }
 
     fn dial(&mut self) -> Result<(), CtlError> {
-        let (link, mut reader) = Link::open(&self.endpoint)?;
+        let (link, mut reader) = Link::open(&self.address)?;
         self.conn += 1;
         let conn = self.conn;
         let tx = self.tx.clone();
@@ -322,7 +322,7 @@ impl Session {
             .map_or_else(String::new, |note| format!(" ({note})"));
         CtlError::ConnectionLost(format!(
             "the connection to {} ended {when}{why}",
-            self.endpoint.describe()
+            self.address.describe()
         ))
     }
 
@@ -443,7 +443,7 @@ impl Session {
     /// Whether the server is reached through `--exec` or `--ssh`: its host is not this one,
     /// so nothing about its terminals may be read from this host (`/proc`, paths).
     pub fn is_remote(&self) -> bool {
-        matches!(self.endpoint, Endpoint::Exec(_))
+        matches!(self.address, ServerAddress::Exec(_))
     }
 
     /// The failure of a journal write that had to come before a send ([CLIENT.JOURNAL.11]),

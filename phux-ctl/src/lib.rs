@@ -53,7 +53,7 @@ use phux_proto::{ErrorCode, TerminalId};
 
 use cli::{Cli, CtlCommand, NewArgs};
 use conn::{COMMAND_TIMEOUT, INPUT_TIMEOUT, Session, Waits};
-use link::Endpoint;
+use link::ServerAddress;
 use names::{Target, Use};
 
 pub use control::UPGRADE_TIMEOUT;
@@ -121,7 +121,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Man { verb, dir } => return manual(verb, dir.as_deref()),
         _ => {}
     }
-    let path = endpoint(&cli)?;
+    let address = server_address(&cli)?;
     let waits = Waits {
         command: cli.timeout.unwrap_or(COMMAND_TIMEOUT),
         input: cli.timeout.unwrap_or(INPUT_TIMEOUT),
@@ -129,12 +129,12 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
     };
     if let CtlCommand::Outbox(args) = &cli.command {
         // Before connecting: listing and dropping need no server.
-        return outbox_verb::run(&cli, &path, args, waits);
+        return outbox_verb::run(&cli, &address, args, waits);
     }
-    let key = outbox_verb::key(&cli, &path);
-    let place = match path {
-        Endpoint::Socket(_) => spawn::Place::Local,
-        Endpoint::Exec(_) => spawn::Place::Remote,
+    let key = outbox_verb::key(&cli, &address);
+    let place = match address {
+        ServerAddress::Socket(_) => spawn::Place::Local,
+        ServerAddress::Exec(_) => spawn::Place::Remote,
     };
     // Read what `paste` sends, and check what `spawn` names, before taking the lock or
     // connecting: stdin may be slow, and a bad argument is not the server's to report.
@@ -143,7 +143,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         _ => None,
     };
     // A path for the server's host is checked and resolved here only when that is this host.
-    let remote = matches!(path, Endpoint::Exec(_));
+    let remote = matches!(address, ServerAddress::Exec(_));
     let upgrade_binary = match &cli.command {
         CtlCommand::Upgrade { binary: Some(path) } => Some(control::absolute_binary(path, remote)?),
         _ => None,
@@ -163,7 +163,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         _ => None,
     };
     if let CtlCommand::New(args) = cli.command.clone() {
-        return new(&cli, &path, &key, args, spawn_cwd, place, waits);
+        return new(&cli, &address, &key, args, spawn_cwd, place, waits);
     }
     // The terminal `send` and `paste` write to, known before connecting: its earlier
     // operations are resumed first ([CLIENT.RESUME.1]).
@@ -172,7 +172,7 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
         CtlCommand::Paste(args) => Some(names::peek(&key, &args.id)?),
         _ => None,
     };
-    let mut session = outbox_verb::open_session(&cli, &path, sends_to, waits)?;
+    let mut session = outbox_verb::open_session(&cli, &address, sends_to, waits)?;
     let mut names = names::Resolver::new(&key);
     let code = match cli.command {
         CtlCommand::Spawn(args) => {
@@ -264,8 +264,8 @@ fn run_inner(cli: Cli) -> Result<u8, CtlError> {
             control::resize(&mut session, &id, size)?
         }
         CtlCommand::Upgrade { .. } => control::upgrade(&mut session, upgrade_binary, cli.timeout)?,
-        CtlCommand::Shutdown => server_verbs::shutdown(&mut session, &path, waits.command)?,
-        CtlCommand::Info { json } => server_verbs::info(&mut session, &path, json)?,
+        CtlCommand::Shutdown => server_verbs::shutdown(&mut session, &address, waits.command)?,
+        CtlCommand::Info { json } => server_verbs::info(&mut session, &address, json)?,
         CtlCommand::Clients { id, json } => {
             let id = names.resolve(&mut session, &id)?;
             server_verbs::clients(&mut session, &id, json)?
@@ -312,7 +312,7 @@ fn manual(verb: &[String], dir: Option<&std::path::Path>) -> Result<u8, CtlError
 /// or with -A find the one of that name, then attach unless -d.
 fn new(
     cli: &Cli,
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     key: &str,
     args: NewArgs,
     cwd: Option<String>,
@@ -327,10 +327,10 @@ fn new(
                 .to_owned(),
         ));
     }
-    let dial = || outbox_verb::open_session(cli, endpoint, None, waits);
-    let mut session = match endpoint {
+    let dial = || outbox_verb::open_session(cli, address, None, waits);
+    let mut session = match address {
         // [CLIENT.START.1] Only a server on this host is started, and only where none listens.
-        Endpoint::Socket(target) => {
+        ServerAddress::Socket(target) => {
             let (session, started) = start::ensure(
                 target,
                 cli.socket.is_some(),
@@ -348,7 +348,7 @@ fn new(
             }
             session
         }
-        Endpoint::Exec(_) => dial()?,
+        ServerAddress::Exec(_) => dial()?,
     };
     let mut names = names::Resolver::new(key);
     let mut book = names.bound(&mut session, Use::Write)?;
@@ -396,8 +396,8 @@ fn most_recent(session: &mut Session, book: &names::Book) -> Result<TerminalId, 
 }
 
 /// The server this run talks to: through `--exec` or `--ssh`, else the local socket.
-fn endpoint(cli: &Cli) -> Result<Endpoint, CtlError> {
-    if let Some(remote) = Endpoint::remote(
+fn server_address(cli: &Cli) -> Result<ServerAddress, CtlError> {
+    if let Some(remote) = ServerAddress::remote(
         cli.exec.as_deref(),
         cli.ssh.as_deref(),
         cli.socket.as_deref(),
@@ -406,6 +406,6 @@ fn endpoint(cli: &Cli) -> Result<Endpoint, CtlError> {
         return Ok(remote);
     }
     verify::target(cli.socket.as_deref(), &cli.name)
-        .map(Endpoint::Socket)
+        .map(ServerAddress::Socket)
         .map_err(|e| CtlError::Local(e.to_string()))
 }

@@ -20,9 +20,11 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// it is killed.
 const EXEC_GRACE: Duration = Duration::from_secs(2);
 
-/// The server to reach.
+/// Where the server is reached: its socket on this host, or a command that carries the bytes
+/// to it. (Not an endpoint in quinn's sense, a local socket serving many connections: one
+/// phuxctl run dials one server address.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
+pub enum ServerAddress {
     /// A Unix socket on this host.
     Socket(Target),
     /// A shell command whose stdin and stdout are a connection to a server (run once per
@@ -30,8 +32,8 @@ pub enum Endpoint {
     Exec(String),
 }
 
-impl Endpoint {
-    /// The endpoint `--exec CMD` or `--ssh HOST` describe, with `--socket` and `--name` saying
+impl ServerAddress {
+    /// The address `--exec CMD` or `--ssh HOST` describe, with `--socket` and `--name` saying
     /// which server the far side's bridge joins; `None` for a local socket.
     pub fn remote(
         exec: Option<&str>,
@@ -102,13 +104,13 @@ pub enum Link {
 }
 
 impl Link {
-    /// Opens a connection to `endpoint`: for a socket, only after checking the place before
+    /// Opens a connection to `address`: for a socket, only after checking the place before
     /// dialling and the listener before the first byte (CLIENT.PEER.N); for a command, by
     /// starting it (its stderr is ours, so ssh's own messages reach the user). Returns the
     /// sending side and the receiving side.
-    pub fn open(endpoint: &Endpoint) -> Result<(Self, Box<dyn Read + Send>), CtlError> {
-        match endpoint {
-            Endpoint::Socket(target) => {
+    pub fn open(address: &ServerAddress) -> Result<(Self, Box<dyn Read + Send>), CtlError> {
+        match address {
+            ServerAddress::Socket(target) => {
                 // [CLIENT.PEER.1] [CLIENT.PEER.2] Before dialling: the place is the user's own.
                 verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
                 let stream =
@@ -127,7 +129,7 @@ impl Link {
                     .map_err(|e| CtlError::Local(format!("socket clone: {e}")))?;
                 Ok((Self::Socket(stream), Box::new(reader)))
             }
-            Endpoint::Exec(command) => {
+            ServerAddress::Exec(command) => {
                 let mut child = Command::new("/bin/sh")
                     .arg("-c")
                     .arg(command)
@@ -216,21 +218,25 @@ mod tests {
 
     #[test]
     fn ssh_builds_a_bridge_command_quoted_for_both_shells() {
-        let e = Endpoint::remote(None, Some("build-1"), None, "default").expect("remote");
+        let e = ServerAddress::remote(None, Some("build-1"), None, "default").expect("remote");
         assert_eq!(
             e,
-            Endpoint::Exec("ssh -- build-1 'phux-mio-server bridge --name default'".to_owned())
+            ServerAddress::Exec(
+                "ssh -- build-1 'phux-mio-server bridge --name default'".to_owned()
+            )
         );
-        let e = Endpoint::remote(None, Some("me@h"), Some(Path::new("/run/a b.sock")), "x")
+        let e = ServerAddress::remote(None, Some("me@h"), Some(Path::new("/run/a b.sock")), "x")
             .expect("remote");
         assert_eq!(
             e,
-            Endpoint::Exec(
+            ServerAddress::Exec(
                 r"ssh -- me@h 'phux-mio-server bridge --socket '\''/run/a b.sock'\'''".to_owned()
             )
         );
         // The command line survives the local shell as the two words ssh gets.
-        let Endpoint::Exec(line) = e else { panic!() };
+        let ServerAddress::Exec(line) = e else {
+            panic!()
+        };
         let out = Command::new("/bin/sh")
             .arg("-c")
             .arg(line.replacen("ssh --", "printf '%s\\n'", 1))
@@ -245,15 +251,16 @@ mod tests {
     #[test]
     fn exec_wins_and_no_flag_means_a_local_socket() {
         assert_eq!(
-            Endpoint::remote(Some("nc -U s"), Some("h"), None, "n"),
-            Some(Endpoint::Exec("nc -U s".to_owned()))
+            ServerAddress::remote(Some("nc -U s"), Some("h"), None, "n"),
+            Some(ServerAddress::Exec("nc -U s".to_owned()))
         );
-        assert_eq!(Endpoint::remote(None, None, None, "n"), None);
+        assert_eq!(ServerAddress::remote(None, None, None, "n"), None);
     }
 
     #[test]
     fn an_exec_link_carries_bytes_both_ways_and_closes() {
-        let (mut link, mut reader) = Link::open(&Endpoint::Exec("cat".to_owned())).expect("open");
+        let (mut link, mut reader) =
+            Link::open(&ServerAddress::Exec("cat".to_owned())).expect("open");
         link.write_all(b"ping").expect("write");
         let mut buf = [0; 4];
         reader.read_exact(&mut buf).expect("read");

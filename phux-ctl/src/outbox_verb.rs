@@ -20,7 +20,7 @@ use phux_local::verify;
 use crate::cli::{Cli, OutboxAction, OutboxArgs};
 use crate::conn::{Session, Upkeep, Waits, unix_now};
 use crate::error::{CtlError, EXIT_BOOKKEEPING, EXIT_OK, EXIT_UNKNOWN};
-use crate::link::Endpoint;
+use crate::link::ServerAddress;
 use crate::outbox_store::{
     Journal, Opened, OutboxStore, journal_key, journal_path, outbox_dir, peek,
 };
@@ -28,9 +28,9 @@ use crate::report::{resolution_code, verdict};
 
 /// The journal key for a target: its `--name`, or the absolute socket path (also the key of
 /// its terminal names and of the log of a server phuxctl started there).
-pub(crate) fn key(cli: &Cli, endpoint: &Endpoint) -> String {
-    let named = cli.socket.is_some() || matches!(endpoint, Endpoint::Exec(_));
-    journal_key(named.then(|| endpoint.key_path()).as_deref(), &cli.name)
+pub(crate) fn key(cli: &Cli, address: &ServerAddress) -> String {
+    let named = cli.socket.is_some() || matches!(address, ServerAddress::Exec(_));
+    journal_key(named.then(|| address.key_path()).as_deref(), &cli.name)
 }
 
 /// Opens the session for a command: with the journal, locked, and the command's own
@@ -38,19 +38,19 @@ pub(crate) fn key(cli: &Cli, endpoint: &Endpoint) -> String {
 /// peeked at).
 pub(crate) fn open_session(
     cli: &Cli,
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     sends_to: Option<TerminalId>,
     waits: Waits,
 ) -> Result<Session, CtlError> {
-    let key = key(cli, endpoint);
+    let key = key(cli, address);
     let Some(terminal) = sends_to else {
         // [CLIENT.RESUME.1] A command that sends nothing resumes nothing.
         note_pending(&key);
-        return Session::connect_within(endpoint, None, Vec::new(), Scope::Nothing, waits.command);
+        return Session::connect_within(address, None, Vec::new(), Scope::Nothing, waits.command);
     };
     let scope = Scope::Terminal(terminal);
     // A place we would refuse to dial is refused before the journal is touched.
-    if let Endpoint::Socket(target) = endpoint {
+    if let ServerAddress::Socket(target) = address {
         verify::check_place(target).map_err(|e| CtlError::Untrusted(Box::new(e)))?;
     }
     let (store, journal) = open_store(&key, waits.lock)?;
@@ -66,7 +66,7 @@ pub(crate) fn open_session(
                 .to_owned(),
         ));
     }
-    settle(endpoint, store, journal.records, scope, waits).map(|(session, _)| session)
+    settle(address, store, journal.records, scope, waits).map(|(session, _)| session)
 }
 
 /// Opens the journal with its lock, saying so when another phuxctl holds it and this run
@@ -104,7 +104,7 @@ fn open_store(key: &str, limit: Option<Duration>) -> Result<(OutboxStore, Journa
 /// Connects with the journal and reports what became of the restored operations in
 /// `scope`; the session and the worst exit code of those verdicts.
 fn settle(
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     store: OutboxStore,
     records: Vec<JournalRecord>,
     scope: Scope,
@@ -112,8 +112,7 @@ fn settle(
 ) -> Result<(Session, u8), CtlError> {
     let restored = pending_ops(&records, &scope);
     let parts = part_names(&records);
-    let mut session =
-        Session::connect_within(endpoint, Some(store), records, scope, waits.command)?;
+    let mut session = Session::connect_within(address, Some(store), records, scope, waits.command)?;
     let mut code = EXIT_OK;
     if !restored.is_empty() {
         let deadline = StdInstant::now() + waits.input;
@@ -213,14 +212,14 @@ fn note_pending(key: &str) {
 /// Runs `phuxctl outbox`.
 pub(crate) fn run(
     cli: &Cli,
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     args: &OutboxArgs,
     waits: Waits,
 ) -> Result<u8, CtlError> {
-    let key = key(cli, endpoint);
+    let key = key(cli, address);
     match &args.action {
-        None => list(endpoint, &key, false, waits),
-        Some(OutboxAction::List { json }) => list(endpoint, &key, *json, waits),
+        None => list(address, &key, false, waits),
+        Some(OutboxAction::List { json }) => list(address, &key, *json, waits),
         Some(OutboxAction::Resume { terminal }) => {
             let (store, journal) = open_store(&key, waits.lock)?;
             for line in journal.damage_report(store.path()) {
@@ -231,7 +230,7 @@ pub(crate) fn run(
                 println!("nothing pending");
                 return Ok(EXIT_OK);
             }
-            let (session, code) = settle(endpoint, store, journal.records, scope, waits)?;
+            let (session, code) = settle(address, store, journal.records, scope, waits)?;
             // [CLIENT.VERDICT.1]
             Ok(session.finish(code))
         }
@@ -241,7 +240,7 @@ pub(crate) fn run(
     }
 }
 
-fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, CtlError> {
+fn list(address: &ServerAddress, key: &str, json: bool, waits: Waits) -> Result<u8, CtlError> {
     // No state directory at all: nothing can be pending.
     let journal = match outbox_dir() {
         Ok(dir) => peek(&dir, key)?.map(|j| (dir, j)),
@@ -265,10 +264,9 @@ fn list(endpoint: &Endpoint, key: &str, json: bool, waits: Waits) -> Result<u8, 
         return Ok(EXIT_OK);
     }
     // Which incarnation answers now, if any (read-only: nothing of the outbox is sent).
-    let current =
-        Session::connect_within(endpoint, None, Vec::new(), Scope::Nothing, waits.command)
-            .ok()
-            .and_then(|s| s.server_id().map(Incarnation::of));
+    let current = Session::connect_within(address, None, Vec::new(), Scope::Nothing, waits.command)
+        .ok()
+        .and_then(|s| s.server_id().map(Incarnation::of));
     let now = unix_now();
     let mut out = std::io::stdout().lock();
     for p in pending {

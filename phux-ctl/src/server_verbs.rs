@@ -11,14 +11,14 @@ use phux_proto::{Command, ErrorCode, TerminalId};
 
 use crate::conn::Session;
 use crate::error::{CtlError, EXIT_OK};
-use crate::link::Endpoint;
+use crate::link::ServerAddress;
 use crate::list;
 
 /// `shutdown`: SHUTDOWN, only where HELLO_OK advertised it; then, on this host, waits until the
 /// socket is gone, so that a `phuxctl new` right after starts a fresh server.
 pub(crate) fn shutdown(
     session: &mut Session,
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     wait: Duration,
 ) -> Result<u8, CtlError> {
     let offered = session
@@ -39,7 +39,7 @@ pub(crate) fn shutdown(
         Ok(_) | Err(CtlError::ConnectionLost(_)) => {}
         Err(e) => return Err(e),
     }
-    if let Endpoint::Socket(target) = endpoint {
+    if let ServerAddress::Socket(target) = address {
         let deadline = Instant::now() + wait;
         while target.path.exists() {
             if Instant::now() >= deadline {
@@ -57,7 +57,7 @@ pub(crate) fn shutdown(
 /// `--version`); `-` where only the server's host could say.
 pub(crate) fn info(
     session: &mut Session,
-    endpoint: &Endpoint,
+    address: &ServerAddress,
     json_out: bool,
 ) -> Result<u8, CtlError> {
     let hello = session
@@ -73,15 +73,15 @@ pub(crate) fn info(
     let v = hello.version;
     let protocol = format!("{}.{}.{}", v.major, v.minor, v.patch);
     let features = hello.capabilities.features.names();
-    let (place, pid, program) = match endpoint {
-        Endpoint::Socket(target) => {
+    let (place, pid, program) = match address {
+        ServerAddress::Socket(target) => {
             let pid = std::os::unix::net::UnixStream::connect(&target.path)
                 .and_then(phux_local::socket::peer_pid)
                 .ok();
             let program = pid.and_then(program_version);
             (target.path.display().to_string(), pid, program)
         }
-        Endpoint::Exec(command) => (format!("exec {command}"), None, None),
+        ServerAddress::Exec(command) => (format!("exec {command}"), None, None),
     };
     let client = format!("phuxctl {}", env!("CARGO_PKG_VERSION"));
     if json_out {

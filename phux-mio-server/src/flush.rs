@@ -5,8 +5,11 @@
 //! streaming output; writing late would delay an echo someone is waiting for. The policy tells
 //! the two apart by the PTY read that led to the bytes:
 //!
-//! - A read shorter than [`FlushPolicy::INTERACTIVE_READ`] is an echo or a prompt: its frames
-//!   are written as soon as its events have been fed, before the next read.
+//! - The master is read until it is empty, and consecutive reads are gathered into one chunk
+//!   while another read fits ([`FlushPolicy::read_on`]). A first read shorter than
+//!   [`FlushPolicy::INTERACTIVE_READ`] (an echo, a prompt) is its own chunk, and so is a chunk
+//!   whose last read was that short (the end of a burst): either is written as soon as its
+//!   events have been fed.
 //! - A read of at least [`FlushPolicy::BULK_READ`] is bulk output, more is on its way: its
 //!   frames are [`Output::Bulk`] and may wait. A connection whose queue holds nothing else is
 //!   written once it holds [`FlushPolicy::HOLD_BYTES`], or [`FlushPolicy::HOLD`] after the
@@ -107,9 +110,19 @@ impl FlushPolicy {
         }
     }
 
-    /// Whether the frames of a PTY read of `n` bytes are flushed before the next read.
+    /// Whether the frames of a chunk whose last PTY read was `n` bytes are written as soon as
+    /// they are queued.
     pub(crate) fn flush_after_read(n: usize) -> bool {
         n < Self::INTERACTIVE_READ
+    }
+
+    /// [OUTPUT.GATHER.1] Whether a chunk of `gathered` bytes, of at most `limit`, is read on
+    /// into: while another read of the master fits. Whatever the last read's size: a bulk read
+    /// says more is on its way, and a short one after the first may be a piece of a burst (to
+    /// a reader that keeps up, the kernel hands a program's large write over a few hundred
+    /// bytes at a time). The read that finds the master empty ends the chunk.
+    pub(crate) fn read_on(gathered: usize, limit: usize) -> bool {
+        gathered + Self::MASTER_READ <= limit
     }
 
     /// At a flush: write the connection's queue now, or hold it.
@@ -170,6 +183,25 @@ mod tests {
         // Between the two: neither held nor flushed before the next read.
         assert!(!FlushPolicy::flush_after_read(512));
         assert!(!FlushPolicy::flush_after_read(2047));
+    }
+
+    // [OUTPUT.GATHER.1]
+    #[test]
+    fn a_chunk_is_read_on_into_while_another_read_fits() {
+        let limit = 32 * 1024;
+        // After a short read as after a bulk one: the next read says whether more is behind.
+        assert!(FlushPolicy::read_on(1, limit));
+        assert!(FlushPolicy::read_on(
+            limit - FlushPolicy::MASTER_READ,
+            limit
+        ));
+        assert!(!FlushPolicy::read_on(
+            limit - FlushPolicy::MASTER_READ + 1,
+            limit
+        ));
+        // A viewer that takes chunks smaller than one read: each read is its own chunk.
+        assert!(!FlushPolicy::read_on(1, 1024));
+        assert!(!FlushPolicy::read_on(0, 0));
     }
 
     #[test]

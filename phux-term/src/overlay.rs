@@ -10,8 +10,12 @@ use std::fmt::Write as _;
 
 use crate::Terminal;
 use crate::bootstrap::{Over, PenWriter, push_cells, push_cursor, push_pen};
-use crate::grid::Pen;
+use crate::grid::{Cell, Pen};
 use crate::vt::{Charset, Charsets};
+
+/// What marks the part of a larger terminal that lies outside the model
+/// ([`Terminal::paint_within`]): tmux's dots.
+const OUTSIDE: &str = "\u{b7}";
 
 /// Puts a terminal in a known state for writing on it: origin mode, insert mode and autowrap
 /// off (writing in the last column must not wrap or scroll), G0 ASCII invoked into GL, the
@@ -64,6 +68,71 @@ impl Terminal {
         push_cells(&mut out, &mut pens, self.vt.screen.row(rows - 1), cols);
         push_pen(&mut out, Pen::default());
         push_cursor(&mut out, &self.vt, Over::AutowrapOff, charsets);
+        out.into_bytes()
+    }
+
+    /// VT bytes that draw this model's screen into the top-left corner of a terminal of
+    /// `cols` x `rows` that is not the model's size: a client showing a terminal sized for
+    /// another, smaller client, or one whose own screen is smaller. The rows and columns that
+    /// fit are drawn (a wide character cut by the edge is left out), what lies outside the
+    /// model on a larger terminal is filled with `·` as tmux marks it, and the cursor is put
+    /// where the model has it (hidden when it is hidden there or lies outside). Leaves origin
+    /// mode, insert mode and autowrap off, the whole terminal as the scroll region, G0 ASCII
+    /// in GL and the default pen.
+    pub fn paint_within(&self, cols: u16, rows: u16) -> Vec<u8> {
+        let (model_cols, model_rows) = self.vt.size();
+        let width = model_cols.min(cols);
+        let mut out = String::new();
+        push_prelude(&mut out, self.vt.charsets);
+        out.push_str("\x1b[r\x1b[?25l");
+        let mut pens = PenWriter {
+            current: Pen::default(),
+        };
+        let outside = |n: u16| OUTSIDE.repeat(usize::from(n));
+        for y in 0..rows {
+            pens.set(&mut out, Pen::default());
+            let _ = write!(out, "\x1b[{};1H\x1b[2K", y + 1);
+            if y >= model_rows {
+                out.push_str(&outside(cols));
+                continue;
+            }
+            let row = self.vt.screen.row(y);
+            let used = width.min(row.used());
+            let mut x = 0;
+            while x < used {
+                let cell = row
+                    .cells
+                    .get(usize::from(x))
+                    .copied()
+                    .unwrap_or(Cell::BLANK);
+                if cell.is_wide_cont() {
+                    x += 1;
+                    continue;
+                }
+                let w = if cell.is_wide() { 2 } else { 1 };
+                pens.set(&mut out, row.pen(cell));
+                if cell.has_contents() && x + w <= width {
+                    out.push(cell.ch());
+                    out.push_str(row.marks_at(x));
+                } else {
+                    out.push_str(&" ".repeat(usize::from(w.min(width - x))));
+                }
+                x += w;
+            }
+            if cols > model_cols {
+                pens.set(&mut out, Pen::default());
+                let _ = write!(out, "\x1b[{};{}H", y + 1, model_cols + 1);
+                out.push_str(&outside(cols - model_cols));
+            }
+        }
+        push_pen(&mut out, Pen::default());
+        let cur = self.vt.cur;
+        if cur.x < width && cur.y < rows.min(model_rows) {
+            let _ = write!(out, "\x1b[{};{}H", cur.y + 1, cur.x + 1);
+            if !self.vt.cursor_hidden {
+                out.push_str("\x1b[?25h");
+            }
+        }
         out.into_bytes()
     }
 }
@@ -145,5 +214,35 @@ mod tests {
         assert!(!t.between_sequences());
         t.advance(b"\x80");
         assert!(t.between_sequences());
+    }
+
+    /// The rows a terminal of `cols` x `rows` shows after `model` is painted into it.
+    fn painted(model: &Terminal, cols: u16, rows: u16) -> Vec<String> {
+        let mut real = Terminal::new(cols, rows, 0);
+        real.advance(b"junk everywhere\r\nmore junk");
+        real.advance(&model.paint_within(cols, rows));
+        let doc: serde_json::Value =
+            serde_json::from_str(&real.screen_json(1, None, false)).expect("json");
+        doc["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .map(|l| l.as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_smaller_model_is_drawn_in_the_corner_and_the_rest_is_marked() {
+        let mut model = Terminal::new(8, 2, 0);
+        model.advance("hello\r\n\x1b[31m日本\x1b[m!".as_bytes());
+        assert_eq!(
+            painted(&model, 11, 4),
+            ["hello   ···", "日本!   ···", "···········", "···········"]
+        );
+        // A smaller terminal shows what fits: a wide character cut by the edge is left out.
+        assert_eq!(painted(&model, 3, 1), ["hel"]);
+        let mut model = Terminal::new(8, 2, 0);
+        model.advance("ab日本".as_bytes());
+        assert_eq!(painted(&model, 3, 1), ["ab"]);
     }
 }

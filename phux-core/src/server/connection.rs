@@ -46,6 +46,11 @@ pub(super) struct Connection {
     max_history_page: ByteLimit,
     /// The cell size for mouse encoding, from the last VIEWPORT_RESIZE (R16).
     cells: CellGeometry,
+    /// The size of the client's own screen, from its last VIEWPORT_RESIZE ([SERVER.SIZE.1]).
+    /// Outside the fields above, whose layout state versions 1 to 3 pinned: an upgrade image
+    /// carries it beside the connections ([SERVER.UPGRADE.STATE.6]).
+    #[serde(skip)]
+    viewport: Option<(u16, u16)>,
     /// SUBSCRIBE_EVENTS without a terminal: server-scoped events.
     server_events: bool,
     /// Bytes handed to the driver and not yet reported sent, by budget.
@@ -125,6 +130,9 @@ pub(super) enum Request {
     Spawn(SpawnTerminal),
     /// TERMINAL_RESIZE.
     Resize(TerminalResize),
+    /// VIEWPORT_RESIZE, already recorded on the connection: the terminals it views may take
+    /// another size ([SERVER.SIZE.1]).
+    Viewport,
     /// SUBSCRIBE_EVENTS, server-scoped (`None`) or for one terminal.
     Subscribe(Option<TerminalId>),
     /// INPUT_KEY / INPUT_PASTE / INPUT_MOUSE / INPUT_FOCUS.
@@ -197,6 +205,7 @@ impl Connection {
             max_chunk: limit,
             max_history_page: limit,
             cells: CellGeometry::default(),
+            viewport: None,
             server_events: false,
             outbound: Outbound::default(),
             paused: Vec::new(),
@@ -229,6 +238,17 @@ impl Connection {
     /// The cell size for mouse encoding.
     pub(super) fn cells(&self) -> CellGeometry {
         self.cells
+    }
+
+    /// The size of the client's screen, as its last VIEWPORT_RESIZE said (`None` before one):
+    /// what it counts for in the size of the terminals it is attached to ([SERVER.SIZE.1]).
+    pub(super) fn viewport(&self) -> Option<(u16, u16)> {
+        self.viewport
+    }
+
+    /// A viewport carried across an upgrade ([SERVER.UPGRADE.STATE.6]).
+    pub(super) fn restore_viewport(&mut self, cols: u16, rows: u16) {
+        self.viewport = Some((cols, rows));
     }
 
     /// The negotiated bootstrap chunk limit.
@@ -312,25 +332,20 @@ impl Connection {
     /// The next request in the bytes received so far, or `None` until more arrive (and
     /// always once the connection is closed).
     pub(super) fn poll_request(&mut self) -> Option<Request> {
-        loop {
-            if self.phase == Phase::Closed {
-                // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
-                return None;
-            }
-            let request = match self.decoder.poll_frame() {
-                Ok(None) => return None,
-                Ok(Some(frame)) => self.gate(frame),
-                Err(err) => Some(self.gate_error(&err)),
-            };
-            if request.is_some() {
-                return request;
-            }
+        if self.phase == Phase::Closed {
+            // [ERROR.FATAL.2] A failed connection stays failed: later bytes are ignored.
+            return None;
+        }
+        match self.decoder.poll_frame() {
+            Ok(None) => None,
+            Ok(Some(frame)) => Some(self.gate(frame)),
+            Err(err) => Some(self.gate_error(&err)),
         }
     }
 
-    /// The HELLO gate on a decoded frame. `None`: the connection handled it itself.
-    fn gate(&mut self, frame: Frame) -> Option<Request> {
-        let request = match (self.phase, frame) {
+    /// The HELLO gate on a decoded frame.
+    fn gate(&mut self, frame: Frame) -> Request {
+        match (self.phase, frame) {
             // [PING.ECHO.1] PING is answered at any time, before HELLO too.
             (_, Frame::Ping(ping)) => Request::Ping(ping.nonce),
             (Phase::AwaitHello, Frame::Hello(hello)) => Request::Hello(hello),
@@ -356,7 +371,8 @@ impl Connection {
                 if let (Some(_), Some(_)) = (v.pixel_w, v.pixel_h) {
                     self.cells = CellGeometry::from_viewport(v.cols, v.rows, v.pixel_w, v.pixel_h);
                 }
-                return None;
+                self.viewport = Some((v.cols.max(1), v.rows.max(1)));
+                Request::Viewport
             }
             (_, Frame::InputKey(f)) => Request::Input(f.terminal, InputEvent::Key(f.event)),
             (_, Frame::InputPaste(f)) => Request::Input(f.terminal, InputEvent::Paste(f.event)),
@@ -370,8 +386,7 @@ impl Connection {
                     server_frame.frame_type()
                 ),
             ),
-        };
-        Some(request)
+        }
     }
 
     /// The HELLO gate on bytes that did not decode.

@@ -6,9 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::connection::Connection;
-use super::summary::{StateSummary, check_connection, check_terminal};
+use super::pending_upgrade::PendingUpgrade;
+use super::summary::{
+    DeclaredViewport, StateSummary, check_connection, check_terminal, check_viewports,
+};
 use super::terminal::Terminal;
-use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig, ServerEngine};
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
@@ -25,8 +27,20 @@ use crate::time::Instant;
 ///
 /// Instants are as the engine holds them (microseconds since the driver's epoch): the new
 /// image must keep the same clock epoch.
+///
+/// Laid out as two parts: what every state version holds ([`BaseState`], as version 1 laid it
+/// out), then what version 4 added (the viewports the connections declared). Postcard writes a
+/// struct as its fields one after the other, so a version 1 to 3 state is the first part alone.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EngineState {
+    base: BaseState,
+    /// [SERVER.UPGRADE.STATE.6] Each connection's declared viewport, in connection id order.
+    viewports: Vec<DeclaredViewport>,
+}
+
+/// The part of [`EngineState`] every state version holds, in version 1's layout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BaseState {
     config: ServerConfig,
     conns: Vec<Connection>,
     queued: usize,
@@ -41,6 +55,17 @@ pub struct EngineState {
     next_job: u64,
     shutting_down: bool,
     upgrade: Option<PendingUpgrade>,
+}
+
+impl EngineState {
+    /// A state read from an image of state version 1 to 3, which knew no viewports: every
+    /// connection counts again from its next VIEWPORT_RESIZE.
+    pub(crate) fn from_base(base: BaseState) -> Self {
+        Self {
+            base,
+            viewports: Vec::new(),
+        }
+    }
 }
 
 /// Why the engine cannot be exported now.
@@ -77,28 +102,28 @@ impl EngineState {
     /// The configuration the exporting engine ran with (its `server_id` is the one a restored
     /// engine must keep).
     pub fn config(&self) -> &ServerConfig {
-        &self.config
+        &self.base.config
     }
 
     /// The incarnation id.
     pub fn server_id(&self) -> &[u8] {
-        &self.config.server_id
+        &self.base.config.server_id
     }
 
     /// The connections, in id order.
     pub fn connections(&self) -> impl Iterator<Item = ConnId> + '_ {
-        self.conns.iter().map(Connection::id)
+        self.base.conns.iter().map(Connection::id)
     }
 
     /// The terminals with their child's pid (`None` while the spawn is unanswered), in id
     /// order.
     pub fn terminals(&self) -> impl Iterator<Item = (LocalTerminal, Option<u32>)> + '_ {
-        self.terminals.iter().map(|t| (t.id(), t.pid()))
+        self.base.terminals.iter().map(|t| (t.id(), t.pid()))
     }
 
     /// The operations the dedupe ledger holds.
     pub fn ledger_len(&self) -> usize {
-        self.ledger.len()
+        self.base.ledger.len()
     }
 
     /// What a trial adoption keeps of it: the configuration, the ids, the pids, the ledger's
@@ -108,12 +133,17 @@ impl EngineState {
         terminals.sort_unstable();
         let mut conns: Vec<_> = self.connections().collect();
         conns.sort_unstable();
-        StateSummary::of(self.config.clone(), conns, terminals, self.ledger.len())
+        StateSummary::of(
+            self.base.config.clone(),
+            conns,
+            terminals,
+            self.base.ledger.len(),
+        )
     }
 
     /// Whether an upgrade was pending at export (it is, for a state exported to upgrade).
     pub fn is_upgrading(&self) -> bool {
-        self.upgrade.is_some()
+        self.base.upgrade.is_some()
     }
 }
 
@@ -121,6 +151,13 @@ impl EngineState {
 /// serializes to the same bytes without copying the engine first.
 #[derive(Serialize)]
 pub(crate) struct EngineStateRef<'a> {
+    base: BaseStateRef<'a>,
+    viewports: Vec<DeclaredViewport>,
+}
+
+/// [`BaseState`] borrowed from a live engine.
+#[derive(Serialize)]
+struct BaseStateRef<'a> {
     config: &'a ServerConfig,
     conns: Vec<&'a Connection>,
     queued: usize,
@@ -160,6 +197,13 @@ impl ServerEngine {
     /// The state borrowed from the engine, serialized as [`EngineState`] is.
     pub(crate) fn state_ref(&self) -> EngineStateRef<'_> {
         EngineStateRef {
+            base: self.base_ref(),
+            viewports: self.declared_viewports(),
+        }
+    }
+
+    fn base_ref(&self) -> BaseStateRef<'_> {
+        BaseStateRef {
             config: &self.config,
             conns: self.conns.values().collect(),
             queued: self.queued,
@@ -181,7 +225,7 @@ impl ServerEngine {
     /// ([SERVER.UPGRADE.STATE.4]). Jobs held back by a pending upgrade are part of the state.
     pub fn export_state(&self) -> Result<EngineState, NotQuiet> {
         self.check_quiet()?;
-        Ok(EngineState {
+        let base = BaseState {
             config: self.config.clone(),
             conns: self.conns.values().cloned().collect(),
             queued: self.queued,
@@ -196,26 +240,52 @@ impl ServerEngine {
             next_job: self.next_job,
             shutting_down: self.shutting_down,
             upgrade: self.upgrade.clone(),
+        };
+        Ok(EngineState {
+            base,
+            viewports: self.declared_viewports(),
         })
+    }
+
+    /// [SERVER.UPGRADE.STATE.6] The viewports the connections declared, in id order.
+    fn declared_viewports(&self) -> Vec<DeclaredViewport> {
+        self.conns
+            .values()
+            .filter_map(|c| {
+                let (cols, rows) = c.viewport()?;
+                Some(DeclaredViewport {
+                    conn: c.id(),
+                    cols,
+                    rows,
+                })
+            })
+            .collect()
     }
 
     /// An engine that goes on exactly where the one that exported `state` stopped: every
     /// later event gives the same actions, byte for byte ([SERVER.UPGRADE.STATE.2]).
     /// `config` is the new image's; its `server_id` must be the state's.
     pub fn from_state(config: ServerConfig, state: EngineState) -> Result<Self, StateError> {
-        if config.server_id != state.config.server_id {
+        let EngineState { base, viewports } = state;
+        if config.server_id != base.config.server_id {
             return Err(StateError::ServerIdChanged);
         }
         let mut conns = BTreeMap::new();
-        for conn in state.conns {
+        for conn in base.conns {
             check_connection(&conn)?;
             if conns.insert(conn.id(), conn).is_some() {
                 return Err(StateError::Inconsistent("a connection appears twice"));
             }
         }
+        check_viewports(&viewports, |id| conns.contains_key(&id))?;
+        for v in viewports {
+            if let Some(conn) = conns.get_mut(&v.conn) {
+                conn.restore_viewport(v.cols, v.rows);
+            }
+        }
         let mut terminals = BTreeMap::new();
         let mut remains = super::remains::Remains::default();
-        for term in state.terminals {
+        for term in base.terminals {
             // [TERMINAL.REMAIN.1] An exited terminal in the image is one kept for its screen
             // (a live one leaves the table the moment its child exits). The image says not
             // when it exited: its age restarts now.
@@ -235,25 +305,25 @@ impl ServerEngine {
                 return Err(StateError::Inconsistent("a terminal appears twice"));
             }
         }
-        let handshakes: BTreeSet<(Instant, ConnId)> = state.handshakes.into_iter().collect();
+        let handshakes: BTreeSet<(Instant, ConnId)> = base.handshakes.into_iter().collect();
         Ok(Self {
             config,
             conns,
-            queued: state.queued,
+            queued: base.queued,
             shedding: false,
             handshakes,
             terminals,
             remains,
-            ledger: state.ledger,
-            leases: state.leases,
-            lane: state.lane,
+            ledger: base.ledger,
+            leases: base.leases,
+            lane: base.lane,
             actions: VecDeque::new(),
-            next_client: state.next_client,
-            next_terminal: state.next_terminal,
-            next_stream: state.next_stream,
-            next_job: state.next_job,
-            shutting_down: state.shutting_down,
-            upgrade: state.upgrade,
+            next_client: base.next_client,
+            next_terminal: base.next_terminal,
+            next_stream: base.next_stream,
+            next_job: base.next_job,
+            shutting_down: base.shutting_down,
+            upgrade: base.upgrade,
             pool: super::pool::BufferPool::default(),
             fanout_scratch: Vec::new(),
             models_budget: usize::MAX,
@@ -269,7 +339,7 @@ mod tests {
 
     fn read(state: &EngineState) -> Result<StateSummary, SummaryFault> {
         let bytes = postcard::to_stdvec(state).expect("serialize");
-        let (summary, rest) = read_summary(&bytes)?;
+        let (summary, rest) = read_summary(&bytes, true)?;
         assert!(rest.is_empty());
         Ok(summary)
     }
@@ -300,17 +370,72 @@ mod tests {
         assert_eq!(summary.config().server_id, [7; 16]);
 
         let mut twice = state.clone();
-        twice.conns.push(twice.conns[0].clone());
+        twice.base.conns.push(twice.base.conns[0].clone());
         let why = StateError::Inconsistent("a connection appears twice");
         assert_eq!(read(&twice).err(), Some(SummaryFault::State(why.clone())));
-        let config = twice.config.clone();
+        let config = twice.base.config.clone();
         assert_eq!(ServerEngine::from_state(config, twice).err(), Some(why));
 
         let mut bytes = postcard::to_stdvec(&state).expect("serialize");
         bytes.truncate(bytes.len() - 1);
         assert!(matches!(
-            read_summary(&bytes),
+            read_summary(&bytes, true),
             Err(SummaryFault::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn declared_viewports_are_read_and_refused_alike_by_both_readers() {
+        // [SERVER.UPGRADE.STATE.6] [SERVER.UPGRADE.EXEC.12]
+        let mut engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
+        let now = Instant::from_micros(0);
+        for conn in [ConnId(1), ConnId(2)] {
+            let peer = PeerInfo::local();
+            engine.handle(now, ServerEvent::Connected { conn, peer });
+        }
+        while engine.poll_action().is_some() {}
+        let mut state = engine.export_state().expect("quiet");
+        assert!(state.viewports.is_empty());
+        let v = |conn, cols, rows| DeclaredViewport {
+            conn: ConnId(conn),
+            cols,
+            rows,
+        };
+        state.viewports = vec![v(1, 80, 24), v(2, 100, 30)];
+        assert!(read(&state).is_ok());
+        let config = state.base.config.clone();
+        let restored = ServerEngine::from_state(config.clone(), state.clone()).expect("restores");
+        assert_eq!(
+            restored.export_state().expect("quiet").viewports,
+            state.viewports
+        );
+        // Without its viewports (a version 1 to 3 image), the base part reads alone.
+        let base = postcard::to_stdvec(&state.base).expect("serialize");
+        let (summary, rest) = read_summary(&base, false).expect("the base part");
+        assert!(rest.is_empty());
+        assert_eq!(summary.connections().count(), 2);
+
+        for (bad, why) in [
+            (
+                vec![v(3, 80, 24)],
+                "a declared viewport names an unknown connection",
+            ),
+            (vec![v(1, 0, 24)], "a declared viewport is empty"),
+            (
+                vec![v(2, 80, 24), v(1, 80, 24)],
+                "declared viewports are not one per connection in id order",
+            ),
+            (
+                vec![v(1, 80, 24), v(1, 80, 24)],
+                "declared viewports are not one per connection in id order",
+            ),
+        ] {
+            let mut broken = state.clone();
+            broken.viewports = bad;
+            let why = StateError::Inconsistent(why);
+            assert_eq!(read(&broken).err(), Some(SummaryFault::State(why.clone())));
+            let refused = ServerEngine::from_state(config.clone(), broken).err();
+            assert_eq!(refused, Some(why));
+        }
     }
 }

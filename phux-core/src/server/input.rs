@@ -4,7 +4,7 @@ use phux_proto::command::{ApplyInput, CommandResult, MAX_APPLY_INPUT_EVENTS};
 use phux_proto::input::InputEvent;
 use phux_proto::{ErrorCode, OperationId, TerminalId};
 
-use super::dispatch::Lookup;
+use super::receive::Lookup;
 use super::terminal::{JobKind, Orphan};
 use super::{ConnId, LocalTerminal, ServerEngine};
 use crate::digest::PayloadDigest;

@@ -174,35 +174,12 @@ impl ServerEngine {
 
     pub(super) fn on_resize(&mut self, resize: &TerminalResize) {
         // [TERMINAL.RESIZE.1] Unknown terminals are ignored; 0 clamps to 1.
-        let Some((local, (now_cols, now_rows))) = LocalTerminal::of(&resize.terminal)
-            .and_then(|t| Some((t, self.terminals.get(&t)?.state().size())))
+        let Some(local) =
+            LocalTerminal::of(&resize.terminal).filter(|t| self.terminals.contains_key(t))
         else {
             return;
         };
-        // [TERMINAL.RESIZE.3] Clamped to the largest size we model, so one frame cannot make the
-        // server allocate a 65,535 × 65,535 grid.
-        let mut cols = resize.size.cols.clamp(1, MAX_COLS);
-        let mut rows = resize.size.rows.clamp(1, MAX_ROWS);
-        while !self.screens_fit(cols, rows, Some(local)) && self.remains.dismiss_oldest().is_some()
-        {
-        }
-        // [SERVER.LIMIT.7] Screens that would not fit grow along neither axis (what they hold
-        // now fits, so a size no larger on either axis does).
-        if !self.screens_fit(cols, rows, Some(local)) {
-            cols = cols.min(now_cols);
-            rows = rows.min(now_rows);
-        }
-        let Some(t) = self.terminals.get_mut(&local) else {
-            return;
-        };
-        if t.resize(cols, rows) {
-            self.actions.push_back(ServerAction::Resize {
-                terminal: t.id(),
-                cols,
-                rows,
-            });
-        }
-        self.enforce_models_budget();
+        self.set_size(local, resize.size.cols, resize.size.rows);
     }
 
     pub(super) fn cmd_kill(&mut self, id: ConnId, rid: u32, targets: &[TerminalId]) {
@@ -300,7 +277,7 @@ impl ServerEngine {
         };
         t.exited(exit_status);
         let viewers = t.viewer_ids();
-        let server_scoped = super::events::server_subscribers(&self.conns);
+        let server_scoped = super::subscriptions::server_subscribers(&self.conns);
         let audience = t.audience(server_scoped.iter().copied());
         let listeners = Self::listeners_of(t, server_scoped);
         // Jobs the driver never reported: their bytes may or may not have reached the child.

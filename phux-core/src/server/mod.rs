@@ -38,21 +38,23 @@
 mod action;
 mod config;
 mod connection;
-mod dispatch;
 mod event;
-mod events;
 mod export;
 mod handshake;
 mod input;
+mod input_lease;
 mod lifecycle;
 mod outbound;
 mod output;
+mod pending_upgrade;
 mod pool;
+mod receive;
 mod remains;
-mod state;
+mod size;
+mod subscriptions;
 mod summary;
 mod terminal;
-mod upgrade;
+mod views;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -74,11 +76,12 @@ pub use crate::writer::{JobId, WriteOutcome};
 pub use action::{CLOSE_BOUND, ServerAction, SharedFrame};
 pub use config::{FRAMES_PER_RECEIVE, ServerConfig, SpawnSpec};
 pub use event::{ConnId, LocalTerminal, PeerInfo, ServerEvent};
+pub(crate) use export::BaseState;
 pub use export::{EngineState, NotQuiet, StateError};
 pub use handshake::PROTOCOL_VERSION;
+pub use pending_upgrade::MAX_UPGRADE_BINARY_LEN;
 pub use summary::StateSummary;
 pub(crate) use summary::{SummaryFault, read_summary};
-pub use upgrade::MAX_UPGRADE_BINARY_LEN;
 
 /// The phux server protocol engine.
 #[derive(Debug)]
@@ -107,7 +110,7 @@ pub struct ServerEngine {
     next_job: u64,
     shutting_down: bool,
     /// An upgrade is pending ([SERVER.UPGRADE.3]): no new write job reaches a PTY.
-    upgrade: Option<upgrade::PendingUpgrade>,
+    upgrade: Option<pending_upgrade::PendingUpgrade>,
     /// Buffers the driver gave back ([`Self::reclaim`], [`Self::reclaim_shared`]), reused
     /// for new sends.
     pool: pool::BufferPool,
@@ -413,8 +416,16 @@ impl ServerEngine {
         for change in self.leases.disconnect(conn.client()) {
             self.broadcast_lease_change(&change);
         }
-        for terminal in self.terminals.values_mut() {
+        let mut viewed = Vec::new();
+        for (&local, terminal) in &mut self.terminals {
+            if terminal.has_viewer(id) {
+                viewed.push(local);
+            }
             terminal.forget_conn(id);
+        }
+        // [SERVER.SIZE.2] A departed viewer no longer holds its terminals small.
+        for local in viewed {
+            self.fit_to_viewports(local, None);
         }
         let _ = now;
     }

@@ -3,7 +3,7 @@
 
 use phux_proto::command::CommandResult;
 use phux_proto::event::AgentEvent;
-use phux_proto::frame::{Bell, EventFrame, TerminalClosed, TerminalOutputRef};
+use phux_proto::frame::{Bell, EventFrame, TerminalClosed, TerminalOutputRef, TombstoneReason};
 use phux_proto::ids::StreamId;
 use phux_proto::{ErrorCode, Frame, TerminalId};
 
@@ -34,7 +34,7 @@ impl ServerEngine {
         let old = self
             .terminals
             .get_mut(&t)
-            .and_then(|term| term.reattach(id));
+            .and_then(|term| term.reattach(id, TombstoneReason::ExplicitReattach));
         let stream = match old {
             Some((stream, tombstone)) => {
                 if let Some(frame) = tombstone {
@@ -44,6 +44,9 @@ impl ServerEngine {
             }
             None => self.allocate_stream(),
         };
+        // [SERVER.SIZE.1] Sized for every viewer, this one included, before its bootstrap is
+        // built.
+        self.fit_to_viewports(t, Some(id));
         self.start_bootstrap(id, t, stream);
         self.send_result(id, rid, CommandResult::Ok);
     }

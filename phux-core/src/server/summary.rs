@@ -17,8 +17,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 use super::StateError;
 use super::connection::Connection;
+use super::pending_upgrade::PendingUpgrade;
 use super::terminal::Terminal;
-use super::upgrade::PendingUpgrade;
 use super::{ConnId, LocalTerminal, ServerConfig};
 use crate::lane::AckLane;
 use crate::lease::LeaseTable;
@@ -74,7 +74,16 @@ impl StateSummary {
     }
 }
 
-/// The fields of `EngineState`, in order (postcard reads a struct as the tuple of its fields).
+/// The size of its screen a connection declared with VIEWPORT_RESIZE ([SERVER.SIZE.1]), as an
+/// image carries it ([SERVER.UPGRADE.STATE.6]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct DeclaredViewport {
+    pub(crate) conn: ConnId,
+    pub(crate) cols: u16,
+    pub(crate) rows: u16,
+}
+
+/// The fields of `EngineState`'s base part, in order (postcard reads a struct as the tuple of its fields).
 const FIELDS: &[&str] = &[
     "config",
     "conns",
@@ -102,13 +111,28 @@ pub(crate) enum SummaryFault {
 }
 
 /// Reads what a trial adoption keeps of the engine's state from the start of `bytes` (an
-/// image's body, laid out as `EngineState`); the bytes after it.
-pub(crate) fn read_summary(bytes: &[u8]) -> Result<(StateSummary, &[u8]), SummaryFault> {
+/// image's body, laid out as `EngineState`, or as its base part alone when the image's
+/// version knew no `viewports`); the bytes after it.
+pub(crate) fn read_summary(
+    bytes: &[u8],
+    viewports: bool,
+) -> Result<(StateSummary, &[u8]), SummaryFault> {
     // A broken rule is told through the decoder as a bare error (postcard keeps no text):
     // its reason waits here.
     let why = Cell::new(None);
     let mut de = postcard::Deserializer::from_bytes(bytes);
-    match (StateSeed { why: &why }).deserialize(&mut de) {
+    let read = (StateSeed { why: &why })
+        .deserialize(&mut de)
+        .and_then(|summary| {
+            if viewports {
+                // [SERVER.UPGRADE.STATE.6] Read and checked as `from_state` checks them.
+                let declared = Vec::<DeclaredViewport>::deserialize(&mut de)?;
+                check_viewports(&declared, |id| summary.conns.binary_search(&id).is_ok())
+                    .map_err(|e| broken::<postcard::Error>(&why, e))?;
+            }
+            Ok(summary)
+        });
+    match read {
         Ok(summary) => {
             let rest = de
                 .finalize()
@@ -127,6 +151,31 @@ pub(super) fn check_connection(conn: &Connection) -> Result<(), StateError> {
     let cells = conn.cells();
     if cells.cell_width_px == 0 || cells.cell_height_px == 0 {
         return Err(StateError::Inconsistent("a connection's cell size is zero"));
+    }
+    Ok(())
+}
+
+/// The rules `from_state` keeps for the declared viewports: each names a connection of the
+/// state, once, in id order, with a size of at least one cell each way (as VIEWPORT_RESIZE
+/// leaves it).
+pub(super) fn check_viewports(
+    viewports: &[DeclaredViewport],
+    known: impl Fn(ConnId) -> bool,
+) -> Result<(), StateError> {
+    if viewports.windows(2).any(|w| w[0].conn >= w[1].conn) {
+        return Err(StateError::Inconsistent(
+            "declared viewports are not one per connection in id order",
+        ));
+    }
+    for v in viewports {
+        if !known(v.conn) {
+            return Err(StateError::Inconsistent(
+                "a declared viewport names an unknown connection",
+            ));
+        }
+        if v.cols == 0 || v.rows == 0 {
+            return Err(StateError::Inconsistent("a declared viewport is empty"));
+        }
     }
     Ok(())
 }

@@ -469,9 +469,13 @@ impl Terminal {
 
     // ---- bootstraps, output and tombstones ----------------------------------------------
 
-    /// Takes `conn`'s viewer off the terminal for a re-attach: the stream to reuse, and the
-    /// TOMBSTONE its current bootstrap is owed.
-    pub(super) fn reattach(&mut self, conn: ConnId) -> Option<(StreamId, Option<Frame>)> {
+    /// Takes `conn`'s viewer off the terminal for a re-attach (or a new bootstrap after a
+    /// resize, `reason`): the stream to reuse, and the TOMBSTONE its current bootstrap is owed.
+    pub(super) fn reattach(
+        &mut self,
+        conn: ConnId,
+        reason: TombstoneReason,
+    ) -> Option<(StreamId, Option<Frame>)> {
         let old = self.viewers.remove(&conn)?;
         // [BOOTSTRAP.TOMBSTONE.1] An already tombstoned bootstrap gets no second one.
         let tombstone = old.paused_at.is_none().then(|| {
@@ -479,7 +483,7 @@ impl Terminal {
                 terminal: TerminalId::from(self.id),
                 stream: old.stream,
                 bootstrap: old.bootstrap,
-                reason: TombstoneReason::ExplicitReattach,
+                reason,
                 last_valid_seq: self.state.seq(),
             })
         });

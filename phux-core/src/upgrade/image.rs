@@ -8,7 +8,8 @@
 //! read ([`reads_version`]) and refuses any other with [`ImageError::UnknownVersion`], before
 //! it looks at the body. A change to what the state holds or how it is laid out is a new
 //! version. Versions 2 and 3 changed the driver's half only (the engine's half is laid out as
-//! in version 1).
+//! in version 1); version 4 appended the connections' declared viewports to the engine's half
+//! ([`has_viewports`]), after the part laid out as in version 1.
 //!
 //! An image of a large server is tens or hundreds of megabytes: [`write_value`] writes it
 //! once, straight into the driver's file (no copy of it on the heap), and a reader decodes it
@@ -29,10 +30,16 @@ use serde::de::DeserializeOwned;
 use crate::server::NotQuiet;
 
 /// The state version this binary writes.
-pub const STATE_VERSION: u32 = 3;
+pub const STATE_VERSION: u32 = 4;
 
 /// Every state version this binary reads.
-pub const READS_VERSIONS: &[u32] = &[1, 2, 3];
+pub const READS_VERSIONS: &[u32] = &[1, 2, 3, 4];
+
+/// Whether the engine's half of an image of `version` ends with the connections' declared
+/// viewports ([SERVER.UPGRADE.STATE.6]); before version 4 it ends with the base part.
+pub(crate) fn has_viewports(version: u32) -> bool {
+    version >= 4
+}
 
 /// The first bytes of every image.
 pub const MAGIC: [u8; 8] = *b"phuxstat";

@@ -41,8 +41,8 @@ pub(crate) use image::{encode_value, write_value};
 pub use phux_term::bytes;
 
 use crate::server::ServerEngine;
+use crate::server::{BaseState, SummaryFault, read_summary};
 pub use crate::server::{EngineState, NotQuiet, StateError, StateSummary};
-use crate::server::{SummaryFault, read_summary};
 
 /// The engine's half of an image written from the live engine: these two belong to the image,
 /// not to the engine, which knows what its state holds ([`EngineState`]) and not its bytes.
@@ -92,11 +92,16 @@ pub struct Parts<'a> {
     pub host: &'a [u8],
 }
 
-/// Reads an image's header and the engine's half (the same in every version this binary
-/// reads), leaving the driver's half to the driver.
+/// Reads an image's header and the engine's half (in the layout of the image's version),
+/// leaving the driver's half to the driver.
 pub fn decode_parts(bytes: &[u8]) -> Result<Parts<'_>, ImageError> {
     let (version, body) = image::body(bytes)?;
-    let (engine, host) = image::take::<EngineState>(body)?;
+    let (engine, host) = if image::has_viewports(version) {
+        image::take::<EngineState>(body)?
+    } else {
+        let (base, host) = image::take::<BaseState>(body)?;
+        (EngineState::from_base(base), host)
+    };
     Ok(Parts {
         version,
         engine,
@@ -135,10 +140,11 @@ pub enum SummaryError {
 /// then the largest single element, not a second copy of the state beside the image.
 pub fn summarize_parts(bytes: &[u8]) -> Result<SummaryParts<'_>, SummaryError> {
     let (version, body) = image::body(bytes)?;
-    let (engine, host) = read_summary(body).map_err(|fault| match fault {
-        SummaryFault::Corrupt(text) => SummaryError::Image(ImageError::Corrupt(text)),
-        SummaryFault::State(e) => SummaryError::State(e),
-    })?;
+    let (engine, host) =
+        read_summary(body, image::has_viewports(version)).map_err(|fault| match fault {
+            SummaryFault::Corrupt(text) => SummaryError::Image(ImageError::Corrupt(text)),
+            SummaryFault::State(e) => SummaryError::State(e),
+        })?;
     Ok(SummaryParts {
         version,
         engine,

@@ -455,7 +455,9 @@ fn the_layout_of_state_version_1_is_pinned() {
     // this fails, the layout changed: bump STATE_VERSION and keep reading the versions before
     // it (or, if the change is only to the scenario above, write the fixture again with
     // PHUX_WRITE_STATE_FIXTURE=1 and say so in the commit). Versions 2 and 3 changed the
-    // driver's half only: the engine's half is version 1's, byte for byte.
+    // driver's half only: the engine's half is version 1's, byte for byte. Version 4 appended
+    // the declared viewports ([SERVER.UPGRADE.STATE.6]) to the engine's half: here none, the
+    // one byte of an empty list, after a part that is version 1's engine half byte for byte.
     let now = pinned_state();
     let pinned = std::fs::read(PINNED_IMAGE).expect("the committed fixture");
     assert_eq!(phux_core::upgrade::image_version(&pinned), Ok(1));
@@ -466,9 +468,16 @@ fn the_layout_of_state_version_1_is_pinned() {
         phux_core::server::ServerEngine::from_state(config, state).expect("and restores");
     assert_eq!(restored.connection_count(), 2);
     assert_eq!(restored.terminal_count(), 1);
-    assert_eq!(phux_core::upgrade::image_version(&now), Ok(3));
-    let mut as_version_1 = now.clone();
+    assert_eq!(phux_core::upgrade::image_version(&now), Ok(4));
+    assert_eq!(
+        now.last(),
+        Some(&0),
+        "no viewport declared (the host half `()` is empty)"
+    );
+    let mut as_version_1 = now[..now.len() - 1].to_vec();
     as_version_1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let body = (as_version_1.len() - 20) as u64;
+    as_version_1[12..20].copy_from_slice(&body.to_le_bytes());
     if std::env::var_os("PHUX_WRITE_STATE_FIXTURE").is_some() {
         std::fs::write(PINNED_IMAGE, &as_version_1).expect("write the fixture");
     }

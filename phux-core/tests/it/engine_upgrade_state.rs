@@ -356,10 +356,12 @@ impl World {
             16 => command(Command::GetState {
                 scope: StateScope::Server,
             }),
+            // Sizes that differ, so the smallest among several clients ([SERVER.SIZE.1]) is
+            // a decision a restored engine must make as the exporter would.
             17 => Frame::ViewportResize(ViewportResize {
                 viewport: ViewportInfo {
-                    cols: 80,
-                    rows: 24,
+                    cols: 10 + arg % 70,
+                    rows: 3 + arg % 20,
                     pixel_w: Some(800),
                     pixel_h: Some(480),
                 },
@@ -498,7 +500,7 @@ fn feed(
     a: &mut ServerEngine,
     b: Option<&mut ServerEngine>,
     ev: &Ev,
-) -> Result<(), TestCaseError> {
+) -> Result<Vec<ServerAction>, TestCaseError> {
     let now = world.now;
     a.handle(now, ev.event());
     let from_a = drain(a);
@@ -510,7 +512,7 @@ fn feed(
         prop_assert_eq!(a.is_upgrading(), b.is_upgrading());
     }
     world.learn(&from_a);
-    Ok(())
+    Ok(from_a)
 }
 
 /// Completes every job in progress (as a driver waiting for quiet does), then the image.
@@ -700,6 +702,51 @@ fn a_state_under_another_server_id_is_refused() {
     let mut other = config();
     other.server_id = vec![1; 16];
     assert!(ServerEngine::from_state(other, state).is_err());
+}
+
+/// An upgrade while two clients of different sizes are attached to one terminal: the restored
+/// engine knows both viewports, so when the smaller client detaches it grows the terminal to
+/// the other's size, as the engine that exported it does (before state version 4 it did not,
+/// knowing no viewport).
+#[test]
+fn an_upgrade_mid_attach_keeps_the_smallest_size_decision() {
+    // [SERVER.UPGRADE.STATE.6] [SERVER.UPGRADE.STATE.2] [SERVER.SIZE.1]
+    let frame = |slot, which, arg| Step::Frame {
+        slot,
+        which,
+        t: 0,
+        arg,
+        cut: None,
+    };
+    let before = [
+        frame(0, 17, 30), // slot 0 (attached to t0) declares 40x13
+        frame(1, 1, 0),   // slot 1 attaches to t0 too
+        frame(1, 17, 15), // and declares 25x18: t0 is 25x13
+    ];
+    let mut world = World::default();
+    let mut a = ServerEngine::new(config());
+    for step in prelude().iter().chain(&before) {
+        for ev in world.events(step) {
+            feed(&mut world, &mut a, None, &ev).unwrap();
+        }
+    }
+    quiesce(&mut world, &mut a, None).unwrap();
+    let t0 = world.terminals[0];
+    let (state, _): (_, u8) = upgrade::decode_image(&image(&a)).expect("reads back");
+    let mut b = ServerEngine::from_state(config(), state).expect("restores");
+    let mut after = Vec::new();
+    for ev in world.events(&frame(1, 13, 0)) {
+        // slot 1 detaches from t0
+        after.extend(feed(&mut world, &mut a, Some(&mut b), &ev).unwrap());
+    }
+    assert!(
+        after.iter().any(|action| matches!(
+            action,
+            ServerAction::Resize { terminal, cols: 40, rows: 13 } if *terminal == t0
+        )),
+        "t0 grows back to slot 0's viewport: {after:?}"
+    );
+    assert_eq!(image(&a), image(&b));
 }
 
 /// One schedule that is sure to reach, at the split, every state the property names: output

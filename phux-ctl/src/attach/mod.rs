@@ -20,44 +20,34 @@
 //! and leaving the view draws the live screen from the model ([CLIENT.ATTACH.11]).
 
 use std::io::{IsTerminal, Write};
-use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
-use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::event::{EnableBracketedPaste, Event};
 use phux_core::client::ClientNotice;
-use phux_core::modes::{MouseTracking, TerminalModes};
+use phux_core::modes::TerminalModes;
 use phux_proto::event::{AgentEvent, Lifecycle};
 use phux_proto::frame::EventFrame;
-use phux_proto::frame::{InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize};
+use phux_proto::frame::{
+    InputFocus, InputKey, InputPaste, TerminalResize, TerminalSize, ViewportInfo, ViewportResize,
+};
 use phux_proto::input::{FocusEvent, KeyEvent, PasteEvent, PasteTrust};
 use phux_proto::{Command, CommandResult, CommandValue, Frame, TerminalId};
 use phux_term::Terminal;
 
 use crate::cli::{AttachOptions, DetachKey};
-use crate::conn::{Incoming, Session, Step};
+use crate::conn::{Session, Step};
 use crate::history::{HistoryView, ViewKey};
 use crate::keys::legacy_bytes;
-use crate::tty_input::{Decoder, Incomplete, Reports, TtyInput};
+use crate::tty_input::TtyInput;
 use crate::{CtlError, EXIT_CONNECTION, EXIT_OK, program_exit_code};
 use replies::{CursorQueries, ReplyInput, reply_events};
+use switch::SwitchFilter;
+use tty::{RESET_MODES, SharedReports, TtyGuard, spawn_resize_watch, spawn_tty_reader};
 
 mod replies;
-
-/// Modes a program may have turned on in this tty through its output, turned off again on
-/// detach: cursor keys, keypad, mouse tracking and encodings, focus reports, bracketed paste,
-/// the kitty keyboard flags; then the cursor shown and the pen reset.
-const RESET_MODES: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\
-\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b[=0;1u\x1b[?25h\x1b[0m";
-
-/// How long to wait for the rest of an escape sequence a read cut short (a terminal writes
-/// each sequence whole, so this only separates a typed Escape from what follows it).
-const SEQUENCE_WAIT: Duration = Duration::from_millis(50);
-
-/// How long to wait for the rest of a string reply or a paste that a read cut short.
-const STRING_WAIT: Duration = Duration::from_millis(500);
+mod switch;
+mod tty;
 
 /// How long a press of the detach key waits for a second press, which sends the key to the
 /// program instead of detaching (tmux's prefix-prefix habit): longer than a quick double
@@ -77,126 +67,6 @@ const MAX_WAITING_KEYS: usize = 256;
 /// screen and modes exactly as the model has them.
 const FRESH_SCREEN: &[u8] = b"\x1b[?1049l\x1b[?1049h\x1b[r\x1b[?6l\x1b[4l\x1b[?7h\x1b(B\x1b)B\x0f\
 \x1b[0 q\x1b[H\x1b[2J";
-
-/// Raw mode and the alternate screen for as long as it lives; restored on drop (also on an
-/// error or a panic unwinding through `attach`).
-struct TtyGuard;
-
-impl TtyGuard {
-    fn enter() -> Result<Self, CtlError> {
-        crossterm::terminal::enable_raw_mode()
-            .map_err(|e| CtlError::Local(format!("cannot put the tty in raw mode: {e}")))?;
-        let guard = Self;
-        let mut out = std::io::stdout();
-        crossterm::execute!(out, EnterAlternateScreen, EnableBracketedPaste)
-            .map_err(|e| CtlError::Local(format!("cannot set up the tty: {e}")))?;
-        Ok(guard)
-    }
-}
-
-impl Drop for TtyGuard {
-    fn drop(&mut self) {
-        let mut out = std::io::stdout();
-        let _ = out.write_all(RESET_MODES);
-        let _ = crossterm::execute!(out, DisableBracketedPaste, LeaveAlternateScreen);
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
-}
-
-/// The reports the program asked this tty for, shared with the reader thread: the attach
-/// loop stores them after drawing output and before writing it, so bytes read after the tty
-/// could have started (or stopped) sending reports are decoded knowing it.
-#[derive(Debug, Default)]
-struct SharedReports(AtomicU8);
-
-impl SharedReports {
-    const MOUSE: u8 = 1;
-    const FOCUS: u8 = 2;
-
-    fn store(&self, modes: &TerminalModes) {
-        let mut bits = 0;
-        if modes.mouse_tracking != MouseTracking::Off {
-            bits |= Self::MOUSE;
-        }
-        if modes.focus_reporting {
-            bits |= Self::FOCUS;
-        }
-        self.0.store(bits, Ordering::Release);
-    }
-
-    fn load(&self) -> Reports {
-        let bits = self.0.load(Ordering::Acquire);
-        Reports {
-            mouse: bits & Self::MOUSE != 0,
-            focus: bits & Self::FOCUS != 0,
-        }
-    }
-}
-
-/// Reads the tty on its own thread, decoding as bytes arrive and reading a sequence that
-/// stays cut as keys after a short wait.
-fn spawn_tty_reader(waker: std::sync::mpsc::Sender<Incoming>, reports: Arc<SharedReports>) {
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let fd = stdin.as_fd();
-        let mut decoder = Decoder::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            decoder.set_reports(reports.load());
-            let wait = match decoder.incomplete() {
-                Incomplete::No => None,
-                Incomplete::Short => Some(SEQUENCE_WAIT),
-                Incomplete::Long => Some(STRING_WAIT),
-            };
-            let timeout = wait.and_then(|w| rustix::event::Timespec::try_from(w).ok());
-            let mut fds = [rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN,
-            )];
-            let inputs = match rustix::event::poll(&mut fds, timeout.as_ref()) {
-                Ok(0) => decoder.flush(),
-                Ok(_) => match rustix::io::read(fd, &mut buf) {
-                    Ok(0) => {
-                        let _ = waker.send(Incoming::TtyFailed("end of input".to_owned()));
-                        return;
-                    }
-                    Ok(n) => decoder.feed(&buf[..n]),
-                    Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
-                    Err(e) => {
-                        let _ = waker.send(Incoming::TtyFailed(e.to_string()));
-                        return;
-                    }
-                },
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => {
-                    let _ = waker.send(Incoming::TtyFailed(e.to_string()));
-                    return;
-                }
-            };
-            if !inputs.is_empty() && waker.send(Incoming::TtyInput(inputs)).is_err() {
-                return;
-            }
-        }
-    });
-}
-
-/// Turns SIGWINCH into resize events on the session's channel.
-fn spawn_resize_watch(waker: std::sync::mpsc::Sender<Incoming>) -> Result<(), CtlError> {
-    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])
-        .map_err(|e| CtlError::Local(format!("cannot watch for resizes: {e}")))?;
-    std::thread::spawn(move || {
-        for _ in signals.forever() {
-            if let Ok((cols, rows)) = crossterm::terminal::size()
-                && waker
-                    .send(Incoming::Tty(Event::Resize(cols, rows)))
-                    .is_err()
-            {
-                return;
-            }
-        }
-    });
-    Ok(())
-}
 
 /// What ended an attach.
 enum End {
@@ -228,14 +98,17 @@ pub fn attach(
         ));
     }
     let tty_size = crossterm::terminal::size().ok();
-    if !args.no_resize
-        && let Some((cols, rows)) = tty_size
-    {
-        // Resized before attaching, so the bootstrap is drawn at this tty's size.
-        session.send(&Frame::TerminalResize(TerminalResize {
-            terminal: id.clone(),
-            size: TerminalSize { cols, rows },
-        }))?;
+    let sized_by_server = super::list::terminal_state(session, &id)?.is_some_and(|state| {
+        state.get("size_policy").and_then(serde_json::Value::as_str) == Some("smallest")
+    });
+    let sizing = match (args.no_resize, sized_by_server) {
+        (true, _) => Sizing::None,
+        (false, true) => Sizing::Viewport,
+        (false, false) => Sizing::Resize,
+    };
+    if let Some((cols, rows)) = tty_size {
+        // Before attaching, so the bootstrap is drawn at the size this tty gives it.
+        send_size(session, &id, sizing, cols, rows)?;
     }
     session.command_ok(Command::AttachTerminal {
         terminal: id.clone(),
@@ -262,14 +135,17 @@ pub fn attach(
         detach_pending: None,
         model: Terminal::new(cols, rows, 0),
         cursor_queries: CursorQueries::default(),
+        switches: SwitchFilter::default(),
         reports,
         notice: None,
         notice_shown: false,
         screen: Screen::Live,
+        sizing,
+        tty: (cols, rows),
         out: std::io::stdout().lock(),
     };
     attached.set_block(&block);
-    let outcome = attached.run(session, args);
+    let outcome = attached.run(session);
     let model = attached.model;
     drop(attached.out);
     drop(guard);
@@ -303,6 +179,45 @@ pub fn attach(
     Ok(code)
 }
 
+/// How an attach sizes its terminal.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Sizing {
+    /// `--no-resize`: not at all; the terminal is shown at whatever size it has.
+    None,
+    /// The server sizes the terminal by its attached clients' screens ([SERVER.SIZE.1]):
+    /// this tty's size is declared with VIEWPORT_RESIZE, and the terminal's size learnt from
+    /// each bootstrap.
+    Viewport,
+    /// Any other server: TERMINAL_RESIZE to this tty's size (the last client to resize wins).
+    Resize,
+}
+
+/// Tells the server this tty's size as `sizing` says.
+fn send_size(
+    session: &mut Session,
+    id: &TerminalId,
+    sizing: Sizing,
+    cols: u16,
+    rows: u16,
+) -> Result<(), CtlError> {
+    match sizing {
+        Sizing::None => Ok(()),
+        // [CLIENT.ATTACH.12]
+        Sizing::Viewport => session.send(&Frame::ViewportResize(ViewportResize {
+            viewport: ViewportInfo {
+                cols,
+                rows,
+                pixel_w: None,
+                pixel_h: None,
+            },
+        })),
+        Sizing::Resize => session.send(&Frame::TerminalResize(TerminalResize {
+            terminal: id.clone(),
+            size: TerminalSize { cols, rows },
+        })),
+    }
+}
+
 /// The model's screen as text, without the empty rows below the last written one.
 fn final_lines(model: &Terminal) -> Vec<String> {
     let doc: serde_json::Value =
@@ -332,6 +247,8 @@ struct Attached<'a> {
     /// The terminal as this tty shows it: its modes decide how a reply is passed on.
     model: Terminal,
     cursor_queries: CursorQueries,
+    /// The program's screen switches, kept off this tty ([CLIENT.ATTACH.13]).
+    switches: SwitchFilter,
     /// The reports the program asked for, for the tty reader.
     reports: Arc<SharedReports>,
     /// The line saying why keys do not reach the program, while they do not.
@@ -340,6 +257,10 @@ struct Attached<'a> {
     notice_shown: bool,
     /// The program's screen, or the history view over it.
     screen: Screen,
+    sizing: Sizing,
+    /// This tty's size: when it is not the terminal's (the model's), the screen is drawn
+    /// from the model into its top-left corner and the rest marked ([CLIENT.ATTACH.12]).
+    tty: (u16, u16),
     out: std::io::StdoutLock<'a>,
 }
 
@@ -357,8 +278,8 @@ enum Screen {
     },
     /// The history view is shown; output goes to the model only.
     History(HistoryView),
-    /// The view was left: the live screen is drawn again once the output is between
-    /// sequences.
+    /// The live screen is to be drawn again from the model (the view was left, or the
+    /// program switched screens) once the output is between sequences.
     Returning,
 }
 
@@ -395,19 +316,63 @@ impl Attached<'_> {
             // [CLIENT.ATTACH.11] Not shown now, not lost: the model keeps it, and the live
             // screen is drawn from the model when the view closes.
             self.model.advance(bytes);
+            // This tty is drawn again from the model: it never sees a held sequence's start.
+            self.switches.reset();
             self.back_to_live();
+            return;
+        }
+        if self.tty != self.model.size() {
+            // [CLIENT.ATTACH.12] Output for a terminal of another size would not land where
+            // the program means it to on this tty: drawn from the model instead.
+            self.model.advance(bytes);
+            self.switches.reset();
+            self.paint();
             return;
         }
         // [CLIENT.ATTACH.7] The notice comes off before the program's bytes, which may scroll
         // or overwrite the bottom row, and goes back on after them.
         self.hide_notice();
+        let was_alternate = self.model.modes().alternate_screen;
         self.model.advance(bytes);
+        // [CLIENT.ATTACH.13] This tty is on its alternate screen already (attach's own), where
+        // a program's switch is ignored (tmux), clears, or leaves for the user's shell screen:
+        // the switch itself never reaches it, everything else does (the modes and queries
+        // written with it included).
+        let bytes = self.switches.pass(bytes);
         // Before the tty sees the bytes that turn reports on.
         self.reports.store(&self.model.modes());
-        self.cursor_queries.scan(bytes);
-        let _ = self.out.write_all(bytes);
+        self.cursor_queries.scan(&bytes);
+        let _ = self.out.write_all(&bytes);
+        if self.model.modes().alternate_screen != was_alternate {
+            // [CLIENT.ATTACH.13] The screen switched to is drawn whole from the model.
+            self.switches.reset();
+            self.screen = Screen::Returning;
+            self.back_to_live();
+            let _ = self.out.flush();
+            return;
+        }
         self.show_notice();
         let _ = self.out.flush();
+    }
+
+    /// Draws the model into this tty when their sizes differ ([CLIENT.ATTACH.12]): the
+    /// terminal in the top-left corner, the rest marked, the notice over its bottom row.
+    fn paint(&mut self) {
+        let (cols, rows) = self.tty;
+        let _ = self.out.write_all(&self.model.paint_within(cols, rows));
+        self.notice_shown = false;
+        self.show_notice();
+        let _ = self.out.flush();
+    }
+
+    /// Puts this tty back as attach set it up (a fresh alternate screen, the program's modes
+    /// off, attach's bracketed paste on), for a bootstrap, which is made for a fresh terminal.
+    fn fresh_screen(&mut self) {
+        let _ = self.out.write_all(FRESH_SCREEN);
+        let _ = self.out.write_all(RESET_MODES);
+        let _ = crossterm::queue!(self.out, EnableBracketedPaste);
+        self.reports.store(&TerminalModes::default());
+        self.notice_shown = false;
     }
 
     /// Asks the server for the terminal's history and screen, for the history view; keys
@@ -510,13 +475,14 @@ impl Attached<'_> {
         if matches!(self.screen, Screen::Returning) && self.model.between_sequences() {
             // [CLIENT.ATTACH.11] The live screen exactly as the server has it: the model fed
             // every byte of output, the view's meanwhile included.
-            let _ = self.out.write_all(FRESH_SCREEN);
-            let _ = self.out.write_all(RESET_MODES);
-            let _ = crossterm::queue!(self.out, EnableBracketedPaste);
+            self.screen = Screen::Live;
+            self.fresh_screen();
+            if self.tty != self.model.size() {
+                self.paint();
+                return;
+            }
             let _ = self.out.write_all(&self.model.bootstrap());
             self.reports.store(&self.model.modes());
-            self.screen = Screen::Live;
-            self.notice_shown = false;
             self.show_notice();
             let _ = self.out.flush();
         }
@@ -557,13 +523,19 @@ impl Attached<'_> {
         }
     }
 
-    fn run(&mut self, session: &mut Session, args: &AttachOptions) -> Result<End, CtlError> {
+    fn run(&mut self, session: &mut Session) -> Result<End, CtlError> {
         let id = self.id.clone();
         loop {
             match session.step(self.detach_pending)? {
                 Step::Deadline if self.detach_pending.is_some() => return Ok(End::Detached),
                 Step::Notice(ClientNotice::Frame(Frame::BootstrapBegin(b))) if b.terminal == id => {
+                    // [CLIENT.ATTACH.12] The terminal's size, whoever decided it.
                     self.model = Terminal::new(b.cols, b.rows, 0);
+                    if matches!(self.screen, Screen::Live) {
+                        // A bootstrap is made for a fresh terminal; this one shows another
+                        // bootstrap's screen (a resize, or one that fell behind).
+                        self.fresh_screen();
+                    }
                     // The bootstrap clears the screen, the notice with it.
                     self.notice_shown = false;
                 }
@@ -599,24 +571,29 @@ impl Attached<'_> {
                     self.history_fetched(request_id, None);
                 }
                 Step::Tty(Event::Resize(cols, rows)) => {
+                    self.tty = (cols, rows);
                     if let Screen::History(view) = &mut self.screen {
                         view.resize(cols, rows);
                         let _ = self.out.write_all(&view.render());
                         let _ = self.out.flush();
                     }
-                    if args.no_resize {
-                        continue;
+                    if self.sizing == Sizing::Resize {
+                        // The server takes this size at once, and says nothing: the model
+                        // takes it too.
+                        self.model.resize(cols, rows);
                     }
-                    self.model.resize(cols, rows);
-                    // The tty resized its screen, the notice's row with it: drawn again on
-                    // the new bottom row.
-                    self.notice_shown = false;
-                    self.show_notice();
-                    let _ = self.out.flush();
-                    session.send(&Frame::TerminalResize(TerminalResize {
-                        terminal: id.clone(),
-                        size: TerminalSize { cols, rows },
-                    }))?;
+                    send_size(session, &id, self.sizing, cols, rows)?;
+                    if matches!(self.screen, Screen::Live) {
+                        if self.tty == self.model.size() {
+                            // The tty resized its screen, the notice's row with it: drawn
+                            // again on the new bottom row.
+                            self.notice_shown = false;
+                            self.show_notice();
+                            let _ = self.out.flush();
+                        } else {
+                            self.paint();
+                        }
+                    }
                 }
                 Step::TtyFailed(e) => {
                     return Err(CtlError::Local(format!("reading the tty: {e}")));

@@ -327,7 +327,8 @@ pub struct AttachOptions {
     /// program, `[` or PageUp open the history view, anything else (or nothing) detaches.
     #[arg(long, value_name = "KEY", default_value = "C-\\", value_parser = parse_detach_key)]
     pub detach_key: DetachKey,
-    /// Do not resize the terminal to this tty.
+    /// Do not resize the terminal to this tty (nor count in its size when several clients
+    /// are attached): it is shown at the size it has, clipped or dotted.
     #[arg(long)]
     pub no_resize: bool,
 }

@@ -170,7 +170,10 @@ pub enum CtlCommand {
     /// Attach this tty to a terminal, interactively (raw mode), until the detach key.
     ///
     /// Keys go to the terminal as key events, the terminal's output is drawn as it arrives,
-    /// and the terminal is resized to this tty. The detach key (default C-\) returns and
+    /// and the terminal is resized to this tty. With several clients attached, phux-mio-server
+    /// gives the terminal the smallest columns and rows among them (tmux's `window-size
+    /// smallest`); a larger tty shows it in its top-left corner with the rest dotted, and when
+    /// the smaller client leaves the terminal grows back. The detach key (default C-\) returns and
     /// restores the tty; the terminal keeps running on the server. When the program ends,
     /// attach leaves its last screen in view and exits with its exit status; attaching to a
     /// terminal whose program has already exited (kept by the server, `exited` in `list`)

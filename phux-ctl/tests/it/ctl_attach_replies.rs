@@ -13,6 +13,12 @@ use crate::support::{Ctl, Server, wait_until};
 
 /// A tmux session whose pane runs `phuxctl attach ID`, then prints attach's exit status.
 pub(crate) fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
+    attach_in_tmux_sized(ctl, id, dir, (100, 30))
+}
+
+/// [`attach_in_tmux`] in a pane of `cols` x `rows`.
+pub(crate) fn attach_in_tmux_sized(ctl: &Ctl, id: &str, dir: &Path, size: (u16, u16)) -> Tmux {
+    let (cols, rows) = (size.0.to_string(), size.1.to_string());
     let tmux = Tmux {
         socket: dir.join("tmux.sock"),
     };
@@ -28,9 +34,9 @@ pub(crate) fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
         "-s",
         "t",
         "-x",
-        "100",
+        &cols,
         "-y",
-        "30",
+        &rows,
         &script,
     ]);
     tmux

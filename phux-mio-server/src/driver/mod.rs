@@ -22,9 +22,9 @@
 //!    then feeds what performing them observed (see "Re-entrancy").
 //! 5. **flush**: write the connections the actions queued bytes for, as the flush policy
 //!    (`flush.rs`) allows; the `Sent` events that come of it are fed in turn. A route flushes
-//!    sooner where the policy says so: after each read from a socket and each short PTY read
-//!    (a keystroke's echo leaves before the next read), and the ripest connection between two
-//!    bulk reads.
+//!    sooner where the policy says so: after each read from a socket and each chunk of PTY output
+//!    whose last read was short (a keystroke's echo leaves once the master is found empty),
+//!    and the ripest connection between two bulk reads.
 //! 6. after the ready tokens, the **deadlines** that came (held output, closing connections,
 //!    exit drains, kill graces, the engine's `Timeout`, shutdown), fed and flushed the same
 //!    way; then **compute the next timeout** and poll again.
@@ -65,17 +65,17 @@ use crate::socket::ServerSocket;
 use crate::timer::Timer;
 
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
+pub use handover::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 pub use read::SOURCE_SLICE;
 pub use trial::check_image;
 pub use turn::TURN_SLICE;
-pub use upgrade::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 
 use turn::{Wake, plan_turn};
 
+mod handover;
 mod read;
 mod trial;
 mod turn;
-mod upgrade;
 mod ws;
 
 const LISTENER: Token = Token(0);
@@ -108,7 +108,7 @@ pub struct Driver {
     /// Where each busy source is in `busy`, while a turn is planned.
     busy_at: HashMap<Token, usize>,
     /// An in-place upgrade: whether this server may, and the one under way.
-    upgrade: upgrade::Upgrade,
+    upgrade: handover::Upgrade,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
@@ -149,7 +149,7 @@ impl Driver {
             ready: Vec::new(),
             busy: Vec::new(),
             busy_at: HashMap::new(),
-            upgrade: upgrade::Upgrade::default(),
+            upgrade: handover::Upgrade::default(),
             stdio_flags,
         };
         if let Some(flags) = &driver.stdio_flags {
@@ -320,7 +320,7 @@ impl Driver {
                 }
                 Some(Source::Master(t)) => {
                     if readable {
-                        self.read_master(t, token, ended);
+                        self.read_master(t, token);
                     }
                     if writable {
                         self.host.pump(t);
@@ -329,7 +329,7 @@ impl Driver {
                 Some(Source::Pidfd(t)) => {
                     // [SERVER.PTY.3] Output written before the exit is reported before the exit.
                     if let Some(master) = self.host.reap(t) {
-                        self.read_master(t, master, true);
+                        self.read_master(t, master);
                     }
                 }
                 None => trace!(?token, "event for a source already gone"),

@@ -186,32 +186,33 @@ impl Driver {
 
     // ---- terminals ----
 
-    /// Reads the terminal's output; to its end when the slave is known to have hung up (see
-    /// [`Wake::ended`](super::turn::Wake::ended)).
-    pub(super) fn read_master(&mut self, terminal: LocalTerminal, token: Token, ended: bool) {
+    /// Reads the terminal's output until the master is empty, its share of the turn is spent or
+    /// it ends.
+    pub(super) fn read_master(&mut self, terminal: LocalTerminal, token: Token) {
         let mut buf = std::mem::take(&mut self.buf);
-        self.read_master_into(&mut buf, terminal, token, ended);
+        self.read_master_into(&mut buf, terminal, token);
         self.buf = buf;
     }
 
-    fn read_master_into(
-        &mut self,
-        buf: &mut [u8],
-        terminal: LocalTerminal,
-        token: Token,
-        ended: bool,
-    ) {
-        // A PTY master hands out at most its line discipline's few KiB per read, and the time
-        // spent between two reads is what lets the kernel refill it. Reads that found the
-        // master full (bulk output) are gathered into one chunk ([OUTPUT.GATHER.1]), up to the
-        // engine's limit: one frame for several reads, no later for anyone, as bulk output is
-        // held for more to join it anyway. A short read ends the chunk. The frames of bulk
-        // reads leave in large writes, as the flush policy says: one between two reads, the
-        // rest when the wake-up's reads are done.
+    fn read_master_into(&mut self, buf: &mut [u8], terminal: LocalTerminal, token: Token) {
+        // A PTY master hands out what its line discipline holds, at most a few KiB per read, and
+        // the time spent between two reads is what lets the kernel refill it. Consecutive reads
+        // are gathered into one chunk ([OUTPUT.GATHER.1]), up to the engine's limit: one frame
+        // for several reads, no later for anyone. The master is read until it is empty: a bulk
+        // read says more is on its way, and a short one may be a piece of a burst (to a reader
+        // that keeps up, the kernel hands a program's large write over a few hundred bytes at a
+        // time). A short first read (an echo, a prompt) goes at once, before the read that tells
+        // whether anything is behind it; after it, the reads that find more are gathered. The
+        // read that finds the master empty ends the chunk, which goes at once if its last read
+        // was short (the end of a burst). The frames of bulk reads leave in large writes, as the
+        // flush policy says: one between two reads, the rest when the wake-up's reads are done.
         let slice_end = self.host.clock.now() + SOURCE_SLICE;
         let mut limit = self.engine.output_gather_limit(terminal).min(buf.len());
-        // Bytes read into `buf` and not yet handed to the engine.
+        // Bytes read into `buf` and not yet handed to the engine, and the size of the last read
+        // among them: the chunk's frames are bulk output or not as that read was.
         let mut gathered = 0;
+        let mut last_read = 0;
+        let mut first = true;
         for _ in 0..READS_PER_WAKE {
             // [SERVER.FAIR.2] A few bytes may cost many cells (REP, combining marks on a wide
             // screen): a terminal's turn ends after a slice of time, not only of reads.
@@ -228,40 +229,41 @@ impl Driver {
             match read {
                 Ok(PtyRead::Data(n)) => {
                     gathered += n;
-                    // A bulk read says more is on its way: read on while another fits.
-                    if FlushPolicy::pty_read(n) == Output::Bulk
-                        && gathered + FlushPolicy::MASTER_READ <= limit
-                    {
+                    last_read = n;
+                    if std::mem::take(&mut first) && FlushPolicy::flush_after_read(n) {
+                        // Someone may be waiting for it: no read comes before it leaves.
+                        self.feed_output(terminal, buf.get(..n).unwrap_or_default(), n);
+                        gathered = 0;
+                        continue;
+                    }
+                    if FlushPolicy::pty_read(n) == Output::Bulk {
                         // One write between two reads, as when each read is its own chunk:
                         // the viewers' earlier frames leave while the kernel refills.
                         self.host.flush_ripest(&mut Recycle(&mut self.engine));
                         self.feed_observed();
                         limit = self.engine.output_gather_limit(terminal).min(buf.len());
-                        if gathered + FlushPolicy::MASTER_READ <= limit {
-                            continue;
-                        }
-                        if gathered > limit && limit > 0 {
-                            // That write let a viewer that takes smaller chunks resume its
-                            // stream: what was gathered goes now, in chunks it takes.
-                            for piece in buf.get(..gathered).unwrap_or_default().chunks(limit) {
-                                self.feed_output(terminal, piece, FlushPolicy::BULK_READ);
-                            }
-                            gathered = 0;
-                            limit = self.engine.output_gather_limit(terminal).min(buf.len());
-                            continue;
-                        }
                     }
-                    let bytes = buf.get(..gathered).unwrap_or_default();
+                    if FlushPolicy::read_on(gathered, limit) {
+                        continue;
+                    }
+                    if gathered > limit && gathered > n && limit > 0 {
+                        // A write between two reads let a viewer that takes smaller chunks
+                        // resume its stream: what was gathered goes now, in chunks it takes.
+                        for piece in buf.get(..gathered).unwrap_or_default().chunks(limit) {
+                            self.feed_output(terminal, piece, FlushPolicy::BULK_READ);
+                        }
+                    } else {
+                        let bytes = buf.get(..gathered).unwrap_or_default();
+                        self.feed_output(terminal, bytes, n);
+                    }
                     gathered = 0;
-                    if self.feed_output(terminal, bytes, n) && !ended {
-                        return;
-                    }
                     limit = self.engine.output_gather_limit(terminal).min(buf.len());
                 }
                 Ok(PtyRead::WouldBlock) => {
                     let bytes = buf.get(..gathered).unwrap_or_default();
+                    // [OUTPUT.GATHER.2] Found empty: a chunk ended by a short read goes now.
                     if !bytes.is_empty() {
-                        self.feed_output(terminal, bytes, FlushPolicy::BULK_READ);
+                        self.feed_output(terminal, bytes, last_read);
                     }
                     return;
                 }
@@ -284,10 +286,9 @@ impl Driver {
         self.host.again.push(token);
     }
 
-    /// Hands the engine one chunk of `terminal`'s output, `last_read` the size of the read
-    /// that ended it, and flushes as the policy says for that read. Returns whether that read
-    /// was short: it took all the line discipline held.
-    fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) -> bool {
+    /// Hands the engine one chunk of `terminal`'s output, `last_read` the size of the last read
+    /// in it, and flushes as the policy says for that read.
+    fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) {
         // This chunk's frames are queued now, marked as bulk output or not by the last read's
         // size: a gathered chunk ended by a short read is the end of a burst, sent at once.
         let output = FlushPolicy::pty_read(last_read);
@@ -300,13 +301,7 @@ impl Driver {
         // output, read in KiB chunks, leaves in large writes.
         if FlushPolicy::flush_after_read(last_read) {
             self.flush();
-            // A short read took all the line discipline held, and more output raises a new
-            // event: the read that would find the master empty is skipped, as for a socket.
-            // Not after a bulk read: there the master is refilled as we go, and the next read
-            // waits for the refill inside the kernel more cheaply than a trip through the poll.
-            return true;
         }
-        false
     }
 
     /// The output gathered before the master's end, if any, sent at once.

@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 use phux_core::server::StateError;
 use phux_core::upgrade::{SummaryError, summarize_parts};
 
-use super::upgrade::{AdoptError, ws_policy};
+use super::handover::{AdoptError, ws_policy};
 use crate::upgrade::{HostImage, Length, Summary};
 
 /// The verdict [`super::validate`] gives `bytes`, and the same summary, read as a stream.

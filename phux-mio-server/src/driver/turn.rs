@@ -19,12 +19,13 @@ pub(super) struct Wake {
     pub(super) readable: bool,
     pub(super) writable: bool,
     /// The peer hung up or the source failed (no further event will come), or a socket holds an
-    /// out-of-band byte (a read ends before it): the source is read to its end. Until then a
+    /// out-of-band byte (a read ends before it): a connection is read to its end. Until then a
     /// read shorter than the buffer took everything there was (see
-    /// [`Got::drained`](crate::conn::Got::drained); a PTY master in raw mode hands out all its
-    /// line discipline holds) and whatever arrives later raises a new edge-triggered event, so
-    /// the read that would find the source empty is skipped: it cost a syscall between a reply
-    /// or an echo and the next wait.
+    /// [`Got::drained`](crate::conn::Got::drained)) and whatever arrives later raises a new
+    /// edge-triggered event, so the read that would find the socket empty is skipped: it cost a
+    /// syscall between a reply and the next wait. A terminal's master is always read until it
+    /// is empty: whether more is behind a short read decides whether it ends a chunk
+    /// ([OUTPUT.GATHER.1]).
     pub(super) ended: bool,
 }
 

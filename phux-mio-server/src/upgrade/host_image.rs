@@ -19,9 +19,10 @@ use crate::ws::WsState;
 /// The host's half of the image: everything the driver holds that must cross the exec. The
 /// engine's half is `phux_core::server::EngineState`; both travel in one envelope
 /// (`phux_core::upgrade`). Descriptors are numbers: the descriptors themselves cross the
-/// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout
-/// ([`Self::decode`] reads versions 1 and 2 too). `B` holds the byte strings it carries: the
-/// bytes for an adoption, only their lengths for the trial ([`Held`]).
+/// exec because `FD_CLOEXEC` is cleared on each. This is state version 3's layout, which
+/// version 4 keeps (it changed the engine's half only; [`Self::decode`] reads versions 1 and 2
+/// too). `B` holds the byte strings it carries: the bytes for an adoption, only their lengths
+/// for the trial ([`Held`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(bound(deserialize = "B: Held"))]
 pub struct HostImage<B = Vec<u8>> {

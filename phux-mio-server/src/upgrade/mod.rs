@@ -4,7 +4,7 @@
 //! other side.
 //!
 //! The protocol side (what UPGRADE means, the engine's whole state as data) is phux-core's;
-//! the driver (`driver/upgrade.rs`) sequences the steps:
+//! the driver (`driver/handover.rs`) sequences the steps:
 //!
 //! 1. **check**: the binary is opened once ([`Exe`]): everything below runs that file, however
 //!    its path changes meanwhile. `BIN --check-upgrade VERSION` runs as a child ([`Checker`])

@@ -2,7 +2,7 @@
 //! a few large writes instead of many small ones. Held output must still arrive when nothing
 //! follows it: a burst that ends the program's output for a while is delivered whole, without
 //! waiting for more output, an exit or a client request. So is output written a byte at a
-//! time, after which the server does not read the master again until told there is more.
+//! time, whose short reads the server gathers while more is behind them.
 
 use phux_proto::command::{ApplyInput, Command, CommandResult};
 use phux_proto::input::{InputEvent, PasteEvent, PasteTrust};
@@ -69,6 +69,7 @@ fn await_output(c: &mut Client, t: &TerminalId, byte: u8, want: usize) -> usize 
     seen
 }
 
+// [OUTPUT.GATHER.2]
 #[test]
 fn bursts_followed_by_silence_are_delivered_whole() {
     let server = Server::start();
@@ -94,8 +95,9 @@ fn bursts_followed_by_silence_are_delivered_whole() {
 }
 
 /// A program writing a byte at a time, as fast as it can, then falling silent: every read of
-/// the master is short, and the server does not read again after one (more output raises a
-/// new event). The last bytes must still arrive, with no later output to prompt them.
+/// the master is short, and the server reads on after each while more is behind it
+/// ([OUTPUT.GATHER.1]). The last bytes must still arrive, with no later output to prompt them.
+// [OUTPUT.GATHER.2]
 #[test]
 fn byte_at_a_time_output_is_delivered_whole() {
     const BYTES: usize = 3000;

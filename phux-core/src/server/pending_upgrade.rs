@@ -1,6 +1,7 @@
-//! UPGRADE: the engine's side of an in-place upgrade. While one is pending no new write job
-//! reaches a PTY (queued input waits, as behind a busy writer), so the driver can wait for the
-//! jobs in progress to finish ([`ServerEngine::upgrade_quiet`]) and export the state.
+//! UPGRADE: the engine's side of an in-place upgrade, from the request to its end (the image
+//! itself is [`crate::upgrade`]'s). While one is pending no new write job reaches a PTY
+//! (queued input waits, as behind a busy writer), so the driver can wait for the jobs in
+//! progress to finish ([`ServerEngine::upgrade_quiet`]) and export the state.
 
 use phux_proto::command::CommandResult;
 use phux_proto::{ErrorCode, TerminalId};

@@ -1,17 +1,15 @@
-//! Subscriptions and what they hear: event scopes, lease changes and terminal_control.
+//! Subscriptions and who hears what: server- and terminal-scoped SUBSCRIBE_EVENTS, and
+//! terminal_control delivered to every subscriber of a terminal once.
 
 use std::collections::BTreeMap;
 
-use phux_proto::command::CommandResult;
 use phux_proto::event::{AgentEvent, TerminalControl};
 use phux_proto::frame::EventFrame;
-use phux_proto::{ErrorCode, Frame, TerminalId};
+use phux_proto::{Frame, TerminalId};
 
 use super::connection::Connection;
 use super::terminal::Terminal;
 use super::{ConnId, LocalTerminal, ServerEngine};
-use crate::lease::LeaseChange;
-use crate::time::Instant;
 
 impl ServerEngine {
     pub(super) fn on_subscribe_events(&mut self, id: ConnId, terminal: Option<&TerminalId>) {
@@ -34,54 +32,6 @@ impl ServerEngine {
                 }
             },
         }
-    }
-
-    pub(super) fn cmd_acquire(
-        &mut self,
-        now: Instant,
-        id: ConnId,
-        rid: u32,
-        terminal: &TerminalId,
-        mode: phux_proto::command::AcquireMode,
-        ttl_ms: u32,
-    ) {
-        let t = match self.lookup(terminal) {
-            Ok(t) => t,
-            Err(e) => return self.send_lookup_error(id, rid, &e),
-        };
-        let Some(client) = self.client_of(id) else {
-            return;
-        };
-        match self
-            .leases
-            .acquire(now, TerminalId::from(t), client, mode, ttl_ms)
-        {
-            Ok(change) => {
-                // [LEASE.ACQUIRE.4] OK is plain; the grant is broadcast to every subscriber.
-                self.send_result(id, rid, CommandResult::Ok);
-                self.broadcast_lease_change(&change);
-            }
-            Err(held) => {
-                // [LEASE.ACQUIRE.3] Cooperative acquire of a lease held by another is 204.
-                self.send_error_result(
-                    id,
-                    rid,
-                    ErrorCode::INPUT_LEASE_HELD,
-                    format!("input lease held by client {}", held.holder),
-                );
-            }
-        }
-    }
-
-    pub(super) fn broadcast_lease_change(&mut self, change: &LeaseChange) {
-        let Some(t) = LocalTerminal::of(&change.terminal) else {
-            return;
-        };
-        let Some(term) = self.terminals.get(&t) else {
-            return;
-        };
-        let control = change.to_control(term.lifecycle(), term.exit_status());
-        self.broadcast_control(t, control);
     }
 
     /// [EVENT.CONTROL.1] terminal_control goes to every client subscribed to the terminal —

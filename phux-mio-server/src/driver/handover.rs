@@ -1,8 +1,9 @@
-//! The driver's half of an in-place upgrade: the steps of `crate::upgrade` in the loop's
-//! order. An upgrade begins with the engine's `Upgrade` action (an UPGRADE command, or
-//! SIGUSR2 fed as `UpgradeRequested`), runs its check while the loop serves on, waits for
-//! the engine to be quiet, and ends in one of two ways: this process becomes the new image
-//! (which answers the requester), or the engine is fed `UpgradeFailed` and nothing changed.
+//! The handover, the driver's half of an in-place upgrade: the steps of `crate::upgrade` in
+//! the loop's order, and on the new image's side the adoption. An upgrade begins with the
+//! engine's `Upgrade` action (an UPGRADE command, or SIGUSR2 fed as `UpgradeRequested`), runs
+//! its check while the loop serves on, waits for the engine to be quiet, and ends in one of
+//! two ways: this process becomes the new image (which answers the requester), or the engine
+//! is fed `UpgradeFailed` and nothing changed.
 
 use std::collections::HashMap;
 use std::ffi::OsString;

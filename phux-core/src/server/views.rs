@@ -146,14 +146,21 @@ impl ServerEngine {
                 .viewers_paused()
                 .filter_map(|(conn, paused)| {
                     let c = self.conns.get(&conn)?;
+                    // [SCREEN.STATE.7] Each with the screen size it declared, if it did.
+                    let viewport = c
+                        .viewport()
+                        .map(|(cols, rows)| serde_json::json!({"cols": cols, "rows": rows}));
                     Some(serde_json::json!({
                         "client": c.client().0,
                         "local_socket": c.peer().local_socket,
                         "behind": paused,
+                        "viewport": viewport,
                     }))
                 })
                 .collect();
             obj.insert("attached_clients".into(), viewers.into());
+            // [SCREEN.STATE.7] The size policy this server applies ([SERVER.SIZE.1]).
+            obj.insert("size_policy".into(), "smallest".into());
         }
         Some(value.to_string())
     }

@@ -1,5 +1,6 @@
-//! Requests to handlers: what each frame a connection admitted asks for, and the terminal
-//! ids commands name.
+//! A connection's bytes to handlers: the turn's budget of work ([SERVER.FAIR.1]), each request
+//! a connection admitted routed to the handler that answers it, and the terminal ids commands
+//! name.
 
 use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{CommandFrame, Pong};
@@ -82,6 +83,7 @@ impl ServerEngine {
             Request::Command(command) => self.on_command(now, id, command),
             Request::Spawn(spawn) => self.on_spawn(id, spawn),
             Request::Resize(resize) => self.on_resize(&resize),
+            Request::Viewport => self.on_viewport(id),
             Request::Subscribe(terminal) => self.on_subscribe_events(id, terminal.as_ref()),
             Request::Input(terminal, event) => {
                 self.on_fire_and_forget(now, id, &terminal, &event);
@@ -101,10 +103,12 @@ impl ServerEngine {
             Command::AttachTerminal { terminal } => self.cmd_attach(id, rid, &terminal),
             Command::DetachTerminal { terminal } => {
                 // [TERMINAL.DETACH.1] Always OK, idempotent.
-                if let Some(t) =
-                    LocalTerminal::of(&terminal).and_then(|t| self.terminals.get_mut(&t))
+                if let Some(local) = LocalTerminal::of(&terminal)
+                    && let Some(t) = self.terminals.get_mut(&local)
                 {
                     t.remove_viewer(id);
+                    // [SERVER.SIZE.2] One viewer fewer: the terminal may grow back.
+                    self.fit_to_viewports(local, None);
                 }
                 self.send_result(id, rid, CommandResult::Ok);
             }
@@ -163,19 +167,7 @@ impl ServerEngine {
             } => {
                 self.cmd_acquire(now, id, rid, &terminal, mode, ttl_ms);
             }
-            Command::ReleaseInput { terminal } => match self.lookup(&terminal) {
-                Ok(t) => {
-                    let Some(client) = self.client_of(id) else {
-                        return;
-                    };
-                    // [LEASE.RELEASE.2] Release by a non-holder is a no-op OK.
-                    if let Some(change) = self.leases.release(&TerminalId::from(t), client) {
-                        self.broadcast_lease_change(&change);
-                    }
-                    self.send_result(id, rid, CommandResult::Ok);
-                }
-                Err(e) => self.send_lookup_error(id, rid, &e),
-            },
+            Command::ReleaseInput { terminal } => self.cmd_release(id, rid, &terminal),
             Command::SignalTerminal { terminal, signal } => {
                 self.cmd_signal(id, rid, &terminal, signal);
             }
