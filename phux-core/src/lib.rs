@@ -13,7 +13,7 @@
 //! | [`framing`] | a byte stream into frames, bounded |
 //! | [`ledger`], [`lane`], [`lease`] | APPLY_INPUT dedupe, one acknowledged job per terminal, input authority |
 //! | [`encoder`] | input atoms to PTY bytes under one mode snapshot |
-//! | [`terminal`] | the server's view of a terminal's output (the `phux-term` model plus its sequence numbers) |
+//! | [`terminal_state`] | the server's view of a terminal's output (the `phux-term` model plus its sequence numbers) |
 //! | [`upgrade`] | the engine's whole state as one versioned image, for an in-place upgrade |
 //! | `sim` (feature) | a simulated PTY and clock: the one non-production driver |
 //!
@@ -134,7 +134,7 @@ pub mod modes;
 pub mod server;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod terminal;
+pub mod terminal_state;
 pub mod time;
 pub mod upgrade;
 pub mod writer;

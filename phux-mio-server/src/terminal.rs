@@ -1,5 +1,7 @@
 //! A terminal as the driver holds it: the child on its PTY, the master's and the pidfd's
 //! registrations, the writer of its jobs, and the drain of its output after the child exits.
+//! (The engine's side of the same terminal is `phux_core::server`'s `Terminal`, what it shows
+//! `phux_core::terminal_state::TerminalState` over `phux_term::Terminal`.)
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -16,9 +18,9 @@ use tracing::warn;
 use crate::child::{ChildExit, GroupSignal, PtyChild, SpawnSpec};
 use crate::timer::{Timer, TimerTable};
 
-/// One live terminal.
+/// One live terminal: its child on its PTY.
 #[derive(Debug)]
-pub(crate) struct Term {
+pub(crate) struct PtyTerminal {
     id: LocalTerminal,
     pub(crate) child: PtyChild,
     /// The master's token while it is registered.
@@ -40,7 +42,7 @@ pub(crate) struct Term {
     pub(crate) timers: TimerTable,
 }
 
-impl Term {
+impl PtyTerminal {
     /// Registers `child`'s master (readable) and pidfd. On failure the child is dropped, which
     /// kills and reaps it.
     pub(crate) fn register(
@@ -199,7 +201,7 @@ impl Term {
     }
 }
 
-/// What an adopted terminal brings besides its child (see [`Term::adopted`]).
+/// What an adopted terminal brings besides its child (see [`PtyTerminal::adopted`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Adopted {
     pub(crate) master: Option<Token>,

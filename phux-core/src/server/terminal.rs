@@ -3,7 +3,8 @@
 //! fan-out of each output chunk within every viewer's budget, tombstones) and subscribers,
 //! and its queue of write jobs (held back during an upgrade, completed, expired, orphaned).
 //! The engine looks a terminal up once per event and calls these methods; every field is
-//! private.
+//! private. (What the terminal shows is its [`TerminalState`]; its child and PTY are the
+//! driver's.)
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -19,7 +20,7 @@ use phux_proto::{Frame, OperationId, TerminalId};
 
 use super::{ConnId, LocalTerminal, ServerAction};
 use crate::modes::TerminalModes;
-use crate::terminal::TerminalState;
+use crate::terminal_state::TerminalState;
 use crate::writer::{JobId, WriteOutcome};
 
 /// The most bells one output chunk rings: enough for any real use, bounded against floods.

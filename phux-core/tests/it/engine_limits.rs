@@ -523,7 +523,7 @@ fn the_terminals_memory_budget_reserves_screens_sheds_history_and_refuses_the_re
     // [SERVER.LIMIT.6] [SERVER.LIMIT.7]
     use phux_core::Instant;
     use phux_core::server::ServerEvent;
-    use phux_core::terminal::TerminalState;
+    use phux_core::terminal_state::TerminalState;
     use phux_proto::frame::{TerminalResize, TerminalSize};
 
     let (mut engine, c) = engine_with_turns_of(usize::MAX);

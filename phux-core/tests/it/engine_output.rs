@@ -10,7 +10,7 @@
 
 use phux_core::server::{ConnId, ServerConfig};
 use phux_core::sim::{Harness, command_frame, hello_frame, server_id_for};
-use phux_core::terminal::TerminalState;
+use phux_core::terminal_state::TerminalState;
 use phux_proto::command::{Command, CommandResult, CommandValue};
 use phux_proto::frame::{
     BootstrapCodec, ByteLimit, DetachReason, Hello, OutputMode, Ping, TombstoneReason,

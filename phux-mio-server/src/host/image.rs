@@ -14,7 +14,7 @@ use phux_core::time::Instant;
 
 use crate::child::ChildExit;
 use crate::conn::{Chunk, Conn, READ_INTEREST, Transport, WriteQueue};
-use crate::terminal::{Adopted, Term};
+use crate::terminal::{Adopted, PtyTerminal};
 use crate::timer::Timer;
 use crate::upgrade::{Bytes, ConnImageRef, ConnTransport, HostImage, Piece, PieceRef, TermImage};
 
@@ -323,7 +323,8 @@ impl Host {
                 self.nearest.note(deadline);
             }
             let id = LocalTerminal(t.id);
-            self.terminals.insert(id, Term::adopted(id, child, adopted));
+            self.terminals
+                .insert(id, PtyTerminal::adopted(id, child, adopted));
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ use crate::conn::{Chunk, Conn};
 use crate::flush::Output;
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
-use crate::terminal::{Term, group_signal};
+use crate::terminal::{PtyTerminal, group_signal};
 use crate::timer::{CLOSE_BOUND, KILL_GRACE, Nearest, REAP_BOUND, Timer, TimerTable};
 
 mod conns;
@@ -100,7 +100,7 @@ pub(crate) struct Host {
     pub(crate) sources: Sources,
     pub(crate) conns: BTreeMap<ConnId, Conn>,
     next_conn: u64,
-    pub(crate) terminals: BTreeMap<LocalTerminal, Term>,
+    pub(crate) terminals: BTreeMap<LocalTerminal, PtyTerminal>,
     /// What the host observed, for the driver to feed to the engine, oldest first.
     pub(crate) events: VecDeque<ServerEvent<'static>>,
     /// Sources whose draining stopped at the per-wake cap; revisited before waiting again.

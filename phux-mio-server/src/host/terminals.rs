@@ -8,7 +8,7 @@ use phux_core::server::{
 use tracing::{debug, error, info, trace, warn};
 
 use crate::child::ChildExit;
-use crate::terminal::{Term, os_spawn_spec};
+use crate::terminal::{PtyTerminal, os_spawn_spec};
 use crate::timer::{EXIT_DRAIN_BOUND, KILL_GRACE, Timer};
 
 use super::{Host, Source};
@@ -46,7 +46,8 @@ impl Host {
         let master_token = self.sources.add(Source::Master(terminal));
         let pidfd_token = self.sources.add(Source::Pidfd(terminal));
         let registry = self.poll.registry();
-        let term = match Term::register(terminal, child, master_token, pidfd_token, registry) {
+        let term = match PtyTerminal::register(terminal, child, master_token, pidfd_token, registry)
+        {
             Ok(term) => term,
             Err(e) => {
                 error!(%terminal, error = %e, "cannot register a terminal");
@@ -216,7 +217,7 @@ impl Host {
         info!(%terminal, pid, "sent SIGHUP; SIGKILL follows unless it exits");
     }
 
-    pub(super) fn deregister_terminal(&mut self, t: &mut Term) {
+    pub(super) fn deregister_terminal(&mut self, t: &mut PtyTerminal) {
         for token in t.deregister(self.poll.registry()).into_iter().flatten() {
             self.sources.remove(token);
         }

@@ -7,7 +7,7 @@
 //! stamped on every chunk. No I/O.
 //!
 //! ```
-//! use phux_core::terminal::TerminalState;
+//! use phux_core::terminal_state::TerminalState;
 //!
 //! let mut term = TerminalState::new(80, 24, 1000);
 //! assert_eq!(term.ingest(b"\x1b[?2004hhello")?, 1);
