@@ -77,6 +77,11 @@ impl Relay {
         })
     }
 
+    /// The relay's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+
     /// The connection to the relay.
     pub fn conn(&mut self) -> &mut UnixStream {
         &mut self.conn

@@ -374,6 +374,56 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// What the scheduler has counted for a process so far (/proc/<pid>/sched): how often it slept
+/// (each sleep a wake-up to come, on a CPU that may have gone idle meanwhile), how often it was
+/// preempted, how often it changed CPU, and its CPU time in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SchedCounts {
+    /// `nr_voluntary_switches`.
+    pub sleeps: u64,
+    /// `nr_involuntary_switches`.
+    pub preempted: u64,
+    /// `se.nr_migrations`.
+    pub migrations: u64,
+    /// `se.sum_exec_runtime`, ms.
+    pub cpu_ms: f64,
+}
+
+impl SchedCounts {
+    /// `pid`'s counts now, or `None` where /proc does not have them.
+    pub fn of(pid: u32) -> Option<Self> {
+        Self::parse(&std::fs::read_to_string(format!("/proc/{pid}/sched")).ok()?)
+    }
+
+    /// The counts in a /proc/<pid>/sched text.
+    pub fn parse(text: &str) -> Option<Self> {
+        let value = |key: &str| {
+            text.lines().find_map(|l| {
+                let (name, v) = l.split_once(':')?;
+                (name.trim() == key).then(|| v.trim().to_owned())
+            })
+        };
+        Some(Self {
+            sleeps: value("nr_voluntary_switches")?.parse().ok()?,
+            preempted: value("nr_involuntary_switches")?.parse().ok()?,
+            migrations: value("se.nr_migrations")?.parse().ok()?,
+            cpu_ms: value("se.sum_exec_runtime")?.parse().ok()?,
+        })
+    }
+
+    /// The counts from `earlier` to `self`, each divided by `ops`: (sleeps, preemptions,
+    /// migrations, CPU µs) per operation.
+    pub fn per_op(&self, earlier: &Self, ops: usize) -> (f64, f64, f64, f64) {
+        let n = ops.max(1) as f64;
+        (
+            self.sleeps.saturating_sub(earlier.sleeps) as f64 / n,
+            self.preempted.saturating_sub(earlier.preempted) as f64 / n,
+            self.migrations.saturating_sub(earlier.migrations) as f64 / n,
+            (self.cpu_ms - earlier.cpu_ms) * 1000.0 / n,
+        )
+    }
+}
+
 /// Samples `pid`'s RSS until it has not moved by more than 0.5% for `quiet`, or `limit`
 /// passes; returns the last sample. For "the server has finished ingesting".
 pub fn settled_rss(pid: u32, quiet: Duration, limit: Duration) -> Result<u64> {
@@ -409,6 +459,32 @@ mod tests {
         assert_eq!(parse_cpu_ticks(stat), Some(10));
         assert_eq!(parse_cpu_ticks("42 (x) S 1"), None);
         assert!(cpu_secs(std::process::id()).expect("cpu") >= 0.0);
+    }
+
+    #[test]
+    fn sched_counts_are_read_by_name() {
+        let text = "x (1, #threads: 1)\n---\nse.exec_start   :  5.5\n\
+                    se.sum_exec_runtime                          :             16.968034\n\
+                    se.nr_migrations                             :                    3\n\
+                    nr_switches                                  :                   12\n\
+                    nr_voluntary_switches                        :                    8\n\
+                    nr_involuntary_switches                      :                    4\n";
+        let counts = SchedCounts::parse(text).expect("counts");
+        assert_eq!(
+            (counts.sleeps, counts.preempted, counts.migrations),
+            (8, 4, 3)
+        );
+        let later = SchedCounts {
+            sleeps: 12,
+            cpu_ms: counts.cpu_ms + 2.0,
+            ..counts
+        };
+        let (sleeps, preempted, migrations, cpu_us) = later.per_op(&counts, 4);
+        assert_eq!((sleeps, preempted, migrations), (1.0, 0.0, 0.0));
+        assert!((cpu_us - 500.0).abs() < 1e-6);
+        assert_eq!(SchedCounts::parse("nr_switches : 1\n"), None);
+        // Where /proc has it, our own is there.
+        assert!(SchedCounts::of(std::process::id()).is_none_or(|c| c.cpu_ms >= 0.0));
     }
 
     #[test]

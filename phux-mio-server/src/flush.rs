@@ -9,7 +9,8 @@
 //!   while another read fits ([`FlushPolicy::read_on`]). A first read shorter than
 //!   [`FlushPolicy::INTERACTIVE_READ`] (an echo, a prompt) is its own chunk, and so is a chunk
 //!   whose last read was that short (the end of a burst): either is written as soon as its
-//!   events have been fed.
+//!   events have been fed. After a first read shorter than [`FlushPolicy::ECHO_READ`] (a
+//!   keystroke's echo) the master is not read again until an event says there is more.
 //! - A read of at least [`FlushPolicy::BULK_READ`] is bulk output, more is on its way: its
 //!   frames are [`Output::Bulk`] and may wait. A connection whose queue holds nothing else is
 //!   written once it holds [`FlushPolicy::HOLD_BYTES`], or [`FlushPolicy::HOLD`] after the
@@ -116,6 +117,16 @@ impl FlushPolicy {
         n < Self::INTERACTIVE_READ
     }
 
+    /// A first read shorter than this is a keystroke's echo (a few bytes, an escape sequence):
+    /// it is sent, and the master is not read again until an event says there is more. After a
+    /// longer short read it is: more may be behind it.
+    pub(crate) const ECHO_READ: usize = 64;
+
+    /// Whether a short first read of `n` bytes is taken for an echo ([`Self::ECHO_READ`]).
+    pub(crate) fn is_echo(n: usize) -> bool {
+        n < Self::ECHO_READ
+    }
+
     /// [OUTPUT.GATHER.1] Whether a chunk of `gathered` bytes, of at most `limit`, is read on
     /// into: while another read of the master fits. Whatever the last read's size: a bulk read
     /// says more is on its way, and a short one after the first may be a piece of a burst (to
@@ -183,6 +194,10 @@ mod tests {
         // Between the two: neither held nor flushed before the next read.
         assert!(!FlushPolicy::flush_after_read(512));
         assert!(!FlushPolicy::flush_after_read(2047));
+        // A keystroke's echo, even an escape sequence, is shorter than a burst's pieces.
+        assert!(FlushPolicy::is_echo(1));
+        assert!(FlushPolicy::is_echo(b"\x1b[1;5A".len()));
+        assert!(!FlushPolicy::is_echo(FlushPolicy::ECHO_READ));
     }
 
     // [OUTPUT.GATHER.1]

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use phux_bench::error::Result;
 use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, sink_argv};
-use phux_bench::procs::PhuxServer;
+use phux_bench::procs::{PhuxServer, SchedCounts};
 use phux_bench::report::{Op, Report, fmt};
 use phux_bench::roles::RelayMode;
 use phux_bench::stats::{Summary, ratio, summarize};
@@ -56,6 +56,10 @@ pub(crate) fn section_ack(
             t.apply()?;
         }
     }
+    // What the scheduler did to our server and to the relay over the timed rounds: each serves
+    // only its own operations, so its counts divided by theirs are per operation.
+    let sched_pids = [server.pid(), ack.pid()];
+    let sched_before = sched_pids.map(SchedCounts::of);
     let mut s: [Vec<f64>; 7] = Default::default();
     for _ in 0..plan.lat_rounds {
         for _ in 0..plan.lat_ops {
@@ -84,6 +88,7 @@ pub(crate) fn section_ack(
             }
         }
     }
+    let sched_after = sched_pids.map(SchedCounts::of);
     let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
     let names = [
         "phux APPLY_INPUT -> OK",
@@ -114,6 +119,7 @@ pub(crate) fn section_ack(
         "  socket round trip p50 + PTY write p50 = {} us",
         fmt(sum_p50, 1)
     );
+    let sched = sched_json(&sched_before, &sched_after, s[0].len(), s[1].len());
     let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
     let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
     report.target(
@@ -151,8 +157,46 @@ pub(crate) fn section_ack(
         doc.insert((*name).to_owned(), summary_json(*s));
     }
     doc.insert("socket_rtt_plus_pty_write_p50_us".into(), json!(sum_p50));
+    doc.insert("scheduler_per_op".into(), sched);
     report
         .json
         .insert("ack_latency".into(), serde_json::Value::Object(doc));
     Ok(())
+}
+
+/// Prints and returns what the scheduler counted per operation for our server and the relay
+/// (/proc/PID/sched): sleeps, preemptions, CPU migrations and CPU time. On a quiet machine an
+/// idle CPU halts, so a server that sleeps between operations pays for waking it up; under load
+/// the same sleep costs little. Null where /proc has no counts.
+fn sched_json(
+    before: &[Option<SchedCounts>; 2],
+    after: &[Option<SchedCounts>; 2],
+    phux_ops: usize,
+    relay_ops: usize,
+) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    let mut line = Vec::new();
+    for ((name, ops), (b, a)) in [("phux", phux_ops), ("relay", relay_ops)]
+        .into_iter()
+        .zip(before.iter().zip(after))
+    {
+        let Some((sleeps, preempted, migrations, cpu_us)) =
+            a.zip(*b).map(|(a, b)| a.per_op(&b, ops))
+        else {
+            doc.insert(name.into(), serde_json::Value::Null);
+            continue;
+        };
+        line.push(format!(
+            "{name} {sleeps:.2} sleeps, {preempted:.2} preemptions, {migrations:.3} migrations, \
+             {cpu_us:.1} us of CPU"
+        ));
+        doc.insert(
+            name.into(),
+            json!({"sleeps": sleeps, "preemptions": preempted, "migrations": migrations, "cpu_us": cpu_us}),
+        );
+    }
+    if !line.is_empty() {
+        println!("  per operation (/proc/PID/sched): {}", line.join("; "));
+    }
+    serde_json::Value::Object(doc)
 }

@@ -202,7 +202,8 @@ impl Driver {
         // read says more is on its way, and a short one may be a piece of a burst (to a reader
         // that keeps up, the kernel hands a program's large write over a few hundred bytes at a
         // time). A short first read (an echo, a prompt) goes at once, before the read that tells
-        // whether anything is behind it; after it, the reads that find more are gathered. The
+        // whether anything is behind it (none follows a keystroke's echo of a few bytes); after
+        // it, the reads that find more are gathered. The
         // read that finds the master empty ends the chunk, which goes at once if its last read
         // was short (the end of a burst). The frames of bulk reads leave in large writes, as the
         // flush policy says: one between two reads, the rest when the wake-up's reads are done.
@@ -233,6 +234,12 @@ impl Driver {
                     if std::mem::take(&mut first) && FlushPolicy::flush_after_read(n) {
                         // Someone may be waiting for it: no read comes before it leaves.
                         self.feed_output(terminal, buf.get(..n).unwrap_or_default(), n);
+                        if FlushPolicy::is_echo(n) {
+                            // It took all the line discipline held, and more output raises a
+                            // new event: the read that would find the master empty is skipped,
+                            // between the echo and the next wait.
+                            return;
+                        }
                         gathered = 0;
                         continue;
                     }
