@@ -8,7 +8,6 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use phux_proto::framing::frame_pieces;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::http::HeaderValue;
 use tungstenite::protocol::{WebSocket, WebSocketConfig};
@@ -179,7 +178,7 @@ impl WsConn {
     /// Sends `bytes` (whole phux frames; a piece that is not one goes as a message of its
     /// own, which the server refuses).
     pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        for message in frame_pieces(bytes) {
+        for message in phux_proto::framing::frame_pieces(bytes) {
             self.ws
                 .write(Message::binary(message.to_vec()))
                 .map_err(io::Error::other)?;

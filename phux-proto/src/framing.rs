@@ -110,9 +110,10 @@ pub(crate) fn split_frame(frame: &[u8]) -> Result<(FrameType, &[u8]), DecodeErro
     Ok((FrameType(frame[LENGTH_LEN]), &frame[HEADER_LEN..]))
 }
 
-/// `bytes` cut into the whole frames it starts with, each with its header, then what is left
-/// (a frame not yet whole, one whose length is zero) as one piece of its own: how a transport
-/// that carries one frame per message (WebSocket, spec/websocket.md) sends a byte stream.
+/// `bytes` cut where the frames it holds end, by their declared lengths: each whole frame,
+/// then what is left (not a whole frame, or from a zero length on) as one piece. What a
+/// transport of one message per frame (WebSocket) sends for bytes a client wrote in one go; a
+/// cut a peer must refuse stays in the rest, for the peer to see as it was written.
 pub fn frame_pieces(bytes: &[u8]) -> Vec<&[u8]> {
     let mut pieces = Vec::new();
     let mut rest = bytes;
@@ -139,7 +140,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bytes_are_cut_into_whole_frames_and_a_rest() {
+    fn bytes_are_cut_into_their_frames_and_a_rest() {
         let a = [0, 0, 0, 2, 0x7f, 1];
         let b = [0, 0, 0, 1, 0x7e];
         let both = [&a[..], &b[..], &[0, 0, 0, 9, 1][..]].concat();

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::Duration;
 
-use phux_proto::framing::frame_pieces;
 use phux_proto::notation::Value;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::http::HeaderValue;
@@ -253,7 +252,7 @@ fn pump(
         loop {
             match outgoing.try_recv() {
                 Ok(bytes) => {
-                    for message in frame_pieces(&bytes) {
+                    for message in phux_proto::framing::frame_pieces(&bytes) {
                         if ws.send(Message::binary(message.to_vec())).is_err() {
                             break;
                         }
@@ -272,7 +271,7 @@ fn pump(
             // Not reading: the server's bytes pile up in the kernel, as for a stalled reader.
             match outgoing.recv_timeout(POLL) {
                 Ok(bytes) => {
-                    for message in frame_pieces(&bytes) {
+                    for message in phux_proto::framing::frame_pieces(&bytes) {
                         let _ = ws.send(Message::binary(message.to_vec()));
                     }
                 }
