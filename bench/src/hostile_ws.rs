@@ -394,11 +394,20 @@ fn partial_messages(target: &WsTarget) -> Result<()> {
     message.push(0x31);
     message.resize(message.len() + len as usize - 2, 0);
     let mut conns = Vec::new();
+    let end = Instant::now() + Duration::from_mins(1);
     for _ in 0..200 {
+        if Instant::now() > end {
+            return Err(Error::Timeout(format!(
+                "{} partial messages sent in a minute",
+                conns.len()
+            )));
+        }
         let mut c = dial(target)?;
         if let Some(ws) = c.ws_mut() {
             let tcp = ws.tcp();
-            let _ = tcp.set_write_timeout(Some(Duration::from_secs(10)));
+            // A server that stops reading this connection (its budget spent) without closing
+            // it costs the attacker this long, not the run.
+            let _ = tcp.set_write_timeout(Some(Duration::from_secs(2)));
             // The server may refuse the frame or drop the connection part-way: either is fine.
             let _ = tcp.write_all(&message);
         }
@@ -472,20 +481,32 @@ fn slowloris(target: &WsTarget) -> Result<()> {
 /// The bound's worth of handshakes held, then 1,000 more, each closed at once
 /// ([WS.HANDSHAKE.2]), then all let go.
 fn beyond_the_bound(target: &WsTarget) -> Result<()> {
+    // The server has seen the last round's handshakes end, and then holds this round's: the
+    // door is full before the first one beyond it.
+    std::thread::sleep(Duration::from_millis(300));
     let held = loris(target, MAX_HANDSHAKES)?;
-    let mut closed = 0;
+    std::thread::sleep(Duration::from_millis(300));
+    let (mut closed, mut kept) = (0, 0);
     for _ in 0..1000 {
         let Ok(mut t) = TcpStream::connect(target.addr) else {
             continue;
         };
         let t0 = Instant::now();
-        let answer = raw_exchange(&mut t, b"GET / HT", Duration::from_secs(2));
-        closed += usize::from(answer.is_empty() && t0.elapsed() < Duration::from_secs(1));
+        let answer = raw_exchange(&mut t, b"GET / HT", Duration::from_secs(1));
+        if answer.is_empty() && t0.elapsed() < Duration::from_millis(900) {
+            closed += 1;
+        } else {
+            // A slot was free (a newcomer's ended meanwhile): this one waits in its handshake.
+            kept += 1;
+            if kept > 20 {
+                break;
+            }
+        }
     }
     drop(held);
     if closed < 900 {
         return Err(Error::Protocol(format!(
-            "only {closed} of 1,000 handshakes over the bound were closed at once"
+            "{closed} handshakes over the bound were closed at once, {kept} were kept"
         )));
     }
     Ok(())

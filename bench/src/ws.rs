@@ -178,7 +178,7 @@ impl WsConn {
     /// Sends `bytes` (whole phux frames; a piece that is not one goes as a message of its
     /// own, which the server refuses).
     pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        for message in messages(bytes) {
+        for message in phux_proto::framing::frame_pieces(bytes) {
             self.ws
                 .write(Message::binary(message.to_vec()))
                 .map_err(io::Error::other)?;
@@ -193,25 +193,6 @@ impl WsConn {
     pub fn tcp(&mut self) -> &mut TcpStream {
         self.ws.get_mut()
     }
-}
-
-/// `bytes` cut into the phux frames it holds, then what is left as one piece.
-fn messages(bytes: &[u8]) -> Vec<&[u8]> {
-    let mut pieces = Vec::new();
-    let mut rest = bytes;
-    while let Some(len) = rest.first_chunk::<4>().map(|b| u32::from_be_bytes(*b)) {
-        let total = 4 + len as usize;
-        if len == 0 || rest.len() < total {
-            break;
-        }
-        let (frame, after) = rest.split_at(total);
-        pieces.push(frame);
-        rest = after;
-    }
-    if !rest.is_empty() {
-        pieces.push(rest);
-    }
-    pieces
 }
 
 /// The header of a client frame (FIN set, masked with the all-zero key, so the payload that
@@ -259,15 +240,6 @@ mod tests {
         assert_eq!(big.len(), 14);
         assert_eq!(big.get(1), Some(&0xff));
         assert_eq!(big.get(2..10), Some(&(1u64 << 40).to_be_bytes()[..]));
-    }
-
-    #[test]
-    fn writes_are_cut_into_frames_and_a_rest() {
-        let a = [0, 0, 0, 2, 0x7f, 1];
-        let b = [0, 0, 0, 1, 0x7e];
-        let both = [&a[..], &b[..], &[0, 0, 0, 9, 1][..]].concat();
-        assert_eq!(messages(&both), vec![&a[..], &b[..], &[0, 0, 0, 9, 1][..]]);
-        assert!(messages(&[]).is_empty());
     }
 
     #[test]

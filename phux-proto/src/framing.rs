@@ -110,9 +110,48 @@ pub(crate) fn split_frame(frame: &[u8]) -> Result<(FrameType, &[u8]), DecodeErro
     Ok((FrameType(frame[LENGTH_LEN]), &frame[HEADER_LEN..]))
 }
 
+/// `bytes` cut where the frames it holds end, by their declared lengths: each whole frame,
+/// then what is left (not a whole frame, or from a zero length on) as one piece. What a
+/// transport of one message per frame (WebSocket) sends for bytes a client wrote in one go; a
+/// cut a peer must refuse stays in the rest, for the peer to see as it was written.
+pub fn frame_pieces(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut pieces = Vec::new();
+    let mut rest = bytes;
+    while let Some(len) = rest
+        .first_chunk::<LENGTH_LEN>()
+        .map(|b| u32::from_be_bytes(*b))
+    {
+        let total = LENGTH_LEN + len as usize;
+        if len == 0 || rest.len() < total {
+            break;
+        }
+        let (frame, after) = rest.split_at(total);
+        pieces.push(frame);
+        rest = after;
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_are_cut_into_their_frames_and_a_rest() {
+        let a = [0, 0, 0, 2, 0x7f, 1];
+        let b = [0, 0, 0, 1, 0x7e];
+        let both = [&a[..], &b[..], &[0, 0, 0, 9, 1][..]].concat();
+        assert_eq!(
+            frame_pieces(&both),
+            vec![&a[..], &b[..], &[0, 0, 0, 9, 1][..]]
+        );
+        assert_eq!(frame_pieces(&[0, 0]), vec![&[0, 0][..]]);
+        assert_eq!(frame_pieces(&[0, 0, 0, 0, 1]), vec![&[0, 0, 0, 0, 1][..]]);
+        assert!(frame_pieces(&[]).is_empty());
+    }
 
     // [FRAME.LENGTH.1]
     #[test]

@@ -41,7 +41,10 @@ pub(crate) fn section_hostile_ws(
         .chain(std::iter::once(&none))
     {
         match measure_ws(server_bin, attack) {
-            Ok(o) => outcomes.push(o),
+            Ok(o) => {
+                println!("  {}: {:.1} s", o.name, o.duration.as_secs_f64());
+                outcomes.push(o);
+            }
             Err(e) => report.note(format!("hostile ws {}: {e}", attack.name)),
         }
     }

@@ -252,7 +252,7 @@ fn pump(
         loop {
             match outgoing.try_recv() {
                 Ok(bytes) => {
-                    for message in messages(&bytes) {
+                    for message in phux_proto::framing::frame_pieces(&bytes) {
                         if ws.send(Message::binary(message.to_vec())).is_err() {
                             break;
                         }
@@ -271,7 +271,7 @@ fn pump(
             // Not reading: the server's bytes pile up in the kernel, as for a stalled reader.
             match outgoing.recv_timeout(POLL) {
                 Ok(bytes) => {
-                    for message in messages(&bytes) {
+                    for message in phux_proto::framing::frame_pieces(&bytes) {
                         let _ = ws.send(Message::binary(message.to_vec()));
                     }
                 }
@@ -334,40 +334,4 @@ fn connect_small(to: impl ToSocketAddrs) -> io::Result<TcpStream> {
         }
     }
     Err(last)
-}
-
-/// `bytes` cut into the phux frames it holds, then what is left (not a whole frame) as one
-/// piece of its own.
-fn messages(bytes: &[u8]) -> Vec<&[u8]> {
-    let mut pieces = Vec::new();
-    let mut rest = bytes;
-    while let Some(len) = rest.first_chunk::<4>().map(|b| u32::from_be_bytes(*b)) {
-        let total = 4 + len as usize;
-        if len == 0 || rest.len() < total {
-            break;
-        }
-        let (frame, after) = rest.split_at(total);
-        pieces.push(frame);
-        rest = after;
-    }
-    if !rest.is_empty() {
-        pieces.push(rest);
-    }
-    pieces
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_step_is_cut_into_its_frames_and_a_rest() {
-        let a = [0, 0, 0, 2, 0x7f, 1];
-        let b = [0, 0, 0, 1, 0x7e];
-        let both = [&a[..], &b[..], &[0, 0, 0, 9, 1][..]].concat();
-        assert_eq!(messages(&both), vec![&a[..], &b[..], &[0, 0, 0, 9, 1][..]]);
-        assert_eq!(messages(&[0, 0]), vec![&[0, 0][..]]);
-        assert_eq!(messages(&[0, 0, 0, 0, 1]), vec![&[0, 0, 0, 0, 1][..]]);
-        assert!(messages(&[]).is_empty());
-    }
 }

@@ -3,8 +3,9 @@
 //! has read every key exactly once, in order, and any key whose fate was uncertain is shown
 //! `unknown`. On our server `phuxctl upgrade` is one of the faults. `PHUX_WEB_FAULTS` sets how
 //! many faults (CI runs the default, a short run); `PHUX_WEB_SEED` the schedule;
-//! `PHUX_WEB_SERVER=reference` runs it on the phux reference's WebSocket listener. The figures
-//! are printed.
+//! `PHUX_WEB_SERVER=reference` runs it on the phux reference's WebSocket listener;
+//! `PHUX_WEB_NO_KILL` turns tab kills into cuts; `PHUX_WEB_DWELL_MS` leaves the link up that
+//! long before each fault. The figures are printed.
 
 use std::time::Instant;
 
@@ -106,6 +107,15 @@ fn fault_campaign_loses_and_doubles_no_key() {
         wait_for("the keys recorded", || {
             (count(&rig) == typed.len()).then_some(())
         });
+        // PHUX_WEB_DWELL_MS: leave the page that long with its link up before the fault, to
+        // tell the sender's own pace from the time each fault takes from it.
+        if let Some(ms) = std::env::var("PHUX_WEB_DWELL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            wait_up(&rig);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         // The reference has no `phuxctl upgrade`.
         let mut kind = schedule.next(KINDS.len() - usize::from(on_reference));
         // PHUX_WEB_NO_KILL: leave tab kills out (they become cuts), to tell their part.
