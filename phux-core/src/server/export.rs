@@ -384,10 +384,8 @@ mod tests {
         Ok(summary)
     }
 
-    #[test]
-    fn a_state_read_one_element_at_a_time_gets_from_states_verdict() {
-        // [SERVER.UPGRADE.EXEC.12] The trial's reader keeps the ids and counts, and refuses
-        // what `from_state` refuses, for the same reason.
+    /// The state of a quiet engine with connections 1 and 2 and nothing else.
+    fn two_connections() -> EngineState {
         let mut engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
         let now = Instant::from_micros(0);
         for conn in [ConnId(1), ConnId(2)] {
@@ -395,7 +393,14 @@ mod tests {
             engine.handle(now, ServerEvent::Connected { conn, peer });
         }
         while engine.poll_action().is_some() {}
-        let state = engine.export_state().expect("quiet");
+        engine.export_state().expect("quiet")
+    }
+
+    #[test]
+    fn a_state_read_one_element_at_a_time_gets_from_states_verdict() {
+        // [SERVER.UPGRADE.EXEC.12] The trial's reader keeps the ids and counts, and refuses
+        // what `from_state` refuses, for the same reason.
+        let state = two_connections();
         let summary = read(&state).expect("a good state");
         let whole = state.summary();
         assert_eq!(
@@ -427,14 +432,7 @@ mod tests {
     #[test]
     fn declared_viewports_are_read_and_refused_alike_by_both_readers() {
         // [SERVER.UPGRADE.STATE.6] [SERVER.UPGRADE.EXEC.12]
-        let mut engine = ServerEngine::new(ServerConfig::new(vec![7; 16]));
-        let now = Instant::from_micros(0);
-        for conn in [ConnId(1), ConnId(2)] {
-            let peer = PeerInfo::local();
-            engine.handle(now, ServerEvent::Connected { conn, peer });
-        }
-        while engine.poll_action().is_some() {}
-        let mut state = engine.export_state().expect("quiet");
+        let mut state = two_connections();
         assert!(state.viewports.is_empty());
         let v = |conn, cols, rows| DeclaredViewport {
             conn: ConnId(conn),
