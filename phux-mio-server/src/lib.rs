@@ -46,6 +46,7 @@ pub mod nofile;
 pub mod pty;
 mod queue;
 pub mod rand;
+mod reader;
 pub mod run;
 pub mod signals;
 pub mod socket;

@@ -72,6 +72,7 @@ pub use turn::TURN_SLICE;
 
 use turn::{Wake, plan_turn};
 
+mod burst;
 mod handover;
 mod read;
 mod trial;
@@ -82,7 +83,9 @@ const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 /// The pidfd of a running `--check-upgrade`.
 const UPGRADE_CHECK: Token = Token(2);
-const FIRST_DYNAMIC: usize = 3;
+/// The PTY reader thread: output it read is waiting (`burst.rs`).
+const READER: Token = Token(3);
+const FIRST_DYNAMIC: usize = 4;
 
 /// Where clients come from.
 #[derive(Debug)]
@@ -109,6 +112,8 @@ pub struct Driver {
     busy_at: HashMap<Token, usize>,
     /// An in-place upgrade: whether this server may, and the one under way.
     upgrade: handover::Upgrade,
+    /// Output held back for a viewer that is behind ([OUTPUT.READER.5]).
+    paces: burst::Paces,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
@@ -150,6 +155,7 @@ impl Driver {
             busy: Vec::new(),
             busy_at: HashMap::new(),
             upgrade: handover::Upgrade::default(),
+            paces: burst::Paces::default(),
             stdio_flags,
         };
         if let Some(flags) = &driver.stdio_flags {
@@ -245,6 +251,7 @@ impl Driver {
                 self.flush();
             }
             self.on_deadlines();
+            self.pace_check();
             self.upgrade_step();
         }
         self.abandon_upgrade();
@@ -262,6 +269,7 @@ impl Driver {
             self.host.timers.next_timeout(),
             self.engine.poll_timeout(),
             self.upgrade.deadline(),
+            self.paces.deadline(),
             self.host.ws.as_ref().and_then(crate::ws::Door::deadline),
         ]
         .into_iter()
@@ -291,6 +299,7 @@ impl Driver {
                 self.on_signals(signals);
             }
             UPGRADE_CHECK => self.on_check_exit(),
+            READER => self.on_reader(),
             _ if self.route_ws(token) => {}
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {
