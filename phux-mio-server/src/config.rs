@@ -137,8 +137,8 @@ pub struct Config {
     /// on the 2-CPU virtual machine it was measured on it made replies slower, so measure
     /// before turning it on (phux-bench --only ack,echo). Only a request starts it: an idle
     /// server uses no CPU either way.
-    #[arg(long, value_name = "MICROS", default_value_t = crate::driver::DEFAULT_BUSY_POLL_US,
-          value_parser = clap::value_parser!(u64).range(0..=crate::driver::MAX_BUSY_POLL_US))]
+    #[arg(long, value_name = "MICROS", default_value_t = DEFAULT_BUSY_POLL_US,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_BUSY_POLL_US))]
     pub busy_poll_us: u64,
 
     /// Say whether this binary can take over a running server's state of version VERSION, and
@@ -201,6 +201,14 @@ pub struct BridgeArgs {
     #[arg(long)]
     pub no_handoff: bool,
 }
+
+/// `--busy-poll-us` when the command line does not say: never, as measured on a 2-CPU virtual
+/// machine (bench/README.md, "A busy-poll, measured"; `driver/spin.rs`).
+pub const DEFAULT_BUSY_POLL_US: u64 = 0;
+
+/// The longest busy-poll `--busy-poll-us` accepts: past a millisecond a spinning server costs
+/// a CPU's worth of time between a person's keystrokes and saves nothing more.
+pub const MAX_BUSY_POLL_US: u64 = 1000;
 
 /// Where Linux says how many pseudo-terminals the host may have open at once.
 const PTY_MAX_PATH: &str = "/proc/sys/kernel/pty/max";
@@ -332,7 +340,10 @@ impl Config {
     /// [`Self::models_budget_of`] reads the budget: on every image the same.
     pub fn busy_poll_of(args: &[OsString]) -> std::time::Duration {
         let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
-        Self::try_parse_from(argv).map_or(crate::driver::DEFAULT_BUSY_POLL, |c| c.busy_poll())
+        Self::try_parse_from(argv).map_or(
+            std::time::Duration::from_micros(DEFAULT_BUSY_POLL_US),
+            |c| c.busy_poll(),
+        )
     }
 
     /// The WebSocket listener's options from the command line `args` (after the program name),

@@ -68,7 +68,7 @@ use crate::timer::Timer;
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 pub use handover::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 pub use read::SOURCE_SLICE;
-pub use spin::{DEFAULT_BUSY_POLL, DEFAULT_BUSY_POLL_US, MAX_BUSY_POLL_US};
+pub use spin::DEFAULT_BUSY_POLL;
 pub use trial::check_image;
 pub use turn::TURN_SLICE;
 

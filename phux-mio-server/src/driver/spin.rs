@@ -21,17 +21,10 @@ use mio::{Events, Poll};
 use phux_core::time::Instant;
 
 use crate::clock::Clock;
+use crate::config::DEFAULT_BUSY_POLL_US;
 
-/// How long, in microseconds, the loop polls without blocking after a client's request,
-/// unless the command line says otherwise (`--busy-poll-us`): never (see the module doc).
-pub const DEFAULT_BUSY_POLL_US: u64 = 0;
-
-/// [`DEFAULT_BUSY_POLL_US`] as a duration.
+/// [`DEFAULT_BUSY_POLL_US`] as a duration: off (see the module doc).
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(DEFAULT_BUSY_POLL_US);
-
-/// The longest busy-poll `--busy-poll-us` accepts: past a millisecond a spinning server costs
-/// a CPU's worth of time between a person's keystrokes and saves nothing more.
-pub const MAX_BUSY_POLL_US: u64 = 1000;
 
 /// The busy-poll's budget and how far it runs now.
 #[derive(Debug, Clone, Copy)]
