@@ -313,7 +313,7 @@ impl Driver {
                     if readable {
                         // [SERVER.LOOP.3] A client's request: its next one, or the echo of
                         // what it wrote, is likely close behind.
-                        self.spin.arm(self.host.clock.now());
+                        self.spin.arm(self.host.clock);
                         self.read_conn(id, token, ended);
                     }
                     // A socket shares one token for both directions.

@@ -43,11 +43,11 @@ impl BusyPoll {
         }
     }
 
-    /// A client's request was read at `now`: the waits that follow poll without blocking until
-    /// `now` + the budget.
-    pub(crate) fn arm(&mut self, now: Instant) {
+    /// A client's request is being read: the waits that follow poll without blocking until
+    /// now + the budget. Off, it does nothing, not even read the clock.
+    pub(crate) fn arm(&mut self, clock: Clock) {
         if !self.budget.is_zero() {
-            self.until = Some(now + self.budget);
+            self.until = Some(clock.now() + self.budget);
         }
     }
 
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn a_zero_budget_never_arms() {
         let mut spin = BusyPoll::new(Duration::ZERO);
-        spin.arm(Instant::from_micros(5));
+        spin.arm(Clock::new());
         assert_eq!(spin.until, None);
     }
 
@@ -103,7 +103,7 @@ mod tests {
         let mut poll = Poll::new().expect("poll");
         let mut events = Events::with_capacity(4);
         let mut spin = BusyPoll::new(Duration::from_micros(200));
-        spin.arm(clock.now());
+        spin.arm(clock);
         // Nothing is registered: the busy-poll runs out, then the wait blocks for the rest of
         // the timeout and returns with no event.
         spin.wait(
@@ -129,7 +129,7 @@ mod tests {
         waker.wake().expect("wake");
         let mut events = Events::with_capacity(4);
         let mut spin = BusyPoll::new(Duration::from_mins(1));
-        spin.arm(clock.now());
+        spin.arm(clock);
         spin.wait(&mut poll, &mut events, None, clock)
             .expect("wait");
         assert_eq!(
