@@ -159,6 +159,8 @@ struct Plan {
     stream_rate: u64,
     load_rounds: usize,
     load_ops: usize,
+    /// How long section 3 watches the server's CPU with nothing to do.
+    idle_watch: std::time::Duration,
 }
 
 impl Plan {
@@ -177,6 +179,7 @@ impl Plan {
                 stream_rate: 100 * 1024,
                 load_rounds: 3,
                 load_ops: 200,
+                idle_watch: std::time::Duration::from_secs(3),
             }
         } else {
             Self {
@@ -192,6 +195,7 @@ impl Plan {
                 stream_rate: 100 * 1024,
                 load_rounds: 4,
                 load_ops: 500,
+                idle_watch: std::time::Duration::from_secs(10),
             }
         };
         if let Some(m) = cli.mib {

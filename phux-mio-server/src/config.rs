@@ -131,6 +131,16 @@ pub struct Config {
     #[arg(long, value_name = "SECS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
     pub remain_for: u64,
 
+    /// After a client's request, poll for the next event without sleeping for up to this many
+    /// microseconds before blocking (0, the default: never; at most 1000). Each request may
+    /// then cost up to this much more CPU. Meant for hosts where waking an idle CPU is slow;
+    /// on the 2-CPU virtual machine it was measured on it made replies slower, so measure
+    /// before turning it on (phux-bench --only ack,echo). Only a request starts it: an idle
+    /// server uses no CPU either way.
+    #[arg(long, value_name = "MICROS", default_value_t = DEFAULT_BUSY_POLL_US,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_BUSY_POLL_US))]
+    pub busy_poll_us: u64,
+
     /// Say whether this binary can take over a running server's state of version VERSION, and
     /// exit: 0 with a confirmation line on stdout if it can, 1 if it cannot. A running server
     /// asks its next binary this before an upgrade (`phuxctl upgrade`, SIGUSR2).
@@ -191,6 +201,14 @@ pub struct BridgeArgs {
     #[arg(long)]
     pub no_handoff: bool,
 }
+
+/// `--busy-poll-us` when the command line does not say: never, as measured on a 2-CPU virtual
+/// machine (bench/README.md, "A busy-poll, measured"; `driver/spin.rs`).
+pub const DEFAULT_BUSY_POLL_US: u64 = 0;
+
+/// The longest busy-poll `--busy-poll-us` accepts: past a millisecond a spinning server costs
+/// a CPU's worth of time between a person's keystrokes and saves nothing more.
+pub const MAX_BUSY_POLL_US: u64 = 1000;
 
 /// Where Linux says how many pseudo-terminals the host may have open at once.
 const PTY_MAX_PATH: &str = "/proc/sys/kernel/pty/max";
@@ -313,6 +331,21 @@ impl Config {
         )
     }
 
+    /// `--busy-poll-us` as a duration ([SERVER.LOOP.3]).
+    pub fn busy_poll(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.busy_poll_us)
+    }
+
+    /// `--busy-poll-us` from the command line `args` (after the program name), as
+    /// [`Self::models_budget_of`] reads the budget: on every image the same.
+    pub fn busy_poll_of(args: &[OsString]) -> std::time::Duration {
+        let argv = std::iter::once(OsString::from("phux-mio-server")).chain(args.iter().cloned());
+        Self::try_parse_from(argv).map_or(
+            std::time::Duration::from_micros(DEFAULT_BUSY_POLL_US),
+            |c| c.busy_poll(),
+        )
+    }
+
     /// The WebSocket listener's options from the command line `args` (after the program name),
     /// as [`Self::models_budget_of`] reads the budget: the image an upgrade hands the listener
     /// to answers for the same origins ([WS.UPGRADE.2]).
@@ -351,6 +384,7 @@ mod tests {
             "--max-connections",
             "--max-terminals",
             "--check-upgrade",
+            "--busy-poll-us",
         ] {
             let line = help
                 .lines()
@@ -405,6 +439,24 @@ mod tests {
         assert!(Config::try_parse_from(["x", "--stdio", "--socket", "/tmp/a"]).is_err());
         assert!(Config::try_parse_from(["x", "--log-level", "loud"]).is_err());
         assert!(c.command.is_none());
+    }
+
+    // [SERVER.LOOP.3]
+    #[test]
+    fn the_busy_poll_is_off_by_default_and_bounded() {
+        let c = Config::try_parse_from(["x"]).expect("parse");
+        assert_eq!(c.busy_poll(), std::time::Duration::ZERO);
+        let c = Config::try_parse_from(["x", "--busy-poll-us", "1000"]).expect("parse");
+        assert_eq!(c.busy_poll(), std::time::Duration::from_millis(1));
+        assert!(Config::try_parse_from(["x", "--busy-poll-us", "1001"]).is_err());
+        assert!(Config::try_parse_from(["x", "--busy-poll-us", "-1"]).is_err());
+        // An upgraded image reads it from the first one's arguments.
+        let args = ["--socket", "/tmp/s", "--busy-poll-us", "40"].map(OsString::from);
+        assert_eq!(
+            Config::busy_poll_of(&args),
+            std::time::Duration::from_micros(40)
+        );
+        assert_eq!(Config::busy_poll_of(&[]), std::time::Duration::ZERO);
     }
 
     #[test]

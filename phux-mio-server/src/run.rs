@@ -233,6 +233,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         // [SERVER.STDIO.1] One client on stdin/stdout; stdout carries only the protocol.
         info!("serving one client on stdin/stdout");
         let mut driver = Driver::new(engine, Listen::Stdio)?;
+        driver.set_busy_poll(config.busy_poll());
         if let Ok(context) = context {
             driver.enable_upgrade(context);
         }
@@ -250,6 +251,7 @@ fn serve(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let socket = ServerSocket::bind_with(&path, policy)?;
     let ws = config.ws_options().map(|o| o.open(&path)).transpose()?;
     let mut driver = Driver::new(engine, Listen::Socket(socket))?;
+    driver.set_busy_poll(config.busy_poll());
     if let Ok(context) = context {
         driver.enable_upgrade(context);
     }

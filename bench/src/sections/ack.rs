@@ -9,7 +9,7 @@ use phux_bench::report::{Op, Report, fmt};
 use phux_bench::roles::RelayMode;
 use phux_bench::stats::{Summary, ratio, summarize};
 
-use super::{latency_table, summary_json};
+use super::{latency_table, sched_json, summary_json};
 use crate::Plan;
 
 pub(crate) fn section_ack(
@@ -119,7 +119,10 @@ pub(crate) fn section_ack(
         "  socket round trip p50 + PTY write p50 = {} us",
         fmt(sum_p50, 1)
     );
-    let sched = sched_json(&sched_before, &sched_after, s[0].len(), s[1].len());
+    let sched = sched_json(&[
+        ("phux", sched_before[0], sched_after[0], s[0].len()),
+        ("relay", sched_before[1], sched_after[1], s[1].len()),
+    ]);
     let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
     let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
     report.target(
@@ -162,41 +165,4 @@ pub(crate) fn section_ack(
         .json
         .insert("ack_latency".into(), serde_json::Value::Object(doc));
     Ok(())
-}
-
-/// Prints and returns what the scheduler counted per operation for our server and the relay
-/// (/proc/PID/sched): sleeps, preemptions, CPU migrations and CPU time. On a quiet machine an
-/// idle CPU halts, so a server that sleeps between operations pays for waking it up; under load
-/// the same sleep costs little. Null where /proc has no counts.
-fn sched_json(
-    before: &[Option<SchedCounts>; 2],
-    after: &[Option<SchedCounts>; 2],
-    phux_ops: usize,
-    relay_ops: usize,
-) -> serde_json::Value {
-    let mut doc = serde_json::Map::new();
-    let mut line = Vec::new();
-    for ((name, ops), (b, a)) in [("phux", phux_ops), ("relay", relay_ops)]
-        .into_iter()
-        .zip(before.iter().zip(after))
-    {
-        let Some((sleeps, preempted, migrations, cpu_us)) =
-            a.zip(*b).map(|(a, b)| a.per_op(&b, ops))
-        else {
-            doc.insert(name.into(), serde_json::Value::Null);
-            continue;
-        };
-        line.push(format!(
-            "{name} {sleeps:.2} sleeps, {preempted:.2} preemptions, {migrations:.3} migrations, \
-             {cpu_us:.1} us of CPU"
-        ));
-        doc.insert(
-            name.into(),
-            json!({"sleeps": sleeps, "preemptions": preempted, "migrations": migrations, "cpu_us": cpu_us}),
-        );
-    }
-    if !line.is_empty() {
-        println!("  per operation (/proc/PID/sched): {}", line.join("; "));
-    }
-    serde_json::Value::Object(doc)
 }

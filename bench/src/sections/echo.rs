@@ -2,12 +2,12 @@
 
 use phux_bench::error::Result;
 use phux_bench::latency::{self, DirectPty, PhuxTerm, Relay, TmuxTerm, echo_argv, letter};
-use phux_bench::procs::PhuxServer;
+use phux_bench::procs::{PhuxServer, SchedCounts};
 use phux_bench::report::{Op, Report, fmt, table};
 use phux_bench::roles::RelayMode;
 use phux_bench::stats::{Summary, ratio, summarize};
 
-use super::{latency_rows, summary_json};
+use super::{latency_rows, sched_json, summary_json};
 use crate::Plan;
 
 pub(crate) fn section_echo(
@@ -49,6 +49,9 @@ pub(crate) fn section_echo(
             t.echo(c)?;
         }
     }
+    // As in section 2: what the scheduler did to our server and to the relay, per keystroke.
+    let sched_pids = [server.pid(), relay.pid()];
+    let sched_before = sched_pids.map(SchedCounts::of);
     let mut s: [Vec<f64>; 5] = Default::default();
     let mut i = 0usize;
     for _ in 0..plan.lat_rounds {
@@ -77,6 +80,7 @@ pub(crate) fn section_echo(
             }
         }
     }
+    let sched_after = sched_pids.map(SchedCounts::of);
     let sums: Vec<Option<Summary>> = s.iter().map(|v| summarize(v)).collect();
     let names = [
         "phux INPUT_KEY -> echo",
@@ -109,6 +113,11 @@ pub(crate) fn section_echo(
             &latency_rows(&names, &sums, base, &refs)
         )
     );
+    let sched = sched_json(&[
+        ("phux", sched_before[0], sched_after[0], s[0].len()),
+        ("relay", sched_before[1], sched_after[1], s[1].len()),
+    ]);
+    let idle = idle_cpu(&server, plan.idle_watch);
     let p50 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p50);
     let p99 = |i: usize| sums.get(i).copied().flatten().map(|s| s.p99);
     println!(
@@ -140,12 +149,41 @@ pub(crate) fn section_echo(
         Op::AtMost,
         2.0,
     );
+    // [SERVER.LOOP.3] A busy-poll follows requests only: nothing to do, no CPU.
+    report.target(
+        "server CPU while idle (client attached, terminal silent), ms per s",
+        idle,
+        Op::AtMost,
+        1.0,
+    );
     let mut doc = serde_json::Map::new();
     for (name, s) in names.iter().zip(&sums) {
         doc.insert((*name).to_owned(), summary_json(*s));
     }
+    doc.insert("scheduler_per_op".into(), sched);
+    doc.insert("idle_server_cpu_ms_per_s".into(), serde_json::json!(idle));
     report
         .json
         .insert("echo_latency".into(), serde_json::Value::Object(doc));
     Ok(())
+}
+
+/// The server's CPU time per second of `watch` after the timed rounds, its client still
+/// attached and the terminal silent: what the server costs while nobody types. `None` where
+/// /proc has no counts.
+fn idle_cpu(server: &PhuxServer, watch: std::time::Duration) -> Option<f64> {
+    // Past any busy-poll or deferred work the last keystroke started.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = SchedCounts::of(server.pid());
+    std::thread::sleep(watch);
+    let after = SchedCounts::of(server.pid());
+    let per_s = after
+        .zip(before)
+        .map(|(a, b)| (a.cpu_ms - b.cpu_ms) / watch.as_secs_f64());
+    let ms = fmt(per_s, 3);
+    println!(
+        "  server CPU while idle over {:.0} s (client attached, terminal silent): {ms} ms per s",
+        watch.as_secs_f64()
+    );
+    per_s
 }

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use phux_bench::procs::SchedCounts;
 use phux_bench::report::{fmt, table};
 use phux_bench::stats::{Summary, ratio};
 
@@ -82,4 +83,37 @@ fn latency_rows(
             ]
         })
         .collect()
+}
+
+/// Prints and returns what the scheduler counted per operation for each process named in
+/// `rows` (name, counts before and after the timed rounds, operations served): sleeps,
+/// preemptions, CPU migrations and CPU time (/proc/PID/sched). On a quiet machine an idle CPU
+/// halts, so a server that sleeps between operations pays for waking it up; under load the
+/// same sleep costs little. A server that busy-polls sleeps less for more CPU: the two go
+/// together. Null where /proc has no counts.
+fn sched_json(
+    rows: &[(&str, Option<SchedCounts>, Option<SchedCounts>, usize)],
+) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    let mut line = Vec::new();
+    for &(name, before, after, ops) in rows {
+        let Some((sleeps, preempted, migrations, cpu_us)) =
+            after.zip(before).map(|(a, b)| a.per_op(&b, ops))
+        else {
+            doc.insert(name.into(), serde_json::Value::Null);
+            continue;
+        };
+        line.push(format!(
+            "{name} {sleeps:.2} sleeps, {preempted:.2} preemptions, {migrations:.3} migrations, \
+             {cpu_us:.1} us of CPU"
+        ));
+        doc.insert(
+            name.into(),
+            json!({"sleeps": sleeps, "preemptions": preempted, "migrations": migrations, "cpu_us": cpu_us}),
+        );
+    }
+    if !line.is_empty() {
+        println!("  per operation (/proc/PID/sched): {}", line.join("; "));
+    }
+    serde_json::Value::Object(doc)
 }

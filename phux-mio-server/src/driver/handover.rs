@@ -681,6 +681,8 @@ fn adopt_image(
         host.ws = Some(Door::new(listener, w.addr, policy, w.secret_file.clone()));
     }
     let stdio_flags = image.stdio_flags.map(StdioFlags::from_bits);
+    // [SERVER.LOOP.3] As the first image was started.
+    let spin = super::spin::BusyPoll::new(crate::config::Config::busy_poll_of(&image.launch.args));
     let (conns, terminals) = (image.conns.len(), image.terminals.len());
     host.adopt_image(image, registered, &mut fds)
         .map_err(|e| AdoptError(format!("cannot adopt: {e}")))?;
@@ -696,6 +698,7 @@ fn adopt_image(
             phase: Phase::Idle,
         },
         paces: super::burst::Paces::default(),
+        spin,
         stdio_flags,
     };
     info!(

@@ -11,7 +11,8 @@
 //! Each turn:
 //!
 //! 1. **poll**: wait for readiness or the nearest deadline (the engine's `poll_timeout`, or
-//!    one of the driver's own timers, `timer.rs`).
+//!    one of the driver's own timers, `timer.rs`); after a client's request, first poll
+//!    without blocking for `--busy-poll-us` if set (`spin.rs`, off by default).
 //! 2. **route readiness**: each ready token goes to what it names (the listener, the signal
 //!    pipe, a connection, a terminal's master or pidfd), which is read until it would block
 //!    or its share is spent (`read.rs`); sources not busy go first, then those cut short
@@ -67,14 +68,17 @@ use crate::timer::Timer;
 pub use crate::timer::{ACCEPT_RETRY, CLOSE_BOUND, EXIT_DRAIN_BOUND, KILL_GRACE, REAP_BOUND};
 pub use handover::{AdoptArgs, AdoptError, UpgradeContext, Validated, adopt, validate};
 pub use read::SOURCE_SLICE;
+pub use spin::DEFAULT_BUSY_POLL;
 pub use trial::check_image;
 pub use turn::TURN_SLICE;
 
+use spin::BusyPoll;
 use turn::{Wake, plan_turn};
 
 mod burst;
 mod handover;
 mod read;
+mod spin;
 mod trial;
 mod turn;
 mod ws;
@@ -114,6 +118,8 @@ pub struct Driver {
     upgrade: handover::Upgrade,
     /// Output held back for a viewer that is behind ([OUTPUT.READER.5]).
     paces: burst::Paces,
+    /// The wait's busy-poll after a client's request ([SERVER.LOOP.3]).
+    spin: BusyPoll,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
     /// dropped. Last, so it is dropped after everything that uses the two fds.
     stdio_flags: Option<StdioFlags>,
@@ -156,6 +162,7 @@ impl Driver {
             busy_at: HashMap::new(),
             upgrade: handover::Upgrade::default(),
             paces: burst::Paces::default(),
+            spin: BusyPoll::new(DEFAULT_BUSY_POLL),
             stdio_flags,
         };
         if let Some(flags) = &driver.stdio_flags {
@@ -172,6 +179,12 @@ impl Driver {
             driver.flush();
         }
         Ok(driver)
+    }
+
+    /// How long the loop polls without blocking after a client's request (`--busy-poll-us`;
+    /// zero: never). [`DEFAULT_BUSY_POLL`] until set.
+    pub fn set_busy_poll(&mut self, budget: Duration) {
+        self.spin = BusyPoll::new(budget);
     }
 
     /// The socket's path, when listening on one.
@@ -195,7 +208,10 @@ impl Driver {
                 break;
             }
             let timeout = self.next_wait();
-            match self.host.poll.poll(&mut events, timeout) {
+            match self
+                .spin
+                .wait(&mut self.host.poll, &mut events, timeout, self.host.clock)
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -304,6 +320,9 @@ impl Driver {
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {
                     if readable {
+                        // [SERVER.LOOP.3] A client's request: its next one, or the echo of
+                        // what it wrote, is likely close behind.
+                        self.spin.arm(self.host.clock);
                         self.read_conn(id, token, ended);
                     }
                     // A socket shares one token for both directions.

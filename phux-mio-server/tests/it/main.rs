@@ -44,6 +44,7 @@ mod pty_signal_dispositions;
 mod pty_size;
 mod pty_stopped_child_backpressure;
 mod pty_termios;
+mod server_busy_poll;
 mod server_cli_habits;
 mod server_e2e;
 mod signal_grandchildren;
