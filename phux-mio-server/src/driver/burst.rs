@@ -161,6 +161,11 @@ impl Driver {
 
     /// The held terminals whose viewer caught up or whose hold ran out: fed now.
     pub(super) fn pace_check(&mut self) {
+        if self.paces.held.is_empty() {
+            return;
+        }
+        let terminals = &self.host.terminals;
+        self.paces.held.retain(|t, _| terminals.contains_key(t));
         if self.paces.held.values().all(|p| p.spent) {
             return;
         }

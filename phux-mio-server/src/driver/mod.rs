@@ -1,4 +1,6 @@
-//! The event loop: one thread, one `mio::Poll`, driving a [`ServerEngine`].
+//! The event loop: one thread, one `mio::Poll`, driving a [`ServerEngine`]. Beside it one PTY
+//! reader thread (`crate::reader`) reads the masters of the terminals in a burst of output;
+//! `burst.rs` hands masters to it and feeds the engine what it read, in order.
 //!
 //! The driver performs the engine's actions and reports what the operating system did; it
 //! never builds or parses a frame and never decides a protocol outcome. Readiness is

@@ -61,7 +61,8 @@ pub(super) fn run(poll: Poll, shared: Arc<Shared>, loop_waker: Waker) {
         armed: true,
     };
     let mut thread = Thread::new(poll, shared, loop_waker);
-    let outcome = thread.serve();
+    // The server's signals go to the loop's thread ([SERVER.UPGRADE.EXEC.9]).
+    let outcome = crate::signals::block_in_this_thread().and_then(|()| thread.serve());
     drop(thread);
     match outcome {
         Ok(()) => guard.armed = false,
