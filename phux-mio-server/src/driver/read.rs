@@ -200,6 +200,14 @@ impl Driver {
         if self.collect_reader(terminal, token) {
             return;
         }
+        // [OUTPUT.READER.5] A viewer is behind: the thread reads this master, and its output
+        // waits there for the viewer, not in the viewer's queue.
+        if self.reader_may_take()
+            && self.engine.output_behind(terminal)
+            && self.hand_to_reader(terminal, token)
+        {
+            return;
+        }
         // A PTY master hands out what its line discipline holds, at most a few KiB per read, and
         // the time spent between two reads is what lets the kernel refill it. Consecutive reads
         // are gathered into one chunk ([OUTPUT.GATHER.1]), up to the engine's limit: one frame
@@ -248,9 +256,10 @@ impl Driver {
                         gathered = 0;
                         continue;
                     }
-                    if FlushPolicy::pty_read(n) == Output::Bulk && self.reader_may_take() {
-                        // [OUTPUT.READER.1] A burst: what was read goes now, and the reader
-                        // thread reads on while the loop writes it.
+                    if gathered >= FlushPolicy::BULK_READ && self.reader_may_take() {
+                        // [OUTPUT.READER.1] A burst (a bulk read, or short reads that add up
+                        // to one): what was read goes now, and the reader thread reads on while
+                        // the loop writes it.
                         self.feed_output(terminal, buf.get(..gathered).unwrap_or_default(), n);
                         if self.hand_to_reader(terminal, token) {
                             return;
