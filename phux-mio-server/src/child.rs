@@ -242,8 +242,9 @@ pub fn spawn(spec: &SpawnSpec) -> Result<PtyChild, SpawnError> {
             // SIGKILL because a server that dies this way (SIGKILL, a crash) gets no grace period:
             // closing its masters already hung every terminal up (SIGHUP), so a child still
             // here is one that ignores SIGHUP, and only SIGKILL cannot be ignored. The kernel
-            // sends it when the *thread* that forked exits: the server is single-threaded, so
-            // that is the server's death. It survives exec (not a set-uid one) and reaches the
+            // sends it when the *thread* that forked exits: the loop's thread forks, and it lives
+            // as long as the server (the PTY reader thread forks nothing), so that is the
+            // server's death. It survives exec (not a set-uid one) and reaches the
             // child only, not what the child starts (those get the terminal's hangup).
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // The server may have died before the prctl: then no signal will ever come.

@@ -11,6 +11,9 @@
 //! - [`conn`] (a connection: transport, registration, write queue, closing state, with the
 //!   queue itself in `queue`) and `terminal` (a terminal: its [`PtyChild`], registrations,
 //!   `PtyWriter`, exit drain).
+//! - `reader`: the one other thread, which reads the masters of the terminals in a burst of
+//!   output while the loop feeds the engine and writes the clients (the loop's side of it is
+//!   `driver`'s `burst.rs`).
 //! - `flush`: the flush policy, when a connection's queue is written; `timer`: the driver's
 //!   own deadlines; [`clock`]: the only reader of the OS clock.
 //! - [`memory`]: the heap given back to the system after a load.
@@ -46,6 +49,7 @@ pub mod nofile;
 pub mod pty;
 mod queue;
 pub mod rand;
+mod reader;
 pub mod run;
 pub mod signals;
 pub mod socket;

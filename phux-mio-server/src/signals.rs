@@ -138,6 +138,13 @@ impl Drop for Held {
     }
 }
 
+/// Blocks the handled signals in the calling thread for good: a thread other than the loop's
+/// (the PTY reader) never runs their handlers, so they reach the loop's thread, whose mask
+/// [`Signals::hold`] sets for an exec.
+pub(crate) fn block_in_this_thread() -> io::Result<()> {
+    set_blocked(Block::Block)
+}
+
 /// Unblocks the handled signals: those pending are delivered to the handlers now.
 pub fn unblock() -> io::Result<()> {
     set_blocked(Block::Unblock)
@@ -156,8 +163,8 @@ fn set_blocked(how: Block) -> io::Result<()> {
     };
     // SAFETY: rustix offers no signal mask outside its libc-free runtime, so libc's; the set
     // is a local `sigset_t` initialised by `sigemptyset` before `sigaddset` adds valid signal
-    // numbers to it, and no old mask is asked for. The server has one thread, so the thread's
-    // mask is the process's.
+    // numbers to it, and no old mask is asked for. The mask is the calling thread's: the loop's
+    // thread sets it for the process, as the one other thread blocks the four for good.
     #[allow(unsafe_code)]
     let rc = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

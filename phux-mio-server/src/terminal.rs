@@ -31,6 +31,9 @@ pub(crate) struct PtyTerminal {
     jobs: PtyWriter,
     /// Whether `WRITABLE` is part of the master's registration: only while a job is blocked.
     writable: bool,
+    /// Whether `READABLE` is: not while the PTY reader thread reads the master
+    /// ([OUTPUT.READER.1]). With neither, the master is out of the poll.
+    reading: bool,
     /// The child has been reaped; its exit is reported once the output ends or
     /// `Timer::ExitDrain` comes.
     exited: Option<ChildExit>,
@@ -79,6 +82,7 @@ impl PtyTerminal {
             pidfd: Some(pidfd_token),
             jobs: PtyWriter::new(),
             writable: false,
+            reading: true,
             exited: None,
             eof: false,
             killing: false,
@@ -107,6 +111,7 @@ impl PtyTerminal {
             pidfd: state.pidfd,
             jobs: PtyWriter::new(),
             writable: false,
+            reading: true,
             eof: state.eof,
             killing: state.killing,
             timers,
@@ -191,19 +196,47 @@ impl PtyTerminal {
         let state = self.jobs.pump(&mut self.child, done);
         let want_writable = state == Pump::Blocked;
         if want_writable != self.writable
-            && let (Some(token), Some(fd)) = (self.master, self.child.master_fd())
+            && let Err(e) = self.watch(registry, self.reading, want_writable)
         {
-            let interest = if want_writable {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            let fd = fd.as_raw_fd();
-            match registry.reregister(&mut SourceFd(&fd), token, interest) {
-                Ok(()) => self.writable = want_writable,
-                Err(e) => warn!(terminal = %self.id, error = %e, "cannot change write interest"),
-            }
+            warn!(terminal = %self.id, error = %e, "cannot change write interest");
         }
+    }
+
+    /// Whether the loop's poll watches the master for output (see [`Self::set_reading`]).
+    pub(crate) fn reading(&self) -> bool {
+        self.reading
+    }
+
+    /// Watches the master for output in the loop's poll, or stops (the PTY reader thread reads
+    /// it meanwhile). Watched again, a master that holds output raises an event at once.
+    pub(crate) fn set_reading(&mut self, registry: &Registry, reading: bool) -> io::Result<()> {
+        if reading == self.reading {
+            return Ok(());
+        }
+        self.watch(registry, reading, self.writable)
+    }
+
+    /// Registers, changes or removes the master's registration for this interest.
+    fn watch(&mut self, registry: &Registry, reading: bool, writable: bool) -> io::Result<()> {
+        let (Some(token), Some(fd)) = (self.master, self.child.master_fd()) else {
+            return Ok(());
+        };
+        let fd = fd.as_raw_fd();
+        let interest = match (reading, writable) {
+            (true, true) => Some(Interest::READABLE | Interest::WRITABLE),
+            (true, false) => Some(Interest::READABLE),
+            (false, true) => Some(Interest::WRITABLE),
+            (false, false) => None,
+        };
+        match (self.reading || self.writable, interest) {
+            (true, Some(interest)) => registry.reregister(&mut SourceFd(&fd), token, interest)?,
+            (false, Some(interest)) => registry.register(&mut SourceFd(&fd), token, interest)?,
+            (true, None) => registry.deregister(&mut SourceFd(&fd))?,
+            (false, None) => {}
+        }
+        self.reading = reading;
+        self.writable = writable;
+        Ok(())
     }
 
     /// Resolves every pending job as not written (the terminal is going away).
@@ -215,6 +248,7 @@ impl PtyTerminal {
     pub(crate) fn deregister(&mut self, registry: &Registry) -> [Option<Token>; 2] {
         let master = self.master.take();
         if master.is_some()
+            && (self.reading || self.writable)
             && let Some(fd) = self.child.master_fd()
         {
             let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));

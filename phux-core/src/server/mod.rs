@@ -253,6 +253,21 @@ impl ServerEngine {
         )
     }
 
+    /// Whether a live viewer of `terminal` holds more than half its output budget queued: a
+    /// driver that reads output ahead of the engine may hold it back a while, so that a viewer
+    /// that reads catches up instead of reaching the budget ([OUTPUT.READER.5]).
+    pub fn output_behind(&self, terminal: LocalTerminal) -> bool {
+        let Some(t) = self.terminals.get(&terminal) else {
+            return false;
+        };
+        let budget = self.config.output_budget;
+        t.live_viewers().any(|id| {
+            self.conns
+                .get(&id)
+                .is_some_and(|c| c.outbound().bootstrap_waits(budget))
+        })
+    }
+
     /// Bytes a connection sent that are buffered and not yet framed.
     pub fn buffered_bytes(&self, conn: ConnId) -> Option<usize> {
         self.conns.get(&conn).map(Connection::buffered)

@@ -78,6 +78,11 @@ impl Upgrade {
             Phase::Checking { until, .. } | Phase::Quiescing { until, .. } => Some(*until),
         }
     }
+
+    /// Whether the image is about to be taken: no master goes to the reader thread.
+    pub(super) fn quiescing(&self) -> bool {
+        matches!(self.phase, Phase::Quiescing { .. })
+    }
 }
 
 /// How an adoption went wrong, and whether the previous image can take the state back.
@@ -132,7 +137,10 @@ impl Driver {
             Phase::Quiescing { exe, until, by_env } => {
                 // [SERVER.UPGRADE.EXEC.3] No job in progress anywhere: the state is whole.
                 // Terminals waiting to start start first (the turns go on meanwhile).
-                if self.engine.upgrade_quiet() && self.host.spawns.is_empty() {
+                // [OUTPUT.READER.3] The reader thread gives every master back and its bytes are
+                // fed first: they may ask for writes (replies to queries) the quiet test sees.
+                let recalled = self.recall_reader();
+                if recalled && self.engine.upgrade_quiet() && self.host.spawns.is_empty() {
                     self.commit(&exe, by_env);
                 } else if now >= until {
                     let busy = self
@@ -270,6 +278,12 @@ impl Driver {
         self.feed_observed();
         if let Some(why) = self.host.not_ready_for_upgrade() {
             return Err(UpgradeError::NotQuiet(why));
+        }
+        // [OUTPUT.READER.3] Nothing read and not yet fed stays behind in the thread.
+        if self.host.reader.holds_any() {
+            return Err(UpgradeError::NotQuiet(
+                "the PTY reader thread holds output".to_owned(),
+            ));
         }
         if !self.host.events.is_empty() || !self.host.upgrades.is_empty() {
             return Err(UpgradeError::NotQuiet(
@@ -683,6 +697,7 @@ fn adopt_image(
             context: Some(context),
             phase: Phase::Idle,
         },
+        paces: super::burst::Paces::default(),
         spin,
         stdio_flags,
     };

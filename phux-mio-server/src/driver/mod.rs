@@ -1,4 +1,6 @@
-//! The event loop: one thread, one `mio::Poll`, driving a [`ServerEngine`].
+//! The event loop: one thread, one `mio::Poll`, driving a [`ServerEngine`]. Beside it one PTY
+//! reader thread (`crate::reader`) reads the masters of the terminals in a burst of output;
+//! `burst.rs` hands masters to it and feeds the engine what it read, in order.
 //!
 //! The driver performs the engine's actions and reports what the operating system did; it
 //! never builds or parses a frame and never decides a protocol outcome. Readiness is
@@ -75,6 +77,7 @@ pub use turn::TURN_SLICE;
 use spin::BusyPoll;
 use turn::{Wake, plan_turn};
 
+mod burst;
 mod handover;
 mod read;
 mod spin;
@@ -86,7 +89,9 @@ const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 /// The pidfd of a running `--check-upgrade`.
 const UPGRADE_CHECK: Token = Token(2);
-const FIRST_DYNAMIC: usize = 3;
+/// The PTY reader thread: output it read is waiting (`burst.rs`).
+const READER: Token = Token(3);
+const FIRST_DYNAMIC: usize = 4;
 
 /// Where clients come from.
 #[derive(Debug)]
@@ -113,6 +118,8 @@ pub struct Driver {
     busy_at: HashMap<Token, usize>,
     /// An in-place upgrade: whether this server may, and the one under way.
     upgrade: handover::Upgrade,
+    /// Output held back for a viewer that is behind ([OUTPUT.READER.5]).
+    paces: burst::Paces,
     /// The wait's busy-poll after a client's request ([SERVER.LOOP.3]).
     spin: BusyPoll,
     /// `--stdio`: stdin's and stdout's flags as we found them, restored when the driver is
@@ -156,6 +163,7 @@ impl Driver {
             busy: Vec::new(),
             busy_at: HashMap::new(),
             upgrade: handover::Upgrade::default(),
+            paces: burst::Paces::default(),
             spin: BusyPoll::new(DEFAULT_BUSY_POLL),
             stdio_flags,
         };
@@ -261,6 +269,7 @@ impl Driver {
                 self.flush();
             }
             self.on_deadlines();
+            self.pace_check();
             self.upgrade_step();
         }
         self.abandon_upgrade();
@@ -278,6 +287,7 @@ impl Driver {
             self.host.timers.next_timeout(),
             self.engine.poll_timeout(),
             self.upgrade.deadline(),
+            self.paces.deadline(),
             self.host.ws.as_ref().and_then(crate::ws::Door::deadline),
         ]
         .into_iter()
@@ -307,6 +317,7 @@ impl Driver {
                 self.on_signals(signals);
             }
             UPGRADE_CHECK => self.on_check_exit(),
+            READER => self.on_reader(),
             _ if self.route_ws(token) => {}
             _ => match self.host.sources.get(token) {
                 Some(Source::ConnRead(id)) => {

@@ -195,6 +195,11 @@ impl Driver {
     }
 
     fn read_master_into(&mut self, buf: &mut [u8], terminal: LocalTerminal, token: Token) {
+        // [OUTPUT.READER.1] Held by the reader thread: what it read goes first, and the loop
+        // reads the master only once the thread has given it back.
+        if self.collect_reader(terminal, token) {
+            return;
+        }
         // A PTY master hands out what its line discipline holds, at most a few KiB per read, and
         // the time spent between two reads is what lets the kernel refill it. Consecutive reads
         // are gathered into one chunk ([OUTPUT.GATHER.1]), up to the engine's limit: one frame
@@ -241,6 +246,17 @@ impl Driver {
                             return;
                         }
                         gathered = 0;
+                        continue;
+                    }
+                    if FlushPolicy::pty_read(n) == Output::Bulk && self.reader_may_take() {
+                        // [OUTPUT.READER.1] A burst: what was read goes now, and the reader
+                        // thread reads on while the loop writes it.
+                        self.feed_output(terminal, buf.get(..gathered).unwrap_or_default(), n);
+                        if self.hand_to_reader(terminal, token) {
+                            return;
+                        }
+                        gathered = 0;
+                        limit = self.engine.output_gather_limit(terminal).min(buf.len());
                         continue;
                     }
                     if FlushPolicy::pty_read(n) == Output::Bulk {
@@ -295,7 +311,7 @@ impl Driver {
 
     /// Hands the engine one chunk of `terminal`'s output, `last_read` the size of the last read
     /// in it, and flushes as the policy says for that read.
-    fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) {
+    pub(super) fn feed_output(&mut self, terminal: LocalTerminal, bytes: &[u8], last_read: usize) {
         // This chunk's frames are queued now, marked as bulk output or not by the last read's
         // size: a gathered chunk ended by a short read is the end of a burst, sent at once.
         let output = FlushPolicy::pty_read(last_read);

@@ -22,6 +22,7 @@ use tracing::{debug, error, info, trace, warn};
 use crate::clock::Clock;
 use crate::conn::{Chunk, Conn};
 use crate::flush::Output;
+use crate::reader::Reader;
 use crate::signals::Signals;
 use crate::socket::ServerSocket;
 use crate::terminal::{PtyTerminal, group_signal};
@@ -128,6 +129,8 @@ pub(crate) struct Host {
     /// The engine's `Spawn` actions not started yet, oldest first: the driver starts at most
     /// [`SPAWNS_PER_TURN`] a turn ([SERVER.FAIR.3]).
     pub(crate) spawns: VecDeque<(LocalTerminal, EngineSpawn)>,
+    /// The PTY reader thread, for the masters in a burst of output ([OUTPUT.READER.1]).
+    pub(crate) reader: Reader,
 }
 
 /// The terminals started per turn of the loop, whoever asked for them ([SERVER.FAIR.3]):
@@ -165,6 +168,7 @@ impl Host {
             finished_jobs: Vec::new(),
             upgrades: VecDeque::new(),
             spawns: VecDeque::new(),
+            reader: Reader::default(),
         }
     }
 

@@ -231,6 +231,9 @@ impl Host {
     }
 
     pub(super) fn deregister_terminal(&mut self, t: &mut PtyTerminal) {
+        if let Some(token) = t.master_token() {
+            self.reader.forget(token);
+        }
         for token in t.deregister(self.poll.registry()).into_iter().flatten() {
             self.sources.remove(token);
         }

@@ -32,6 +32,7 @@ mod limit_models_budget;
 mod limit_spawns_per_turn;
 mod log_no_secrets;
 mod output_burst_delivered;
+mod output_reader;
 mod pty_echo;
 mod pty_env_term_cwd;
 mod pty_exit_status;

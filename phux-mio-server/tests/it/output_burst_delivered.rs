@@ -16,13 +16,13 @@ use crate::support::client::{Client, Server};
 const BURSTS: [usize; 8] = [4000, 4096, 8192, 2500, 12288, 6000, 70000, 3000];
 
 /// Starts `sh -c script` and attaches to its terminal.
-fn spawn_attached(c: &mut Client, script: &str) -> TerminalId {
+pub(crate) fn spawn_attached(c: &mut Client, script: &str) -> TerminalId {
     let t = c.spawn(&["/bin/sh", "-c", script]);
     attach(c, &t);
     t
 }
 
-fn attach(c: &mut Client, t: &TerminalId) {
+pub(crate) fn attach(c: &mut Client, t: &TerminalId) {
     assert_eq!(
         c.command(Command::AttachTerminal {
             terminal: t.clone()
@@ -32,7 +32,7 @@ fn attach(c: &mut Client, t: &TerminalId) {
 }
 
 /// Sends the line the child waits for (operation `op`), acknowledged.
-fn send_go(c: &mut Client, t: &TerminalId, op: u128) {
+pub(crate) fn send_go(c: &mut Client, t: &TerminalId, op: u128) {
     let go = ApplyInput {
         operation_id: OperationId::from_u128(op).expect("id"),
         terminal: t.clone(),
