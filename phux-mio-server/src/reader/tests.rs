@@ -97,6 +97,35 @@ fn a_held_master_is_read_in_order_within_its_bound_and_given_back_when_empty() {
     assert_eq!(got, expected);
 }
 
+// [OUTPUT.READER.2]
+#[test]
+fn a_buffer_nobody_takes_stops_at_its_bound() {
+    let (_poll, mut reader, _master, slave) = held_pty();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 8192];
+        // Blocks once the thread and the kernel hold all they take; the slave closes at the end
+        // of the test, which ends the writes.
+        while rustix::io::write(&slave, &chunk).is_ok() {}
+    });
+    // Nobody collects: however long the program writes, the thread holds at most its bound.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut got = Vec::new();
+    reader.collect(MASTER, &mut got, 4096);
+    assert!(!got.is_empty(), "the thread read nothing");
+    assert!(got.len() <= HELD_BYTES, "{} bytes held", got.len());
+    std::thread::sleep(Duration::from_millis(100));
+    let mut again = Vec::new();
+    reader.collect(MASTER, &mut again, 4096);
+    assert!(
+        again.len() <= HELD_BYTES,
+        "{} bytes held after a resume",
+        again.len()
+    );
+    drop(reader);
+    drop(_master);
+    let _ = writer.join();
+}
+
 // [OUTPUT.READER.1]
 #[test]
 fn the_end_comes_after_the_last_byte() {

@@ -1,7 +1,7 @@
 //! The reader thread itself: its poll over the masters it holds, its reads into each one's
 //! bounded buffer, and the masters it gives back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
@@ -23,6 +23,9 @@ struct Thread {
     masters: HashMap<Token, PtyMaster>,
     /// Masters with bytes to read (an event came, or a read was cut short), in turn.
     ready: Vec<Token>,
+    /// Masters whose buffer is full ([OUTPUT.READER.2]): not read, whatever their readiness
+    /// says, until the loop has taken the bytes (`Resume`).
+    full: HashSet<Token>,
     /// Masters found empty, and since when: given back at [`RETURN_AFTER`].
     empty: HashMap<Token, Instant>,
     buf: Vec<u8>,
@@ -78,6 +81,7 @@ impl Thread {
             loop_waker,
             masters: HashMap::new(),
             ready: Vec::new(),
+            full: HashSet::new(),
             empty: HashMap::new(),
             buf: vec![0; READ_BYTES],
         }
@@ -137,6 +141,7 @@ impl Thread {
                     self.ready.push(token);
                 }
                 Command::Resume(token) => {
+                    self.full.remove(&token);
                     if self.masters.contains_key(&token) && !self.ready.contains(&token) {
                         self.ready.push(token);
                     }
@@ -166,6 +171,9 @@ impl Thread {
     /// Reads `token`'s master up to [`READS_PER_TURN`] times. Returns whether it is still
     /// ready (cut short with more to read).
     fn read_master(&mut self, token: Token) -> bool {
+        if self.full.contains(&token) {
+            return false;
+        }
         for _ in 0..READS_PER_TURN {
             let Some(master) = self.masters.get(&token) else {
                 return false;
@@ -187,6 +195,9 @@ impl Thread {
                     // [OUTPUT.READER.2] Full: no more reads until the loop takes them.
                     let full = slot.bytes.len() + FULL_MARGIN > HELD_BYTES;
                     slot.paused = full;
+                    if full {
+                        self.full.insert(token);
+                    }
                     // [OUTPUT.GATHER.1] The loop hears of a chunk's worth, not of each read.
                     (None, !full, full || slot.bytes.len() >= slot.gather)
                 }
@@ -246,6 +257,7 @@ impl Thread {
     /// Stops reading `token`'s master: out of the poll, its descriptor closed.
     fn release(&mut self, token: Token) {
         self.empty.remove(&token);
+        self.full.remove(&token);
         self.ready.retain(|&t| t != token);
         if let Some(master) = self.masters.remove(&token) {
             let raw = master.as_fd().as_raw_fd();
