@@ -100,7 +100,7 @@ fn a_held_master_is_read_in_order_within_its_bound_and_given_back_when_empty() {
 // [OUTPUT.READER.2]
 #[test]
 fn a_buffer_nobody_takes_stops_at_its_bound() {
-    let (_poll, mut reader, _master, slave) = held_pty();
+    let (_poll, mut reader, master, slave) = held_pty();
     let writer = std::thread::spawn(move || {
         let chunk = vec![b'x'; 8192];
         // Blocks once the thread and the kernel hold all they take; the slave closes at the end
@@ -122,7 +122,7 @@ fn a_buffer_nobody_takes_stops_at_its_bound() {
         again.len()
     );
     drop(reader);
-    drop(_master);
+    drop(master);
     let _ = writer.join();
 }
 
