@@ -46,8 +46,9 @@ pub(crate) const HELD_BYTES: usize = 64 * 1024;
 /// the burst then pays no thread hop.
 pub(crate) const RETURN_AFTER: Duration = Duration::from_millis(5);
 
-/// One read's buffer: a master hands out at most its line discipline's 4 KiB per read.
-const READ_BYTES: usize = 16 * 1024;
+/// One read's buffer: a master hands out at most its line discipline's 4 KiB per read, and a
+/// read is taken only while this much more fits under [`HELD_BYTES`].
+const READ_BYTES: usize = 4096;
 
 /// Reads of one master in a row before the thread turns to the next one.
 const READS_PER_TURN: usize = 16;

@@ -107,11 +107,19 @@ fn a_buffer_nobody_takes_stops_at_its_bound() {
         // of the test, which ends the writes.
         while rustix::io::write(&slave, &chunk).is_ok() {}
     });
-    // Nobody collects: however long the program writes, the thread holds at most its bound.
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the thread has read something, nobody collects for a while: however long the
+    // program writes meanwhile, the thread holds at most its bound.
+    let until = Instant::now() + Duration::from_secs(20);
     let mut got = Vec::new();
+    while got.is_empty() {
+        assert!(Instant::now() < until, "the thread read nothing");
+        std::thread::sleep(Duration::from_millis(10));
+        reader.collect(MASTER, &mut got, 4096);
+        assert!(got.len() <= HELD_BYTES, "{} bytes held", got.len());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    got.clear();
     reader.collect(MASTER, &mut got, 4096);
-    assert!(!got.is_empty(), "the thread read nothing");
     assert!(got.len() <= HELD_BYTES, "{} bytes held", got.len());
     std::thread::sleep(Duration::from_millis(100));
     let mut again = Vec::new();

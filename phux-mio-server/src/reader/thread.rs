@@ -193,7 +193,7 @@ impl Thread {
                         .extend_from_slice(self.buf.get(..n).unwrap_or_default());
                     slot.last_read = n;
                     // [OUTPUT.READER.2] Full: no more reads until the loop takes them.
-                    let full = slot.bytes.len() + FULL_MARGIN > HELD_BYTES;
+                    let full = slot.bytes.len() + READ_BYTES > HELD_BYTES;
                     slot.paused = full;
                     if full {
                         self.full.insert(token);
@@ -293,6 +293,3 @@ impl Thread {
         }
     }
 }
-
-/// A read is taken only while one more fits under [`HELD_BYTES`].
-const FULL_MARGIN: usize = 4096;
