@@ -147,14 +147,15 @@ pub fn measure_heavy(server_bin: Option<&Path>) -> Result<Heavy> {
 
 /// Samples every millisecond until `sampling` is cleared: the highest RSS of `pid`, and the
 /// highest sum of the private memory (RSS less shared memory, such as the mapped image) of
-/// `pid` and of its children that are not `terminals` (the trial adoption), KiB.
+/// `pid` and of its child running the trial adoption (not one of `terminals`, and only once it
+/// has exec'd: [`runs_the_check`]), KiB.
 fn sample_peaks(pid: u32, terminals: &BTreeSet<u32>, sampling: &AtomicBool) -> (u64, u64) {
     let (mut alone, mut private) = (0, 0);
     while sampling.load(Ordering::SeqCst) {
         let (own, own_private) = rss_split_kib(pid).unwrap_or_default();
         let trial: u64 = children(pid)
             .into_iter()
-            .filter(|c| !terminals.contains(c))
+            .filter(|c| !terminals.contains(c) && runs_the_check(*c))
             .filter_map(|c| rss_split_kib(c).map(|(_, p)| p))
             .sum();
         alone = alone.max(own);
@@ -162,6 +163,21 @@ fn sample_peaks(pid: u32, terminals: &BTreeSet<u32>, sampling: &AtomicBool) -> (
         std::thread::sleep(Duration::from_millis(1));
     }
     (alone, private)
+}
+
+/// Whether child `pid` has become the trial adoption: its command line names `--check-adopt`.
+/// Between its fork and its exec a child still shares the server's pages (the same memory,
+/// or copy-on-write), and /proc counts them in both: one run's sample caught that moment and
+/// summed the server's private memory twice.
+fn runs_the_check(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|argv| names_check_adopt(&argv))
+}
+
+/// Whether a /proc cmdline (NUL-separated arguments) holds the argument `--check-adopt`.
+fn names_check_adopt(cmdline: &[u8]) -> bool {
+    cmdline
+        .split(|&b| b == 0)
+        .any(|arg| arg == b"--check-adopt")
 }
 
 /// The children of `pid`, as /proc lists them.
@@ -189,6 +205,20 @@ fn logged_image_bytes(log: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_child_that_runs_the_check_counts_as_the_trial() {
+        assert!(names_check_adopt(
+            b"/usr/bin/phux-mio-server\0--check-adopt\0"
+        ));
+        assert!(!names_check_adopt(
+            b"/usr/bin/phux-mio-server\0--socket\0/tmp/s\0"
+        ));
+        assert!(!names_check_adopt(
+            b"/usr/bin/phux-mio-server\0--check-adopt-x\0"
+        ));
+        assert!(!names_check_adopt(b""));
+    }
 
     #[test]
     fn the_image_size_is_read_from_the_exec_line() {
