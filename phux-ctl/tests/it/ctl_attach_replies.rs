@@ -18,7 +18,6 @@ pub(crate) fn attach_in_tmux(ctl: &Ctl, id: &str, dir: &Path) -> Tmux {
 
 /// [`attach_in_tmux`] in a pane of `cols` x `rows`.
 pub(crate) fn attach_in_tmux_sized(ctl: &Ctl, id: &str, dir: &Path, size: (u16, u16)) -> Tmux {
-    let (cols, rows) = (size.0.to_string(), size.1.to_string());
     let tmux = Tmux {
         socket: dir.join("tmux.sock"),
     };
@@ -28,17 +27,7 @@ pub(crate) fn attach_in_tmux_sized(ctl: &Ctl, id: &str, dir: &Path, size: (u16, 
         shell_quote(Path::new(env!("CARGO_BIN_EXE_phuxctl"))),
         shell_quote(&ctl.socket),
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        &cols,
-        "-y",
-        &rows,
-        &script,
-    ]);
+    tmux.new_session(size.0, size.1, &script);
     tmux
 }
 

@@ -25,6 +25,22 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Starts session `t` (the one [`Tmux::pane`] reads), `cols` x `rows`, running `line`.
+    pub(crate) fn new_session(&self, cols: u16, rows: u16, line: &str) {
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            line,
+        ]);
+    }
+
     pub(crate) fn pane(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"])
     }
@@ -73,17 +89,7 @@ fn attach_under_tmux_types_shows_and_detaches_leaving_the_terminal() {
         shell_quote(Path::new(env!("CARGO_BIN_EXE_phuxctl"))),
         shell_quote(&ctl.socket),
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "90",
-        "-y",
-        "25",
-        &script,
-    ]);
+    tmux.new_session(90, 25, &script);
 
     // [BOOTSTRAP.CHUNK.2] The attach draws the terminal's screen, and resizes it to the pane.
     tmux.wait_pane("the bootstrap", |p| p.contains("before-attach"));
@@ -151,17 +157,7 @@ fn the_detach_key_twice_sends_it_and_none_or_a_typing_key_are_decided() {
             shell_quote(&ctl.socket),
         )
     };
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &attach(""),
-    ]);
+    tmux.new_session(80, 24, &attach(""));
     tmux.wait_pane("the bootstrap", |p| p.contains("ready"));
     tmux.run(&["send-keys", "-t", "t", "C-\\", "C-\\", "x"]);
     assert!(

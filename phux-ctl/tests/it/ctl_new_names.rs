@@ -110,17 +110,7 @@ fn new_a_s_creates_then_attaches_by_name_starting_the_server() {
     let tmux = tmux_in(dir.path());
     // Each step runs in the same pane, replacing what ran there.
     let in_pane = |line: &str| tmux.run(&["respawn-pane", "-k", "-t", "t", line]);
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "90",
-        "-y",
-        "25",
-        "exec sleep 1000",
-    ]);
+    tmux.new_session(90, 25, "exec sleep 1000");
     // [CLIENT.START.1] No server: `new -A -s work` starts one, creates `work`, attaches.
     in_pane(&t.pane_line("new -A -s work -- /bin/sh", "first"));
     tmux.run(&["send-keys", "-t", "t", "echo made-$((6*7))", "Enter"]);
@@ -288,17 +278,7 @@ fn a_detach_key_in_caret_notation_detaches() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tmux = tmux_in(dir.path());
     let line = t.pane_line("attach --detach-key ^q work", "caret");
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &line,
-    ]);
+    tmux.new_session(100, 30, &line);
     tmux.wait_pane("the attached terminal", |p| p.contains("caret-ready"));
     tmux.run(&["send-keys", "-t", "t", "C-q"]);
     let pane = tmux.wait_pane("the detach", |p| p.contains("caret="));
